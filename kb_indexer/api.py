@@ -1,0 +1,209 @@
+"""The Python API behind every CLI command (the CLI is a thin shell over this).
+
+    from kb_indexer.api import KnowledgeBase
+    with KnowledgeBase.open() as kb:
+        print(kb.search(["reinforcement learning"]))
+
+Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.config import default_kb_root, find_db
+from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.store import open_db, transaction
+from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
+from kb_indexer.store.migrations import init_db, schema_version
+from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
+from kb_indexer.text import normalize_keyword
+
+
+class KnowledgeBase:
+    def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
+        self.conn = conn
+        self.db_path = db_path
+        self.kb_root = kb_root
+
+    # -- opening -------------------------------------------------------------------------
+    @staticmethod
+    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike | None) -> Path:
+        if kb:
+            return Path(kb).expanduser().absolute()
+        env = os.environ.get("KBINDEX_KB")
+        if env:
+            return Path(env).expanduser().absolute()
+        if conn is not None:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
+            if row and row[0]:
+                return Path(row[0])
+        return default_kb_root(db_path)
+
+    @classmethod
+    def open(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> "KnowledgeBase":
+        db_path = find_db(db)
+        conn = open_db(db_path)
+        return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
+
+    @classmethod
+    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> tuple["KnowledgeBase", dict]:
+        db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
+        existed = db_path.is_file()
+        kb_root = cls._kb_root(None, db_path, kb)
+        if existed and not kb and not os.environ.get("KBINDEX_KB"):
+            # Re-running init keeps the stored root.
+            try:
+                probe = open_db(db_path)
+                kb_root = cls._kb_root(probe, db_path, None)
+                probe.close()
+            except Exception:
+                pass
+        conn, applied = init_db(db_path, kb_root)
+        result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
+                  "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
+        return cls(conn, db_path, kb_root), result
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- documents -----------------------------------------------------------------------
+    def add(self, path: str, keywords_file: str | None = None) -> dict:
+        from kb_indexer.index.sync import add_document
+        return add_document(self.conn, self.kb_root, path, keywords_file)
+
+    def update(self, path: str) -> dict:
+        from kb_indexer.index.sync import update_document
+        return update_document(self.conn, self.kb_root, path)
+
+    def remove(self, path: str) -> dict:
+        from kb_indexer.index.sync import remove_document
+        return remove_document(self.conn, self.kb_root, path)
+
+    def sync(self, directory: str | None = None, progress=None) -> dict:
+        from kb_indexer.index.sync import sync
+        return sync(self.conn, self.kb_root, directory, progress)
+
+    def _stored_path(self, path: str) -> str:
+        from kb_indexer.index.paths import to_relative
+        return to_relative(self.kb_root, path, must_exist=False)
+
+    def list_docs(self) -> dict:
+        docs = [dict(r) for r in self.conn.execute(
+            "SELECT d.filepath, d.title, d.summary, d.updated_at, "
+            "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
+            "FROM documents d ORDER BY d.filepath")]
+        return {"documents": docs, "count": len(docs)}
+
+    def show(self, path: str) -> dict:
+        doc = require_document(self.conn, self._stored_path(path))
+        return {
+            "filepath": doc["filepath"], "title": doc["title"], "summary": doc["summary"],
+            "keywords": [{"keyword": k["keyword"], "category": k["category"]}
+                         for k in document_keywords(self.conn, doc["id"])],
+            "keywords_file": doc["keywords_file"],
+            "created_at": doc["created_at"], "updated_at": doc["updated_at"],
+        }
+
+    def keywords(self, path: str) -> dict:
+        doc = require_document(self.conn, self._stored_path(path))
+        kws = document_keywords(self.conn, doc["id"])
+        return {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)}
+
+    # -- keywords ------------------------------------------------------------------------
+    def _keyword_row(self, keyword: str) -> sqlite3.Row:
+        row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
+        if row is None:
+            raise NotFoundError(f"Unknown keyword: {keyword!r}")
+        return row
+
+    def docs(self, keyword: str) -> dict:
+        kw = self._keyword_row(keyword)
+        docs = [dict(r) for r in self.conn.execute(
+            "SELECT d.filepath, d.title, d.summary, dk.category, dk.source FROM document_keywords dk "
+            "JOIN documents d ON d.id = dk.document_id WHERE dk.keyword_id = ? ORDER BY d.filepath", (kw["id"],))]
+        return {"keyword": kw["display"], "documents": docs, "count": len(docs)}
+
+    def stats(self, keyword: str) -> dict:
+        kw = self._keyword_row(keyword)
+        doc_count = self.conn.execute("SELECT COUNT(*) FROM document_keywords WHERE keyword_id = ?",
+                                      (kw["id"],)).fetchone()[0]
+        rel = neighbours(self.conn, kw["id"])
+        by_type: dict[str, int] = {}
+        for r in rel:
+            by_type[r["similarity_type"]] = by_type.get(r["similarity_type"], 0) + 1
+        return {"keyword": kw["display"], "normalized": kw["keyword"], "category": kw["category"],
+                "document_count": doc_count, "related_keywords_count": len({r["keyword_id"] for r in rel}),
+                "similarities_by_type": by_type}
+
+    # -- similarities --------------------------------------------------------------------
+    def similar(self, keyword: str, sim_type: str | None = None) -> dict:
+        if sim_type is not None and sim_type not in SIMILARITY_TYPES:
+            raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+        kw = self._keyword_row(keyword)
+        items = [{
+            "keyword": r["keyword"], "similarity_type": r["similarity_type"], "context": r["context"],
+            "score": r["score"], "directional": r["directional"], "direction": r["direction"],
+        } for r in neighbours(self.conn, kw["id"], sim_type)]
+        return {"keyword": kw["display"], "similar_keywords": items, "count": len(items)}
+
+    def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
+               directional: bool = False) -> dict:
+        with transaction(self.conn):
+            sid, created = upsert_similarity(self.conn, KeywordIds(self.conn), keyword1, keyword2, sim_type,
+                                             context, score, directional, "manual")
+        return {"action": "created" if created else "updated", "id": sid, "keyword1": keyword1,
+                "keyword2": keyword2, "type": sim_type, "context": context, "score": float(score),
+                "directional": directional}
+
+    def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
+        from kb_indexer.store.similarities import delete_similarity
+        with transaction(self.conn):
+            n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
+        return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
+
+    def import_similarities(self, path: str) -> dict:
+        from kb_indexer.index.sync import import_similarities
+        p = Path(path).expanduser()
+        return import_similarities(self.conn, p)
+
+    # -- search --------------------------------------------------------------------------
+    def search(self, keywords: list[str], mode: str = "or", limit: int | None = None) -> dict:
+        from kb_indexer.search.keyword import keyword_search
+        return keyword_search(self.conn, keywords, mode, limit)
+
+    # -- database ------------------------------------------------------------------------
+    def export(self) -> dict:
+        from kb_indexer.store.export import export_all
+        return export_all(self.conn)
+
+    def import_(self, data: Any, force: bool = False) -> dict:
+        from kb_indexer.store.export import import_all
+        return {"imported": import_all(self.conn, data, force=force)}
+
+    def db_stats(self) -> dict:
+        c = self.conn
+        one = lambda sql: c.execute(sql).fetchone()[0]  # noqa: E731
+        by_type = {r[0]: r[1] for r in c.execute(
+            "SELECT similarity_type, COUNT(*) FROM keyword_similarities GROUP BY similarity_type ORDER BY 1")}
+        return {
+            "documents": one("SELECT COUNT(*) FROM documents"),
+            "keywords": one("SELECT COUNT(*) FROM keywords"),
+            "document_keywords": one("SELECT COUNT(*) FROM document_keywords"),
+            "similarities": one("SELECT COUNT(*) FROM keyword_similarities"),
+            "similarities_by_type": by_type,
+            "queries": one("SELECT COUNT(*) FROM queries"),
+            "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
+            "feedback": one("SELECT COUNT(*) FROM query_feedback"),
+            "db": str(self.db_path), "kb_root": str(self.kb_root),
+            "schema": schema_version(c),
+        }

@@ -1,0 +1,119 @@
+"""The Typer application and the error handling shared by every command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from kb_indexer import __version__
+from kb_indexer.cli.output import Format, dumps
+from kb_indexer.errors import KbError
+
+
+def _json_requested(args: list[str]) -> bool:
+    for i, a in enumerate(args):
+        if a in ("--format", "-f") and i + 1 < len(args) and args[i + 1].lower() == "json":
+            return True
+        if a.lower() in ("--format=json", "-fjson"):
+            return True
+    return False
+
+
+def report_error(code: str, message: str, exit_code: int, json_mode: bool, details: dict | None = None) -> None:
+    if json_mode:
+        err = {"code": code, "message": message}
+        if details:
+            err["details"] = details
+        sys.stderr.write(dumps({"error": err, "exit_code": exit_code}) + "\n")
+    else:
+        sys.stderr.write(f"Error: {message}\n")
+
+
+class KbGroup(TyperGroup):
+    """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        json_mode = _json_requested(argv)
+        try:
+            super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
+            code = 0
+        except KbError as exc:
+            report_error(exc.code, exc.message, exc.exit_code, json_mode, exc.details)
+            code = exc.exit_code
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except typer.Abort:
+            sys.stderr.write("Aborted.\n")
+            code = 130
+        except typer.TyperException as exc:  # usage errors (exit 2) and the like
+            if json_mode:
+                report_error("usage", exc.format_message(), exc.exit_code, True)
+            elif hasattr(exc, "show"):
+                exc.show()
+            else:
+                sys.stderr.write(f"Error: {exc.format_message()}\n")
+            code = exc.exit_code
+        except KeyboardInterrupt:
+            sys.stderr.write("Interrupted.\n")
+            code = 130
+        except BrokenPipeError:
+            try:
+                sys.stdout = open(os.devnull, "w")
+            except OSError:
+                pass
+            code = 1
+        except Exception as exc:  # a bug: still report it in the agreed form
+            if os.environ.get("KBINDEX_DEBUG"):
+                raise
+            report_error("internal", f"{type(exc).__name__}: {exc}", 1, json_mode)
+            code = 1
+        sys.exit(code)
+
+
+app = typer.Typer(
+    cls=KbGroup,
+    name="kbindex",
+    help="Index a knowledge base of markdown documents and skills; search it by keywords, "
+         "typed keyword similarities and full text. Every command takes --format json.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"kbindex {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """kbindex: a knowledge base index for AI agents."""
+
+
+# Shared options -----------------------------------------------------------------------------
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", case_sensitive=False,
+                                           help="Output format: json (for agents) or table.")]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help="Index file (env KBINDEX_DB; default: the nearest "
+                                               "kbindex.db in this or a parent directory).",
+                                               show_default=False)]
+KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root (env KBINDEX_KB; default: the "
+                                               "root stored at init, else knowledge-base/ beside the index).",
+                                               show_default=False)]
+
+
+def open_kb(db: Optional[Path], kb: Optional[Path]):
+    from kb_indexer.api import KnowledgeBase
+    return KnowledgeBase.open(db, kb)

@@ -1,0 +1,73 @@
+"""init, export, import, db-stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import Format, dumps, emit
+from kb_indexer.errors import ValidationError
+
+
+@app.command()
+def init(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
+    """Create the index (or upgrade an existing one in place)."""
+    from kb_indexer.api import KnowledgeBase
+
+    handle, result = KnowledgeBase.init(db, kb)
+    handle.close()
+    if not result["kb_root_exists"]:
+        sys.stderr.write(f"warning: knowledge-base root {result['kb_root']} does not exist yet\n")
+    emit(result, format, title="kbindex init")
+
+
+@app.command()
+def export(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
+) -> None:
+    """Export everything (documents, keywords, similarities, history, feedback) as JSON."""
+    with open_kb(db, kb) as k:
+        data = k.export()
+    if output is None:
+        sys.stdout.write(dumps(data) + "\n")
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(dumps(data) + "\n", encoding="utf-8")
+    tmp.replace(output)
+    counts = {t: len(rows) for t, rows in data["tables"].items()}
+    emit({"output": str(output), "tables": counts}, format, title="export")
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `kbindex export` (- for stdin).")],
+    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty index.")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Replace the index content with an export (all or nothing)."""
+    from kb_indexer.index.markdown import read_text_file
+
+    if str(file) == "-":
+        text = sys.stdin.read()
+    else:
+        text, _ = read_text_file(file)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{file} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    with open_kb(db, kb) as k:
+        result = k.import_(data, force=force)
+    emit(result, format, title="import")
+
+
+@app.command("db-stats")
+def db_stats(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
+    """Counts of documents, keywords, similarities, queries and feedback."""
+    with open_kb(db, kb) as k:
+        emit(k.db_stats(), format, title="kbindex database")

@@ -1,0 +1,76 @@
+"""Output: results on stdout (JSON or a table), everything else on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any, Callable, Sequence
+
+
+class Format(str, Enum):
+    json = "json"
+    table = "table"
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(dumps(data) + "\n")
+    sys.stdout.flush()
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+    return Console(stderr=stderr, soft_wrap=False)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequence[str] = (),
+         title: str | None = None, render: Callable[[Any], None] | None = None) -> None:
+    """Print ``data`` as JSON, or as a table of ``data[rows]`` (or key/value pairs)."""
+    if Format(fmt) is Format.json:
+        emit_json(data)
+        return
+    if render is not None:
+        render(data)
+        return
+    from rich.table import Table
+
+    console = _console()
+    if rows is not None:
+        items = data.get(rows) or []
+        table = Table(title=title, show_lines=False)
+        cols = list(columns) or (list(items[0].keys()) if items else [])
+        for c in cols:
+            table.add_column(c)
+        for item in items:
+            table.add_row(*[_cell(item.get(c)) for c in cols])
+        console.print(table)
+        extra = {k: v for k, v in data.items() if k != rows and not isinstance(v, (list, dict))}
+        if extra:
+            console.print("  ".join(f"{k}: {_cell(v)}" for k, v in extra.items()))
+        return
+    table = Table(title=title, show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for k, v in data.items():
+        table.add_row(str(k), _cell(v))
+    console.print(table)

@@ -1,0 +1,62 @@
+"""similar, relate, unrelate, import-similarities."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import Format, emit
+from kb_indexer.store.similarities import SIMILARITY_TYPES
+
+TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
+
+
+@app.command()
+def similar(
+    keyword: Annotated[str, typer.Argument(help="A keyword.")],
+    type: Annotated[Optional[str], typer.Option("--type", "-t", help=TYPES_HELP)] = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Keywords related to KEYWORD, with type, context, score and direction."""
+    with open_kb(db, kb) as k:
+        emit(k.similar(keyword, type), format, rows="similar_keywords",
+             columns=("keyword", "similarity_type", "score", "direction", "context"))
+
+
+@app.command()
+def relate(
+    keyword1: Annotated[str, typer.Argument(help="First keyword (the source when --directional).")],
+    keyword2: Annotated[str, typer.Argument(help="Second keyword.")],
+    type: Annotated[str, typer.Option("--type", "-t", help=TYPES_HELP)],
+    context: Annotated[str, typer.Option("--context", "-c", help="When the relation applies.")],
+    score: Annotated[float, typer.Option("--score", "-s", help="Relevance 0..1.")] = 0.5,
+    directional: Annotated[bool, typer.Option("--directional", help="KEYWORD1 → KEYWORD2 only.")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Add (or update) a typed relation between two keywords."""
+    with open_kb(db, kb) as k:
+        emit(k.relate(keyword1, keyword2, type, context, score, directional), format, title="relate")
+
+
+@app.command()
+def unrelate(
+    keyword1: Annotated[str, typer.Argument()],
+    keyword2: Annotated[str, typer.Argument()],
+    type: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type (default: all).")] = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Remove the relation(s) between two keywords."""
+    with open_kb(db, kb) as k:
+        emit(k.unrelate(keyword1, keyword2, type), format, title="unrelate")
+
+
+@app.command("import-similarities")
+def import_similarities(
+    file: Annotated[str, typer.Argument(help="A similarities.json file.")],
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Import relations from a similarities.json file (all valid, or nothing is written)."""
+    with open_kb(db, kb) as k:
+        emit(k.import_similarities(file), format, title="import-similarities")

@@ -1,0 +1,73 @@
+"""Turn a markdown file (plus its optional keywords file) into an indexable record."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb_indexer.errors import ValidationError
+from kb_indexer.index.files import load_json_file, validate_keywords_data
+from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_text_file
+from kb_indexer.index.paths import keywords_path_for, stat_sig
+from kb_indexer.text import normalize_keyword
+
+
+@dataclass
+class LoadedDocument:
+    filepath: str
+    title: str
+    summary: str
+    body: str
+    keywords: list[tuple[str, str | None, str]]
+    content_hash: str
+    stat_sig: str
+    keywords_file: str | None
+
+
+def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) -> LoadedDocument:
+    """Read and validate ``rel`` (relative to ``kb_root``); raises ValidationError on bad input."""
+    md_path = kb_root / rel
+    text, raw = read_text_file(md_path, rel)
+    explicit = keywords_file is not None
+    kw_path = keywords_file if explicit else keywords_path_for(md_path)
+    kw_data = None
+    kw_raw = b""
+    kw_rel = None
+    if kw_path is not None and (explicit or kw_path.is_file()):
+        name = kw_path.name if not explicit else str(keywords_file)
+        data, kw_raw = load_json_file(kw_path, name)
+        kw_data = validate_keywords_data(data, name)
+        if kw_data["filepath"].lstrip("./") != rel and Path(kw_data["filepath"]).name != Path(rel).name:
+            raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r}")
+        try:
+            kw_rel = kw_path.resolve().relative_to(kb_root.resolve()).as_posix()
+        except ValueError:
+            kw_rel = str(kw_path)
+    parsed = parse_markdown(text)
+    fm = parsed.front_matter
+    stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()
+    if kw_data:
+        title = kw_data["title"] or parsed.title or _fm_str(fm, "title") or stem_title
+        summary = kw_data["summary"] or _fm_str(fm, "summary") or parsed.summary or ""
+        keywords = [(kw, cat, "file") for kw, cat in kw_data["keywords"]]
+    else:
+        title = _fm_str(fm, "title") or parsed.title or stem_title
+        summary = _fm_str(fm, "summary") or _fm_str(fm, "description") or parsed.summary or ""
+        keywords = []
+        seen = set()
+        for kw in front_matter_keywords(fm):
+            norm = normalize_keyword(kw)
+            if norm and norm not in seen:
+                seen.add(norm)
+                keywords.append((kw, None, "frontmatter"))
+    digest = hashlib.sha1(raw + b"\0" + kw_raw).hexdigest()
+    return LoadedDocument(
+        filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
+        content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
+    )
+
+
+def _fm_str(fm: dict, key: str) -> str | None:
+    value = fm.get(key)
+    return value.strip() if isinstance(value, str) and value.strip() else None

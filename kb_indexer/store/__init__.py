@@ -1,0 +1,6 @@
+"""Storage: one SQLite file, named migrations, and the queries over it."""
+
+from kb_indexer.store.connection import connect, savepoint, transaction
+from kb_indexer.store.migrations import open_db, init_db
+
+__all__ = ["connect", "transaction", "savepoint", "open_db", "init_db"]

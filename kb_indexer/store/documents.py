@@ -1,0 +1,146 @@
+"""Documents, their keywords and their full-text rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterable
+
+from kb_indexer.errors import NotFoundError
+from kb_indexer.text import clean_display, normalize_keyword, now_iso
+
+
+class KeywordIds:
+    """Keyword id lookup with an in-memory cache (one per command / sync run)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._cache: dict[str, int] = {}
+
+    def get(self, keyword: str) -> int | None:
+        norm = normalize_keyword(keyword)
+        if norm in self._cache:
+            return self._cache[norm]
+        row = self.conn.execute("SELECT id FROM keywords WHERE keyword = ?", (norm,)).fetchone()
+        if row:
+            self._cache[norm] = row[0]
+            return row[0]
+        return None
+
+    def ensure(self, keyword: str, category: str | None = None) -> int:
+        norm = normalize_keyword(keyword)
+        kid = self.get(norm)
+        if kid is None:
+            cur = self.conn.execute(
+                "INSERT INTO keywords (keyword, display, category) VALUES (?, ?, ?)",
+                (norm, clean_display(keyword), category),
+            )
+            kid = cur.lastrowid
+            self._cache[norm] = kid
+        return kid
+
+
+def get_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
+
+
+def require_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row:
+    row = get_document(conn, filepath)
+    if row is None:
+        raise NotFoundError(f"Document not in the index: {filepath}")
+    return row
+
+
+def upsert_document(
+    conn: sqlite3.Connection,
+    ids: KeywordIds,
+    *,
+    filepath: str,
+    title: str,
+    summary: str,
+    body: str,
+    keywords: Iterable[tuple[str, str | None, str]],
+    content_hash: str | None,
+    stat_sig: str | None,
+    keywords_file: str | None,
+) -> tuple[int, bool]:
+    """Insert or replace a document and its file keywords; keeps learned keywords.
+
+    ``keywords`` yields (keyword, category, source). Returns (id, created).
+    """
+    now = now_iso()
+    row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (filepath,)).fetchone()
+    if row is None:
+        cur = conn.execute(
+            "INSERT INTO documents (filepath, title, summary, content_hash, stat_sig, keywords_file, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (filepath, title, summary, content_hash, stat_sig, keywords_file, now, now),
+        )
+        doc_id, created = cur.lastrowid, True
+    else:
+        doc_id, created = row[0], False
+        conn.execute(
+            "UPDATE documents SET title = ?, summary = ?, content_hash = ?, stat_sig = ?, "
+            "keywords_file = ?, updated_at = ? WHERE id = ?",
+            (title, summary, content_hash, stat_sig, keywords_file, now, doc_id),
+        )
+        conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
+    rows = []
+    for kw, category, source in keywords:
+        rows.append((doc_id, ids.ensure(kw, category), category, source))
+    # A person's keyword replaces a learned row for the same keyword.
+    conn.executemany(
+        "INSERT INTO document_keywords (document_id, keyword_id, category, source) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
+        "source = excluded.source",
+        rows,
+    )
+    write_fts(conn, doc_id, title=title, summary=summary, body=body)
+    return doc_id, created
+
+
+def doc_keyword_text(conn: sqlite3.Connection, doc_id: int) -> str:
+    return " ; ".join(
+        r[0] for r in conn.execute(
+            "SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+            "WHERE dk.document_id = ? ORDER BY dk.id", (doc_id,))
+    )
+
+
+def write_fts(conn: sqlite3.Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:
+    """(Re)write the full-text row of a document; ``body=None`` keeps the stored body."""
+    if body is None:
+        row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
+        body = row[0] if row else ""
+    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)",
+        (doc_id, title or "", summary or "", doc_keyword_text(conn, doc_id), body),
+    )
+
+
+def refresh_fts_keywords(conn: sqlite3.Connection, doc_id: int) -> None:
+    doc = conn.execute("SELECT title, summary FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    if doc:
+        write_fts(conn, doc_id, title=doc["title"], summary=doc["summary"])
+
+
+def delete_document(conn: sqlite3.Connection, filepath: str) -> int:
+    doc = require_document(conn, filepath)
+    conn.execute("DELETE FROM documents WHERE id = ?", (doc["id"],))
+    return doc["id"]
+
+
+def document_keywords(conn: sqlite3.Connection, doc_id: int) -> list[dict[str, Any]]:
+    return [
+        {"keyword": r["display"], "category": r["category"], "source": r["source"]}
+        for r in conn.execute(
+            "SELECT k.display, dk.category, dk.source FROM document_keywords dk "
+            "JOIN keywords k ON k.id = dk.keyword_id WHERE dk.document_id = ? ORDER BY dk.id",
+            (doc_id,),
+        )
+    ]
+
+
+def get_body(conn: sqlite3.Connection, doc_id: int) -> str:
+    row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
+    return row[0] if row else ""

@@ -1,0 +1,219 @@
+"""Named schema migrations, applied in order and recorded in the database.
+
+Modelled on the registry pattern of simonw/llm: each migration is a function
+registered with ``@migration``; ``_migrations`` records the names applied.
+Opening a database applies what is missing (an older index upgrades in place)
+and refuses one that records a migration this version does not know (it was
+written by a newer kbindex).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from kb_indexer.errors import KbError, NotInitialisedError, SchemaError
+from kb_indexer.store.connection import connect, transaction
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute a multi-statement script inside the current transaction.
+
+    (``executescript`` would commit first, breaking atomicity.)
+    """
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        conn.execute(buf)
+
+
+@migration
+def m001_core(conn: sqlite3.Connection) -> None:
+    run_script(conn, """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT
+    );
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        filepath TEXT UNIQUE NOT NULL,
+        title TEXT,
+        summary TEXT,
+        content_hash TEXT,
+        stat_sig TEXT,
+        keywords_file TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE keywords (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        keyword TEXT UNIQUE NOT NULL,
+        display TEXT NOT NULL,
+        category TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE document_keywords (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        keyword_id INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
+        category TEXT,
+        source TEXT NOT NULL DEFAULT 'file',
+        UNIQUE(document_id, keyword_id)
+    );
+    CREATE INDEX idx_document_keywords_keyword ON document_keywords(keyword_id);
+    CREATE TABLE keyword_similarities (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        keyword_id_1 INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
+        keyword_id_2 INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
+        similarity_type TEXT NOT NULL CHECK (similarity_type IN (
+            'synonym', 'abbreviation', 'related_concept', 'broader', 'narrower',
+            'contrast', 'application', 'prerequisite', 'component')),
+        context TEXT NOT NULL,
+        score REAL NOT NULL DEFAULT 0.5 CHECK (score >= 0 AND score <= 1),
+        directional INTEGER NOT NULL DEFAULT 0 CHECK (directional IN (0, 1)),
+        source_keyword_id INTEGER REFERENCES keywords(id) ON DELETE CASCADE,
+        origin TEXT NOT NULL DEFAULT 'manual',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        UNIQUE(keyword_id_1, keyword_id_2, similarity_type),
+        CHECK (keyword_id_1 < keyword_id_2),
+        CHECK ((directional = 0 AND source_keyword_id IS NULL) OR
+               (directional = 1 AND source_keyword_id IN (keyword_id_1, keyword_id_2)))
+    );
+    CREATE INDEX idx_similarities_kw2 ON keyword_similarities(keyword_id_2);
+    """)
+
+
+@migration
+def m002_fulltext(conn: sqlite3.Connection) -> None:
+    # The FTS row of a document has rowid = documents.id and is rewritten by
+    # kb_indexer.store.documents in the same transaction as the document.
+    run_script(conn, """
+    CREATE VIRTUAL TABLE documents_fts USING fts5(
+        title, summary, keywords, body,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER documents_fts_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM documents_fts WHERE rowid = old.id;
+    END;
+    """)
+
+
+@migration
+def m003_history(conn: sqlite3.Connection) -> None:
+    run_script(conn, """
+    CREATE TABLE queries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        question TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        last_attempted_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE INDEX idx_queries_created ON queries(created_at DESC);
+    CREATE TABLE query_attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        query_id INTEGER NOT NULL REFERENCES queries(id) ON DELETE CASCADE,
+        keywords TEXT NOT NULL,
+        expand_depth INTEGER DEFAULT 1,
+        threshold REAL DEFAULT 0.7,
+        method TEXT,
+        result_count INTEGER DEFAULT 0,
+        top_results TEXT,
+        expansions TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE INDEX idx_query_attempts_query ON query_attempts(query_id);
+    CREATE TABLE query_feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        query_id INTEGER NOT NULL REFERENCES queries(id) ON DELETE CASCADE,
+        attempt_id INTEGER REFERENCES query_attempts(id) ON DELETE SET NULL,
+        filepath TEXT NOT NULL,
+        helpful INTEGER NOT NULL CHECK (helpful IN (0, 1)),
+        notes TEXT,
+        processed INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        UNIQUE(query_id, filepath)
+    );
+    CREATE INDEX idx_query_feedback_processed ON query_feedback(processed);
+    """)
+
+
+def _applied(conn: sqlite3.Connection) -> list[str] | None:
+    has = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if not has:
+        return None
+    return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+
+def schema_version(conn: sqlite3.Connection) -> dict:
+    applied = _applied(conn) or []
+    return {"migrations": len(applied), "latest": applied[-1] if applied else None,
+            "known": len(MIGRATIONS)}
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply every registered migration the database lacks, in one transaction."""
+    known = [name for name, _ in MIGRATIONS]
+    with transaction(conn):
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, "
+                     "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')))")
+        applied = set(_applied(conn) or [])
+        _refuse_newer(applied, known)
+        done = []
+        for name, fn in MIGRATIONS:
+            if name not in applied:
+                fn(conn)
+                conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
+                done.append(name)
+    return done
+
+
+def _refuse_newer(applied: set[str], known: list[str]) -> None:
+    unknown = sorted(applied - set(known))
+    if unknown:
+        raise SchemaError(
+            "This index was written by a newer kbindex (unknown migrations: "
+            + ", ".join(unknown) + "). Upgrade kbindex to use it."
+        )
+
+
+def init_db(path: Path, kb_root: Path) -> tuple[sqlite3.Connection, list[str]]:
+    conn = connect(path, create=True)
+    done = migrate(conn)
+    with transaction(conn):
+        conn.execute("INSERT INTO meta (key, value) VALUES ('kb_root', ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(kb_root),))
+    return conn, done
+
+
+def open_db(path: Path) -> sqlite3.Connection:
+    """Open an initialised index, upgrading it in place if it is older than this kbindex."""
+    conn = connect(path)
+    try:
+        applied = _applied(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise KbError(f"{path} is not a usable SQLite database: {exc}", code="bad_database") from exc
+    if applied is None:
+        conn.close()
+        raise NotInitialisedError(f"{path} is not a kbindex database. Run `kbindex init` first.")
+    known = [name for name, _ in MIGRATIONS]
+    _refuse_newer(set(applied), known)
+    if len(applied) < len(known):
+        migrate(conn)
+    return conn

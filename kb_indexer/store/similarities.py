@@ -1,0 +1,151 @@
+"""Typed keyword similarities.
+
+Pairs are stored with ``keyword_id_1 < keyword_id_2`` (one row per pair and
+type); for a directional relation ``source_keyword_id`` keeps which side it
+starts from, so ordering the ids never loses the direction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from kb_indexer.errors import NotFoundError, ValidationError
+from kb_indexer.store.documents import KeywordIds
+from kb_indexer.text import normalize_keyword
+
+SIMILARITY_TYPES = (
+    "synonym", "abbreviation", "related_concept", "broader", "narrower",
+    "contrast", "application", "prerequisite", "component",
+)
+
+
+def validate_relation(keyword1: str, keyword2: str, sim_type: str, context: str, score: float) -> None:
+    if not isinstance(keyword1, str) or not normalize_keyword(keyword1):
+        raise ValidationError("keyword1 must be a non-empty string")
+    if not isinstance(keyword2, str) or not normalize_keyword(keyword2):
+        raise ValidationError("keyword2 must be a non-empty string")
+    if normalize_keyword(keyword1) == normalize_keyword(keyword2):
+        raise ValidationError(f"A keyword cannot be related to itself: {keyword1!r}")
+    if sim_type not in SIMILARITY_TYPES:
+        raise ValidationError(
+            f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}"
+        )
+    if not isinstance(context, str) or not context.strip():
+        raise ValidationError("context must be a non-empty string saying when the relation applies")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not (0.0 <= float(score) <= 1.0):
+        raise ValidationError(f"score must be a number between 0 and 1, got {score!r}")
+
+
+def upsert_similarity(
+    conn: sqlite3.Connection,
+    ids: KeywordIds,
+    keyword1: str,
+    keyword2: str,
+    sim_type: str,
+    context: str,
+    score: float = 0.5,
+    directional: bool = False,
+    origin: str = "manual",
+) -> tuple[int, bool]:
+    """Insert or update one relation; returns (id, created)."""
+    validate_relation(keyword1, keyword2, sim_type, context, score)
+    a, b = ids.ensure(keyword1), ids.ensure(keyword2)
+    k1, k2 = (a, b) if a < b else (b, a)
+    source = a if directional else None
+    row = conn.execute(
+        "SELECT id FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND similarity_type = ?",
+        (k1, k2, sim_type),
+    ).fetchone()
+    if row:
+        conn.execute(
+            "UPDATE keyword_similarities SET context = ?, score = ?, directional = ?, source_keyword_id = ?, "
+            "origin = ? WHERE id = ?",
+            (context.strip(), float(score), int(bool(directional)), source, origin, row[0]),
+        )
+        return row[0], False
+    cur = conn.execute(
+        "INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
+        "directional, source_keyword_id, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin),
+    )
+    return cur.lastrowid, True
+
+
+def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, sim_type: str | None = None) -> int:
+    ids = KeywordIds(conn)
+    a, b = ids.get(keyword1), ids.get(keyword2)
+    if a is None or b is None:
+        missing = keyword1 if a is None else keyword2
+        raise NotFoundError(f"Unknown keyword: {missing!r}")
+    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
+        raise ValidationError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+    k1, k2 = min(a, b), max(a, b)
+    sql = "DELETE FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ?"
+    args: list[Any] = [k1, k2]
+    if sim_type:
+        sql += " AND similarity_type = ?"
+        args.append(sim_type)
+    n = conn.execute(sql, args).rowcount
+    if n == 0:
+        what = f" of type {sim_type}" if sim_type else ""
+        raise NotFoundError(f"No relation{what} between {keyword1!r} and {keyword2!r}")
+    return n
+
+
+_NEIGHBOUR_SQL = """
+SELECT s.id, s.similarity_type, s.context, s.score, s.directional, s.source_keyword_id, s.origin,
+       CASE WHEN s.keyword_id_1 = :kid THEN s.keyword_id_2 ELSE s.keyword_id_1 END AS other_id,
+       k.keyword AS other_keyword, k.display AS other_display
+FROM keyword_similarities s
+JOIN keywords k ON k.id = CASE WHEN s.keyword_id_1 = :kid THEN s.keyword_id_2 ELSE s.keyword_id_1 END
+WHERE (s.keyword_id_1 = :kid OR s.keyword_id_2 = :kid)
+"""
+
+
+def neighbours(conn: sqlite3.Connection, keyword_id: int, sim_type: str | None = None) -> list[dict[str, Any]]:
+    """All relations touching a keyword, with the direction seen from it."""
+    sql = _NEIGHBOUR_SQL
+    args: dict[str, Any] = {"kid": keyword_id}
+    if sim_type:
+        sql += " AND s.similarity_type = :t"
+        args["t"] = sim_type
+    sql += " ORDER BY s.score DESC, k.keyword, s.similarity_type"
+    out = []
+    for r in conn.execute(sql, args):
+        if not r["directional"]:
+            direction = "both"
+        elif r["source_keyword_id"] == keyword_id:
+            direction = "outgoing"
+        else:
+            direction = "incoming"
+        out.append({
+            "id": r["id"],
+            "keyword": r["other_display"],
+            "normalized": r["other_keyword"],
+            "keyword_id": r["other_id"],
+            "similarity_type": r["similarity_type"],
+            "context": r["context"],
+            "score": r["score"],
+            "directional": bool(r["directional"]),
+            "direction": direction,
+            "origin": r["origin"],
+        })
+    return out
+
+
+def all_similarities(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every relation as the similarities.json shape (keyword1 is the source when directional)."""
+    out = []
+    for r in conn.execute(
+        "SELECT s.*, k1.display AS d1, k2.display AS d2 FROM keyword_similarities s "
+        "JOIN keywords k1 ON k1.id = s.keyword_id_1 JOIN keywords k2 ON k2.id = s.keyword_id_2 ORDER BY s.id"
+    ):
+        first, second = r["d1"], r["d2"]
+        if r["directional"] and r["source_keyword_id"] == r["keyword_id_2"]:
+            first, second = second, first
+        out.append({
+            "keyword1": first, "keyword2": second, "type": r["similarity_type"], "context": r["context"],
+            "score": r["score"], "directional": bool(r["directional"]), "origin": r["origin"],
+        })
+    return out
