@@ -119,26 +119,29 @@ def parse_markdown(text: str) -> ParsedMarkdown:
     out.body = body.strip()
     in_fence = False
     para: list[str] = []
+    done = False
     for line in body.splitlines():
         s = line.strip()
         if _FENCE.match(s):
             in_fence = not in_fence
-            if para:
-                break
+            done = done or bool(para)
             continue
         if in_fence:
             continue
         m = _H1.match(s)
         if m and out.title is None:
             out.title = _plain(m.group(1))
+            done = done or bool(para)
+            continue
+        if done:
+            if out.title is not None:
+                break
             continue
         if _HEADING.match(s) or s.startswith(("<!--", "|", ">")) or s.startswith("!["):
-            if para:
-                break
+            done = bool(para)
             continue
         if not s:
-            if para:
-                break
+            done = bool(para)
             continue
         para.append(s)
     if para:

@@ -35,6 +35,10 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
                                       code="outside_kb")
             return resolved.relative_to(root).as_posix()
     if must_exist:
+        for cand in candidates:
+            if not _inside(root, Path(os.path.normpath(cand.absolute()))) and cand is candidates[-1]:
+                raise ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}",
+                                      code="outside_kb")
         raise ValidationError(f"File not found: {path}", code="not_found")
     # Not on disk (e.g. already deleted): accept a clean relative path as the stored form.
     if raw.is_absolute():

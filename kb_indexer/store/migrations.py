@@ -91,7 +91,8 @@ def m001_core(conn: sqlite3.Connection) -> None:
         UNIQUE(keyword_id_1, keyword_id_2, similarity_type),
         CHECK (keyword_id_1 < keyword_id_2),
         CHECK ((directional = 0 AND source_keyword_id IS NULL) OR
-               (directional = 1 AND source_keyword_id IN (keyword_id_1, keyword_id_2)))
+               (directional = 1 AND source_keyword_id IS NOT NULL AND
+                source_keyword_id IN (keyword_id_1, keyword_id_2)))
     );
     CREATE INDEX idx_similarities_kw2 ON keyword_similarities(keyword_id_2);
     """)

@@ -1,0 +1,108 @@
+"""Shared fixtures: a temporary copy of the bundled knowledge base, indexed; CLI runners."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLED_KB = REPO / "knowledge-base"
+BUNDLED_SIMILARITIES = REPO / "similarities.json"
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_env(monkeypatch, tmp_path):
+    """No test reads the developer's index, KB, .env or LLM settings."""
+    for var in ("KBINDEX_DB", "KBINDEX_KB", "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "OLLAMA_HOST",
+                "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A project folder holding a copy of the bundled knowledge-base/ and similarities.json."""
+    root = tmp_path / "project"
+    shutil.copytree(BUNDLED_KB, root / "knowledge-base")
+    shutil.copy(BUNDLED_SIMILARITIES, root / "similarities.json")
+    return root
+
+
+@pytest.fixture
+def kb(project):
+    """An initialised and synced KnowledgeBase over the bundled KB copy."""
+    from kb_indexer.api import KnowledgeBase
+
+    handle, _ = KnowledgeBase.init(project / "kbindex.db", project / "knowledge-base")
+    result = handle.sync()
+    assert result["errors"] == [], result["errors"]
+    yield handle
+    handle.close()
+
+
+@pytest.fixture
+def empty_kb(tmp_path):
+    """An initialised index over an empty knowledge base folder."""
+    from kb_indexer.api import KnowledgeBase
+
+    root = tmp_path / "empty"
+    (root / "knowledge-base").mkdir(parents=True)
+    handle, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
+    yield handle
+    handle.close()
+
+
+def kbindex_exe() -> list[str]:
+    exe = shutil.which("kbindex")
+    return [exe] if exe else [sys.executable, "-m", "kb_indexer"]
+
+
+class Result:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def error(self):
+        return json.loads(self.stderr)["error"]
+
+
+@pytest.fixture
+def run():
+    """Run the installed ``kbindex`` command in a subprocess."""
+
+    def _run(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None,
+             timeout: float = 60) -> Result:
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        proc = subprocess.run(kbindex_exe() + [str(a) for a in args], cwd=cwd, env=full_env, input=input,
+                              capture_output=True, text=True, timeout=timeout)
+        return Result(proc)
+
+    return _run
+
+
+@pytest.fixture
+def cli():
+    """Invoke the Typer app in-process with CliRunner (stdout and stderr kept apart)."""
+    from typer.testing import CliRunner
+
+    from kb_indexer.cli import app
+
+    runner = CliRunner()
+
+    def _cli(*args: str, input: str | None = None):
+        return runner.invoke(app, [str(a) for a in args], input=input)
+
+    return _cli
