@@ -28,7 +28,9 @@ def warn(message: str) -> None:
 
 def _console(stderr: bool = False):
     from rich.console import Console
-    return Console(stderr=stderr, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    # Piped output is not squeezed into 80 columns: paths and keywords stay whole.
+    return Console(stderr=stderr, soft_wrap=False, width=None if stream.isatty() else 240)
 
 
 def _cell(value: Any) -> str:
@@ -60,7 +62,7 @@ def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequ
         table = Table(title=title, show_lines=False)
         cols = list(columns) or (list(items[0].keys()) if items else [])
         for c in cols:
-            table.add_column(c)
+            table.add_column(c, overflow="fold")
         for item in items:
             table.add_row(*[_cell(item.get(c)) for c in cols])
         console.print(table)
@@ -70,7 +72,7 @@ def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequ
         return
     table = Table(title=title, show_header=False)
     table.add_column("key", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     for k, v in data.items():
         table.add_row(str(k), _cell(v))
     console.print(table)
