@@ -28,21 +28,20 @@ def test_init_applies_all_migrations_and_records_them(tmp_path):
     assert again == []
 
 
-def test_older_database_upgrades_in_place(tmp_path):
+def test_older_database_upgrades_in_place(tmp_path, monkeypatch):
+    from kb_indexer.store import migrations
+
     db = tmp_path / "old.db"
-    conn, _ = init_db(db, tmp_path / "kb")
+    # An index written by an older kbindex: only the first three migrations existed.
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:3])
+    conn, applied = init_db(db, tmp_path / "kb")
+    assert len(applied) == 3
     conn.execute("INSERT INTO documents (filepath, title) VALUES ('a.md', 'A')")
-    # Simulate an index written before the last migration existed.
-    last_name, _ = MIGRATIONS[-1]
-    conn.execute("DELETE FROM _migrations WHERE name = ?", (last_name,))
-    if last_name == "m003_history":
-        conn.execute("DROP TABLE query_feedback")
-        conn.execute("DROP TABLE query_attempts")
-        conn.execute("DROP TABLE queries")
     conn.close()
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
     conn = open_db(db)
-    names = [r[0] for r in conn.execute("SELECT name FROM _migrations")]
-    assert last_name in names
+    names = [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    assert names == [name for name, _ in MIGRATIONS]
     assert conn.execute("SELECT title FROM documents WHERE filepath = 'a.md'").fetchone()[0] == "A"
 
 

@@ -91,7 +91,7 @@ def upsert_document(
     conn.executemany(
         "INSERT INTO document_keywords (document_id, keyword_id, category, source) VALUES (?, ?, ?, ?) "
         "ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-        "source = excluded.source",
+        "source = excluded.source, weight = 1.0, learned_id = NULL",
         rows,
     )
     write_fts(conn, doc_id, title=title, summary=summary, body=body)

@@ -1,0 +1,152 @@
+"""history, refine, feedback, learn, learned, clear-history."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import Format, emit, emit_json
+from kb_indexer.errors import UsageError
+
+
+@app.command()
+def history(
+    query_id: Annotated[Optional[int], typer.Argument(help="Show this query with its attempts and feedback.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many recent queries.")] = 10,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Recent queries, or one query's attempts and feedback."""
+    with open_kb(db, kb) as k:
+        if query_id is None:
+            emit(k.history(limit=limit), format, rows="queries",
+                 columns=("query_id", "question", "attempts", "feedback", "last_attempted_at"))
+        else:
+            data = k.history(query_id)
+            if format is Format.json:
+                emit_json(data)
+            else:
+                emit({"attempts": data["attempts"], "question": data["question"], "context": data["context"]},
+                     format, rows="attempts", columns=("attempt_id", "keywords", "method", "result_count", "created_at"))
+                emit({"feedback": data["feedback"]}, format, rows="feedback",
+                     columns=("filepath", "helpful", "attempt_id", "processed"))
+
+
+@app.command()
+def feedback(
+    query_id: Annotated[int, typer.Argument(help="The query (see `kbindex history`).")],
+    helpful: Annotated[Optional[list[str]], typer.Option("--helpful", help="A helpful document (repeatable).")] = None,
+    not_helpful: Annotated[Optional[list[str]], typer.Option("--not-helpful", help="A document that did not help "
+                                                             "(repeatable).")] = None,
+    notes: Annotated[Optional[str], typer.Option("--notes", help="Free-text notes.")] = None,
+    attempt_id: Annotated[Optional[int], typer.Option("--attempt-id", help="The attempt that found the documents "
+                                                      "(default: the latest attempt that returned each).")] = None,
+    show: Annotated[bool, typer.Option("--show", help="Show the feedback recorded for the query.")] = False,
+    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Review the last attempt's results "
+                                              "one by one (needs a terminal).")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Record which documents helped answer a query (learning happens later, in `kbindex learn`)."""
+    with open_kb(db, kb) as k:
+        if show:
+            if helpful or not_helpful or interactive:
+                raise UsageError("--show cannot be combined with marks or --interactive")
+            emit(k.feedback_show(query_id), format, rows="feedback",
+                 columns=("filepath", "helpful", "attempt_id", "processed", "notes"))
+            return
+        if interactive:
+            if not sys.stdin.isatty():
+                raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")
+            helpful, not_helpful = _interactive(k, query_id)
+        emit(k.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format, rows="recorded",
+             columns=("filepath", "helpful", "attempt_id"))
+
+
+def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
+    detail = k.history(query_id)
+    if not detail["attempts"]:
+        raise UsageError(f"query {query_id} has no attempts to review")
+    last = detail["attempts"][-1]
+    good, bad = [], []
+    sys.stderr.write(f"Query {query_id}: {detail['question']}\n")
+    for i, r in enumerate(last.get("top_results", []), 1):
+        answer = typer.prompt(f"[{i}] {r['filepath']} helpful? (y/n/s=skip)", default="s", err=True).strip().lower()
+        if answer.startswith("y"):
+            good.append(r["filepath"])
+        elif answer.startswith("n"):
+            bad.append(r["filepath"])
+    if not good and not bad:
+        raise UsageError("no documents marked")
+    return good, bad
+
+
+@app.command()
+def learn(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions; write nothing.")] = False,
+    reprocess: Annotated[bool, typer.Option("--reprocess", help="Analyse all feedback again, not only new.")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Analyse unprocessed feedback in one batch and apply what it teaches (no confirmation)."""
+    with open_kb(db, kb) as k:
+        result = k.learn(dry_run=dry_run, reprocess=reprocess)
+    if format is Format.json:
+        emit_json(result)
+        return
+    out = sys.stdout.write
+    out(f"Analyzing {result['feedback_analyzed']} feedback entries"
+        f"{' from %d queries' % result['queries'] if 'queries' in result else ''}...\n")
+    for s in result["suggestions"]:
+        out(f"{'~' if dry_run else '✓'} [{s['kind']}] {s['action']} {s['key']}\n    Reason: {s['reason']}\n")
+    summ = result["summary"]
+    out(f"Summary: {summ['associations']} associations, {summ['keywords']} keywords, {summ['similarities']} "
+        f"similarities, {summ['score_adjustments']} score adjustments (total {summ['total']})\n")
+    if dry_run:
+        out("Dry run: nothing written.\n")
+    else:
+        out(f"Applied {result['applied']} suggestions. Marked {result['marked_processed']} feedback entries processed.\n")
+
+
+learned_app = typer.Typer(help="List or undo what `learn` learned.", no_args_is_help=True)
+app.add_typer(learned_app, name="learned")
+
+
+@learned_app.command("list")
+def learned_list(
+    kind: Annotated[Optional[str], typer.Option("--kind", help="association, keyword, similarity or score.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Include removed items.")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Learned items with their reason and the feedback rows behind them."""
+    with open_kb(db, kb) as k:
+        emit(k.learned_list(kind, all_), format, rows="learned",
+             columns=("id", "kind", "status", "key", "weight", "reason"))
+
+
+@learned_app.command("remove")
+def learned_remove(
+    ids: Annotated[Optional[list[int]], typer.Argument(help="Learned item ids.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Undo everything learned.")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Undo learned items (they will not be learned again)."""
+    with open_kb(db, kb) as k:
+        emit(k.learned_remove(ids, all_), format, title="learned remove")
+
+
+@app.command("clear-history")
+def clear_history(
+    before: Annotated[Optional[str], typer.Option("--before", help="Only queries last asked before this date "
+                                                  "(YYYY-MM-DD or ISO-8601).")] = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Delete recorded queries with their attempts and feedback (learned items stay)."""
+    if before is not None:
+        from datetime import datetime
+        try:
+            before = datetime.fromisoformat(before.replace("Z", "")).strftime("%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            raise UsageError(f"--before must be a date like 2026-01-31, got {before!r}") from None
+    with open_kb(db, kb) as k:
+        emit(k.clear_history(before), format, title="clear-history")

@@ -1,0 +1,45 @@
+"""The learning half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LearningAPI:
+    conn: Any
+
+    def history(self, query_id: int | None = None, limit: int = 10) -> dict:
+        from kb_indexer.learn.feedback import history_detail, history_list
+        return history_list(self.conn, limit) if query_id is None else history_detail(self.conn, query_id)
+
+    def feedback(self, query_id: int, helpful: list[str], not_helpful: list[str], notes: str | None = None,
+                 attempt_id: int | None = None) -> dict:
+        from kb_indexer.learn.feedback import record_feedback
+        return record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
+                               resolve_path=self._stored_path)  # type: ignore[attr-defined]
+
+    def feedback_show(self, query_id: int) -> dict:
+        from kb_indexer.learn.feedback import feedback_rows, require_query
+        q = require_query(self.conn, query_id)
+        rows = feedback_rows(self.conn, query_id)
+        return {"query_id": query_id, "question": q["question"], "feedback": rows, "count": len(rows)}
+
+    def learn(self, dry_run: bool = False, reprocess: bool = False) -> dict:
+        from kb_indexer.learn.apply import learn
+        return learn(self.conn, dry_run=dry_run, reprocess=reprocess)
+
+    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> dict:
+        from kb_indexer.learn.apply import learned_list
+        return learned_list(self.conn, kind, include_removed)
+
+    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
+        from kb_indexer.learn.apply import learned_remove
+        return learned_remove(self.conn, ids, all_)
+
+    def clear_history(self, before: str | None = None) -> dict:
+        from kb_indexer.learn.feedback import clear_history
+        return clear_history(self.conn, before)
+
+    def last_query_id(self) -> int:
+        from kb_indexer.learn.feedback import last_query_id
+        return last_query_id(self.conn)

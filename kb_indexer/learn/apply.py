@@ -1,0 +1,227 @@
+"""Applying learned items, undoing them, and using associations at query time."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, load_events, question_terms
+from kb_indexer.store.connection import transaction
+from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
+from kb_indexer.text import normalize_keyword
+
+_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
+
+
+def _detail(item: dict) -> dict:
+    return {k: v for k, v in item.items() if k not in _DETAIL_SKIP}
+
+
+def _existing(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
+    return {r["key"]: r for r in conn.execute("SELECT * FROM learned_items")}
+
+
+def plan(conn: sqlite3.Connection, items: list[dict]) -> list[dict]:
+    """Which items are new or changed (removed ones are never re-learned)."""
+    have = _existing(conn)
+    out = []
+    for item in items:
+        row = have.get(item["key"])
+        if row is not None and row["status"] == "removed":
+            continue
+        detail = _detail(item)
+        if row is not None and json.loads(row["detail"]) == detail and json.loads(row["feedback_ids"]) == item["feedback_ids"]:
+            continue
+        if item["kind"] == "keyword" and _person_tag(conn, item["document_id"], item["keyword"]):
+            continue
+        if item["kind"] == "similarity" and _person_relation(conn, item):
+            continue
+        out.append(dict(item, action="update" if row is not None else "create"))
+    return out
+
+
+def _person_tag(conn, doc_id: int, keyword: str) -> bool:
+    return conn.execute("SELECT 1 FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+                        "WHERE dk.document_id = ? AND k.keyword = ? AND dk.source != 'learned'",
+                        (doc_id, keyword)).fetchone() is not None
+
+
+def _relation_row(conn, item: dict) -> sqlite3.Row | None:
+    ids = KeywordIds(conn)
+    a, b = ids.get(item["keyword1"]), ids.get(item["keyword2"])
+    if a is None or b is None:
+        return None
+    return conn.execute("SELECT * FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? "
+                        "AND similarity_type = ?", (min(a, b), max(a, b), item["type"])).fetchone()
+
+
+def _person_relation(conn, item: dict) -> bool:
+    row = _relation_row(conn, item)
+    return row is not None and row["origin"] != "learned"
+
+
+def _upsert_item(conn, item: dict, **cols: Any) -> int:
+    row = conn.execute("SELECT id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
+    detail, fb = json.dumps(_detail(item), sort_keys=True), json.dumps(item["feedback_ids"])
+    if row:
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        conn.execute(f"UPDATE learned_items SET detail = ?, feedback_ids = ?, "
+                     f"updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now'){', ' + sets if sets else ''} WHERE id = ?",
+                     (detail, fb, *cols.values(), row[0]))
+        return row[0]
+    names = ["key", "kind", "detail", "feedback_ids", *cols]
+    cur = conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                       (item["key"], item["kind"], detail, fb, *cols.values()))
+    return cur.lastrowid
+
+
+def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
+    """Write planned items (inside the caller's transaction)."""
+    ids = KeywordIds(conn)
+    for item in items:
+        kind = item["kind"]
+        if kind == "association":
+            lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"],
+                               size=len(item["terms"]))
+            conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (lid,))
+            conn.executemany("INSERT INTO learned_terms (learned_id, term) VALUES (?, ?)",
+                             [(lid, t) for t in item["terms"]])
+        elif kind == "keyword":
+            lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"])
+            kid = ids.ensure(item["keyword"])
+            conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
+                         "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
+                         "weight = excluded.weight, learned_id = excluded.learned_id WHERE source = 'learned'",
+                         (item["document_id"], kid, item["weight"], lid))
+            refresh_fts_keywords(conn, item["document_id"])
+        elif kind == "similarity":
+            from kb_indexer.store.similarities import upsert_similarity
+
+            context = f"Learned from feedback: {item['reason']}"
+            sid, _ = upsert_similarity(conn, ids, item["keyword1"], item["keyword2"], item["type"], context,
+                                       item["score"], False, "learned")
+            _upsert_item(conn, item, similarity_id=sid, weight=item["score"])
+        elif kind == "score":
+            rel = conn.execute("SELECT score FROM keyword_similarities WHERE id = ?",
+                               (item["similarity_id"],)).fetchone()
+            if rel is None:
+                continue
+            prev = conn.execute("SELECT previous_score FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
+            base = prev[0] if prev and prev[0] is not None else rel[0]
+            new = round(max(0.0, min(1.0, base + item["delta"])), 4)
+            conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?", (new, item["similarity_id"]))
+            _upsert_item(conn, item, similarity_id=item["similarity_id"], previous_score=base, weight=new)
+
+
+def learn(conn: sqlite3.Connection, dry_run: bool = False, reprocess: bool = False) -> dict[str, Any]:
+    unprocessed = conn.execute("SELECT COUNT(*) FROM query_feedback WHERE processed = 0").fetchone()[0]
+    total = conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0]
+    analysed = total if reprocess else unprocessed
+    result: dict[str, Any] = {"feedback_analyzed": analysed, "feedback_total": total, "dry_run": dry_run,
+                              "suggestions": [], "applied": 0, "marked_processed": 0}
+    if analysed == 0:
+        result["summary"] = _summary([])
+        return result
+    events = load_events(conn)
+    result["queries"] = len({e.query_id for e in events})
+    todo = plan(conn, analyse(conn, events))
+    result["suggestions"] = [_public(i) for i in todo]
+    result["summary"] = _summary(todo)
+    if dry_run:
+        return result
+    with transaction(conn):
+        apply_items(conn, todo)
+        n = conn.execute("UPDATE query_feedback SET processed = 1 WHERE processed = 0").rowcount
+    result["applied"] = len(todo)
+    result["marked_processed"] = n
+    return result
+
+
+def _public(item: dict) -> dict:
+    return {k: v for k, v in item.items() if k != "document_id"}
+
+
+def _summary(items: list[dict]) -> dict[str, int]:
+    out = {"associations": 0, "keywords": 0, "similarities": 0, "score_adjustments": 0}
+    names = {"association": "associations", "keyword": "keywords", "similarity": "similarities",
+             "score": "score_adjustments"}
+    for i in items:
+        out[names[i["kind"]]] += 1
+    out["total"] = len(items)
+    return out
+
+
+def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_removed: bool = False) -> dict:
+    sql = "SELECT * FROM learned_items WHERE 1 = 1"
+    args: list[Any] = []
+    if kind:
+        sql += " AND kind = ?"
+        args.append(kind)
+    if not include_removed:
+        sql += " AND status = 'active'"
+    items = []
+    for r in conn.execute(sql + " ORDER BY id", args):
+        d = json.loads(r["detail"])
+        items.append({"id": r["id"], "kind": r["kind"], "status": r["status"], "key": r["key"],
+                      "weight": r["weight"], "reason": d.get("reason"), "detail": d,
+                      "feedback_ids": json.loads(r["feedback_ids"]), "updated_at": r["updated_at"]})
+    return {"learned": items, "count": len(items)}
+
+
+def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_: bool = False) -> dict:
+    """Undo learned items; they are kept as 'removed' so that `learn` does not learn them again."""
+    if not ids and not all_:
+        raise UsageError("give learned item ids or --all")
+    with transaction(conn):
+        if all_:
+            rows = conn.execute("SELECT * FROM learned_items WHERE status = 'active'").fetchall()
+        else:
+            rows = []
+            for i in ids or []:
+                r = conn.execute("SELECT * FROM learned_items WHERE id = ?", (i,)).fetchone()
+                if r is None:
+                    raise NotFoundError(f"No learned item {i} (see `kbindex learned list`)")
+                if r["status"] == "active":
+                    rows.append(r)
+        for r in rows:
+            if r["kind"] == "association":
+                conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (r["id"],))
+            elif r["kind"] == "keyword":
+                conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (r["id"],))
+                if r["document_id"] is not None:
+                    refresh_fts_keywords(conn, r["document_id"])
+            elif r["kind"] == "similarity" and r["similarity_id"] is not None:
+                conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin = 'learned'", (r["similarity_id"],))
+            elif r["kind"] == "score" and r["similarity_id"] is not None and r["previous_score"] is not None:
+                conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?",
+                             (r["previous_score"], r["similarity_id"]))
+            conn.execute("UPDATE learned_items SET status = 'removed', "
+                         "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE id = ?", (r["id"],))
+    return {"removed": [r["id"] for r in rows], "count": len(rows)}
+
+
+def association_boosts(conn: sqlite3.Connection, question: str) -> dict[int, dict[str, Any]]:
+    """Learned question→document associations that fire for this question: doc id → boost."""
+    terms = question_terms(question)
+    if not terms:
+        return {}
+    rows = conn.execute(
+        "SELECT li.id, li.document_id, li.weight, li.size, COUNT(*) AS shared FROM learned_terms lt "
+        "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' "
+        "WHERE lt.term IN (SELECT value FROM json_each(?)) GROUP BY li.id", (json.dumps(terms),)).fetchall()
+    out: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        overlap = r["shared"] / (r["size"] + len(terms) - r["shared"])
+        if overlap < ASSOC_MIN_OVERLAP or not r["weight"]:
+            continue
+        boost = r["weight"] * overlap
+        cur = out.setdefault(r["document_id"], {"boost": 0.0, "learned_ids": []})
+        cur["boost"] += boost
+        cur["learned_ids"].append(r["id"])
+    return out
+
+
+def normalized_keywords(values: list[str]) -> list[str]:
+    return [normalize_keyword(v) for v in values if normalize_keyword(v)]

@@ -1,0 +1,131 @@
+"""Query history readers, feedback recording, clearing history."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.store.connection import transaction
+
+
+def require_query(conn: sqlite3.Connection, query_id: int) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
+    return row
+
+
+def last_query_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT id FROM queries ORDER BY last_attempted_at DESC, id DESC LIMIT 1").fetchone()
+    if row is None:
+        raise NotFoundError("No queries recorded yet (run `kbindex query` first)")
+    return row[0]
+
+
+def _attempt_dict(r: sqlite3.Row, full: bool = False) -> dict[str, Any]:
+    out = {"attempt_id": r["id"], "keywords": json.loads(r["keywords"] or "[]"), "method": r["method"],
+           "expand_depth": r["expand_depth"], "threshold": r["threshold"], "result_count": r["result_count"],
+           "created_at": r["created_at"]}
+    if full:
+        out["top_results"] = json.loads(r["top_results"] or "[]")
+    return out
+
+
+def history_list(conn: sqlite3.Connection, limit: int = 10) -> dict[str, Any]:
+    rows = conn.execute(
+        "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
+        "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback "
+        "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit,)).fetchall()
+    items = [{"query_id": r["id"], "question": r["question"], "context": r["context"], "attempts": r["attempts"],
+              "feedback": r["feedback"], "created_at": r["created_at"], "last_attempted_at": r["last_attempted_at"]}
+             for r in rows]
+    return {"queries": items, "count": len(items)}
+
+
+def history_detail(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
+    q = require_query(conn, query_id)
+    attempts = [_attempt_dict(r, full=True) for r in conn.execute(
+        "SELECT * FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
+    return {"query_id": q["id"], "question": q["question"], "context": q["context"], "created_at": q["created_at"],
+            "last_attempted_at": q["last_attempted_at"], "attempts": attempts,
+            "feedback": feedback_rows(conn, query_id)}
+
+
+def feedback_rows(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:
+    return [{"feedback_id": r["id"], "filepath": r["filepath"], "helpful": bool(r["helpful"]),
+             "attempt_id": r["attempt_id"], "notes": r["notes"], "processed": bool(r["processed"]),
+             "created_at": r["created_at"]}
+            for r in conn.execute("SELECT * FROM query_feedback WHERE query_id = ? ORDER BY id", (query_id,))]
+
+
+def _attempt_for(conn: sqlite3.Connection, query_id: int, filepath: str) -> int | None:
+    """The latest attempt of the query whose recorded results include the document."""
+    for r in conn.execute("SELECT id, top_results FROM query_attempts WHERE query_id = ? ORDER BY id DESC",
+                          (query_id,)):
+        try:
+            results = json.loads(r["top_results"] or "[]")
+        except json.JSONDecodeError:
+            continue
+        if any(isinstance(x, dict) and x.get("filepath") == filepath for x in results):
+            return r["id"]
+    return None
+
+
+def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str], not_helpful: list[str],
+                    notes: str | None = None, attempt_id: int | None = None,
+                    resolve_path=None) -> dict[str, Any]:
+    """Record helpful / not-helpful marks in one transaction; every file must be indexed."""
+    if not helpful and not not_helpful:
+        raise UsageError("give at least one --helpful or --not-helpful file")
+    require_query(conn, query_id)
+    if attempt_id is not None:
+        row = conn.execute("SELECT query_id FROM query_attempts WHERE id = ?", (attempt_id,)).fetchone()
+        if row is None or row[0] != query_id:
+            raise ValidationError(f"Attempt {attempt_id} does not belong to query {query_id}")
+    marks: dict[str, bool] = {}
+    for files, value in ((helpful, True), (not_helpful, False)):
+        for f in files:
+            path = resolve_path(f) if resolve_path else f
+            if path in marks and marks[path] != value:
+                raise UsageError(f"{path} is marked both helpful and not helpful")
+            marks[path] = value
+    missing = [p for p in marks if conn.execute("SELECT 1 FROM documents WHERE filepath = ?", (p,)).fetchone() is None]
+    if missing:
+        raise ValidationError("Not in the index: " + ", ".join(missing) + " (feedback is only for indexed documents)",
+                              code="not_found")
+    recorded, unlinked = [], []
+    with transaction(conn):
+        for path, value in marks.items():
+            att = attempt_id if attempt_id is not None else _attempt_for(conn, query_id, path)
+            if att is None:
+                row = conn.execute("SELECT MAX(id) FROM query_attempts WHERE query_id = ?", (query_id,)).fetchone()
+                att = row[0]
+                unlinked.append(path)
+            conn.execute(
+                "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed) "
+                "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT(query_id, filepath) DO UPDATE SET "
+                "attempt_id = excluded.attempt_id, helpful = excluded.helpful, "
+                "notes = COALESCE(excluded.notes, query_feedback.notes), processed = 0, "
+                "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+                (query_id, att, path, int(value), notes))
+            recorded.append({"filepath": path, "helpful": value, "attempt_id": att})
+    out: dict[str, Any] = {"query_id": query_id, "recorded": recorded, "count": len(recorded)}
+    if unlinked:
+        out["not_in_results"] = unlinked
+    return out
+
+
+def clear_history(conn: sqlite3.Connection, before: str | None = None) -> dict[str, Any]:
+    """Delete queries (with their attempts and feedback), all or those last asked before a date."""
+    with transaction(conn):
+        if before:
+            ids = [r[0] for r in conn.execute("SELECT id FROM queries WHERE last_attempted_at < ?", (before,))]
+        else:
+            ids = [r[0] for r in conn.execute("SELECT id FROM queries")]
+        fb = 0
+        for i in ids:
+            fb += conn.execute("SELECT COUNT(*) FROM query_feedback WHERE query_id = ?", (i,)).fetchone()[0]
+            conn.execute("DELETE FROM queries WHERE id = ?", (i,))
+    return {"queries_removed": len(ids), "feedback_removed": fb, "before": before}

@@ -1,0 +1,205 @@
+"""`kbindex learn`: turn feedback (human-validated ground truth) into index improvements.
+
+Every learned item is derived from *all* feedback so far, keyed deterministically, so running
+``learn`` twice changes nothing the second time. Analyses:
+
+* association  -- one helpful (or not-helpful) mark links the question's terms to the document,
+  weighted by evidence: asking the same (or a near-identical) question again ranks it higher
+  (or lower). Applied at query time by :func:`association_boosts`.
+* keyword      -- keyword augmentation: a user keyword that found a helpful document in >= 2
+  independent queries becomes a learned tag of that document.
+* similarity   -- keyword gap: a user keyword absent from the helpful documents is related to the
+  one document keyword best associated with it (>= 2 queries); co-occurrence: two user keywords
+  used together in >= 2 successful queries.
+* score        -- expansions that led to helpful documents gain score, ones that led to
+  not-helpful documents lose it (bounded, reversible).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_indexer.text import normalize_keyword
+
+MIN_QUERIES = 2          # cross-query patterns need this many independent queries
+SCORE_STEP = 0.05        # similarity score change per net helpful/not-helpful expansion
+SCORE_CAP = 0.25         # largest total change of a similarity score
+ASSOC_MIN_OVERLAP = 0.5  # Jaccard overlap of question terms for an association to fire
+
+
+def question_terms(text: str) -> list[str]:
+    """Sorted distinct content terms of a question (stopwords removed, light plural folding)."""
+    from kb_indexer.search.terms import content_terms, parse_text
+
+    out = set()
+    for t in content_terms(parse_text(text).words):
+        t = t.lower()
+        if len(t) > 3 and t.endswith("s") and not t.endswith("ss"):
+            t = t[:-1]
+        out.add(t)
+    return sorted(out)
+
+
+@dataclass
+class Event:
+    feedback_id: int
+    query_id: int
+    question: str
+    helpful: bool
+    doc_id: int
+    filepath: str
+    explicit: list[str]
+    expansions: list[dict] = field(default_factory=list)  # relations that led to this document
+
+
+def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], list[dict]]:
+    if row is None:
+        return [], []
+    try:
+        keywords = json.loads(row["keywords"] or "[]")
+        expansions = json.loads(row["expansions"] or "null")
+        top = json.loads(row["top_results"] or "[]")
+    except json.JSONDecodeError:
+        return [], []
+    explicit: list[str] = []
+    if isinstance(expansions, dict) and expansions.get("explicit_keywords") is not None:
+        explicit = [normalize_keyword(k) for k in expansions["explicit_keywords"]]
+    elif isinstance(keywords, list):
+        explicit = [normalize_keyword(k) for k in keywords if isinstance(k, str)]
+    led: list[dict] = []
+    for r in top if isinstance(top, list) else []:
+        if isinstance(r, dict) and r.get("filepath") == filepath:
+            led = [e for e in r.get("expansions", []) if isinstance(e, dict) and e.get("relation_id")]
+    return explicit, led
+
+
+def load_events(conn: sqlite3.Connection) -> list[Event]:
+    rows = conn.execute(
+        "SELECT f.id, f.query_id, f.attempt_id, f.filepath, f.helpful, q.question, d.id AS doc_id "
+        "FROM query_feedback f JOIN queries q ON q.id = f.query_id "
+        "JOIN documents d ON d.filepath = f.filepath ORDER BY f.id").fetchall()
+    events = []
+    for r in rows:
+        att = None
+        if r["attempt_id"] is not None:
+            att = conn.execute("SELECT * FROM query_attempts WHERE id = ?", (r["attempt_id"],)).fetchone()
+        explicit, led = _attempt_info(att, r["filepath"])
+        events.append(Event(r["id"], r["query_id"], r["question"], bool(r["helpful"]), r["doc_id"], r["filepath"],
+                            explicit, led))
+    return events
+
+
+def _evidence_weight(helpful: int, not_helpful: int) -> float:
+    """+0.5 for one helpful mark, towards +1 with more; negative for not-helpful marks."""
+    return round((helpful - not_helpful) / (helpful + not_helpful + 1), 4)
+
+
+def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MIN_QUERIES) -> list[dict[str, Any]]:
+    """The learned items all feedback justifies, each with reason, evidence and provenance."""
+    items: list[dict[str, Any]] = []
+    doc_kw: dict[int, set[str]] = defaultdict(set)
+    for doc_id, kw in conn.execute("SELECT dk.document_id, k.keyword FROM document_keywords dk "
+                                   "JOIN keywords k ON k.id = dk.keyword_id"):
+        doc_kw[doc_id].add(kw)
+
+    # 1. Associations: question terms -> document.
+    assoc: dict[tuple[str, int], dict] = {}
+    for e in events:
+        terms = question_terms(e.question)
+        if not terms:
+            continue
+        key = (" ".join(terms), e.doc_id)
+        a = assoc.setdefault(key, {"terms": terms, "doc_id": e.doc_id, "filepath": e.filepath, "h": set(),
+                                   "n": set(), "fb": []})
+        (a["h"] if e.helpful else a["n"]).add(e.query_id)
+        a["fb"].append(e.feedback_id)
+    for (sig, doc_id), a in sorted(assoc.items()):
+        w = _evidence_weight(len(a["h"]), len(a["n"]))  # 0 when marks cancel out: the item then stops firing
+        items.append({"kind": "association", "key": f"association:{doc_id}:{sig}", "document_id": doc_id,
+                      "filepath": a["filepath"], "terms": a["terms"], "weight": w,
+                      "helpful": len(a["h"]), "not_helpful": len(a["n"]), "feedback_ids": sorted(a["fb"]),
+                      "reason": f"{'helpful' if w > 0 else 'not helpful' if w < 0 else 'mixed marks'} for a question with terms "
+                                f"{', '.join(a['terms'][:8])}"})
+
+    helpful_events = [e for e in events if e.helpful]
+    # 2. Keyword augmentation: user keyword -> helpful document, >= min_queries queries.
+    aug: dict[tuple[str, int], dict] = {}
+    for e in helpful_events:
+        for k in e.explicit:
+            if k and k not in doc_kw[e.doc_id]:
+                a = aug.setdefault((k, e.doc_id), {"q": set(), "fb": [], "filepath": e.filepath})
+                a["q"].add(e.query_id)
+                a["fb"].append(e.feedback_id)
+    negative = {(k, e.doc_id) for e in events if not e.helpful for k in e.explicit}
+    for (k, doc_id), a in sorted(aug.items()):
+        if len(a["q"]) >= min_queries and (k, doc_id) not in negative:
+            items.append({"kind": "keyword", "key": f"keyword:{doc_id}:{k}", "document_id": doc_id,
+                          "filepath": a["filepath"], "keyword": k, "evidence": len(a["q"]),
+                          "weight": round(min(1.0, 0.5 + 0.15 * len(a["q"])), 4), "feedback_ids": sorted(a["fb"]),
+                          "reason": f"{len(a['q'])} queries used '{k}' to find this helpful document"})
+
+    # 3. Keyword gap: user keyword not on helpful docs -> the doc keyword best associated with it.
+    kw_docs = defaultdict(int)
+    for _, kws in doc_kw.items():
+        for kw in kws:
+            kw_docs[kw] += 1
+    gap: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    gap_fb: dict[tuple[str, str], list] = defaultdict(list)
+    for e in helpful_events:
+        for k in e.explicit:
+            if k and k not in doc_kw[e.doc_id]:
+                for m in doc_kw[e.doc_id]:
+                    if m != k:
+                        gap[k][m].add(e.query_id)
+                        gap_fb[(k, m)].append(e.feedback_id)
+    for k in sorted(gap):
+        ranked = sorted(gap[k].items(), key=lambda kv: (-len(kv[1]), kw_docs[kv[0]], kv[0]))
+        best, queries = ranked[0]
+        if len(queries) < min_queries:
+            continue
+        if len(ranked) > 1 and len(ranked[1][1]) == len(queries) and kw_docs[ranked[1][0]] == kw_docs[best]:
+            continue  # no single best-associated keyword: do not guess
+        a, b = sorted((k, best))
+        items.append({"kind": "similarity", "key": f"similarity:{a}|{b}", "keyword1": k, "keyword2": best,
+                      "type": "related_concept", "score": round(min(0.9, 0.5 + 0.1 * len(queries)), 4),
+                      "evidence": len(queries), "feedback_ids": sorted(gap_fb[(k, best)]),
+                      "reason": f"{len(queries)} queries searched '{k}'; their helpful documents are tagged '{best}'"})
+
+    # 4. Co-occurrence of user keywords in successful queries.
+    successful: dict[int, set[str]] = {}
+    for e in helpful_events:
+        successful.setdefault(e.query_id, set()).update(k for k in e.explicit if k)
+    pairs: dict[tuple[str, str], set] = defaultdict(set)
+    for qid, kws in successful.items():
+        ks = sorted(kws)
+        for i in range(len(ks)):
+            for j in range(i + 1, len(ks)):
+                pairs[(ks[i], ks[j])].add(qid)
+    have = {it["key"] for it in items}
+    for (a, b), qids in sorted(pairs.items()):
+        key = f"similarity:{a}|{b}"
+        if len(qids) >= min_queries and key not in have:
+            fb = sorted(e.feedback_id for e in helpful_events if e.query_id in qids)
+            items.append({"kind": "similarity", "key": key, "keyword1": a, "keyword2": b, "type": "related_concept",
+                          "score": 0.6, "evidence": len(qids), "feedback_ids": fb,
+                          "reason": f"'{a}' and '{b}' were used together in {len(qids)} successful queries"})
+
+    # 5. Similarity scores from expansion success.
+    rel: dict[int, dict] = {}
+    for e in events:
+        for x in e.expansions:
+            r = rel.setdefault(int(x["relation_id"]), {"h": 0, "n": 0, "fb": []})
+            r["h" if e.helpful else "n"] += 1
+            r["fb"].append(e.feedback_id)
+    for rid, r in sorted(rel.items()):
+        delta = max(-SCORE_CAP, min(SCORE_CAP, SCORE_STEP * (r["h"] - r["n"])))
+        if delta == 0:
+            continue
+        items.append({"kind": "score", "key": f"score:{rid}", "similarity_id": rid, "delta": round(delta, 4),
+                      "helpful": r["h"], "not_helpful": r["n"], "feedback_ids": sorted(r["fb"]),
+                      "reason": f"expansion led to {r['h']} helpful and {r['n']} not-helpful documents"})
+    return items

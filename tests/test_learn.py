@@ -1,0 +1,246 @@
+"""Feedback and learning on small hand-made examples (queries recorded directly in the tables)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+
+
+def ask(kb, question, keywords=None, results=(), expansions=None, explicit=True):
+    """Record a query and one attempt the way `kbindex query` does."""
+    conn = kb.conn
+    qid = conn.execute("INSERT INTO queries (question, context) VALUES (?, '')", (question,)).lastrowid
+    top = [{"filepath": f, "score": 1.0, "matched_keywords": [], "expansions": (expansions or {}).get(f, [])}
+           for f in results]
+    exp = {"explicit_keywords": list(keywords or []) if explicit else []}
+    aid = conn.execute("INSERT INTO query_attempts (query_id, keywords, result_count, top_results, expansions) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       (qid, json.dumps(list(keywords or [])), len(top), json.dumps(top), json.dumps(exp))).lastrowid
+    return qid, aid
+
+
+def kinds(result, kind):
+    return [s for s in result["suggestions"] if s["kind"] == kind]
+
+
+def test_feedback_validation_and_attempt_linking(kb):
+    qid, aid = ask(kb, "what is alphago", ["alphago"], ["alphago-architecture.md"])
+    with pytest.raises(ValidationError, match="Not in the index"):
+        kb.feedback(qid, ["nope.md"], [])
+    with pytest.raises(NotFoundError):
+        kb.feedback(999, ["alphago-architecture.md"], [])
+    with pytest.raises(UsageError):
+        kb.feedback(qid, [], [])
+    with pytest.raises(UsageError, match="both"):
+        kb.feedback(qid, ["alphago-architecture.md"], ["alphago-architecture.md"])
+    assert kb.conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0] == 0
+    res = kb.feedback(qid, ["alphago-architecture.md"], ["supervised-learning-basics.md"], notes="good")
+    linked = {r["filepath"]: r["attempt_id"] for r in res["recorded"]}
+    assert linked["alphago-architecture.md"] == aid
+    assert res["not_in_results"] == ["supervised-learning-basics.md"]
+    shown = kb.feedback_show(qid)
+    assert {(f["filepath"], f["helpful"]) for f in shown["feedback"]} == {
+        ("alphago-architecture.md", True), ("supervised-learning-basics.md", False)}
+
+
+def test_one_helpful_mark_creates_an_association(kb):
+    qid, _ = ask(kb, "How does the Go program combine tree search and networks?", [], ["alphago-architecture.md"])
+    kb.feedback(qid, ["alphago-architecture.md"], [])
+    res = kb.learn()
+    assoc = kinds(res, "association")
+    assert len(assoc) == 1 and assoc[0]["filepath"] == "alphago-architecture.md"
+    assert assoc[0]["weight"] == 0.5 and "network" in assoc[0]["terms"]
+    from kb_indexer.learn.apply import association_boosts
+    doc_id = kb.conn.execute("SELECT id FROM documents WHERE filepath = 'alphago-architecture.md'").fetchone()[0]
+    boosts = association_boosts(kb.conn, "how does the Go program combine tree search and networks")
+    assert boosts[doc_id]["boost"] == pytest.approx(0.5)
+    assert association_boosts(kb.conn, "python virtual environments") == {}
+
+
+def test_not_helpful_lowers_a_learned_association(kb):
+    from kb_indexer.learn.apply import association_boosts
+
+    q1, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
+    kb.feedback(q1, ["alphago-architecture.md"], [])
+    kb.learn()
+    doc_id = kb.conn.execute("SELECT id FROM documents WHERE filepath = 'alphago-architecture.md'").fetchone()[0]
+    before = association_boosts(kb.conn, "tree search for board games")[doc_id]["boost"]
+    q2, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
+    kb.feedback(q2, [], ["alphago-architecture.md"])
+    res = kb.learn()
+    assert kinds(res, "association")[0]["action"] == "update"
+    after = association_boosts(kb.conn, "tree search for board games")
+    assert doc_id not in after or after[doc_id]["boost"] < before
+
+
+def test_keyword_augmentation_needs_two_queries(kb):
+    q1, _ = ask(kb, "q one", ["game tree"], ["alphago-architecture.md"])
+    kb.feedback(q1, ["alphago-architecture.md"], [])
+    assert kinds(kb.learn(), "keyword") == []
+    q2, _ = ask(kb, "q two", ["game tree", "alphago"], ["alphago-architecture.md"])
+    kb.feedback(q2, ["alphago-architecture.md"], [])
+    res = kb.learn()
+    aug = kinds(res, "keyword")
+    assert [(s["keyword"], s["filepath"], s["evidence"]) for s in aug] == [("game tree", "alphago-architecture.md", 2)]
+    tags = {k["keyword"]: k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
+    assert tags["game tree"] == "learned"
+    # A learned tag survives re-indexing and is found by search.
+    kb.sync()
+    assert "alphago-architecture.md" in [r["filepath"] for r in kb.search(["game tree"])["results"]]
+
+
+def test_keyword_gap_links_to_the_best_associated_keyword_only(kb):
+    # Two queries search "go engine"; both helpful docs carry "alphago", only one carries the others.
+    q1, _ = ask(kb, "a", ["go engine"], ["alphago-architecture.md"])
+    kb.feedback(q1, ["alphago-architecture.md"], [])
+    q2, _ = ask(kb, "b", ["go engine"], ["alphago-architecture.md"])
+    kb.feedback(q2, ["alphago-architecture.md"], [])
+    res = kb.learn(dry_run=True)
+    gaps = [s for s in kinds(res, "similarity") if "go engine" in (s["keyword1"], s["keyword2"])]
+    assert len(gaps) <= 1, "a gap must link to one best keyword, not every document keyword"
+
+
+def test_keyword_gap_picks_shared_keyword_across_documents(kb):
+    # "tabular rl" finds two different helpful docs; the keyword they share is the best association.
+    q1, _ = ask(kb, "x", ["bootstrapping methods"], ["temporal-difference-learning.md"])
+    kb.feedback(q1, ["temporal-difference-learning.md"], [])
+    q2, _ = ask(kb, "y", ["bootstrapping methods"], ["policy-gradient-methods.md"])
+    kb.feedback(q2, ["policy-gradient-methods.md"], [])
+    td = {k["keyword"].lower() for k in kb.keywords("temporal-difference-learning.md")["keywords"]}
+    pg = {k["keyword"].lower() for k in kb.keywords("policy-gradient-methods.md")["keywords"]}
+    shared = td & pg
+    res = kb.learn()
+    gaps = [s for s in kinds(res, "similarity") if "bootstrapping methods" in (s["keyword1"], s["keyword2"])]
+    assert len(gaps) == 1
+    assert gaps[0]["keyword2"] in shared
+    assert gaps[0]["evidence"] == 2
+    sim = kb.similar("bootstrapping methods")["similar_keywords"]
+    assert [s["keyword"].lower() for s in sim] == [gaps[0]["keyword2"]]
+
+
+def test_cooccurrence_needs_two_successful_queries(kb):
+    for q in ("first", "second"):
+        qid, _ = ask(kb, q, ["alphago", "monte carlo tree search"], ["alphago-architecture.md"])
+        kb.feedback(qid, ["alphago-architecture.md"], [])
+    res = kb.learn()
+    co = [s for s in kinds(res, "similarity") if {s["keyword1"], s["keyword2"]} == {"alphago", "monte carlo tree search"}]
+    assert len(co) == 1 and co[0]["evidence"] == 2
+
+
+def test_expansion_success_adjusts_similarity_scores_and_undo_restores(kb):
+    rel = kb.conn.execute(
+        "SELECT s.id, s.score FROM keyword_similarities s JOIN keywords a ON a.id = s.keyword_id_1 "
+        "JOIN keywords b ON b.id = s.keyword_id_2 WHERE s.similarity_type = 'abbreviation' AND "
+        "'rl' IN (a.keyword, b.keyword) AND 'reinforcement learning' IN (a.keyword, b.keyword)").fetchone()
+    rel_id, original = rel
+    exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
+                                             "expanded": "rl"}]}
+    q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
+    kb.feedback(q1, [], ["experience-based-learning.md"])
+    q2, _ = ask(kb, "q2", ["reinforcement learning"], ["experience-based-learning.md"], exp)
+    kb.feedback(q2, [], ["experience-based-learning.md"])
+    res = kb.learn()
+    adj = kinds(res, "score")
+    assert len(adj) == 1 and adj[0]["delta"] < 0
+    lowered = kb.conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (rel_id,)).fetchone()[0]
+    assert lowered == pytest.approx(original + adj[0]["delta"])
+    removed = kb.learned_remove(all_=True)
+    assert removed["count"] >= 1
+    assert kb.conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (rel_id,)).fetchone()[0] == original
+    # Removed items are not learned again.
+    assert kb.learn(reprocess=True)["suggestions"] == []
+
+
+def test_learn_is_idempotent_and_dry_run_writes_nothing(kb):
+    for q in ("one", "two"):
+        qid, _ = ask(kb, f"question {q} about tree search", ["game tree"], ["alphago-architecture.md"])
+        kb.feedback(qid, ["alphago-architecture.md"], [])
+    dump = lambda: json.dumps(kb.export(), sort_keys=True)  # noqa: E731
+    before = dump()
+    dry = kb.learn(dry_run=True)
+    assert dry["suggestions"] and dry["applied"] == 0
+    assert dump() == before
+    real = kb.learn()
+    assert real["applied"] == len(dry["suggestions"]) and real["marked_processed"] == 2
+    after = dump()
+    second = kb.learn()
+    assert second["suggestions"] == [] and second["applied"] == 0
+    assert dump() == after
+    assert kb.learn(reprocess=True)["suggestions"] == []
+    assert dump() == after
+
+
+def test_learned_items_list_with_provenance_and_remove(kb):
+    qid, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
+    kb.feedback(qid, ["alphago-architecture.md"], [])
+    kb.learn()
+    items = kb.learned_list()["learned"]
+    assert items and all(i["feedback_ids"] and i["reason"] for i in items)
+    fb_id = kb.conn.execute("SELECT id FROM query_feedback").fetchone()[0]
+    assert items[0]["feedback_ids"] == [fb_id]
+    kb.learned_remove([items[0]["id"]])
+    assert kb.learned_list()["count"] == len(items) - 1
+    assert kb.learned_list(include_removed=True)["learned"][0]["status"] == "removed"
+    with pytest.raises(NotFoundError):
+        kb.learned_remove([9999])
+
+
+def test_person_keywords_win_over_learned_ones(kb, project):
+    for q in ("one", "two"):
+        qid, _ = ask(kb, q, ["game tree"], ["alphago-architecture.md"])
+        kb.feedback(qid, ["alphago-architecture.md"], [])
+    kb.learn()
+    path = project / "knowledge-base" / "alphago-architecture.keywords.json"
+    data = json.loads(path.read_text())
+    data["keywords"].append("game tree")
+    path.write_text(json.dumps(data))
+    kb.sync()
+    tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
+    assert tags["game tree"] == "file"
+    kb.learned_remove(all_=True)
+    tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
+    assert tags["game tree"] == "file", "undoing learning must not delete what a person wrote"
+
+
+def test_history_and_clear_history(kb):
+    qid, _ = ask(kb, "first question", ["rl"], ["experience-based-learning.md"])
+    ask(kb, "second question", [], [])
+    listed = kb.history()
+    assert listed["count"] == 2
+    detail = kb.history(qid)
+    assert detail["question"] == "first question" and len(detail["attempts"]) == 1
+    kb.feedback(qid, ["experience-based-learning.md"], [])
+    res = kb.clear_history()
+    assert res == {"queries_removed": 2, "feedback_removed": 1, "before": None}
+    assert kb.history()["count"] == 0
+
+
+FEEDBACK_WRITER = textwrap.dedent("""
+    import sys
+    from kb_indexer.api import KnowledgeBase
+    kb = KnowledgeBase.open(sys.argv[1])
+    qid = int(sys.argv[2])
+    docs = sys.argv[3:]
+    for d in docs:
+        kb.feedback(qid, [d], [])
+    kb.close()
+""")
+
+
+def test_concurrent_feedback_from_several_processes_loses_nothing(kb, tmp_path):
+    docs = [r["filepath"] for r in kb.list_docs()["documents"]]
+    qids = [ask(kb, f"q{i}", [], docs)[0] for i in range(4)]
+    script = tmp_path / "fb.py"
+    script.write_text(FEEDBACK_WRITER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(kb.db_path), str(q), *docs],
+                              stderr=subprocess.PIPE, text=True) for q in qids]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert kb.conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0] == 4 * len(docs)
