@@ -43,8 +43,11 @@ class KbGroup(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         json_mode = _json_requested(argv)
         try:
-            super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
-            code = 0
+            # Not standalone, Typer *returns* the code of typer.Exit(n) (130 for Ctrl-C).
+            rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+            if code == 130:
+                sys.stderr.write("Interrupted.\n")
         except KbError as exc:
             report_error(exc.code, exc.message, exc.exit_code, json_mode, exc.details)
             code = exc.exit_code

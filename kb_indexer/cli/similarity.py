@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import Format, emit
 from kb_indexer.store.similarities import SIMILARITY_TYPES
 
@@ -17,12 +18,26 @@ TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 def similar(
     keyword: Annotated[str, typer.Argument(help="A keyword.")],
     type: Annotated[Optional[str], typer.Option("--type", "-t", help=TYPES_HELP)] = None,
+    user_context: Annotated[Optional[str], typer.Option(
+        "--user-context", help="Keep only relations whose context fits this description (scored by the LLM "
+        "in one cached call; lexical overlap when no LLM answers).")] = None,
+    context_threshold: Annotated[float, typer.Option(
+        "--context-threshold", help="Minimum context_match_score (0..1) with --user-context.")] = 0.7,
+    llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
+    llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Keywords related to KEYWORD, with type, context, score and direction."""
     with open_kb(db, kb) as k:
-        emit(k.similar(keyword, type), format, rows="similar_keywords",
-             columns=("keyword", "similarity_type", "score", "direction", "context"))
+        if user_context is None:
+            emit(k.similar(keyword, type), format, rows="similar_keywords",
+                 columns=("keyword", "similarity_type", "score", "direction", "context"))
+            return
+        result = k.similar(keyword, type, user_context, context_threshold,
+                           llm_options(llm_backend, llm_model, no_cache, llm_timeout))
+    warn_llm(result)
+    emit(result, format, rows="similar_keywords",
+         columns=("keyword", "similarity_type", "score", "context_match_score", "direction", "context"))
 
 
 @app.command()

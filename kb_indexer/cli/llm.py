@@ -1,0 +1,149 @@
+"""doctor, cache stats, cache clear; and the LLM options every LLM-using command shares.
+
+Reuse in a command::
+
+    from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
+
+    def cmd(..., llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None,
+            no_cache: NoCacheOpt = False, llm_timeout: LlmTimeoutOpt = None):
+        opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
+        result = ...(opts)
+        warn_llm(result)          # the stderr warning when the LLM was not used
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, app
+from kb_indexer.cli.output import Format, emit, warn
+from kb_indexer.errors import KbError
+from kb_indexer.llm.config import LLMOptions
+
+LlmBackendOpt = Annotated[Optional[str], typer.Option(
+    "--llm-backend", help="LLM backend: ollama (default, local), gemini, openai (any OpenAI-compatible "
+    "server) or none (env KBINDEX_LLM_BACKEND).", show_default=False)]
+LlmModelOpt = Annotated[Optional[str], typer.Option(
+    "--llm-model", help="Model name (env KBINDEX_LLM_MODEL; default depends on the backend).", show_default=False)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM answer cache.")]
+LlmTimeoutOpt = Annotated[Optional[float], typer.Option(
+    "--llm-timeout", help="Seconds to wait for each LLM request (env KBINDEX_LLM_TIMEOUT; default 60).",
+    show_default=False)]
+
+
+def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_cache: bool = False,
+                timeout: Optional[float] = None) -> LLMOptions:
+    return LLMOptions(backend=backend, model=model, no_cache=no_cache, timeout=timeout)
+
+
+def warn_llm(result: dict[str, Any]) -> None:
+    """Warn on stderr when a result says the LLM was tried but not used."""
+    info = result.get("llm") if isinstance(result, dict) else None
+    if info and not info.get("used") and info.get("error") and info.get("backend") != "none":
+        fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
+        warn(f"LLM {info.get('backend')} ({info.get('model') or 'default model'}) not used: {info['error']}{fallback}")
+
+
+# -- doctor -------------------------------------------------------------------------------
+
+
+def _render_doctor(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kb_indexer.cli.output import _cell
+
+    table = Table(title="kbindex doctor", show_header=False)
+    table.add_column("check", style="bold")
+    table.add_column("value")
+    llm, db = report["llm"], report["database"]
+    rows = [
+        ("LLM backend", f"{llm['backend']} (from {llm['sources'].get('backend', 'default')})"),
+        ("model", f"{llm['model'] or '(server default)'} (from {llm['sources'].get('model', 'default')})"),
+        ("URL tried", llm["url"]),
+        ("API key set", llm["api_key_set"]),
+        ("reachable", llm["reachable"]),
+        ("model available", llm["model_available"]),
+        ("round trip (ms)", llm["latency_ms"]),
+        ("structured output", llm["structured_output"]),
+        ("LLM error", llm["error"]),
+        (".env file", llm["env_file"]),
+        ("index", db["path"] + ("" if db["exists"] else " (missing)")),
+        ("schema", f"{db['schema']['migrations']}/{db['schema']['known']} migrations, latest "
+                   f"{db['schema']['latest']}" if db.get("schema") else None),
+        ("LLM cache entries", db.get("llm_cache_entries")),
+        ("ok", report["ok"]),
+    ]
+    for key, value in rows:
+        table.add_row(key, _cell(value))
+    Console(soft_wrap=False).print(table)  # the problems follow on stderr, as warnings
+
+
+@app.command()
+def doctor(
+    db: DbOpt = None,
+    llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, llm_timeout: LlmTimeoutOpt = None,
+    no_roundtrip: Annotated[bool, typer.Option("--no-roundtrip", help="Do not send a test completion.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a problem is found.")] = False,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Check the LLM setup (backend, model, server or key, latency) and the index (location, schema)."""
+    from kb_indexer.llm.doctor import diagnose
+
+    report = diagnose(db, llm_options(llm_backend, llm_model, False, llm_timeout), roundtrip=not no_roundtrip)
+    emit(report, format, render=_render_doctor)
+    if strict and not report["ok"]:
+        n = len(report["problems"])
+        raise KbError(f"doctor found {n} problem{'s' if n != 1 else ''}: " + "; ".join(report["problems"]),
+                      code="doctor_problems", details={"problems": report["problems"]})
+    for p in report["problems"]:
+        warn(p)
+
+
+# -- cache --------------------------------------------------------------------------------
+
+cache_app = typer.Typer(help="The LLM answer cache kept in the index.", no_args_is_help=True,
+                        rich_markup_mode=None)
+app.add_typer(cache_app, name="cache")
+
+
+def _open_conn(db: Optional[Path]):
+    from kb_indexer.config import find_db
+    from kb_indexer.store import open_db
+
+    return open_db(find_db(db))
+
+
+@cache_app.command("stats")
+def cache_stats(db: DbOpt = None, format: FormatOpt = Format.table) -> None:
+    """Entries, hits and size of the LLM cache, per task, backend and model."""
+    from kb_indexer.llm import cache as llm_cache
+
+    conn = _open_conn(db)
+    try:
+        result = llm_cache.stats(conn)
+    finally:
+        conn.close()
+    emit(result, format, rows="by_task", columns=("task", "backend", "model", "entries", "hits", "last_used"),
+         title="LLM cache")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    task: Annotated[Optional[str], typer.Option("--task", help="Only this task (e.g. context_match).")] = None,
+    backend: Annotated[Optional[str], typer.Option("--backend", help="Only this backend.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Only this model.")] = None,
+    db: DbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Delete cached LLM answers (all, or those matching the filters)."""
+    from kb_indexer.llm import cache as llm_cache
+
+    conn = _open_conn(db)
+    try:
+        removed = llm_cache.clear(conn, task=task, backend=backend, model=model)
+    finally:
+        conn.close()
+    emit({"removed": removed, "task": task, "backend": backend, "model": model}, format, title="cache clear")

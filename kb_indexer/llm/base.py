@@ -1,0 +1,247 @@
+"""The backend protocol shared by every LLM backend, its data types and its errors.
+
+A backend does two things, both synchronously and without retries or caching
+(those live in :mod:`kb_indexer.llm.structured`):
+
+* ``complete_json(messages, schema, ...)``: one completion constrained to a JSON
+  schema (each backend uses its server's native structured-output mode);
+* ``chat(messages, tools=..., stream=...)``: a chat turn, optionally offering
+  tools, optionally streamed as :class:`ChatChunk` objects.
+
+Every failure is an :class:`LLMError` subclass with a ``retryable`` flag, so
+callers never see an SDK's or httpx's own exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol, runtime_checkable
+
+from kb_indexer.errors import KbError
+
+# -- errors -------------------------------------------------------------------------------
+
+
+class LLMError(KbError):
+    """An LLM call failed. ``retryable`` says whether trying again may help."""
+
+    code = "llm_error"
+    retryable = False
+
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None,
+                 status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, code=code, details=details)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class LLMConfigError(LLMError):
+    """The backend cannot be used as configured (missing key, bad URL, SDK missing)."""
+
+    code = "llm_config"
+
+
+class LLMUnavailable(LLMError):
+    """The server could not be reached (connection refused, reset, DNS)."""
+
+    code = "llm_unavailable"
+    retryable = True
+
+
+class LLMTimeout(LLMError):
+    """The server did not answer within the timeout."""
+
+    code = "llm_timeout"
+
+
+class LLMAuthError(LLMError):
+    """The server refused the credentials (401/403)."""
+
+    code = "llm_auth"
+
+
+class LLMModelNotFound(LLMError):
+    """The server does not have the requested model (404)."""
+
+    code = "llm_model_not_found"
+
+
+class LLMRateLimited(LLMError):
+    """Too many requests (429); ``retry_after`` holds the server's hint in seconds."""
+
+    code = "llm_rate_limited"
+    retryable = True
+
+
+class LLMServerError(LLMError):
+    """The server failed (5xx)."""
+
+    code = "llm_server_error"
+    retryable = True
+
+
+class LLMBadResponse(LLMError):
+    """The answer was not valid JSON or did not match the schema (after the repair attempt)."""
+
+    code = "llm_bad_response"
+
+
+class LLMRequestRejected(LLMError):
+    """The server rejected the request itself (400/422): a bug or an unsupported option."""
+
+    code = "llm_request_rejected"
+
+
+def error_for_status(status: int, message: str, *, retry_after: float | None = None,
+                     model: str | None = None) -> LLMError:
+    """Map an HTTP status to the matching :class:`LLMError`."""
+    text = (message or "").strip()[:500]
+    if status in (401, 403):
+        return LLMAuthError(f"authentication failed (HTTP {status}): {text}", status=status)
+    if status == 404:
+        what = f"model {model!r} not found" if model else "not found"
+        return LLMModelNotFound(f"{what} (HTTP 404): {text}", status=status)
+    if status == 429:
+        return LLMRateLimited(f"rate limited (HTTP 429): {text}", status=status, retry_after=retry_after)
+    if status >= 500:
+        return LLMServerError(f"server error (HTTP {status}): {text}", status=status)
+    if status in (400, 422):
+        return LLMRequestRejected(f"request rejected (HTTP {status}): {text}", status=status)
+    return LLMError(f"unexpected HTTP {status}: {text}", status=status)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+# -- data types ---------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass
+class Message:
+    """One chat message. ``role`` is system, user, assistant or tool."""
+
+    role: str
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [t.to_dict() for t in self.tool_calls]
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+def as_messages(messages: Any) -> list[Message]:
+    """Accept Message objects or ``{"role", "content"}`` dicts."""
+    out = []
+    for m in messages:
+        if isinstance(m, Message):
+            out.append(m)
+        else:
+            out.append(Message(role=m["role"], content=m.get("content") or "",
+                               tool_call_id=m.get("tool_call_id"), name=m.get("name")))
+    return out
+
+
+@dataclass
+class Tool:
+    """A function the model may call; ``parameters`` is a JSON schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def openai_dict(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters}}
+
+
+@dataclass
+class Completion:
+    """The raw answer of one backend call."""
+
+    text: str
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class ChatChunk:
+    """One piece of a streamed chat answer; the last one has ``finish_reason`` set."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class StructuredResult:
+    """A validated structured answer (from the model or from the cache)."""
+
+    data: Any
+    backend: str
+    model: str
+    task: str
+    cached: bool = False
+    attempts: int = 1
+    repaired: bool = False
+    latency_ms: float | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ProbeResult:
+    """What ``kbindex doctor`` learns about a backend without generating text."""
+
+    url: str | None
+    reachable: bool
+    model_available: bool | None = None
+    models: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+# -- the protocol -------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    model: str
+
+    def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str,
+                      max_tokens: int, temperature: float, timeout: float) -> Completion:
+        """One completion constrained to ``schema``; returns the raw text (not yet validated)."""
+
+    def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
+             temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
+        """A chat turn; a :class:`Completion`, or an iterator of :class:`ChatChunk` when streaming."""
+
+    def probe(self, timeout: float) -> ProbeResult:
+        """Is the server reachable, and does it have the model?"""
+
+    def close(self) -> None:
+        """Release connections."""

@@ -1,0 +1,245 @@
+"""Which LLM backend and model to use: flags, then environment, then ``.env``, then defaults.
+
+Nothing here imports an SDK; :func:`make_backend` imports the chosen backend's
+module (and so its SDK) only when a command actually needs it. The ``.env``
+file (found from the current directory upwards) is read with python-dotenv the
+first time an LLM-using command resolves its settings; it never overrides a
+variable that is already set.
+
+Environment variables:
+
+=========================  ==================================================
+``KBINDEX_LLM_BACKEND``    ``ollama`` (default), ``gemini``, ``openai`` or ``none``
+``KBINDEX_LLM_MODEL``      the model (default depends on the backend)
+``KBINDEX_LLM_TIMEOUT``    seconds per request (default 60)
+``KBINDEX_LLM_RETRIES``    retries on 429/5xx/connection errors (default 2)
+``KBINDEX_LLM_MAX_TOKENS`` hard cap on the tokens of any answer (default 1024)
+``OLLAMA_HOST``            Ollama server (default http://127.0.0.1:11434)
+``GEMINI_API_KEY``         Gemini key (or ``GOOGLE_API_KEY``)
+``KBINDEX_GEMINI_BASE_URL`` another Gemini endpoint (proxies, tests)
+``KBINDEX_OPENAI_BASE_URL`` OpenAI-compatible server (default http://127.0.0.1:8080/v1)
+``OPENAI_API_KEY``         its key, if it wants one
+``KBINDEX_NO_DOTENV``      set to skip reading ``.env``
+=========================  ==================================================
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.errors import UsageError
+
+BACKENDS = ("ollama", "gemini", "openai")
+#: ``none`` disables the LLM (callers use their fallback); ``fake`` is the scripted test backend.
+SPECIAL_BACKENDS = ("none", "fake")
+DEFAULT_BACKEND = "ollama"
+DEFAULT_MODELS: dict[str, str | None] = {
+    "ollama": "llama3.2:3b",
+    "gemini": "gemini-2.5-flash",   # stable, not an experimental/preview model
+    "openai": None,                 # the server's first model (GET /models)
+    "fake": "fake-model",
+    "none": None,
+}
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 2
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
+
+_env_loaded: tuple[bool, Path | None, set[str]] = (False, None, set())
+
+
+def load_env() -> tuple[Path | None, set[str]]:
+    """Read ``.env`` once (without overriding the environment); returns its path and the names it set."""
+    global _env_loaded
+    if _env_loaded[0]:
+        return _env_loaded[1], _env_loaded[2]
+    path: Path | None = None
+    names: set[str] = set()
+    if not os.environ.get("KBINDEX_NO_DOTENV"):
+        from dotenv import dotenv_values, find_dotenv
+
+        found = find_dotenv(usecwd=True)
+        if found:
+            path = Path(found)
+            for key, value in dotenv_values(found).items():
+                if value is not None and key not in os.environ:
+                    os.environ[key] = value
+                    names.add(key)
+    _env_loaded = (True, path, names)
+    return path, names
+
+
+def reset_env_cache() -> None:
+    """Forget that ``.env`` was read (tests)."""
+    global _env_loaded
+    _env_loaded = (False, None, set())
+
+
+@dataclass
+class LLMOptions:
+    """What the user asked for on the command line (None = not given)."""
+
+    backend: str | None = None
+    model: str | None = None
+    timeout: float | None = None
+    no_cache: bool = False
+    retries: int | None = None
+
+
+@dataclass
+class LLMConfig:
+    backend: str
+    model: str | None
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    use_cache: bool = True
+    max_tokens_cap: int = DEFAULT_MAX_TOKENS
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    sources: dict[str, str] = field(default_factory=dict)
+    env_file: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend != "none"
+
+    def describe(self) -> dict[str, Any]:
+        """Settings without secrets (for doctor and error messages)."""
+        return {"backend": self.backend, "model": self.model, "url": self.base_url,
+                "timeout": self.timeout, "retries": self.retries, "cache": self.use_cache,
+                "max_tokens_cap": self.max_tokens_cap, "api_key_set": bool(self.api_key),
+                "sources": dict(self.sources), "env_file": self.env_file}
+
+
+def _source(name: str, dotenv_names: set[str]) -> str:
+    return ".env" if name in dotenv_names else "env"
+
+
+def _number(name: str, value: str, kind: type) -> Any:
+    try:
+        out = kind(value)
+    except ValueError:
+        raise UsageError(f"{name} must be a number, got {value!r}") from None
+    if out <= 0 and not (kind is int and out == 0):
+        raise UsageError(f"{name} must be positive, got {value!r}")
+    return out
+
+
+def ollama_host(raw: str | None) -> str:
+    """Normalise ``OLLAMA_HOST`` the way Ollama does (scheme and port optional)."""
+    if not raw:
+        return DEFAULT_OLLAMA_HOST
+    raw = raw.strip().rstrip("/")
+    if "://" not in raw:
+        raw = "http://" + raw
+    scheme, rest = raw.split("://", 1)
+    host, _, path = rest.partition("/")
+    if host.startswith("["):
+        has_port = "]:" in host
+    else:
+        has_port = ":" in host
+    if not has_port:
+        host += ":443" if scheme == "https" else ":11434"
+    if host.startswith("0.0.0.0"):
+        host = "127.0.0.1" + host[len("0.0.0.0"):]
+    return f"{scheme}://{host}" + (f"/{path}" if path else "")
+
+
+def resolve(opts: LLMOptions | None = None) -> LLMConfig:
+    """Settle backend, model, URL, key, timeout, retries and caching for one command."""
+    opts = opts or LLMOptions()
+    env_file, from_dotenv = load_env()
+    env = os.environ
+    sources: dict[str, str] = {}
+
+    if opts.backend:
+        backend, sources["backend"] = opts.backend.strip().lower(), "flag"
+    elif env.get("KBINDEX_LLM_BACKEND"):
+        backend = env["KBINDEX_LLM_BACKEND"].strip().lower()
+        sources["backend"] = _source("KBINDEX_LLM_BACKEND", from_dotenv)
+    else:
+        backend, sources["backend"] = DEFAULT_BACKEND, "default"
+    if backend not in BACKENDS + SPECIAL_BACKENDS:
+        raise UsageError(f"Unknown LLM backend {backend!r}; expected one of: {', '.join(BACKENDS + ('none',))}")
+
+    if opts.model:
+        model, sources["model"] = opts.model, "flag"
+    elif env.get("KBINDEX_LLM_MODEL"):
+        model, sources["model"] = env["KBINDEX_LLM_MODEL"], _source("KBINDEX_LLM_MODEL", from_dotenv)
+    else:
+        model, sources["model"] = DEFAULT_MODELS.get(backend), "default"
+
+    if opts.timeout is not None:
+        if opts.timeout <= 0:
+            raise UsageError(f"--llm-timeout must be positive, got {opts.timeout}")
+        timeout = float(opts.timeout)
+    elif env.get("KBINDEX_LLM_TIMEOUT"):
+        timeout = _number("KBINDEX_LLM_TIMEOUT", env["KBINDEX_LLM_TIMEOUT"], float)
+    else:
+        timeout = DEFAULT_TIMEOUT
+    if opts.retries is not None:
+        retries = max(0, int(opts.retries))
+    elif env.get("KBINDEX_LLM_RETRIES"):
+        retries = _number("KBINDEX_LLM_RETRIES", env["KBINDEX_LLM_RETRIES"], int)
+    else:
+        retries = DEFAULT_RETRIES
+    cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
+           if env.get("KBINDEX_LLM_MAX_TOKENS") else DEFAULT_MAX_TOKENS)
+
+    base_url: str | None = None
+    api_key: str | None = None
+    if backend == "ollama":
+        base_url = ollama_host(env.get("OLLAMA_HOST"))
+        sources["url"] = _source("OLLAMA_HOST", from_dotenv) if env.get("OLLAMA_HOST") else "default"
+    elif backend == "gemini":
+        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+            if env.get(name):
+                api_key, sources["api_key"] = env[name], f"{name} ({_source(name, from_dotenv)})"
+                break
+        base_url = env.get("KBINDEX_GEMINI_BASE_URL") or env.get("GOOGLE_GEMINI_BASE_URL") or None
+        sources["url"] = "env" if base_url else "default"
+    elif backend == "openai":
+        base_url = (env.get("KBINDEX_OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        sources["url"] = (_source("KBINDEX_OPENAI_BASE_URL", from_dotenv)
+                          if env.get("KBINDEX_OPENAI_BASE_URL") else "default")
+        api_key = env.get("OPENAI_API_KEY") or None
+        if api_key:
+            sources["api_key"] = f"OPENAI_API_KEY ({_source('OPENAI_API_KEY', from_dotenv)})"
+
+    return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
+                     use_cache=not opts.no_cache, max_tokens_cap=cap, base_url=base_url, api_key=api_key,
+                     sources=sources, env_file=str(env_file) if env_file else None)
+
+
+def is_configured(opts: LLMOptions | None = None) -> bool:
+    """True when the user chose an LLM backend explicitly (flag, environment or ``.env``), not ``none``.
+
+    Features where the LLM is optional (``query --context``) use it only then.
+    """
+    opts = opts or LLMOptions()
+    if opts.backend:
+        return opts.backend.strip().lower() != "none"
+    load_env()
+    value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
+    return bool(value) and value != "none"
+
+
+def make_backend(config: LLMConfig):
+    """Instantiate the configured backend (this is where an SDK gets imported)."""
+    if config.backend == "ollama":
+        from kb_indexer.llm.ollama_backend import OllamaBackend
+        return OllamaBackend(config)
+    if config.backend == "gemini":
+        from kb_indexer.llm.gemini_backend import GeminiBackend
+        return GeminiBackend(config)
+    if config.backend == "openai":
+        from kb_indexer.llm.openai_backend import OpenAIBackend
+        return OpenAIBackend(config)
+    if config.backend == "fake":
+        from kb_indexer.llm.fake import FakeBackend
+        return FakeBackend.from_env(config)
+    raise UsageError(f"LLM backend {config.backend!r} cannot make calls")

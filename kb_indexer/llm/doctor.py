@@ -1,0 +1,127 @@
+"""``kbindex doctor``: is the LLM set up, reachable and answering; where is the index and which schema.
+
+Never raises for an unreachable server, a missing key or a missing index: each
+becomes a ``problems`` entry in the report. Only bad settings (an unknown
+backend name) are usage errors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.llm.base import LLMError
+from kb_indexer.llm.config import LLMOptions, make_backend, resolve
+
+PROBE_TIMEOUT = 5.0
+ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                    "additionalProperties": False}
+
+
+def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tuple[dict[str, Any], list[str]]:
+    config = resolve(opts)
+    info = config.describe()
+    report: dict[str, Any] = {
+        "backend": config.backend, "model": config.model, "url": config.base_url,
+        "sources": info["sources"], "api_key_set": info["api_key_set"], "env_file": info["env_file"],
+        "timeout": config.timeout, "reachable": None, "model_available": None, "models": [],
+        "latency_ms": None, "structured_output": None, "error": None,
+    }
+    problems: list[str] = []
+    if not config.enabled:
+        report["error"] = "LLM disabled (backend 'none'): features fall back to lexical scoring"
+        return report, problems
+    try:
+        backend = make_backend(config)
+    except LLMError as exc:
+        report["error"] = exc.message
+        problems.append(f"{config.backend}: {exc.message}")
+        return report, problems
+    try:
+        probe = backend.probe(min(probe_timeout, config.timeout))
+        report.update(url=probe.url, reachable=probe.reachable, model_available=probe.model_available,
+                      models=probe.models[:10], error=probe.error)
+        report["model"] = getattr(backend, "model", None) or config.model
+        if not probe.reachable:
+            tried = "" if probe.url and probe.url.split("/api/")[0].split("/v1")[0] in (probe.error or "") \
+                else f" (tried {probe.url})"
+            problems.append(f"{config.backend}: {probe.error}{tried}")
+        elif probe.error:
+            problems.append(f"{config.backend}: {probe.error}")
+        elif probe.model_available is False:
+            problems.append(f"{config.backend}: model {report['model']!r} is not available at {probe.url}"
+                            + (f" (has: {', '.join(probe.models[:5])})" if probe.models else ""))
+        if roundtrip and probe.reachable and probe.model_available is not False and not probe.error:
+            _roundtrip(config, backend, report, problems)
+    finally:
+        backend.close()
+    return report, problems
+
+
+def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> None:
+    from kb_indexer.llm.structured import LLMClient
+
+    client = LLMClient(replace(config, retries=0, use_cache=False), backend=backend)
+    started = time.monotonic()
+    try:
+        result = client.structured("doctor", [{"role": "user", "content": 'Reply with {"ok": true}.'}],
+                                   ROUNDTRIP_SCHEMA, max_tokens=16)
+    except LLMError as exc:
+        report["structured_output"] = False
+        report["error"] = exc.message
+        problems.append(f"{config.backend}: a test completion failed: {exc.message}")
+        return
+    finally:
+        report["latency_ms"] = round((time.monotonic() - started) * 1000, 1)
+    report["structured_output"] = isinstance(result.data, dict) and "ok" in result.data
+
+
+def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
+    from kb_indexer.llm import cache as llm_cache
+    from kb_indexer.store.connection import connect
+    from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
+
+    report: dict[str, Any] = {"path": str(db_path), "exists": db_path.is_file(), "schema": None,
+                              "up_to_date": None, "kb_root": None, "llm_cache_entries": None, "error": None}
+    if not report["exists"]:
+        return report, [f"no index at {db_path} (run `kbindex init`)"]
+    problems: list[str] = []
+    try:
+        conn = connect(db_path)
+    except Exception as exc:  # a KbError for an unusable file
+        report["error"] = getattr(exc, "message", str(exc))
+        return report, [report["error"]]
+    try:
+        applied = _applied(conn)
+        if applied is None:
+            report["error"] = "not a kbindex database"
+            return report, [f"{db_path} is not a kbindex database"]
+        report["schema"] = schema_version(conn)
+        known = [name for name, _ in MIGRATIONS]
+        report["up_to_date"] = applied == known[:len(applied)] and len(applied) == len(known)
+        if len(applied) < len(known):
+            report["pending_migrations"] = [n for n in known if n not in applied]
+        row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
+        report["kb_root"] = row[0] if row else None
+        report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
+    except sqlite3.DatabaseError as exc:
+        report["error"] = f"{type(exc).__name__}: {exc}"
+        problems.append(f"{db_path}: {report['error']}")
+    finally:
+        conn.close()
+    return report, problems
+
+
+def diagnose(db: str | Path | None = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
+             probe_timeout: float = PROBE_TIMEOUT) -> dict[str, Any]:
+    from kb_indexer import __version__
+    from kb_indexer.config import find_db
+
+    llm, llm_problems = _llm_report(opts or LLMOptions(), roundtrip, probe_timeout)
+    database, db_problems = _db_report(find_db(db))
+    problems = llm_problems + db_problems
+    return {"version": __version__, "llm": llm, "database": database, "problems": problems,
+            "ok": not problems}

@@ -1,0 +1,117 @@
+"""A scripted backend for tests (in the spirit of simonw/llm's mock model).
+
+In-process::
+
+    fake = FakeBackend()
+    fake.queue({"scores": {"1": 9}}, "not json", LLMTimeout("slow"))
+    client = LLMClient(resolve(LLMOptions(backend="fake")), conn=conn, backend=fake)
+
+Each call pops the next answer: a ``str`` is the raw text, any other JSON value
+is sent as its JSON text, an :class:`LLMError` instance is raised, and a
+:class:`Completion` is returned as is. ``fake.calls`` records every request.
+
+Across processes (``--llm-backend fake``): ``KBINDEX_FAKE_LLM`` names a JSON
+file holding a list of steps, ``{"text": "..."}``, ``{"json": value}`` or
+``{"error": "unavailable" | "timeout" | "auth" | "model_not_found" |
+"rate_limited" | "server_error", "message": "..."}``. Each call removes the
+first step from the file and appends the request to ``<file>.calls.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMConfigError, LLMError, LLMModelNotFound,
+                                 LLMRateLimited, LLMServerError, LLMTimeout, LLMUnavailable, Message, ProbeResult,
+                                 Tool)
+
+ERRORS = {"unavailable": LLMUnavailable, "timeout": LLMTimeout, "auth": LLMAuthError,
+          "model_not_found": LLMModelNotFound, "rate_limited": LLMRateLimited, "server_error": LLMServerError}
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, answers: list[Any] | None = None, *, model: str = "fake-model", script: Path | None = None):
+        self.model = model
+        self.cache_model = model
+        self.answers: list[Any] = list(answers or [])
+        self.calls: list[dict[str, Any]] = []
+        self.script = script
+
+    @classmethod
+    def from_env(cls, config: Any = None) -> "FakeBackend":
+        path = os.environ.get("KBINDEX_FAKE_LLM")
+        if not path:
+            raise LLMConfigError("the fake backend needs KBINDEX_FAKE_LLM (a JSON file of scripted answers)")
+        return cls(model=getattr(config, "model", None) or "fake-model", script=Path(path))
+
+    def queue(self, *answers: Any) -> "FakeBackend":
+        self.answers.extend(answers)
+        return self
+
+    def close(self) -> None:
+        pass
+
+    # -- scripting ---------------------------------------------------------------------
+    def _record(self, call: dict[str, Any]) -> None:
+        self.calls.append(call)
+        if self.script is not None:
+            with open(str(self.script) + ".calls.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(call, ensure_ascii=False) + "\n")
+
+    def _next(self) -> Any:
+        if self.script is not None:
+            steps = json.loads(self.script.read_text(encoding="utf-8"))
+            if not steps:
+                raise LLMError("fake backend: the script has no answers left", code="fake_exhausted")
+            step, rest = steps[0], steps[1:]
+            self.script.write_text(json.dumps(rest), encoding="utf-8")
+            if "error" in step:
+                cls = ERRORS.get(step["error"], LLMError)
+                raise cls(step.get("message") or f"fake {step['error']}")
+            return step["text"] if "text" in step else json.dumps(step.get("json"))
+        if not self.answers:
+            raise LLMError("fake backend: no answer queued", code="fake_exhausted")
+        return self.answers.pop(0)
+
+    def _answer(self) -> Completion:
+        answer = self._next()
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, Completion):
+            return answer
+        text = answer if isinstance(answer, str) else json.dumps(answer)
+        return Completion(text=text, finish_reason="stop", usage={"completion_tokens": len(text.split())})
+
+    # -- the protocol ------------------------------------------------------------------
+    def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
+                      temperature: float, timeout: float) -> Completion:
+        self._record({"kind": "complete_json", "task": task, "messages": [m.to_dict() for m in messages],
+                      "schema": schema, "max_tokens": max_tokens, "temperature": temperature, "timeout": timeout})
+        return self._answer()
+
+    def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
+             temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
+        self._record({"kind": "chat", "messages": [m.to_dict() for m in messages], "stream": stream,
+                      "tools": [t.name for t in tools or []], "max_tokens": max_tokens,
+                      "temperature": temperature, "timeout": timeout})
+        completion = self._answer()
+        if not stream:
+            return completion
+        return self._chunks(completion)
+
+    @staticmethod
+    def _chunks(completion: Completion) -> Iterator[ChatChunk]:
+        words = completion.text.split(" ")
+        for i, word in enumerate(words):
+            yield ChatChunk(text=word if i == len(words) - 1 else word + " ")
+        yield ChatChunk(finish_reason=completion.finish_reason or "stop", tool_calls=completion.tool_calls,
+                        usage=completion.usage)
+
+    def probe(self, timeout: float) -> ProbeResult:
+        return ProbeResult(url=str(self.script) if self.script else "memory://fake", reachable=True,
+                           model_available=True, models=[self.model])

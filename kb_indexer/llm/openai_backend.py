@@ -1,0 +1,280 @@
+"""Any OpenAI-compatible server (llama.cpp's server, llama-cpp-python, LM Studio, vLLM, ...).
+
+Plain HTTP with httpx (which the Ollama and Gemini SDKs already bring). Servers
+differ in how they take a JSON schema, so the backend tries, in order, and
+remembers per server (and process) the first one the server accepts:
+
+1. ``response_format: {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`` (OpenAI, vLLM,
+   LM Studio, llama.cpp's own server);
+2. ``response_format: {"type": "json_object", "schema": ...}`` (llama-cpp-python's server);
+3. ``response_format: {"type": "json_object"}`` with the schema in the prompt only;
+4. no ``response_format`` at all.
+
+A server "rejects" a mode when it answers 400/422 (or 500, as llama-cpp-python
+does for request validation errors) with a message naming ``response_format``,
+``json_schema`` or ``schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+import httpx
+
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, LLMTimeout,
+                                 LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
+                                 parse_retry_after)
+from kb_indexer.llm.config import LLMConfig
+
+MODES = ("json_schema", "json_object_schema", "json_object", "none")
+_mode_memo: dict[str, int] = {}
+_REJECTION = re.compile(r"response_format|json_schema|json_object", re.I)
+
+
+def _schema_name(task: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", task)[:64] or "answer"
+
+
+def response_format(mode: str, schema: dict[str, Any], task: str) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": _schema_name(task), "schema": schema, "strict": True}}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def wire_message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": t.id or f"call_{i}", "type": "function",
+                              "function": {"name": t.name, "arguments": json.dumps(t.arguments)}}
+                             for i, t in enumerate(m.tool_calls)]
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name:
+        out["name"] = m.name
+    return out
+
+
+def _tool_calls(raw: list[dict[str, Any]] | None) -> list[ToolCall]:
+    out = []
+    for t in raw or []:
+        fn = t.get("function") or {}
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError:
+                args = {"_raw": args}
+        out.append(ToolCall(name=fn.get("name", ""), arguments=args or {}, id=t.get("id")))
+    return out
+
+
+def _schema_in_prompt(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
+    """For servers without a schema mode: quote the schema in the system message."""
+    note = "The JSON must match this JSON schema: " + json.dumps(schema, separators=(",", ":"))
+    out = list(messages)
+    if out and out[0].role == "system":
+        out[0] = Message("system", out[0].content.rstrip() + "\n" + note)
+    else:
+        out.insert(0, Message("system", note))
+    return out
+
+
+class _FormatRejected(Exception):
+    pass
+
+
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(self, config: LLMConfig, *, transport: httpx.BaseTransport | None = None):
+        if not config.base_url:
+            raise LLMConfigError("no base URL for the openai backend (set KBINDEX_OPENAI_BASE_URL)")
+        self.config = config
+        self.base_url = config.base_url.rstrip("/")
+        self.model: str | None = config.model
+        headers = {"Accept": "application/json"}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
+                                  transport=transport, follow_redirects=True)
+
+    @property
+    def cache_model(self) -> str:
+        return self.config.model or f"server-default@{self.base_url}"
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- HTTP --------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, timeout: float, body: dict | None = None,
+              stream: bool = False) -> httpx.Response:
+        url = f"{self.base_url}{path}"
+        try:
+            if stream:
+                req = self._http.build_request(method, path, json=body, timeout=timeout)
+                resp = self._http.send(req, stream=True)
+            else:
+                resp = self._http.request(method, path, json=body, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise LLMTimeout(f"no answer from {url} within {timeout:g}s ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise LLMUnavailable(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+        return resp
+
+    def _raise_for(self, resp: httpx.Response) -> None:
+        if resp.status_code < 400:
+            return
+        try:
+            text = resp.read().decode("utf-8", "replace")
+        except httpx.HTTPError:
+            text = ""
+        message = text
+        try:
+            err = json.loads(text).get("error")
+            message = err.get("message", text) if isinstance(err, dict) else (err or text)
+        except (json.JSONDecodeError, AttributeError):
+            pass
+        raise error_for_status(resp.status_code, str(message), model=self.model,
+                               retry_after=parse_retry_after(resp.headers.get("retry-after")))
+
+    def _json(self, resp: httpx.Response) -> dict[str, Any]:
+        try:
+            return resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise LLMBadResponse(f"the server's reply is not JSON: {resp.text[:200]!r}") from None
+
+    def list_models(self, timeout: float) -> list[str]:
+        resp = self._send("GET", "/models", timeout=timeout)
+        self._raise_for(resp)
+        data = self._json(resp)
+        return [m.get("id") for m in data.get("data") or [] if isinstance(m, dict) and m.get("id")]
+
+    def _ensure_model(self, timeout: float) -> str:
+        if not self.model:
+            models = self.list_models(timeout)
+            if not models:
+                raise LLMConfigError(f"{self.base_url} lists no models; pass --llm-model")
+            self.model = models[0]
+        return self.model
+
+    # -- structured --------------------------------------------------------------------
+    def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
+                      temperature: float, timeout: float) -> Completion:
+        model = self._ensure_model(timeout)
+        start = _mode_memo.get(self.base_url, 0)
+        last: Exception | None = None
+        for i in range(start, len(MODES)):
+            msgs = messages if i < 2 else _schema_in_prompt(messages, schema)
+            body: dict[str, Any] = {"model": model, "messages": [wire_message(m) for m in msgs],
+                                    "temperature": temperature, "max_tokens": max_tokens, "stream": False}
+            fmt = response_format(MODES[i], schema, task)
+            if fmt is not None:
+                body["response_format"] = fmt
+            try:
+                out = self._complete(body, timeout, may_reject=fmt is not None)
+            except _FormatRejected as exc:
+                last = exc
+                continue
+            _mode_memo[self.base_url] = i
+            return out
+        raise LLMError(f"{self.base_url} rejected every structured-output mode: {last}")  # pragma: no cover
+
+    def _complete(self, body: dict[str, Any], timeout: float, may_reject: bool) -> Completion:
+        resp = self._send("POST", "/chat/completions", body=body, timeout=timeout)
+        if may_reject and resp.status_code in (400, 422, 500):
+            text = resp.text
+            if _REJECTION.search(text):
+                raise _FormatRejected(f"HTTP {resp.status_code}: {text[:200]}")
+        self._raise_for(resp)
+        return self._completion(self._json(resp))
+
+    @staticmethod
+    def _completion(data: dict[str, Any]) -> Completion:
+        choices = data.get("choices") or []
+        if not choices:
+            raise LLMBadResponse(f"the reply has no choices: {json.dumps(data)[:200]}")
+        choice = choices[0]
+        msg = choice.get("message") or {}
+        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
+        return Completion(text=msg.get("content") or "", finish_reason=choice.get("finish_reason"),
+                          usage=usage, tool_calls=_tool_calls(msg.get("tool_calls")))
+
+    # -- chat --------------------------------------------------------------------------
+    def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
+             temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
+        model = self._ensure_model(timeout)
+        body: dict[str, Any] = {"model": model, "messages": [wire_message(m) for m in messages],
+                                "temperature": temperature, "max_tokens": max_tokens, "stream": stream}
+        if tools:
+            body["tools"] = [t.openai_dict() for t in tools]
+        if not stream:
+            resp = self._send("POST", "/chat/completions", body=body, timeout=timeout)
+            self._raise_for(resp)
+            return self._completion(self._json(resp))
+        resp = self._send("POST", "/chat/completions", body=body, timeout=timeout, stream=True)
+        try:
+            self._raise_for(resp)
+        except LLMError:
+            resp.close()
+            raise
+        return self._stream(resp, timeout)
+
+    def _stream(self, resp: httpx.Response, timeout: float) -> Iterator[ChatChunk]:
+        calls: dict[int, dict[str, Any]] = {}
+        finish = None
+        usage: dict[str, int] = {}
+        try:
+            for line in resp.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    data = json.loads(payload)
+                except json.JSONDecodeError:
+                    raise LLMBadResponse(f"bad stream event: {payload[:200]!r}") from None
+                if data.get("usage"):
+                    usage = {k: v for k, v in data["usage"].items() if isinstance(v, int)}
+                for choice in data.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    for t in delta.get("tool_calls") or []:
+                        slot = calls.setdefault(t.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                        slot["id"] = t.get("id") or slot["id"]
+                        fn = t.get("function") or {}
+                        slot["name"] += fn.get("name") or ""
+                        slot["arguments"] += fn.get("arguments") or ""
+                    finish = choice.get("finish_reason") or finish
+                    if delta.get("content"):
+                        yield ChatChunk(text=delta["content"])
+        except httpx.TimeoutException:
+            raise LLMTimeout(f"the stream from {self.base_url} stalled for {timeout:g}s") from None
+        except httpx.TransportError as exc:
+            raise LLMUnavailable(f"the stream from {self.base_url} broke: {exc}") from None
+        finally:
+            resp.close()
+        tool_calls = _tool_calls([{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                  for _, c in sorted(calls.items())])
+        yield ChatChunk(finish_reason=finish or "stop", tool_calls=tool_calls, usage=usage)
+
+    # -- doctor ------------------------------------------------------------------------
+    def probe(self, timeout: float) -> ProbeResult:
+        url = f"{self.base_url}/models"
+        try:
+            models = self.list_models(timeout)
+        except LLMError as exc:
+            return ProbeResult(url=url, reachable=isinstance(exc, (LLMBadResponse,)) or exc.status is not None,
+                               error=exc.message)
+        if self.config.model:
+            available = self.config.model in models
+        else:
+            available = bool(models)
+            if models:
+                self.model = models[0]
+        return ProbeResult(url=url, reachable=True, model_available=available, models=models[:20])

@@ -1,0 +1,233 @@
+"""The one way features call an LLM: :class:`LLMClient`.
+
+``LLMClient.structured(task, messages, schema, max_tokens=...)`` does, in order:
+
+1. refuse a schema that is unbounded or uses keywords the validator cannot check;
+2. cap ``max_tokens`` (small models otherwise repeat one array item thousands of
+   times) and use temperature 0 unless told otherwise;
+3. look the answer up in the cache (``llm_cache``) unless caching is off;
+4. call the backend with a timeout, retrying 429 / 5xx / connection errors with
+   exponential backoff (honouring ``Retry-After``);
+5. parse and validate the answer against the schema (plus the caller's own
+   ``check``); on failure, ask once more showing the model its errors (the repair
+   attempt); if that fails too, raise :class:`LLMBadResponse` so the caller can
+   use its fallback;
+6. store the validated answer in the cache.
+
+Ctrl-C is never caught here: ``KeyboardInterrupt`` propagates, and the cache
+write is a transaction, so an interrupted command leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+from kb_indexer.llm import cache as llm_cache
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, Message, StructuredResult,
+                                 Tool, as_messages)
+from kb_indexer.llm.config import LLMConfig, LLMOptions, make_backend, resolve
+from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
+
+BACKOFF_BASE = 0.5
+BACKOFF_MAX = 8.0
+REPAIR_ECHO_CHARS = 1200
+
+Check = Callable[[Any], list[str]]
+#: Backends whose prompt quotes the schema. Gemini and OpenAI-compatible servers get it as a
+#: parameter (the openai backend adds it to the prompt itself when a server has no schema mode);
+#: Ollama's documentation recommends also grounding the model with the schema in the prompt.
+SCHEMA_IN_PROMPT = {"ollama", "fake"}
+
+
+class LLMClient:
+    """A backend with its settings, the cache and the call policy."""
+
+    def __init__(self, config: LLMConfig, *, conn: sqlite3.Connection | None = None, backend: Any = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.config = config
+        self.conn = conn
+        self._backend = backend
+        self._sleep = sleep
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    @classmethod
+    def from_options(cls, opts: LLMOptions | None = None, conn: sqlite3.Connection | None = None) -> "LLMClient":
+        return cls(resolve(opts), conn=conn)
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            self._backend = make_backend(self.config)
+        return self._backend
+
+    @property
+    def model(self) -> str | None:
+        if self._backend is not None:
+            return getattr(self._backend, "model", None) or self.config.model
+        return self.config.model
+
+    def _cache_model(self) -> str:
+        if self.config.model:
+            return self.config.model
+        if self._backend is not None and getattr(self._backend, "cache_model", None):
+            return self._backend.cache_model
+        return f"server-default@{self.config.base_url}"
+
+    def report(self, *, used: bool, fallback: str | None = None, error: str | None = None) -> dict[str, Any]:
+        """The ``"llm"`` object every LLM-using command puts in its JSON."""
+        return {"backend": self.config.backend, "model": self.model or self._cache_model(), "used": used,
+                "fallback": fallback, "error": error}
+
+    def cache_report(self) -> dict[str, int]:
+        return {"hits": self.cache_hits, "misses": self.cache_misses}
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+    # -- retries -----------------------------------------------------------------------
+    def _with_retries(self, fn: Callable[[], Any]) -> tuple[Any, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return fn(), attempt
+            except LLMError as exc:
+                if not exc.retryable or attempt > self.config.retries:
+                    raise
+                delay = min(BACKOFF_MAX, BACKOFF_BASE * (2 ** (attempt - 1)))
+                delay *= 0.8 + 0.4 * random.random()
+                if exc.retry_after is not None:
+                    delay = min(max(delay, exc.retry_after), max(BACKOFF_MAX, self.config.timeout))
+                sys.stderr.write(f"warning: {self.config.backend}: {exc.message} "
+                                 f"(retry {attempt}/{self.config.retries} in {delay:.1f}s)\n")
+                self._sleep(delay)
+
+    # -- structured completion ---------------------------------------------------------
+    def structured(self, task: str, messages: list[Message] | list[dict], schema: dict[str, Any], *,
+                   max_tokens: int, temperature: float = 0.0, check: Check | None = None,
+                   use_cache: bool | None = None) -> StructuredResult:
+        """A validated JSON answer for ``task`` (see the module docstring for the steps)."""
+        check_schema(schema)
+        if not self.enabled:
+            raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
+        msgs = _with_schema_instruction(as_messages(messages), schema,
+                                        full=self.config.backend in SCHEMA_IN_PROMPT)
+        max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
+        use_cache = self.config.use_cache if use_cache is None else use_cache
+        prompt_hash = llm_cache.digest({"messages": [m.to_dict() for m in msgs], "max_tokens": max_tokens,
+                                        "temperature": temperature})
+        schema_hash = llm_cache.digest(schema)
+        key = llm_cache.cache_key(self.config.backend, self._cache_model(), task, prompt_hash, schema_hash)
+        if use_cache and self.conn is not None:
+            hit = llm_cache.get(self.conn, key)
+            if hit is not None and not _problems(hit, schema, check):
+                self.cache_hits += 1
+                return StructuredResult(data=hit, backend=self.config.backend, model=self._cache_model(),
+                                        task=task, cached=True, attempts=0)
+            self.cache_misses += 1
+
+        started = time.monotonic()
+        backend = self.backend
+
+        def call(ms: list[Message]) -> Completion:
+            return backend.complete_json(ms, schema, task=task, max_tokens=max_tokens, temperature=temperature,
+                                         timeout=self.config.timeout)
+
+        completion, attempts = self._with_retries(lambda: call(msgs))
+        data, problems = _interpret(completion, schema, check, max_tokens)
+        repaired = False
+        if problems:
+            repair = msgs + [Message("assistant", (completion.text or "")[:REPAIR_ECHO_CHARS]),
+                             Message("user", _repair_prompt(problems))]
+            completion, more = self._with_retries(lambda: call(repair))
+            attempts += more
+            data, problems = _interpret(completion, schema, check, max_tokens)
+            repaired = True
+            if problems:
+                raise LLMBadResponse("invalid answer after one repair attempt: " + "; ".join(problems[:5]),
+                                     details={"problems": problems[:10],
+                                              "answer_start": (completion.text or "")[:200]})
+        result = StructuredResult(data=data, backend=self.config.backend, model=self.model or self._cache_model(),
+                                  task=task, attempts=attempts, repaired=repaired,
+                                  latency_ms=round((time.monotonic() - started) * 1000, 1),
+                                  usage=completion.usage)
+        if use_cache and self.conn is not None:
+            llm_cache.put(self.conn, key, backend=self.config.backend, model=self._cache_model(), task=task,
+                          prompt_hash=prompt_hash, schema_hash=schema_hash, response=data)
+        return result
+
+    # -- chat --------------------------------------------------------------------------
+    def chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
+             max_tokens: int = 1024, temperature: float = 0.7) -> Completion:
+        """One chat turn (not cached), retried on 429 / 5xx / connection errors."""
+        if not self.enabled:
+            raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
+        msgs = as_messages(messages)
+        max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
+        completion, _ = self._with_retries(lambda: self.backend.chat(
+            msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=self.config.timeout))
+        return completion
+
+    def stream_chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
+                    max_tokens: int = 1024, temperature: float = 0.7) -> Iterator[ChatChunk]:
+        """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises."""
+        if not self.enabled:
+            raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
+        msgs = as_messages(messages)
+        max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
+
+        def open_stream() -> tuple[ChatChunk | None, Iterator[ChatChunk]]:
+            it = iter(self.backend.chat(msgs, tools=tools, max_tokens=max_tokens, temperature=temperature,
+                                        timeout=self.config.timeout, stream=True))
+            return next(it, None), it
+
+        (first, rest), _ = self._with_retries(open_stream)
+        if first is not None:
+            yield first
+            yield from rest
+
+
+def _with_schema_instruction(msgs: list[Message], schema: dict[str, Any], full: bool = True) -> list[Message]:
+    """Ask for bare JSON in the system message; with ``full``, quote the schema there too."""
+    note = "Answer with one JSON value only, no prose and no code fence"
+    note += (", matching this JSON schema: " + schema_text(schema)) if full else "."
+    out = list(msgs)
+    if out and out[0].role == "system":
+        out[0] = Message("system", out[0].content.rstrip() + "\n\n" + note)
+    else:
+        out.insert(0, Message("system", note))
+    return out
+
+
+def _problems(data: Any, schema: dict[str, Any], check: Check | None) -> list[str]:
+    problems = validate(data, schema)
+    if not problems and check is not None:
+        problems = list(check(data) or [])
+    return problems
+
+
+def _interpret(completion: Completion, schema: dict[str, Any], check: Check | None,
+               max_tokens: int) -> tuple[Any, list[str]]:
+    data, error = parse_json(completion.text)
+    if error:
+        if completion.finish_reason in ("length", "max_tokens", "MAX_TOKENS"):
+            return None, [f"the answer was cut off at {max_tokens} tokens ({error}); answer much more briefly"]
+        return None, [error]
+    problems = _problems(data, schema, check)
+    return data, problems
+
+
+def _repair_prompt(problems: list[str]) -> str:
+    return ("Your previous answer was not acceptable:\n- " + "\n- ".join(problems[:8])
+            + "\nReply again with only the corrected JSON value, following the schema exactly.")

@@ -1,0 +1,188 @@
+"""The openai backend at the HTTP level, against a scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llm_helpers import Reply, openai_models, openai_reply
+
+from kb_indexer.llm.base import (LLMAuthError, LLMBadResponse, LLMModelNotFound, LLMServerError, LLMTimeout,
+                                 LLMUnavailable, Message, Tool)
+from kb_indexer.llm.config import LLMOptions, resolve
+from kb_indexer.llm.structured import LLMClient
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 50}}, "required": ["answer"],
+          "additionalProperties": False}
+PATH = "/v1/chat/completions"
+
+
+@pytest.fixture
+def client_for(monkeypatch):
+    made = []
+
+    def _make(url: str, *, model: str | None = "test-model", key: str | None = None, timeout: float | None = None,
+              retries: int = 2, conn=None) -> LLMClient:
+        monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", url)
+        if key:
+            monkeypatch.setenv("OPENAI_API_KEY", key)
+        client = LLMClient(resolve(LLMOptions(backend="openai", model=model, timeout=timeout, retries=retries)),
+                           conn=conn, sleep=lambda s: None)
+        made.append(client)
+        return client
+
+    yield _make
+    for c in made:
+        c.close()
+
+
+def ask(client: LLMClient, **kw):
+    return client.structured("unit_test", [{"role": "user", "content": "Say hi."}], SCHEMA, max_tokens=64, **kw)
+
+
+def test_request_shape(http_server, client_for):
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "hi"}')))
+    client = client_for(http_server.url + "/v1", key="sk-test")
+    result = ask(client)
+    assert result.data == {"answer": "hi"} and result.usage["completion_tokens"] == 5
+    (req,) = http_server.posts(PATH)
+    assert req.headers["authorization"] == "Bearer sk-test"
+    body = req.json
+    assert body["model"] == "test-model" and body["temperature"] == 0.0 and body["max_tokens"] == 64
+    assert body["stream"] is False
+    assert body["response_format"] == {"type": "json_schema",
+                                       "json_schema": {"name": "unit_test", "schema": SCHEMA, "strict": True}}
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+
+
+def test_adapts_to_a_server_without_json_schema(http_server, client_for):
+    # llama-cpp-python answers 500 with a validation error naming response_format; OpenAI-like
+    # servers answer 400. The backend falls through to json_object + schema, then plain json_object.
+    rejection = {"error": {"message": "Input should be 'text' or 'json_object' (response_format.type)"}}
+    http_server.expect(PATH, Reply(500, rejection), Reply(400, {"error": {"message": "unknown field schema in "
+                                                                                     "response_format"}}),
+                       Reply(body=openai_reply('{"answer": "ok"}')), Reply(body=openai_reply('{"answer": "again"}')))
+    client = client_for(http_server.url + "/v1")
+    assert ask(client).data == {"answer": "ok"}
+    formats = [r.json.get("response_format") for r in http_server.posts(PATH)]
+    assert formats == [{"type": "json_schema", "json_schema": {"name": "unit_test", "schema": SCHEMA, "strict": True}},
+                       {"type": "json_object", "schema": SCHEMA}, {"type": "json_object"}]
+    prompts = [r.json["messages"][0]["content"] for r in http_server.posts(PATH)]
+    schema_text = json.dumps(SCHEMA, separators=(",", ":"))
+    assert schema_text not in prompts[0] and schema_text not in prompts[1]  # sent as a parameter
+    assert schema_text in prompts[2]  # plain json_object: the schema goes in the prompt
+    # the accepted mode is remembered for this server
+    ask(client, use_cache=False)
+    assert http_server.posts(PATH)[-1].json["response_format"] == {"type": "json_object"}
+
+
+def test_model_defaults_to_the_servers_first(http_server, client_for):
+    http_server.expect("/v1/models", Reply(body=openai_models("local.gguf", "other")))
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "x"}')))
+    client = client_for(http_server.url + "/v1", model=None)
+    assert ask(client).data == {"answer": "x"}
+    assert http_server.posts(PATH)[0].json["model"] == "local.gguf"
+    assert client.model == "local.gguf"
+
+
+@pytest.mark.parametrize("status, error", [(401, LLMAuthError), (403, LLMAuthError), (404, LLMModelNotFound)])
+def test_client_errors_are_mapped_and_not_retried(http_server, client_for, status, error):
+    http_server.expect(PATH, Reply(status, {"error": {"message": "nope"}}))
+    with pytest.raises(error) as exc:
+        ask(client_for(http_server.url + "/v1"))
+    assert "nope" in exc.value.message and len(http_server.posts(PATH)) == 1
+
+
+def test_429_then_success_honours_retry_after(http_server, monkeypatch):
+    monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", http_server.url + "/v1")
+    http_server.expect(PATH, Reply(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "2"}),
+                       Reply(body=openai_reply('{"answer": "finally"}')))
+    sleeps = []
+    client = LLMClient(resolve(LLMOptions(backend="openai", model="m")), sleep=sleeps.append)
+    result = ask(client)
+    assert result.data == {"answer": "finally"} and result.attempts == 2 and sleeps[0] >= 2.0
+
+
+def test_500_is_retried_then_raised(http_server, client_for):
+    http_server.expect(PATH, *[Reply(500, {"error": {"message": "overloaded"}})] * 3)
+    with pytest.raises(LLMServerError, match="overloaded"):
+        ask(client_for(http_server.url + "/v1", retries=2))
+    assert len(http_server.posts(PATH)) == 3
+
+
+def test_timeout(http_server, client_for):
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "late"}'), delay=1.5))
+    with pytest.raises(LLMTimeout, match="within 0.3s"):
+        ask(client_for(http_server.url + "/v1", timeout=0.3))
+
+
+def test_connection_refused_is_retried_then_raised(closed_port, client_for):
+    with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{closed_port}"):
+        ask(client_for(f"http://127.0.0.1:{closed_port}/v1", retries=1))
+
+
+def test_dropped_connection_then_success(http_server, client_for):
+    http_server.expect(PATH, Reply(drop=True), Reply(body=openai_reply('{"answer": "back"}')))
+    assert ask(client_for(http_server.url + "/v1")).data == {"answer": "back"}
+
+
+def test_invalid_json_is_repaired(http_server, client_for):
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": ')), Reply(body=openai_reply('{"answer": "fixed"}')))
+    result = ask(client_for(http_server.url + "/v1"))
+    assert result.data == {"answer": "fixed"} and result.repaired
+    repair_msgs = http_server.posts(PATH)[1].json["messages"]
+    assert repair_msgs[-2] == {"role": "assistant", "content": '{"answer": '}
+    assert "invalid JSON" in repair_msgs[-1]["content"]
+
+
+def test_runaway_output_ends_in_bad_response(http_server, client_for):
+    runaway = '{"answer": "' + "again " * 4000
+    http_server.expect(PATH, Reply(body=openai_reply(runaway, finish="length")),
+                       Reply(body=openai_reply(runaway, finish="length")))
+    with pytest.raises(LLMBadResponse, match="cut off at 64 tokens"):
+        ask(client_for(http_server.url + "/v1"))
+    assert all(r.json["max_tokens"] == 64 for r in http_server.posts(PATH))
+
+
+def test_non_json_reply_body(http_server, client_for):
+    http_server.expect(PATH, Reply(body="<html>proxy error</html>", headers={"Content-Type": "text/html"}))
+    with pytest.raises(LLMBadResponse, match="not JSON"):
+        ask(client_for(http_server.url + "/v1"))
+
+
+def test_chat_with_tools(http_server, client_for):
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "rl"}'}}
+    http_server.expect(PATH, Reply(body=openai_reply("", finish="tool_calls", tool_calls=[call])))
+    tool = Tool("search", "Search the KB", {"type": "object", "properties": {"q": {"type": "string"}}})
+    client = client_for(http_server.url + "/v1")
+    out = client.chat([Message("user", "find rl")], tools=[tool], max_tokens=50, temperature=0.2)
+    assert out.tool_calls[0].name == "search" and out.tool_calls[0].arguments == {"q": "rl"}
+    body = http_server.posts(PATH)[0].json
+    assert body["tools"] == [tool.openai_dict()] and body["temperature"] == 0.2 and "response_format" not in body
+
+
+def test_streamed_chat(http_server, client_for):
+    events = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+              for piece in ("Hel", "lo", " there")]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    http_server.expect(PATH, Reply(chunks=[f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]))
+    chunks = list(client_for(http_server.url + "/v1").stream_chat([{"role": "user", "content": "hi"}]))
+    assert "".join(c.text for c in chunks) == "Hello there" and chunks[-1].finish_reason == "stop"
+    assert http_server.posts(PATH)[0].json["stream"] is True
+
+
+def test_streamed_chat_error_before_first_chunk_is_retried(http_server, client_for):
+    http_server.expect(PATH, Reply(503, {"error": {"message": "loading model"}}),
+                       Reply(chunks=['data: {"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n',
+                                     "data: [DONE]\n\n"]))
+    chunks = list(client_for(http_server.url + "/v1").stream_chat([{"role": "user", "content": "hi"}]))
+    assert chunks[0].text == "ok" and len(http_server.posts(PATH)) == 2
+
+
+def test_probe(http_server, client_for, closed_port):
+    http_server.expect("/v1/models", Reply(body=openai_models("a", "b")))
+    probe = client_for(http_server.url + "/v1", model="b").backend.probe(2.0)
+    assert probe.reachable and probe.model_available and probe.models == ["a", "b"]
+    assert probe.url == http_server.url + "/v1/models"
+    down = client_for(f"http://127.0.0.1:{closed_port}/v1").backend.probe(2.0)
+    assert not down.reachable and down.error and str(closed_port) in down.url

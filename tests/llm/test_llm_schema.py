@@ -1,0 +1,69 @@
+"""The JSON-schema subset validator and the tolerant JSON parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_indexer.llm.schema import check_schema, parse_json, validate
+
+ITEM = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1, "maximum": 5},
+                                         "tag": {"type": "string", "maxLength": 5, "enum": ["a", "bb"]}},
+        "required": ["id"], "additionalProperties": False}
+SCHEMA = {"type": "object", "properties": {"items": {"type": "array", "items": ITEM, "minItems": 1, "maxItems": 2}},
+          "required": ["items"], "additionalProperties": False}
+
+
+def test_valid_value_has_no_errors():
+    assert validate({"items": [{"id": 1, "tag": "a"}, {"id": 5}]}, SCHEMA) == []
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ({}, "missing required property 'items'"),
+    ({"items": []}, "fewer than 1"),
+    ({"items": [{"id": 1}] * 3}, "more than 2"),
+    ({"items": [{"id": 0}]}, "below the minimum"),
+    ({"items": [{"id": 9}]}, "above the maximum"),
+    ({"items": [{"id": "1"}]}, "expected integer"),
+    ({"items": [{"id": True}]}, "expected integer"),
+    ({"items": [{"id": 1, "tag": "c"}]}, "is not one of"),
+    ({"items": [{"id": 1, "x": 1}]}, "unexpected property 'x'"),
+    ({"items": [{"id": 1}], "more": 1}, "unexpected property 'more'"),
+    ([], "expected object"),
+])
+def test_each_violation_is_reported(value, fragment):
+    errors = validate(value, SCHEMA)
+    assert errors and any(fragment in e for e in errors), errors
+
+
+def test_enum_does_not_confuse_booleans_and_numbers():
+    schema = {"type": "integer", "enum": [0, 1]}
+    assert validate(1, schema) == []
+    assert validate(True, schema)  # a bool is not an integer here
+
+
+def test_integer_accepts_integral_floats_only():
+    assert validate(3.0, {"type": "integer"}) == []
+    assert validate(3.5, {"type": "integer"})
+
+
+def test_check_schema_requires_bounded_arrays_and_known_keywords():
+    check_schema(SCHEMA)
+    with pytest.raises(ValueError, match="maxItems"):
+        check_schema({"type": "array", "items": {"type": "string"}})
+    with pytest.raises(ValueError, match="unsupported"):
+        check_schema({"type": "string", "pattern": "^a$"})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"a": 1}', {"a": 1}),
+    ('```json\n{"a": 1}\n```', {"a": 1}),
+    ('Sure! {"a": 1} hope that helps', {"a": 1}),
+])
+def test_parse_json_tolerates_fences_and_chatter(text, expected):
+    assert parse_json(text) == (expected, None)
+
+
+@pytest.mark.parametrize("text", ["", "   ", '{"a": [1, 1, 1', "no json here"])
+def test_parse_json_reports_errors(text):
+    value, error = parse_json(text)
+    assert value is None and error
