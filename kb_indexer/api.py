@@ -16,6 +16,7 @@ from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db
 from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.learn.api import LearningAPI
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.migrations import init_db, schema_version
@@ -23,7 +24,7 @@ from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_s
 from kb_indexer.text import normalize_keyword
 
 
-class KnowledgeBase:
+class KnowledgeBase(LearningAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
@@ -146,10 +147,17 @@ class KnowledgeBase:
                 "similarities_by_type": by_type}
 
     # -- similarities --------------------------------------------------------------------
-    def similar(self, keyword: str, sim_type: str | None = None) -> dict:
+    def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
+                context_threshold: float = 0.7, llm: Any = None) -> dict:
+        """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
+        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
         if sim_type is not None and sim_type not in SIMILARITY_TYPES:
             raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
         kw = self._keyword_row(keyword)
+        if user_context is not None:
+            from kb_indexer.llm.context_match import similar_in_context
+            return similar_in_context(self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type),
+                                      user_context, context_threshold, llm)
         items = [{
             "keyword": r["keyword"], "similarity_type": r["similarity_type"], "context": r["context"],
             "score": r["score"], "directional": r["directional"], "direction": r["direction"],
@@ -180,6 +188,25 @@ class KnowledgeBase:
     def search(self, keywords: list[str], mode: str = "or", limit: int | None = None) -> dict:
         from kb_indexer.search.keyword import keyword_search
         return keyword_search(self.conn, keywords, mode, limit)
+
+    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> dict:
+        """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
+
+        Options (see :func:`kb_indexer.search.query.run_query`): context, expand_depth, threshold, types,
+        method (auto|keyword|fulltext|hybrid), limit, explain, weights, context_scorer, record.
+        """
+        from kb_indexer.search.query import run_query
+        return run_query(self.conn, question, keywords, **options)
+
+    def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
+        """:meth:`query` rendered as a context-injection markdown block."""
+        from kb_indexer.search.markdown import render_query
+        return render_query(self.query(question, keywords, **options))
+
+    def stale(self) -> dict:
+        """Which files changed on disk since the last sync (cheap: stats only)."""
+        from kb_indexer.index.stale import check
+        return check(self.conn, self.kb_root)
 
     # -- database ------------------------------------------------------------------------
     def export(self) -> dict:

@@ -13,16 +13,21 @@ from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 
 
 def ask(kb, question, keywords=None, results=(), expansions=None, explicit=True):
-    """Record a query and one attempt the way `kbindex query` does."""
-    conn = kb.conn
-    qid = conn.execute("INSERT INTO queries (question, context) VALUES (?, '')", (question,)).lastrowid
-    top = [{"filepath": f, "score": 1.0, "matched_keywords": [], "expansions": (expansions or {}).get(f, [])}
-           for f in results]
-    exp = {"explicit_keywords": list(keywords or []) if explicit else []}
-    aid = conn.execute("INSERT INTO query_attempts (query_id, keywords, result_count, top_results, expansions) "
-                       "VALUES (?, ?, ?, ?, ?)",
-                       (qid, json.dumps(list(keywords or [])), len(top), json.dumps(top), json.dumps(exp))).lastrowid
-    return qid, aid
+    """Record a query and one attempt in the format `kbindex query` records
+    (see kb_indexer.learn.history); ``expansions`` maps a result file to the
+    expansions that found it: [{"relation_id", "original", "expanded"}]."""
+    from kb_indexer.learn.history import record
+
+    expansions = expansions or {}
+    rows, exp = [], []
+    for f in results:
+        matched = [e["expanded"] for e in expansions.get(f, [])]
+        rows.append({"filepath": f, "relevance_score": 1.0, "matched_keywords": matched, "sources": ["keyword"]})
+        exp += [{"user_keyword": e["original"], "keyword": e["expanded"], "relation_id": e["relation_id"],
+                 "path": [e["relation_id"]], "weight": 1.0} for e in expansions.get(f, [])]
+    kws = list(keywords or [])
+    return record(kb.conn, question, None, keywords=kws, expand_depth=1, threshold=0.3, method="hybrid",
+                  results=rows, expansions=exp, options={"keywords_from": "given" if explicit and kws else "question"})
 
 
 def kinds(result, kind):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kb_indexer.cli.app import app
-from kb_indexer.cli import database, documents, keywords, search, similarity  # noqa: F401  (register commands)
+from kb_indexer.cli import database, documents, keywords, learn, llm, query, search, similarity  # noqa: F401  (register commands)
 
 
 def main() -> None:

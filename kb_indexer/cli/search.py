@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, emit
+from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
+from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.errors import UsageError
 
 
@@ -17,11 +17,10 @@ def search(
     or_: Annotated[bool, typer.Option("--or", help="Any keyword matches (default).")] = False,
     and_: Annotated[bool, typer.Option("--and", help="All keywords must match.")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, help="At most this many results.")] = None,
-    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+    db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Find documents tagged with the keywords, most matched keywords first."""
     if or_ and and_:
         raise UsageError("--or and --and are mutually exclusive")
     with open_kb(db, kb) as k:
-        emit(k.search(keywords, "and" if and_ else "or", limit), format, rows="results",
-             columns=("filepath", "title", "matched_keywords", "user_keywords"))
+        emit_result(k.search(keywords, "and" if and_ else "or", limit), format, "search")

@@ -57,23 +57,32 @@ class Event:
 
 
 def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], list[dict]]:
+    """(explicit user keywords, expansions that led to ``filepath``) of a recorded attempt.
+
+    Keywords count as the user's only when given with --keywords (``options.keywords_from``);
+    keywords found in the question are covered by the question-term association instead.
+    """
     if row is None:
         return [], []
     try:
         keywords = json.loads(row["keywords"] or "[]")
-        expansions = json.loads(row["expansions"] or "null")
+        expansions = json.loads(row["expansions"] or "[]")
         top = json.loads(row["top_results"] or "[]")
+        options = json.loads(row["options"] or "{}") if "options" in row.keys() else {}
     except json.JSONDecodeError:
         return [], []
     explicit: list[str] = []
-    if isinstance(expansions, dict) and expansions.get("explicit_keywords") is not None:
-        explicit = [normalize_keyword(k) for k in expansions["explicit_keywords"]]
-    elif isinstance(keywords, list):
+    if isinstance(options, dict) and options.get("keywords_from") == "given" and isinstance(keywords, list):
         explicit = [normalize_keyword(k) for k in keywords if isinstance(k, str)]
-    led: list[dict] = []
+    matched: set[str] = set()
     for r in top if isinstance(top, list) else []:
         if isinstance(r, dict) and r.get("filepath") == filepath:
-            led = [e for e in r.get("expansions", []) if isinstance(e, dict) and e.get("relation_id")]
+            matched = {normalize_keyword(k) for k in r.get("matched_keywords", []) if isinstance(k, str)}
+    led: list[dict] = []
+    for e in expansions if isinstance(expansions, list) else []:
+        if isinstance(e, dict) and e.get("relation_id") and normalize_keyword(str(e.get("keyword", ""))) in matched:
+            for rid in (e.get("path") or [e["relation_id"]]):
+                led.append({"relation_id": rid, "original": e.get("user_keyword"), "expanded": e.get("keyword")})
     return explicit, led
 
 

@@ -152,6 +152,68 @@ def m003_history(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m010_llm_cache(conn: sqlite3.Connection) -> None:
+    # Answers of LLM calls, keyed by (backend, model, task, prompt hash, schema hash);
+    # see kb_indexer.llm.cache. Not exported (export skips this table).
+    run_script(conn, """
+    CREATE TABLE llm_cache (
+        key TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        model TEXT NOT NULL,
+        task TEXT NOT NULL,
+        prompt_hash TEXT NOT NULL,
+        schema_hash TEXT NOT NULL,
+        response TEXT NOT NULL,
+        hits INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        last_hit_at TEXT
+    );
+    CREATE INDEX idx_llm_cache_task ON llm_cache(task);
+    """)
+
+
+@migration
+def m020_retrieval(conn: sqlite3.Connection) -> None:
+    # `kbindex query` finds its query row by (question, context) on every call;
+    # `options` keeps the rest of an attempt's settings as JSON (see kb_indexer.learn.history).
+    run_script(conn, """
+    CREATE INDEX idx_queries_question_context ON queries(question, context);
+    ALTER TABLE query_attempts ADD COLUMN options TEXT;
+    """)
+
+
+@migration
+def m030_learning(conn: sqlite3.Connection) -> None:
+    # What `kbindex learn` derived from feedback, with provenance; removed items stay as
+    # status 'removed' so that they are not learned again.
+    run_script(conn, """
+    CREATE TABLE learned_items (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key TEXT UNIQUE NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('association', 'keyword', 'similarity', 'score')),
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'removed')),
+        document_id INTEGER REFERENCES documents(id) ON DELETE CASCADE,
+        similarity_id INTEGER REFERENCES keyword_similarities(id) ON DELETE SET NULL,
+        weight REAL,
+        size INTEGER,
+        previous_score REAL,
+        detail TEXT NOT NULL,
+        feedback_ids TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE learned_terms (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        learned_id INTEGER NOT NULL REFERENCES learned_items(id) ON DELETE CASCADE,
+        term TEXT NOT NULL,
+        UNIQUE(term, learned_id)
+    );
+    ALTER TABLE document_keywords ADD COLUMN weight REAL NOT NULL DEFAULT 1.0;
+    ALTER TABLE document_keywords ADD COLUMN learned_id INTEGER REFERENCES learned_items(id) ON DELETE CASCADE;
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

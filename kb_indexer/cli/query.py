@@ -1,0 +1,114 @@
+"""query (ranked retrieval) and the markdown result format shared with search."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import emit, warn
+from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
+
+
+class ResultFormat(str, Enum):
+    json = "json"
+    table = "table"
+    markdown = "markdown"
+
+
+ResultFormatOpt = Annotated[ResultFormat, typer.Option(
+    "--format", "-f", case_sensitive=False,
+    help="json (for agents), table, or markdown (a block to inject into a prompt).")]
+
+
+class Method(str, Enum):
+    auto = "auto"
+    keyword = "keyword"
+    fulltext = "fulltext"
+    hybrid = "hybrid"
+
+
+RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
+
+
+@app.command()
+def query(
+    args: Annotated[list[str], typer.Argument(
+        help="The question (quote it). With --keywords, further arguments are more keywords, as in "
+             "`--keywords AlphaGo \"Monte Carlo\"`; without, they are joined into the question.",
+        show_default=False, metavar="QUESTION [KEYWORD]...")],
+    keywords: Annotated[Optional[list[str]], typer.Option(
+        "--keywords", "-k", help="Keywords to search for (default: known keywords found in the question).",
+        show_default=False)] = None,
+    context: Annotated[Optional[str], typer.Option(
+        "--context", "-c", help="Your context; relations whose stored context does not fit it are down-weighted.",
+        show_default=False)] = None,
+    expand_depth: Annotated[int, typer.Option(
+        "--expand-depth", "-d", min=0, max=MAX_DEPTH,
+        help="Similarity hops to expand keywords (0 = none).")] = DEFAULT_DEPTH,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", "-t", min=0.0, max=1.0,
+        help="Minimum expansion weight (type weight x relation score x hop decay x context fit).")] = DEFAULT_THRESHOLD,
+    types: Annotated[Optional[list[str]], typer.Option(
+        "--types", help="Only expand through these similarity types (repeatable or comma-separated; "
+                        "contrast never expands).", show_default=False)] = None,
+    weight: Annotated[Optional[list[str]], typer.Option(
+        "--weight", help="Override a type's expansion weight, e.g. --weight narrower=0.9 (defaults: synonym, "
+                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite 0.5; "
+                         "broader 0.3; contrast 0, fixed).", show_default=False)] = None,
+    method: Annotated[Method, typer.Option(
+        "--method", "-m", case_sensitive=False,
+        help="auto: keyword for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, TypeError, 404), "
+             "else hybrid.")] = Method.auto,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT,
+                                       help="At most this many results.")] = DEFAULT_LIMIT,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
+                                          "expansion details.")] = False,
+    sync: Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
+                                       "is only reported on stderr).")] = False,
+    no_stale_check: Annotated[bool, typer.Option(
+        "--no-stale-check", help="Skip the check for files changed since the last sync (one stat per file: "
+                                 "a few ms per 1,000 files).")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
+) -> None:
+    """Find documents for a question: keywords expanded through typed similarities, fused with full-text
+    BM25, with provenance (which keyword and which expansion found each document). Recorded in the history."""
+    from kb_indexer.search.expansion import parse_weight_options
+
+    question, extra = (args[0], args[1:]) if args else ("", [])
+    if keywords:
+        keywords = list(keywords) + list(extra)
+    elif extra:
+        question = " ".join(args)
+    weights = parse_weight_options(weight or [])
+    with open_kb(db, kb) as k:
+        if sync:
+            result = k.sync()
+            for err in result["errors"]:
+                sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+        elif not no_stale_check:
+            from kb_indexer.index.stale import message
+
+            msg = message(k.stale())
+            if msg:
+                warn(msg)
+        data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
+                       types=types, method=method.value, limit=limit, explain=explain, weights=weights or None)
+    if data.get("history_error"):
+        warn(data.pop("history_error"))
+    emit_result(data, format, "query")
+
+
+def emit_result(data: dict, fmt: ResultFormat, kind: str) -> None:
+    """JSON, table or the markdown context-injection block (``kind``: query or search)."""
+    if fmt is ResultFormat.markdown:
+        from kb_indexer.search.markdown import render_query, render_search
+
+        sys.stdout.write((render_query if kind == "query" else render_search)(data))
+        sys.stdout.flush()
+        return
+    columns = RESULT_COLUMNS if kind == "query" else ("filepath", "title", "matched_keywords", "user_keywords")
+    emit(data, fmt.value, rows="results", columns=columns)

@@ -1,0 +1,124 @@
+"""Has the knowledge base changed since the last sync? (cheap; no file is read)
+
+Walks the KB root with ``os.scandir`` by the rules of ``sync`` (hidden folders
+and ``__pycache__`` skipped, ``.md`` / ``.markdown`` files), and compares each
+file's stat signature (``"{mtime_ns}:{size}"``, plus ``"|{mtime_ns}:{size}"`` of
+its ``.keywords.json`` when there is one: see :func:`kb_indexer.index.paths.stat_sig`)
+and the set of files with what the index stores. ``similarities.json`` files
+are compared by content hash, as ``sync`` does. One ``stat`` per markdown file
+(two with a keywords file) and one SQL query: see ``bench/ir_eval.py --stale``
+for its cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.index.paths import KEYWORDS_SUFFIX
+
+_MD = (".md", ".markdown")
+
+
+def scan(root: Path) -> dict[str, str]:
+    """``relative path -> stat signature`` of every markdown file sync would index."""
+    out: dict[str, str] = {}
+    stack = [(str(root), "")]
+    root_real = os.path.realpath(root) + os.sep
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        mds = []
+        kws: dict[str, os.DirEntry] = {}
+        for e in entries:
+            name = e.name
+            if name[0] == ".":
+                continue
+            low = name.lower()
+            try:
+                if low.endswith(_MD) and e.is_file():
+                    mds.append(e)
+                elif low.endswith(KEYWORDS_SUFFIX):
+                    kws[name] = e
+                elif e.is_dir() and name != "__pycache__" and not e.is_symlink():
+                    stack.append((e.path, prefix + name + "/"))
+            except OSError:
+                continue
+        for e in mds:
+            if e.is_symlink() and not os.path.realpath(e.path).startswith(root_real):
+                continue  # sync refuses files resolving outside the root
+            try:
+                st = e.stat()
+                kw = kws.get(e.name.rsplit(".", 1)[0] + KEYWORDS_SUFFIX) if kws else None
+                if kw is None:
+                    out[prefix + e.name] = f"{st.st_mtime_ns}:{st.st_size}"
+                else:
+                    kst = kw.stat()
+                    out[prefix + e.name] = f"{st.st_mtime_ns}:{st.st_size}|{kst.st_mtime_ns}:{kst.st_size}"
+            except OSError:
+                continue
+    return out
+
+
+def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[str, Any]:
+    """What changed on disk since the last sync: ``{"stale", "changed", "added", "removed", ...}``."""
+    start = time.perf_counter()
+    root = Path(kb_root)
+    if not root.is_dir():
+        return {"stale": False, "checked": False, "reason": f"knowledge-base root {root} does not exist",
+                "seconds": round(time.perf_counter() - start, 6)}
+    root = root.resolve()
+    stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
+    on_disk = scan(root)
+    if on_disk == stored:       # the common case, compared in C
+        added = removed = changed = []
+    else:
+        added = sorted(on_disk.keys() - stored.keys())
+        removed = sorted(stored.keys() - on_disk.keys())
+        changed = sorted(p for p in on_disk.keys() & stored.keys() if on_disk[p] != stored[p])
+    sims = _similarities_changed(conn, root)
+    return {
+        "stale": bool(added or removed or changed or sims),
+        "checked": True,
+        "added": len(added), "removed": len(removed), "changed": len(changed),
+        "similarities_changed": sims,
+        "examples": (changed + added + removed)[:examples],
+        "files": len(on_disk),
+        "seconds": round(time.perf_counter() - start, 6),
+    }
+
+
+def _similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
+    from kb_indexer.index.sync import similarity_files
+
+    out = []
+    for path in similarity_files(root):
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"similarities_hash:{path.resolve()}",)).fetchone()
+        try:
+            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+        if row is None or row[0] != digest:
+            out.append(str(path))
+    return out
+
+
+def message(info: dict[str, Any]) -> str | None:
+    """A one-line stderr warning, or None when the index is up to date."""
+    if not info.get("stale"):
+        return None
+    parts = [f"{info[k]} {k}" for k in ("changed", "added", "removed") if info.get(k)]
+    if info.get("similarities_changed"):
+        parts.append("similarities.json changed")
+    ex = info.get("examples") or []
+    shown = f" (e.g. {', '.join(ex[:3])})" if ex else ""
+    return (f"the index is out of date: {', '.join(parts)} since the last sync{shown}; "
+            "run `kbindex sync` or pass --sync")

@@ -1,0 +1,104 @@
+"""Recording every ``kbindex query`` in ``queries`` / ``query_attempts``.
+
+A *query* is a distinct ``(question, context)`` pair (context ``''`` when none
+was given); each run of it adds an *attempt*. Attempt columns:
+
+- ``keywords``: JSON list of the user keywords of the attempt, as given with
+  ``--keywords``, else the known keywords found in the question
+  (``options.keywords_from`` says which);
+- ``expand_depth``, ``threshold``, ``method`` (the method actually used),
+  ``result_count`` (results returned);
+- ``top_results``: JSON list of the first 10 results, each
+  ``{"filepath", "score", "matched_keywords", "sources"}``;
+- ``expansions``: JSON list, one entry per expanded keyword:
+  ``{"user_keyword", "keyword", "weight", "hops", "via", "relation_id",
+  "similarity_type", "relation_score", "path": [relation ids],
+  "context_match"?}`` -- which user keyword reached which keyword through
+  which relation(s), so learning can adjust similarity scores;
+- ``options`` (migration ``m020_retrieval``): JSON object with the other
+  settings (``method_requested``, ``types``, ``weights``, ``limit``,
+  ``keywords_from``, ``identifiers``).
+
+Recording is one transaction per query (the caller's), like every write.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kb_indexer.text import now_iso
+
+TOP_RESULTS = 10
+
+
+def get_or_create_query(conn: sqlite3.Connection, question: str, context: str | None) -> int:
+    """The id of the ``(question, context)`` query, created if new; marks it attempted now."""
+    ctx = context or ""
+    now = now_iso()
+    row = conn.execute("SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1",
+                       (question, ctx)).fetchone()
+    if row is not None:
+        conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
+        return row[0]
+    cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?)",
+                       (question, ctx, now, now))
+    return cur.lastrowid
+
+
+def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dict[str, Any]]:
+    return [{"filepath": r["filepath"], "score": r["relevance_score"], "matched_keywords": r["matched_keywords"],
+             "sources": r["sources"]} for r in results[:n]]
+
+
+def add_attempt(conn: sqlite3.Connection, query_id: int, *, keywords: list[str], expand_depth: int,
+                threshold: float, method: str, results: list[dict[str, Any]], expansions: list[dict[str, Any]],
+                options: dict[str, Any] | None = None) -> int:
+    cur = conn.execute(
+        "INSERT INTO query_attempts (query_id, keywords, expand_depth, threshold, method, result_count, "
+        "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (query_id, _json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
+         _json(expansions), _json(options or {}), now_iso()))
+    return cur.lastrowid
+
+
+def record(conn: sqlite3.Connection, question: str, context: str | None, **attempt: Any) -> tuple[int, int]:
+    """Record one attempt (creating its query if needed) in one transaction; returns (query_id, attempt_id)."""
+    from kb_indexer.store.connection import transaction
+
+    with transaction(conn):
+        qid = get_or_create_query(conn, question, context)
+        aid = add_attempt(conn, qid, **attempt)
+    return qid, aid
+
+
+def get_attempt(conn: sqlite3.Connection, attempt_id: int) -> dict[str, Any] | None:
+    """One attempt with its JSON columns decoded (None if there is no such attempt)."""
+    r = conn.execute("SELECT a.*, q.question, q.context FROM query_attempts a JOIN queries q ON q.id = a.query_id "
+                     "WHERE a.id = ?", (attempt_id,)).fetchone()
+    if r is None:
+        return None
+    return {"attempt_id": r["id"], "query_id": r["query_id"], "question": r["question"], "context": r["context"],
+            "keywords": _load(r["keywords"], []), "expand_depth": r["expand_depth"], "threshold": r["threshold"],
+            "method": r["method"], "result_count": r["result_count"], "top_results": _load(r["top_results"], []),
+            "expansions": _load(r["expansions"], []), "options": _load(r["options"], {}),
+            "created_at": r["created_at"]}
+
+
+def attempts_for(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:
+    ids = [r[0] for r in conn.execute("SELECT id FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
+    return [a for a in (get_attempt(conn, i) for i in ids) if a is not None]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load(text: str | None, default: Any) -> Any:
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default

@@ -1,0 +1,93 @@
+"""How well a relation's stored context fits the user's context (``--context``).
+
+A *context scorer* is any callable ``(user_context, candidates) -> scores``:
+
+- ``candidates`` is a list of dicts, one per relation, with the keys ``id``
+  (the relation id), ``keyword`` (the related keyword, the side expanded to),
+  ``source`` (the keyword expanded from), ``similarity_type``, ``context``
+  (the stored context) and ``score`` -- the candidate shape of
+  ``kb_indexer.llm.context_match.score_contexts``;
+- it returns a score in [0, 1] per candidate (1 = the relation fits the user's
+  context, 0 = it does not): either a mapping ``id -> score`` or a sequence in
+  candidate order. A candidate missing from a mapping counts as 0.
+
+It is called once per expansion hop with every relation that could still pass
+the threshold, so a batched LLM scorer plugs in without changing the pipeline::
+
+    scorer = lambda ctx, cands: score_contexts(conn, ctx, cands, opts=opts)[0]
+
+The default is :func:`lexical_scores`: the share of the user's content words
+(stopwords removed, light stemming) found in the relation's stored context or
+its two keywords.
+
+A relation's expansion weight is multiplied by :func:`context_factor`, so a
+relation that does not fit is down-weighted (by at most ``CONTEXT_FLOOR``), not
+dropped outright; the threshold then decides.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+from kb_indexer.search.terms import is_stopword, split_term
+
+ContextScorer = Callable[[str, list[dict]], "Sequence[float] | Mapping[object, float]"]
+
+CONTEXT_FLOOR = 0.5   # weight multiplier of a relation whose context does not fit at all
+
+
+def _stem(word: str) -> str:
+    """A deliberately light stemmer (plurals, -ing, -ed), enough to match 'games' with 'game'."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if word.endswith("ing") and len(word) >= 6:
+        return word[:-3]
+    if word.endswith("ed") and len(word) >= 5:
+        return word[:-2]
+    return word
+
+
+def content_stems(text: str) -> set[str]:
+    out = set()
+    for chunk in (text or "").lower().split():
+        for term in split_term(chunk):
+            for part in term.replace("’", "'").replace("_", "-").replace(".", "-").replace("/", "-").split("-"):
+                part = part.strip("'")
+                if part and not is_stopword(part):
+                    out.add(_stem(part))
+    return out
+
+
+def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[float]:
+    """Share of the user's context words found in each relation's context and keywords."""
+    wanted = content_stems(user_context)
+    if not wanted:
+        return [1.0 for _ in candidates]
+    scores = []
+    for c in candidates:
+        have = content_stems(" ".join(str(c.get(k) or "") for k in ("context", "keyword", "source")))
+        scores.append(len(wanted & have) / len(wanted))
+    return scores
+
+
+def context_factor(match: float) -> float:
+    """Weight multiplier for a context match in [0, 1]."""
+    match = min(1.0, max(0.0, float(match)))
+    return CONTEXT_FLOOR + (1.0 - CONTEXT_FLOOR) * match
+
+
+def as_list(scores: "Sequence[float] | Mapping[object, float]", candidates: Sequence[Mapping]) -> list[float]:
+    """A scorer's answer as one clamped float per candidate, in candidate order."""
+    if isinstance(scores, Mapping):
+        values = [scores.get(c["id"], 0.0) for c in candidates]
+    else:
+        values = list(scores)
+        if len(values) != len(candidates):
+            raise ValueError(f"context scorer returned {len(values)} scores for {len(candidates)} relations")
+    return [min(1.0, max(0.0, float(v or 0.0))) for v in values]

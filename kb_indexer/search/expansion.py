@@ -1,0 +1,251 @@
+"""Keyword expansion: breadth-first over the typed similarity graph.
+
+Each user keyword is expanded separately (so every expanded keyword can be
+traced back to the user keyword that found it). A path's weight is the product,
+over its relations, of ``type weight x relation score x context factor``,
+times ``HOP_DECAY`` for every hop after the first. A keyword is kept when its
+best path weighs at least the threshold, and only kept keywords are expanded
+further, up to ``depth`` hops.
+
+Default type weights, in the spirit of Lucene/Solr query-time synonym practice
+(an equivalent term is as good as the original; a narrower term is most of
+the way there; associated terms are worth about half; a broader term mostly
+brings noise; an opposite never helps):
+
+=================  ======  ==========================================
+type               weight  why
+=================  ======  ==========================================
+synonym            1.0     same meaning
+abbreviation       1.0     same meaning, other spelling
+narrower           0.8     a specific case of what was asked for
+related_concept    0.5     same domain, different concept
+application        0.5     a use of the concept (examples)
+component          0.5     a part of the concept
+prerequisite       0.5     background for the concept
+broader            0.3     the general field: mostly noise
+contrast           0       never expands (an opposite concept)
+=================  ======  ==========================================
+
+With the default threshold (0.35) that keeps synonyms and abbreviations,
+narrower relations with score >= 0.44, the associated types with score >= 0.7
+and no broader relation. ``type_weights`` overrides any weight except
+contrast's, which is always 0.
+
+Direction: an undirected relation expands both ways; a directional one only
+from its source side (``reinforcement learning -> alphago`` expands
+"reinforcement learning" to "alphago", never the reverse).
+
+Cycles are harmless: a keyword is revisited only on a strictly better path,
+depth bounds the walk, and iteration order is sorted, so the output is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from kb_indexer.errors import UsageError
+from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
+from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
+from kb_indexer.store.similarities import SIMILARITY_TYPES
+
+DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
+    "synonym": 1.0,
+    "abbreviation": 1.0,
+    "narrower": 0.8,
+    "related_concept": 0.5,
+    "application": 0.5,
+    "component": 0.5,
+    "prerequisite": 0.5,
+    "broader": 0.3,
+    "contrast": 0.0,
+}
+HOP_DECAY = 0.8
+_EPS = 1e-9
+
+
+@dataclass
+class Expansion:
+    """The best path from a user keyword to an expanded keyword."""
+    user_keyword: str          # normalised user keyword (expansion_map key)
+    keyword: str               # normalised expanded keyword
+    keyword_id: int
+    weight: float
+    hops: int
+    relation_id: int           # last relation on the path
+    similarity_type: str
+    relation_score: float
+    via: str                   # the keyword this hop expanded from
+    context_match: float | None
+    path: list[int] = field(default_factory=list)   # relation ids, seed first
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"user_keyword": self.user_keyword, "keyword": self.keyword, "weight": round(self.weight, 4),
+               "hops": self.hops, "via": self.via, "relation_id": self.relation_id,
+               "similarity_type": self.similarity_type, "relation_score": self.relation_score,
+               "path": self.path}
+        if self.context_match is not None:
+            out["context_match"] = round(self.context_match, 4)
+        return out
+
+
+def resolve_weights(overrides: dict[str, float] | None = None) -> dict[str, float]:
+    weights = dict(DEFAULT_TYPE_WEIGHTS)
+    for t, w in (overrides or {}).items():
+        if t not in SIMILARITY_TYPES:
+            raise UsageError(f"Unknown similarity type {t!r} in weights; expected one of: "
+                             f"{', '.join(SIMILARITY_TYPES)}")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
+            raise UsageError(f"Weight for {t} must be a number between 0 and 1, got {w!r}")
+        if t == "contrast" and float(w) > 0:
+            raise UsageError("contrast relations never expand; their weight is always 0")
+        weights[t] = float(w)
+    return weights
+
+
+def parse_weight_options(values: Iterable[str]) -> dict[str, float]:
+    """``["narrower=0.9", "broader=0"]`` -> ``{"narrower": 0.9, "broader": 0.0}`` (for the CLI)."""
+    out: dict[str, float] = {}
+    for v in values:
+        for item in str(v).split(","):
+            if not item.strip():
+                continue
+            name, sep, num = item.partition("=")
+            if not sep:
+                raise UsageError(f"--weight expects TYPE=WEIGHT, got {item!r}")
+            try:
+                out[name.strip()] = float(num)
+            except ValueError:
+                raise UsageError(f"--weight {item!r}: {num!r} is not a number") from None
+    return out
+
+
+def resolve_types(types: Iterable[str] | None) -> set[str] | None:
+    if not types:
+        return None
+    chosen = set()
+    for t in types:
+        for name in str(t).split(","):
+            name = name.strip()
+            if not name:
+                continue
+            if name not in SIMILARITY_TYPES:
+                raise UsageError(f"Unknown similarity type {name!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+            if name == "contrast":
+                raise UsageError("contrast relations never expand; leave contrast out of --types")
+            chosen.add(name)
+    return chosen or None
+
+
+_EDGE_SQL = """
+SELECT s.id, s.keyword_id_1, s.keyword_id_2, s.similarity_type, s.context, s.score, s.directional,
+       s.source_keyword_id, k1.keyword AS kw1, k2.keyword AS kw2
+FROM keyword_similarities s
+JOIN keywords k1 ON k1.id = s.keyword_id_1
+JOIN keywords k2 ON k2.id = s.keyword_id_2
+WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 IN (SELECT value FROM json_each(:ids)))
+  AND s.similarity_type != 'contrast'
+"""
+
+
+def _edges_from(conn: sqlite3.Connection, node_ids: set[int], allowed: set[str]) -> dict[int, list[tuple]]:
+    """Relations usable from each node: ``node -> [(other_id, other_keyword, row), ...]`` in id order."""
+    out: dict[int, list[tuple]] = {}
+    if not node_ids:
+        return out
+    rows = conn.execute(_EDGE_SQL + " ORDER BY s.id", {"ids": json.dumps(sorted(node_ids))}).fetchall()
+    for r in rows:
+        if r["similarity_type"] not in allowed:
+            continue
+        for here, there, there_kw in ((r["keyword_id_1"], r["keyword_id_2"], r["kw2"]),
+                                      (r["keyword_id_2"], r["keyword_id_1"], r["kw1"])):
+            if here not in node_ids:
+                continue
+            if r["directional"] and r["source_keyword_id"] != here:
+                continue  # a directional relation expands only from its source side
+            out.setdefault(here, []).append((there, there_kw, r))
+    return out
+
+
+def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
+           threshold: float = DEFAULT_THRESHOLD, types: set[str] | None = None,
+           weights: dict[str, float] | None = None, context: str | None = None,
+           context_scorer: ContextScorer | None = None) -> list[Expansion]:
+    """Expand ``seeds`` (``(normalised user keyword, keyword id or None)``); best path per pair.
+
+    Returns expansions ordered by seed order, then weight (desc), then keyword.
+    """
+    if depth < 0 or depth > MAX_DEPTH:
+        raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {depth}")
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
+    weights = weights or DEFAULT_TYPE_WEIGHTS
+    allowed = {t for t in (types or SIMILARITY_TYPES) if t != "contrast" and weights.get(t, 0.0) > 0}
+    order = {s: i for i, (s, _) in enumerate(seeds)}
+    seed_ids = {s: kid for s, kid in seeds if kid is not None}
+    best: dict[tuple[str, int], Expansion] = {}
+    # frontier: (seed, node id, node keyword) -> (path weight, path)
+    frontier: dict[tuple[str, int], tuple[float, str, list[int]]] = {
+        (s, kid): (1.0, s, []) for s, kid in seed_ids.items()}
+    use_context = bool(context and context.strip())
+    scorer = context_scorer or lexical_scores
+    matches: dict[int, float] = {}
+    for hop in range(1, depth + 1):
+        if not frontier or not allowed:
+            break
+        edges = _edges_from(conn, {node for _, node in frontier}, allowed)
+        decay = HOP_DECAY if hop > 1 else 1.0   # so a path of h hops decays by HOP_DECAY ** (h - 1)
+        if use_context:
+            _score_contexts(context, frontier, edges, weights, threshold, decay, scorer, matches)
+        updated: dict[tuple[str, int], tuple[float, str, list[int]]] = {}
+        for (seed, node) in sorted(frontier, key=lambda k: (order[k[0]], k[1])):
+            w_path, node_kw, path = frontier[(seed, node)]
+            for other, other_kw, r in edges.get(node, ()):
+                if other == seed_ids[seed]:
+                    continue
+                match = matches.get(r["id"]) if use_context else None
+                factor = context_factor(match) if match is not None else 1.0
+                w = w_path * weights[r["similarity_type"]] * float(r["score"]) * factor * decay
+                if w + _EPS < threshold:
+                    continue
+                key = (seed, other)
+                cur = best.get(key)
+                if cur is not None and w <= cur.weight + _EPS:
+                    continue
+                new_path = path + [r["id"]]
+                best[key] = Expansion(seed, other_kw, other, w, hop, r["id"], r["similarity_type"],
+                                      float(r["score"]), node_kw, match, new_path)
+                updated[key] = (w, other_kw, new_path)
+        frontier = updated
+    return sorted(best.values(), key=lambda e: (order[e.user_keyword], -round(e.weight, 9), e.keyword))
+
+
+def _score_contexts(context: str, frontier: dict, edges: dict, weights: dict, threshold: float, decay: float,
+                    scorer: ContextScorer, matches: dict[int, float]) -> None:
+    """Score (once, in one batch) every relation of this hop that could still pass the threshold."""
+    todo: dict[int, dict] = {}
+    for (seed, node), (w_path, node_kw, _) in frontier.items():
+        for _other, other_kw, r in edges.get(node, ()):
+            if r["id"] in matches or r["id"] in todo:
+                continue
+            best_case = w_path * weights[r["similarity_type"]] * float(r["score"]) * decay
+            if best_case + _EPS < threshold:
+                continue  # even a perfect context match could not keep it
+            todo[r["id"]] = {"id": r["id"], "keyword": other_kw, "source": node_kw,
+                             "similarity_type": r["similarity_type"], "context": r["context"],
+                             "score": float(r["score"])}
+    if not todo:
+        return
+    cands = [todo[i] for i in sorted(todo)]
+    for c, s in zip(cands, as_list(scorer(context, cands), cands)):
+        matches[c["id"]] = s
+
+
+def expansion_map(seeds: list[tuple[str, int | None]], expansions: list[Expansion]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {s: [] for s, _ in seeds}
+    for e in expansions:
+        out[e.user_keyword].append(e.keyword)
+    return out

@@ -1,0 +1,139 @@
+"""Full-text search over ``documents_fts`` (FTS5, BM25) with safe query building.
+
+User text never reaches FTS5 as syntax. :mod:`kb_indexer.search.terms` splits
+it into plain terms; here every term becomes an FTS5 *string literal*
+(``"..."`` with ``"`` doubled) and the literals are OR-ed. Inside a string
+literal FTS5 sees no operators, column filters, prefixes or ``NEAR``; a term
+with several tokens (``q-learning``, ``App.tsx``, a known multi-word keyword)
+is a phrase. An input with no usable term gives no query (an empty result).
+
+Ranking is FTS5's ``bm25()`` with per-column weights (title, summary, keywords,
+body). FTS5 floors a term's IDF at ~1e-6 when it occurs in more than half of
+the documents, so on a tiny knowledge base every score can be ~0: scores are
+therefore normalised per query (divided by the best one), and every matching
+document also gets a presence share (``PRESENCE``), so a match is never
+scored 0 and results come back on a 3-document KB.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+# bm25() column weights: title, summary, keywords, body. Titles and keyword tags
+# are short and curated (x2); a summary is mostly the body's first paragraph
+# again, so it counts a quarter. Measured on Cranfield (bench/ir_eval.py): title
+# 1.5-2.5 with summary 0-0.25 give nDCG@10 0.364-0.365; summary 1 gives 0.356-0.358.
+DEFAULT_COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
+PRESENCE = 0.1          # share of the full-text score given for merely matching
+SNIPPET_TOKENS = 24
+
+
+@dataclass(frozen=True)
+class FtsQuery:
+    terms: tuple[str, ...]     # plain terms, each one string literal
+    match: str                 # the MATCH expression (only literals and OR)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+
+def quote(term: str) -> str:
+    """One FTS5 string literal: the text between double quotes, ``"`` doubled."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def build_query(terms: list[str], max_terms: int | None = None) -> FtsQuery:
+    """OR of the terms, in order; terms without a word character are dropped.
+
+    Repeated terms are kept on purpose: FTS5 scores each occurrence, which is
+    BM25's query term frequency (a word asked twice weighs twice).
+    """
+    kept: list[str] = []
+    for t in terms:
+        t = " ".join(t.split())
+        if t and any(ch.isalnum() for ch in t):
+            kept.append(t)
+            if max_terms is not None and len(kept) >= max_terms:
+                break
+    return FtsQuery(tuple(kept), " OR ".join(quote(t) for t in kept))
+
+
+def _rank_clause(weights: tuple[float, ...]) -> str:
+    # Only floats we format ourselves reach the SQL text.
+    return "bm25(documents_fts, " + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
+
+
+def _rank_function(weights: tuple[float, ...]) -> str:
+    return "bm25(" + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
+
+
+def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
+           weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS,
+           tokens: int = SNIPPET_TOKENS) -> list[tuple[int, float, str]]:
+    """Best ``limit`` documents as ``(document id, bm25 score, snippet)``, higher score is better.
+
+    ``ORDER BY rank`` lets FTS5 sort before the snippets are made, so only the
+    returned rows pay for one.
+    """
+    if not query or limit <= 0:
+        return []
+    sql = ("SELECT rowid, rank, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
+           "WHERE documents_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?")
+    return [(r[0], -r[1], _clean_snippet(r[2]))
+            for r in conn.execute(sql, (tokens, query.match, _rank_function(weights), limit))]
+
+
+PER_ROW_MAX = 16   # above this many documents, one pass over all matches is cheaper than per-row lookups
+
+
+def scores_for(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
+               weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
+    """bm25 scores of the given documents (those that match at all)."""
+    if not query or not doc_ids:
+        return {}
+    if len(doc_ids) <= PER_ROW_MAX:
+        sql = (f"SELECT rowid, {_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ? "
+               "AND rowid IN (SELECT value FROM json_each(?))")
+        return {r[0]: -r[1] for r in conn.execute(sql, (query.match, json.dumps(doc_ids)))}
+    wanted = set(doc_ids)
+    return {d: s for d, s in all_scores(conn, query, weights).items() if d in wanted}
+
+
+def all_scores(conn: sqlite3.Connection, query: FtsQuery,
+               weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
+    """bm25 of every matching document, in one pass."""
+    if not query:
+        return {}
+    sql = f"SELECT rowid, {_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ?"
+    return {r[0]: -r[1] for r in conn.execute(sql, (query.match,))}
+
+
+def _clean_snippet(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
+             tokens: int = SNIPPET_TOKENS) -> dict[int, str]:
+    """A short passage around the matches of each document (matches in ``**bold**``)."""
+    if not query or not doc_ids:
+        return {}
+    sql = ("SELECT rowid, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
+           "WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
+    out = {}
+    for r in conn.execute(sql, (tokens, query.match, json.dumps(doc_ids))):
+        text = _clean_snippet(r[1])
+        if text:
+            out[r[0]] = text
+    return out
+
+
+def normalise(scores: dict[int, float]) -> dict[int, float]:
+    """Per-query full-text score in (0, 1]: ``PRESENCE + (1 - PRESENCE) * bm25 / best bm25``."""
+    if not scores:
+        return {}
+    best = max(scores.values())
+    if best <= 0:
+        return {d: PRESENCE for d in scores}
+    return {d: PRESENCE + (1.0 - PRESENCE) * max(0.0, s) / best for d, s in scores.items()}

@@ -1,0 +1,102 @@
+"""Fusing keyword-tag evidence with full-text BM25 into one relevance score.
+
+Keyword part (in [0, 1]): for every user keyword, its best evidence in the
+document, then the mean over the user keywords:
+
+- the document is tagged with the user keyword itself: 1.0 (exact);
+- it is tagged with an expansion of it: ``expansion weight x EXPANSION_FACTOR``.
+
+Because ``EXPANSION_FACTOR < 1``, even a perfect synonym counts less than the
+keyword itself: with equal other evidence, exact matches outrank
+expansion-only matches. Learned tags (``document_keywords.source='learned'``)
+count like file tags.
+
+Full-text part (in (0, 1]): :func:`kb_indexer.search.fulltext.normalise`
+(bm25 divided by the query's best bm25, plus a presence share).
+
+``relevance_score = (W_KEYWORD * keyword + W_FULLTEXT * fulltext) / (sum of the
+weights of the channels that found anything for this query)``: a channel that
+found nothing at all (no tags matched, or no full-text query) does not dilute
+the other, so a KB without tags ranks exactly like full text alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EXPANSION_FACTOR = 0.8
+W_KEYWORD = 0.6
+W_FULLTEXT = 0.4
+
+
+@dataclass
+class Evidence:
+    user_keyword: str
+    keyword: str            # the document's tag that matched
+    kind: str               # exact | expansion
+    value: float            # contribution for this user keyword
+    weight: float = 1.0     # expansion weight (1 for exact)
+    similarity_type: str | None = None
+    relation_id: int | None = None
+
+
+@dataclass
+class Candidate:
+    doc_id: int
+    evidence: list[Evidence] = field(default_factory=list)
+    bm25: float | None = None
+    keyword: float = 0.0
+    fulltext: float = 0.0
+    score: float = 0.0
+
+    @property
+    def sources(self) -> list[str]:
+        out = []
+        if any(e.kind == "exact" for e in self.evidence):
+            out.append("keyword")
+        if any(e.kind == "expansion" for e in self.evidence):
+            out.append("expansion")
+        if self.bm25 is not None:
+            out.append("fulltext")
+        return out
+
+
+def keyword_part(evidence: list[Evidence], n_user_keywords: int) -> float:
+    if not evidence or n_user_keywords <= 0:
+        return 0.0
+    best: dict[str, float] = {}
+    for e in evidence:
+        best[e.user_keyword] = max(best.get(e.user_keyword, 0.0), e.value)
+    return min(1.0, sum(best.values()) / n_user_keywords)
+
+
+def fuse(candidates: dict[int, Candidate], n_user_keywords: int, ft_norm: dict[int, float],
+         w_keyword: float = W_KEYWORD, w_fulltext: float = W_FULLTEXT) -> dict[str, float]:
+    """Fill in each candidate's parts and score; returns the channel weights used."""
+    kw_active = any(c.evidence for c in candidates.values())
+    ft_active = bool(ft_norm)
+    wk = w_keyword if kw_active else 0.0
+    wf = w_fulltext if ft_active else 0.0
+    total = wk + wf
+    for c in candidates.values():
+        c.keyword = keyword_part(c.evidence, n_user_keywords)
+        c.fulltext = ft_norm.get(c.doc_id, 0.0)
+        c.score = (wk * c.keyword + wf * c.fulltext) / total if total > 0 else 0.0
+    return {"keyword": round(wk / total, 4) if total else 0.0, "fulltext": round(wf / total, 4) if total else 0.0}
+
+
+def explain(c: Candidate, weights: dict[str, float]) -> dict[str, Any]:
+    return {
+        "keyword": round(c.keyword, 4),
+        "fulltext": round(c.fulltext, 4),
+        "bm25": None if c.bm25 is None else round(c.bm25, 6),
+        "weights": weights,
+        "evidence": [
+            {k: v for k, v in (("user_keyword", e.user_keyword), ("keyword", e.keyword), ("kind", e.kind),
+                               ("value", round(e.value, 4)), ("expansion_weight", round(e.weight, 4)),
+                               ("similarity_type", e.similarity_type), ("relation_id", e.relation_id))
+             if v is not None}
+            for e in c.evidence
+        ],
+    }

@@ -1,0 +1,90 @@
+"""``--format markdown``: results as a block ready to inject into an agent's prompt.
+
+The context-injection format of ``memory-search-method-selection.md``: the
+query, method and count, then per result its score as a percentage, its
+sources, its path and a snippet::
+
+    ## Related Knowledge
+
+    **Search:** "reinforcement learning" (method: hybrid, 2 results)
+
+    ### Result 1 - 100% match (keyword, fulltext)
+    **Path:** ai-llm-vs-reinforcement-learning.md | **Title:** AI: LLMs vs RL | **Keywords:** reinforcement learning
+
+    ...snippet...
+
+    ---
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb_indexer.text import normalize_keyword
+
+HEADING = "## Related Knowledge"
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
+def _pct(score: float) -> int:
+    return int(round(max(0.0, min(1.0, float(score))) * 100))
+
+
+def _block(lines: list[str], search_line: str, items: list[dict[str, Any]]) -> str:
+    lines += [HEADING, "", search_line, ""]
+    if not items:
+        lines += ["No matching documents.", ""]
+    for i, item in enumerate(items, 1):
+        lines.append(f"### Result {i} - {_pct(item['score'])}% match ({', '.join(item['sources']) or '-'})")
+        meta = [f"**Path:** {item['filepath']}"]
+        if item.get("title"):
+            meta.append(f"**Title:** {_one_line(item['title'])}")
+        if item.get("keywords"):
+            meta.append(f"**Keywords:** {', '.join(item['keywords'])}")
+        lines += [" | ".join(meta), ""]
+        text = _one_line(item.get("snippet"))
+        if text:
+            lines += [text, ""]
+        lines += ["---", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_query(result: dict[str, Any]) -> str:
+    """The ``kbindex query`` result as a context-injection block."""
+    q = result["query"]
+    what = f'"{_one_line(q.get("question"))}"' if _one_line(q.get("question")) else ""
+    if q.get("keywords_from") == "given" and q.get("keywords"):
+        kws = ", ".join(f'"{k}"' for k in q["keywords"])
+        what = f"{what} (keywords: {kws})" if what else f"keywords {kws}"
+    if q.get("context"):
+        what += f" in context \"{_one_line(q['context'])}\""
+    n = result["count"]
+    search_line = f"**Search:** {what or '(empty)'} (method: {q['method']}, {n} result{'s' if n != 1 else ''})"
+    items = [{"score": r["relevance_score"], "sources": r["sources"], "filepath": r["filepath"], "title": r["title"],
+              "keywords": r["matched_keywords"], "snippet": r.get("snippet") or r.get("summary")}
+             for r in result["results"]]
+    return _block([], search_line, items)
+
+
+def render_search(result: dict[str, Any]) -> str:
+    """The ``kbindex search`` (exact keyword tags) result as a context-injection block.
+
+    The score is the share of the searched keywords a document is tagged with.
+    """
+    q = result["query"]
+    kws = q.get("keywords") or []
+    n = result["count"]
+    search_line = (f"**Search:** keywords {', '.join(repr_kw(k) for k in kws)} "
+                   f"(method: keyword, mode: {q.get('mode', 'or')}, {n} result{'s' if n != 1 else ''})")
+    total = max(1, len({normalize_keyword(k) for k in kws} - {""}))
+    items = [{"score": min(1.0, len(r["matched_keywords"]) / total), "sources": ["keyword"],
+              "filepath": r["filepath"], "title": r.get("title"), "keywords": r["matched_keywords"],
+              "snippet": r.get("summary")} for r in result["results"]]
+    return _block([], search_line, items)
+
+
+def repr_kw(k: str) -> str:
+    return f'"{_one_line(k)}"'

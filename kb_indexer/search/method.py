@@ -1,0 +1,150 @@
+"""Search-method selection (``--method auto``).
+
+Follows ``memory-search-method-selection.md``: a query that contains exact
+identifiers (camelCase / PascalCase names, snake_case, file names with an
+extension, error codes such as ``ENOENT``, ``TypeError`` or ``404``) is
+answered by exact keyword/identifier matching; anything else by hybrid search
+(keyword tags with similarity expansion fused with full-text BM25). There is no
+vector index in kbindex, so the document's "semantic" branch is hybrid here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+METHODS = ("auto", "keyword", "fulltext", "hybrid")
+
+# POSIX errno names commonly seen in error messages.
+ERRNO_NAMES = frozenset("""
+E2BIG EACCES EADDRINUSE EADDRNOTAVAIL EAGAIN EALREADY EBADF EBUSY ECANCELED ECHILD ECONNABORTED
+ECONNREFUSED ECONNRESET EDEADLK EDESTADDRREQ EDOM EDQUOT EEXIST EFAULT EFBIG EHOSTDOWN EHOSTUNREACH
+EINPROGRESS EINTR EINVAL EIO EISCONN EISDIR ELOOP EMFILE EMLINK EMSGSIZE ENAMETOOLONG ENETDOWN
+ENETRESET ENETUNREACH ENFILE ENOBUFS ENODEV ENOENT ENOEXEC ENOLCK ENOMEM ENOSPC ENOSYS ENOTCONN
+ENOTDIR ENOTEMPTY ENOTSOCK ENOTSUP ENOTTY ENXIO EOPNOTSUPP EOVERFLOW EPERM EPIPE EPROTO ERANGE EROFS
+ESPIPE ESRCH ETIMEDOUT ETXTBSY EWOULDBLOCK EXDEV
+""".split())
+
+FILE_EXTENSIONS = frozenset("""
+c cc cfg cjs conf cpp cs css csv dart db dockerfile env ex exs go gradle h hpp htm html ini ipynb java
+jl js json jsonl jsx kt kts lock log lua md markdown mjs php pl proto ps1 py pyi r rb rs sass scala scss
+sh sql sqlite svelte swift tf toml ts tsv tsx txt vue xml yaml yml zig zsh
+""".split())
+
+_EDGE = "\"'“”‘’`,;:!?[]{}<>*"
+_ERROR_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault)$")
+_CAMEL = re.compile(r"^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$")
+_PASCAL = re.compile(r"^[A-Z]+[a-z0-9]+(?:[A-Z]+[a-z0-9]+)+$")
+_SNAKE = re.compile(r"^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$|^_{1,2}[A-Za-z0-9_]+$")
+_FILE = re.compile(r"^(?:[\w.-]+/)*[\w-][\w.-]*\.([A-Za-z][A-Za-z0-9]{0,9})$")
+_DOTFILE = re.compile(r"^\.[a-z][a-z0-9_-]{1,30}$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+$")
+_CALL = re.compile(r"^[A-Za-z_][\w.]*\(\)$")
+_HTTP = re.compile(r"^[45]\d\d$")
+_HEX = re.compile(r"^0x[0-9A-Fa-f]+$")
+_SIGNAL = re.compile(r"^SIG[A-Z]{3,}$")
+_CODE = re.compile(r"^(?:ERR_[A-Z0-9_]+|[A-Z]{1,3}\d{3,5})$")
+_BACKTICK = re.compile(r"`([^`\s][^`]*)`")
+
+
+@dataclass(frozen=True)
+class Identifier:
+    text: str
+    kind: str
+
+
+def _clean(chunk: str) -> str:
+    """Strip surrounding punctuation, keeping a call's ``()`` and a dotfile's leading dot."""
+    prev = None
+    while prev != chunk:
+        prev = chunk
+        chunk = chunk.strip(_EDGE)
+        if chunk.endswith("."):
+            chunk = chunk[:-1]
+        if chunk.endswith("()") and _CALL.match(chunk):
+            return chunk
+        chunk = chunk.strip("()")
+    return chunk
+
+
+def classify(word: str) -> str | None:
+    """The identifier kind of one word, or None for an ordinary word."""
+    if not word or len(word) > 200:
+        return None
+    if word in ERRNO_NAMES or _SIGNAL.match(word) or _HEX.match(word) or word.startswith("ERR_") and _CODE.match(word):
+        return "error code"
+    if _CODE.match(word):
+        return "code"
+    if _HTTP.match(word):
+        return "status code"
+    if _ERROR_NAME.match(word):
+        return "error name"
+    if _CALL.match(word):
+        return "function call"
+    m = _FILE.match(word)
+    if m and m.group(1).lower() in FILE_EXTENSIONS:
+        return "file name"
+    if _DOTFILE.match(word):
+        return "file name"
+    if _SNAKE.match(word):
+        return "snake_case"
+    if _CAMEL.match(word):
+        return "camelCase"
+    if _PASCAL.match(word):
+        return "PascalCase"
+    if _DOTTED.match(word) and not any(ch.isspace() for ch in word):
+        return "dotted name"
+    return None
+
+
+def find_identifiers(*texts: str) -> list[Identifier]:
+    """Identifier-like words in the texts, in order, without duplicates."""
+    out: list[Identifier] = []
+    seen: set[str] = set()
+
+    def _add(text: str, kind: str) -> None:
+        if text not in seen:
+            seen.add(text)
+            out.append(Identifier(text, kind))
+
+    for text in texts:
+        if not text:
+            continue
+        text = unicodedata.normalize("NFKC", text)
+        for m in _BACKTICK.finditer(text):
+            inner = m.group(1).strip()
+            if inner and len(inner) <= 200:
+                _add(inner, classify(inner) or "code span")
+        for chunk in _BACKTICK.sub(" ", text).split():
+            word = _clean(chunk)
+            kind = classify(word)
+            if kind:
+                _add(word, kind)
+    return out
+
+
+@dataclass
+class MethodChoice:
+    method: str            # keyword | fulltext | hybrid
+    requested: str         # what the caller asked for (auto included)
+    reason: str
+    identifiers: list[Identifier]
+
+
+def choose_method(requested: str, question: str, keywords: list[str] | None = None) -> MethodChoice:
+    """Resolve ``auto``; an explicit method is kept as given."""
+    from kb_indexer.errors import UsageError
+
+    if requested not in METHODS:
+        raise UsageError(f"Unknown method {requested!r}; expected one of: {', '.join(METHODS)}")
+    idents = find_identifiers(question, *(keywords or []))
+    if requested != "auto":
+        return MethodChoice(requested, requested, f"{requested} requested with --method", idents)
+    if idents:
+        shown = ", ".join(f"{i.text} ({i.kind})" for i in idents[:6])
+        more = f" and {len(idents) - 6} more" if len(idents) > 6 else ""
+        return MethodChoice("keyword", "auto", f"identifier-like terms: {shown}{more}; exact keyword/identifier "
+                            "matching", idents)
+    return MethodChoice("hybrid", "auto", "no identifier-like terms; hybrid: keyword tags with similarity "
+                        "expansion fused with full-text BM25", idents)

@@ -1,0 +1,295 @@
+"""``kbindex query``: keyword expansion + full-text BM25, fused, explained and recorded.
+
+Pipeline (see the modules for each step):
+
+1. method (:mod:`.method`): ``auto`` picks ``keyword`` for identifier-like
+   queries, else ``hybrid``;
+2. user keywords: ``--keywords`` as given, else the known keywords found in
+   the question (longest n-gram match against the keywords table), plus, for
+   the keyword method, the identifiers found in the question;
+3. expansion (:mod:`.expansion`) of each user keyword over the similarity
+   graph (keyword and hybrid methods);
+4. keyword evidence: documents tagged with a user keyword (exact) or an
+   expansion of it (file, front-matter and learned tags alike);
+5. full text (:mod:`.fulltext`): quoted phrases and known keywords of the
+   question as phrases, the other content words as single terms (hybrid and
+   fulltext); only keywords and identifiers (keyword method);
+6. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
+   one ``query_attempts`` row (:mod:`kb_indexer.learn.history`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import sqlite3
+from typing import Any, Iterable
+
+from kb_indexer.errors import UsageError
+from kb_indexer.search import fulltext
+from kb_indexer.search.context import ContextScorer
+from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
+from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
+                                         resolve_weights)
+from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence, explain as explain_parts, fuse
+from kb_indexer.search.method import MethodChoice, choose_method
+from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
+from kb_indexer.text import normalize_keyword
+
+SUMMARY_SNIPPET_CHARS = 240
+
+
+def _dedupe_keywords(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``(as given, normalised)`` per distinct non-empty keyword, in order."""
+    out, seen = [], set()
+    for v in values:
+        norm = normalize_keyword(str(v))
+        if norm and norm not in seen:
+            seen.add(norm)
+            out.append((str(v).strip(), norm))
+    return out
+
+
+def _keyword_ids(conn: sqlite3.Connection, norms: list[str]) -> dict[str, int]:
+    if not norms:
+        return {}
+    return {r[1]: r[0] for r in conn.execute(
+        "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))", (json.dumps(norms),))}
+
+
+def _phrase(text: str) -> str:
+    """A keyword or identifier as one full-text term (its parts, space-joined: a phrase)."""
+    return " ".join(t for chunk in text.split() for t in split_term(chunk))
+
+
+def _validate(limit: int, expand_depth: int, threshold: float) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
+    if isinstance(expand_depth, bool) or not isinstance(expand_depth, int) or not 0 <= expand_depth <= MAX_DEPTH:
+        raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {expand_depth!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"threshold must be between 0 and 1, got {threshold!r}")
+
+
+def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
+              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, threshold: float = DEFAULT_THRESHOLD,
+              types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
+              explain: bool = False, weights: dict[str, float] | None = None,
+              column_weights: tuple[float, float, float, float] | None = None,
+              context_scorer: ContextScorer | None = None, record: bool = True) -> dict[str, Any]:
+    """Run one query and (unless ``record`` is false) record it; returns the JSON-ready result."""
+    question = question if isinstance(question, str) else ""
+    _validate(limit, expand_depth, threshold)
+    type_weights = resolve_weights(weights)
+    allowed_types = resolve_types(types)
+    context = context.strip() if isinstance(context, str) and context.strip() else None
+    col_w = tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS
+    given = _dedupe_keywords(keywords or [])
+    choice = choose_method(method, question, [g for g, _ in given])
+    m = choice.method
+    use_keywords = m in ("keyword", "hybrid")
+
+    user, keywords_from, fts_query = _plan(conn, question, given, choice)
+    user_norms = [n for _, n in user]
+    ids = _keyword_ids(conn, user_norms) if use_keywords else {}
+    seeds = [(n, ids.get(n)) for n in user_norms]
+    expansions = []
+    if ids and expand_depth > 0:
+        expansions = expand(conn, seeds, depth=expand_depth, threshold=threshold, types=allowed_types,
+                            weights=type_weights, context=context, context_scorer=context_scorer)
+    candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
+    snippets = _add_fulltext(conn, fts_query, candidates, limit, col_w)
+    channel_weights = fuse(candidates, len(user_norms), fulltext.normalise({d: c.bm25 for d, c in candidates.items()
+                                                                            if c.bm25 is not None}))
+    ranked, docs = _rank(conn, candidates, limit)
+    snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
+                                                        if c.bm25 is not None and c.doc_id not in snippets]))
+    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
+
+    exp_dicts = [e.to_dict() for e in expansions]
+    expanded = list(user_norms)
+    for e in sorted(expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
+        if e.keyword not in expanded:
+            expanded.append(e.keyword)
+    out: dict[str, Any] = {
+        "query": {
+            "question": question,
+            "keywords": [u for u, _ in user],
+            "keywords_from": keywords_from,
+            "expanded_keywords": expanded,
+            "expansion_map": expansion_map(seeds, expansions),
+            "context": context,
+            "threshold": threshold,
+            "expand_depth": expand_depth,
+            "method": m,
+            "method_requested": choice.requested,
+            "method_reason": choice.reason,
+        },
+        "results": results,
+        "count": len(results),
+    }
+    if explain:
+        out["query"]["explain"] = {
+            "fulltext_terms": list(fts_query.terms),
+            "fulltext_match": fts_query.match,
+            "column_weights": dict(zip(("title", "summary", "keywords", "body"), col_w)),
+            "type_weights": type_weights,
+            "types": sorted(allowed_types) if allowed_types else None,
+            "hop_decay": HOP_DECAY,
+            "expansion_factor": EXPANSION_FACTOR,
+            "fusion_weights": channel_weights,
+            "presence": fulltext.PRESENCE,
+            "expansions": exp_dicts,
+            "identifiers": [{"text": i.text, "kind": i.kind} for i in choice.identifiers],
+        }
+    if record:
+        from kb_indexer.learn.history import record as record_attempt
+
+        options = {"method_requested": choice.requested, "types": sorted(allowed_types) if allowed_types else None,
+                   "weights": weights or None, "limit": limit, "keywords_from": keywords_from,
+                   "identifiers": [i.text for i in choice.identifiers]}
+        try:
+            qid, aid = record_attempt(conn, question, context, keywords=[u for u, _ in user],
+                                      expand_depth=expand_depth, threshold=threshold, method=m, results=results,
+                                      expansions=exp_dicts, options=options)
+        except sqlite3.OperationalError as exc:
+            # A read-only or long-locked index still answers; the caller reports the lost history row.
+            qid = aid = None
+            out["history_error"] = f"query not recorded in the history: {exc}"
+        out["query_id"], out["attempt_id"] = qid, aid
+    return out
+
+
+def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
+          choice: MethodChoice) -> tuple[list[tuple[str, str]], str, fulltext.FtsQuery]:
+    """The user keywords (``(as given, normalised)``), where they came from, and the full-text query."""
+    parsed = parse_text(question)
+    spans = find_known_keywords(conn, parsed.words)
+    if given:
+        user, keywords_from = given, "given"
+    else:
+        known_phrases = _keyword_ids(conn, parsed.phrases)     # a quoted known keyword counts too
+        user = _dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
+        keywords_from = "question"
+    terms: list[str] = list(parsed.phrases)
+    if choice.method == "keyword":
+        # exact matching: known keywords and identifiers only, each as a phrase
+        if not given:
+            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in choice.identifiers])
+        terms += [norm for _, _, _, norm in spans]
+        terms += [_phrase(i.text) for i in choice.identifiers]
+    else:
+        # known keywords as phrases, the other words as single terms
+        starts = {s: norm for s, _, _, norm in spans}
+        inside = {i for s, e, _, _ in spans for i in range(s + 1, e)}
+        for i, w in enumerate(parsed.words):
+            if i in starts:
+                terms.append(starts[i])
+            elif i not in inside:
+                terms += content_terms([w])
+    terms += [_phrase(g) for g, _ in given]
+    return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
+
+
+def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]],
+                    expansions: list[Expansion]) -> dict[int, Candidate]:
+    """Documents tagged with a user keyword (exact) or one of its expansions, with the evidence."""
+    by_kid: dict[int, list[tuple[str, Expansion | None]]] = {}
+    names: dict[int, str] = {}
+    for n, kid in seeds:
+        if kid is not None:
+            by_kid.setdefault(kid, []).append((n, None))
+            names[kid] = n
+    for e in expansions:
+        by_kid.setdefault(e.keyword_id, []).append((e.user_keyword, e))
+    candidates: dict[int, Candidate] = {}
+    rows = conn.execute("SELECT document_id, keyword_id FROM document_keywords "
+                        "WHERE keyword_id IN (SELECT value FROM json_each(?)) ORDER BY document_id, id",
+                        (json.dumps(sorted(by_kid)),))
+    for doc_id, kid in rows:
+        c = candidates.setdefault(doc_id, Candidate(doc_id))
+        for seed, e in by_kid[kid]:
+            if e is None:
+                c.evidence.append(Evidence(seed, names[kid], "exact", 1.0))
+            else:
+                c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR,
+                                           e.weight, e.similarity_type, e.relation_id))
+    return candidates
+
+
+def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candidates: dict[int, Candidate],
+                  limit: int, col_w: tuple) -> dict[int, str]:
+    """Full-text hits (the best ``limit``, plus the scores of tagged candidates); returns their snippets.
+
+    With few tagged candidates: one ranked query (snippets included) plus per-row scores for the tagged
+    ones it missed. With many: one pass over all matches scores everything, and snippets come later,
+    for the final results only.
+    """
+    snippets: dict[int, str] = {}
+    if not fts_query:
+        return snippets
+    tagged = list(candidates)
+    if len(tagged) > fulltext.PER_ROW_MAX:
+        scores = fulltext.all_scores(conn, fts_query, col_w)
+        for d in tagged:
+            if d in scores:
+                candidates[d].bm25 = scores[d]
+        for d in heapq.nsmallest(limit, (d for d in scores if d not in candidates), key=lambda d: (-scores[d], d)):
+            candidates[d] = Candidate(d, bm25=scores[d])
+        return snippets
+    for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
+        candidates.setdefault(d, Candidate(d)).bm25 = score
+        if snip:
+            snippets[d] = snip
+    missing = [d for d in tagged if candidates[d].bm25 is None]
+    for d, score in fulltext.scores_for(conn, fts_query, missing, col_w).items():
+        candidates[d].bm25 = score
+    return snippets
+
+
+def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
+          limit: int) -> tuple[list[Candidate], dict[int, sqlite3.Row]]:
+    """The best ``limit`` candidates by score, ties by filepath (only the tied ones need their path)."""
+    ranked = sorted(candidates.values(), key=lambda c: -round(c.score, 9))
+    if len(ranked) > limit:
+        cutoff = round(ranked[limit - 1].score, 9)
+        ranked = [c for c in ranked if round(c.score, 9) >= cutoff]
+    docs = {r["id"]: r for r in conn.execute(
+        "SELECT id, filepath, title, summary FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps([c.doc_id for c in ranked]),))}
+    ranked = sorted((c for c in ranked if c.doc_id in docs),
+                    key=lambda c: (-round(c.score, 9), docs[c.doc_id]["filepath"]))
+    return ranked[:limit], docs
+
+
+def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
+            channel_weights: dict[str, float]) -> dict[str, Any]:
+    matched: list[str] = []
+    users: list[str] = []
+    expansions: list[dict[str, Any]] = []
+    for e in sorted(c.evidence, key=lambda e: (-e.value, e.keyword)):
+        if e.keyword not in matched:
+            matched.append(e.keyword)
+        if e.user_keyword not in users:
+            users.append(e.user_keyword)
+        if e.kind == "expansion":
+            expansions.append({"original": e.user_keyword, "expanded": e.keyword,
+                               "similarity_type": e.similarity_type, "weight": round(e.weight, 4)})
+    if not snippet:
+        summary = " ".join((doc["summary"] or "").split())
+        snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
+            summary[:SUMMARY_SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
+    out = {
+        "filepath": doc["filepath"],
+        "title": doc["title"],
+        "summary": doc["summary"],
+        "matched_keywords": matched,
+        "user_keywords": users,
+        "keyword_expansions": expansions,
+        "relevance_score": round(c.score, 4),
+        "sources": c.sources,
+        "snippet": snippet,
+    }
+    if explain:
+        out["score_parts"] = explain_parts(c, channel_weights)
+    return out

@@ -1,0 +1,75 @@
+"""The cheap stale-index check agrees with what sync would do."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from kb_indexer.index.stale import check, message
+
+
+def bump(path):
+    """Change a file so that its stat signature changes even on coarse-mtime filesystems."""
+    st = path.stat()
+    extra = "\n" if path.suffix == ".json" else "\nMore text.\n"
+    path.write_text(path.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+
+
+def test_fresh_index_is_not_stale(kb):
+    info = kb.stale()
+    assert info["stale"] is False and info["checked"] is True
+    assert info["files"] == kb.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    assert message(info) is None
+
+
+def test_changed_added_removed(kb):
+    root = kb.kb_root
+    bump(root / "reward-shaping.md")
+    (root / "new-note.md").write_text("# New\n\ntext\n", encoding="utf-8")
+    (root / "python-tooling" / "uv-package-manager.md").unlink()
+    info = kb.stale()
+    assert info["stale"] is True
+    assert (info["changed"], info["added"], info["removed"]) == (1, 1, 1)
+    assert set(info["examples"]) == {"reward-shaping.md", "new-note.md", "python-tooling/uv-package-manager.md"}
+    msg = message(info)
+    assert "1 changed" in msg and "1 added" in msg and "1 removed" in msg and "--sync" in msg
+    kb.sync()
+    assert kb.stale()["stale"] is False
+
+
+def test_keywords_file_and_similarities_changes(kb):
+    bump(kb.kb_root / "alphago-architecture.keywords.json")
+    assert kb.stale()["changed"] == 1
+    assert kb.sync()["errors"] == []
+    sims = kb.kb_root.parent / "similarities.json"
+    sims.write_text(sims.read_text(encoding="utf-8").replace('"score": 0.6', '"score": 0.65', 1), encoding="utf-8")
+    info = kb.stale()
+    assert info["stale"] is True and info["similarities_changed"]
+    assert "similarities.json changed" in message(info)
+    kb.sync()
+    assert kb.stale()["stale"] is False
+
+
+def test_ignores_what_sync_ignores(kb):
+    root = kb.kb_root
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "secret.md").write_text("# x\n", encoding="utf-8")
+    (root / "__pycache__").mkdir()
+    (root / "__pycache__" / "x.md").write_text("# x\n", encoding="utf-8")
+    (root / ".dotfile.md").write_text("# x\n", encoding="utf-8")
+    (root / "notes.txt").write_text("not markdown", encoding="utf-8")
+    assert kb.stale()["stale"] is False
+    assert kb.sync()["added"] == 0
+
+
+def test_missing_root_is_not_an_error(kb, tmp_path):
+    info = check(kb.conn, tmp_path / "nowhere")
+    assert info["stale"] is False and info["checked"] is False
+
+
+def test_cost_is_small_on_the_bundled_kb(kb):
+    t = time.perf_counter()
+    for _ in range(20):
+        kb.stale()
+    assert (time.perf_counter() - t) / 20 < 0.05
