@@ -189,14 +189,36 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.keyword import keyword_search
         return keyword_search(self.conn, keywords, mode, limit)
 
-    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> dict:
+    def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, **options: Any) -> dict:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         Options (see :func:`kb_indexer.search.query.run_query`): context, expand_depth, threshold, types,
         method (auto|keyword|fulltext|hybrid), limit, explain, weights, context_scorer, record.
+        With a ``context`` and an LLM backend configured (``llm`` options, ``KBINDEX_LLM_BACKEND`` or
+        ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
+        result's ``llm`` object says which.
         """
         from kb_indexer.search.query import run_query
-        return run_query(self.conn, question, keywords, **options)
+
+        context = options.get("context")
+        if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:
+            return run_query(self.conn, question, keywords, **options)
+        from kb_indexer.llm.config import is_configured
+
+        if not is_configured(llm):
+            out = run_query(self.conn, question, keywords, **options)
+            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
+                          "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
+            return out
+        from kb_indexer.llm.context_match import QueryContextScorer
+
+        scorer = QueryContextScorer(self.conn, llm)
+        try:
+            out = run_query(self.conn, question, keywords, context_scorer=scorer, **options)
+        finally:
+            scorer.close()
+        out.update(scorer.report())
+        return out
 
     def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
+from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import emit, warn
 from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
 
@@ -72,6 +73,8 @@ def query(
     no_stale_check: Annotated[bool, typer.Option(
         "--no-stale-check", help="Skip the check for files changed since the last sync (one stat per file: "
                                  "a few ms per 1,000 files).")] = False,
+    llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
+    llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Find documents for a question: keywords expanded through typed similarities, fused with full-text
@@ -96,9 +99,11 @@ def query(
             if msg:
                 warn(msg)
         data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
-                       types=types, method=method.value, limit=limit, explain=explain, weights=weights or None)
+                       types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
+                       llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
     if data.get("history_error"):
         warn(data.pop("history_error"))
+    warn_llm(data)
     emit_result(data, format, "query")
 
 

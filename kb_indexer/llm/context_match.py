@@ -23,7 +23,6 @@ keyword they relate to). ``scores`` maps each id to 0..1; ``info`` is
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
@@ -78,36 +77,12 @@ def max_tokens_for(n: int) -> int:
 
 # -- lexical fallback ----------------------------------------------------------------------
 
-_STOP = set("""a an and are as at be by for from in into is it its of on or the to with without about over under
-this that these those when where which who how what why do does using use used via vs versus than then""".split())
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ies", "es", "s", "ing", "ed"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
-def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall((text or "").lower()) if w not in _STOP and len(w) > 1}
-
-
-def _matches(term: str, pool: set[str]) -> bool:
-    if term in pool:
-        return True
-    return len(term) >= 4 and any(len(p) >= 4 and (p.startswith(term) or term.startswith(p)) for p in pool)
-
-
 def lexical_score(user_context: str, candidate: dict[str, Any], keyword: str | None = None) -> float:
-    """Share of the user context's words found in the relation's keywords and stored context."""
-    wanted = _terms(user_context)
-    if not wanted:
-        return 0.0
-    pool = _terms(" ".join(str(candidate.get(k) or "") for k in ("keyword", "source", "context"))
-                  + " " + (keyword or ""))
-    score = sum(1 for t in wanted if _matches(t, pool)) / len(wanted)
+    """Share of the user context's words found in the relation's keywords and stored context
+    (the same measure as ``query --context``); contrast relations are scored down."""
+    from kb_indexer.search.context import context_overlap
+
+    score = context_overlap(user_context, candidate, keyword or "") or 0.0
     if candidate.get("similarity_type") == "contrast":
         score *= CONTRAST_LEXICAL_FACTOR
     return round(score, 3)
@@ -177,3 +152,36 @@ def similar_in_context(conn: sqlite3.Connection, keyword: str, relations: list[d
     items.sort(key=lambda x: (-x["context_match_score"], -x["score"], x["keyword"].lower()))
     return {"keyword": keyword, "user_context": user_context, "similar_keywords": items, "count": len(items),
             "llm": info["llm"], "cache": info["cache"]}
+
+
+class QueryContextScorer:
+    """``query --context`` with an LLM: a context scorer (see :mod:`kb_indexer.search.context`)
+    that sends each expansion hop's relations in one batched, cached call, falls back to the
+    lexical measure on failure, and reports what happened for the query's JSON."""
+
+    def __init__(self, conn: sqlite3.Connection, opts: LLMOptions | None = None, client: Any = None):
+        from kb_indexer.llm.structured import LLMClient
+
+        self.client = client if client is not None else LLMClient.from_options(opts, conn)
+        self.conn = conn
+        self.calls = 0
+        self.errors: list[str] = []
+
+    def __call__(self, user_context: str, candidates: list[dict[str, Any]]) -> dict[Any, float]:
+        if self.errors:  # the LLM already failed for this query: do not wait for it again
+            return lexical_scores(user_context, candidates)
+        self.calls += 1
+        scores, info = score_contexts(self.conn, user_context, candidates, client=self.client)
+        if info["llm"].get("error"):
+            self.errors.append(info["llm"]["error"])
+        return scores
+
+    def report(self) -> dict[str, Any]:
+        if self.errors:
+            llm = self.client.report(used=False, fallback="lexical", error=self.errors[-1])
+        else:
+            llm = self.client.report(used=self.calls > 0)
+        return {"llm": llm, "cache": self.client.cache_report()}
+
+    def close(self) -> None:
+        self.client.close()

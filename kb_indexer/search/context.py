@@ -64,16 +64,34 @@ def content_stems(text: str) -> set[str]:
     return out
 
 
-def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[float]:
-    """Share of the user's context words found in each relation's context and keywords."""
+def _matches(term: str, pool: set[str]) -> bool:
+    if term in pool:
+        return True
+    return len(term) >= 4 and any(len(p) >= 4 and (p.startswith(term) or term.startswith(p)) for p in pool)
+
+
+def context_overlap(user_context: str, candidate: Mapping, extra: str = "") -> float | None:
+    """Share of the user's context words (stems; prefixes of 4+ letters match) found in a
+    relation's stored context and keywords; None when the user context has no content words.
+
+    The one lexical measure behind both ``query --context`` and ``similar --user-context``
+    without an LLM.
+    """
     wanted = content_stems(user_context)
     if not wanted:
-        return [1.0 for _ in candidates]
-    scores = []
+        return None
+    pool = content_stems(" ".join(str(candidate.get(k) or "") for k in ("context", "keyword", "source")) + " " + extra)
+    return sum(1 for t in wanted if _matches(t, pool)) / len(wanted)
+
+
+def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[float]:
+    """Share of the user's context words found in each relation's context and keywords
+    (1.0 for every relation when the user context has no content words: no information)."""
+    out = []
     for c in candidates:
-        have = content_stems(" ".join(str(c.get(k) or "") for k in ("context", "keyword", "source")))
-        scores.append(len(wanted & have) / len(wanted))
-    return scores
+        v = context_overlap(user_context, c)
+        out.append(1.0 if v is None else v)
+    return out
 
 
 def context_factor(match: float) -> float:
