@@ -146,7 +146,8 @@ QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "exp
 
 def test_output_shape(kb):
     out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
-    assert set(out) == {"query", "results", "count", "query_id", "attempt_id"}
+    assert set(out) == {"query", "results", "count", "query_id", "attempt_id", "llm"}
+    assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
     assert set(out["query"]) == QUERY_KEYS
     q = out["query"]
     assert q["keywords"] == ["RL", "AlphaGo"] and q["keywords_from"] == "given"
