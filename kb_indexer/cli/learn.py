@@ -9,6 +9,8 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, emit, emit_json
+from kb_indexer.cli.query import ResultFormat, ResultFormatOpt
+from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
 
 
@@ -32,6 +34,46 @@ def history(
                      format, rows="attempts", columns=("attempt_id", "keywords", "method", "result_count", "created_at"))
                 emit({"feedback": data["feedback"]}, format, rows="feedback",
                      columns=("filepath", "helpful", "attempt_id", "processed"))
+
+
+@app.command()
+def refine(
+    args: Annotated[Optional[list[str]], typer.Argument(
+        help="QUERY_ID (omit with --last); with --keywords, further arguments are more keywords, as in "
+             "`refine 1 --keywords AlphaGo \"Monte Carlo\"`.", metavar="[QUERY_ID] [KEYWORD]...",
+        show_default=False)] = None,
+    keywords: Annotated[Optional[list[str]], typer.Option("--keywords", "-k", help="The new keywords.",
+                                                          show_default=False)] = None,
+    last: Annotated[bool, typer.Option("--last", help="Refine the most recent query.")] = False,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", "-t", min=0.0, max=1.0,
+                                                       help="Minimum expansion weight.")] = None,
+    expand_depth: Annotated[Optional[int], typer.Option("--expand-depth", "-d", min=0, max=MAX_DEPTH,
+                                                        help="Similarity hops.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT)] = DEFAULT_LIMIT,
+    db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
+) -> None:
+    """Retry a recorded query with new keywords (same question and context, a new attempt)."""
+    from kb_indexer.cli.query import emit_result
+
+    rest = list(args or [])
+    query_id = None
+    if not last:
+        if not rest:
+            raise UsageError("give a QUERY_ID or --last")
+        try:
+            query_id = int(rest.pop(0))
+        except ValueError:
+            raise UsageError(f"QUERY_ID must be a number, got {args[0]!r} (or use --last)") from None
+    if rest and not keywords:
+        raise UsageError("keywords go after --keywords / -k")
+    options = {"limit": limit}
+    if threshold is not None:
+        options["threshold"] = threshold
+    if expand_depth is not None:
+        options["expand_depth"] = expand_depth
+    with open_kb(db, kb) as k:
+        data = k.refine(query_id, list(keywords or []) + rest, last=last, **options)
+    emit_result(data, format, "query")
 
 
 @app.command()

@@ -40,6 +40,21 @@ class LearningAPI:
         from kb_indexer.learn.feedback import clear_history
         return clear_history(self.conn, before)
 
+    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False, **options: Any) -> dict:
+        """Try a recorded query again with other keywords: a new attempt on the same query record
+        (its question and context are reused)."""
+        from kb_indexer.errors import UsageError
+        from kb_indexer.learn.feedback import last_query_id, require_query
+
+        if last == (query_id is not None):
+            raise UsageError("give a QUERY_ID or --last (one of them)")
+        if not keywords:
+            raise UsageError("refine needs --keywords")
+        qid = last_query_id(self.conn) if last else query_id
+        q = require_query(self.conn, qid)
+        return self.query(q["question"], keywords, context=q["context"] or None,  # type: ignore[attr-defined]
+                          query_id=qid, **options)
+
     def last_query_id(self) -> int:
         from kb_indexer.learn.feedback import last_query_id
         return last_query_id(self.conn)

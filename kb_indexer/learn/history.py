@@ -63,12 +63,18 @@ def add_attempt(conn: sqlite3.Connection, query_id: int, *, keywords: list[str],
     return cur.lastrowid
 
 
-def record(conn: sqlite3.Connection, question: str, context: str | None, **attempt: Any) -> tuple[int, int]:
-    """Record one attempt (creating its query if needed) in one transaction; returns (query_id, attempt_id)."""
+def record(conn: sqlite3.Connection, question: str, context: str | None, *, query_id: int | None = None,
+           **attempt: Any) -> tuple[int, int]:
+    """Record one attempt (creating its query if needed, or on ``query_id`` for ``refine``) in one
+    transaction; returns (query_id, attempt_id)."""
     from kb_indexer.store.connection import transaction
 
     with transaction(conn):
-        qid = get_or_create_query(conn, question, context)
+        if query_id is None:
+            qid = get_or_create_query(conn, question, context)
+        else:
+            qid = query_id
+            conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now_iso(), qid))
         aid = add_attempt(conn, qid, **attempt)
     return qid, aid
 

@@ -9,7 +9,10 @@ document, then the mean over the user keywords:
 Because ``EXPANSION_FACTOR < 1``, even a perfect synonym counts less than the
 keyword itself: with equal other evidence, exact matches outrank
 expansion-only matches. Learned tags (``document_keywords.source='learned'``)
-count like file tags.
+count like file tags scaled by their evidence weight (``document_keywords.weight``).
+
+Learned part: :func:`apply_learned` adds the boosts of learned question→document
+associations (see :mod:`kb_indexer.learn.apply`) after fusion.
 
 Full-text part (in (0, 1]): :func:`kb_indexer.search.fulltext.normalise`
 (bm25 divided by the query's best bm25, plus a presence share).
@@ -48,6 +51,7 @@ class Candidate:
     bm25: float | None = None
     keyword: float = 0.0
     fulltext: float = 0.0
+    learned: float = 0.0    # boost from learned question->document associations (may be negative)
     score: float = 0.0
 
     @property
@@ -59,6 +63,8 @@ class Candidate:
             out.append("expansion")
         if self.bm25 is not None:
             out.append("fulltext")
+        if self.learned > 0:
+            out.append("learned")
         return out
 
 
@@ -86,10 +92,24 @@ def fuse(candidates: dict[int, Candidate], n_user_keywords: int, ft_norm: dict[i
     return {"keyword": round(wk / total, 4) if total else 0.0, "fulltext": round(wf / total, 4) if total else 0.0}
 
 
+def apply_learned(candidates: dict[int, Candidate]) -> None:
+    """Add learned association boosts (from ``kbindex learn``) to the fused scores.
+
+    A helpful mark for this question lifts a document, a not-helpful mark lowers it; scores
+    are divided by 1 + the largest boost so that relevance stays in [0, 1] and order is kept.
+    """
+    if not any(c.learned for c in candidates.values()):
+        return
+    scale = 1.0 + max(0.0, max(c.learned for c in candidates.values()))
+    for c in candidates.values():
+        c.score = max(0.0, (c.score + c.learned) / scale)
+
+
 def explain(c: Candidate, weights: dict[str, float]) -> dict[str, Any]:
     return {
         "keyword": round(c.keyword, 4),
         "fulltext": round(c.fulltext, 4),
+        "learned": round(c.learned, 4),
         "bm25": None if c.bm25 is None else round(c.bm25, 6),
         "weights": weights,
         "evidence": [

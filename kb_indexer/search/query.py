@@ -31,7 +31,9 @@ from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
                                          resolve_weights)
-from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence, explain as explain_parts, fuse
+from kb_indexer.learn.apply import association_boosts
+from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
+                                      fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.text import normalize_keyword
@@ -76,7 +78,8 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
               types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
               explain: bool = False, weights: dict[str, float] | None = None,
               column_weights: tuple[float, float, float, float] | None = None,
-              context_scorer: ContextScorer | None = None, record: bool = True) -> dict[str, Any]:
+              context_scorer: ContextScorer | None = None, record: bool = True,
+              use_learned: bool = True, query_id: int | None = None) -> dict[str, Any]:
     """Run one query and (unless ``record`` is false) record it; returns the JSON-ready result."""
     question = question if isinstance(question, str) else ""
     _validate(limit, expand_depth, threshold)
@@ -98,9 +101,18 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
         expansions = expand(conn, seeds, depth=expand_depth, threshold=threshold, types=allowed_types,
                             weights=type_weights, context=context, context_scorer=context_scorer)
     candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
+    # Learned question -> document associations (kbindex learn) find and lift (or lower) documents.
+    learned = association_boosts(conn, question) if use_learned else {}
+    for doc_id, info in learned.items():
+        if info["boost"] > 0:
+            candidates.setdefault(doc_id, Candidate(doc_id))
     snippets = _add_fulltext(conn, fts_query, candidates, limit, col_w)
+    for doc_id, info in learned.items():
+        if doc_id in candidates:  # a not-helpful mark lowers a document found another way
+            candidates[doc_id].learned = info["boost"]
     channel_weights = fuse(candidates, len(user_norms), fulltext.normalise({d: c.bm25 for d, c in candidates.items()
                                                                             if c.bm25 is not None}))
+    apply_learned(candidates)
     ranked, docs = _rank(conn, candidates, limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
@@ -149,7 +161,7 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
                    "weights": weights or None, "limit": limit, "keywords_from": keywords_from,
                    "identifiers": [i.text for i in choice.identifiers]}
         try:
-            qid, aid = record_attempt(conn, question, context, keywords=[u for u, _ in user],
+            qid, aid = record_attempt(conn, question, context, query_id=query_id, keywords=[u for u, _ in user],
                                       expand_depth=expand_depth, threshold=threshold, method=m, results=results,
                                       expansions=exp_dicts, options=options)
         except sqlite3.OperationalError as exc:
@@ -203,16 +215,16 @@ def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]
     for e in expansions:
         by_kid.setdefault(e.keyword_id, []).append((e.user_keyword, e))
     candidates: dict[int, Candidate] = {}
-    rows = conn.execute("SELECT document_id, keyword_id FROM document_keywords "
+    rows = conn.execute("SELECT document_id, keyword_id, weight FROM document_keywords "
                         "WHERE keyword_id IN (SELECT value FROM json_each(?)) ORDER BY document_id, id",
                         (json.dumps(sorted(by_kid)),))
-    for doc_id, kid in rows:
+    for doc_id, kid, tag_weight in rows:  # tag_weight < 1 only for tags learned from little evidence
         c = candidates.setdefault(doc_id, Candidate(doc_id))
         for seed, e in by_kid[kid]:
             if e is None:
-                c.evidence.append(Evidence(seed, names[kid], "exact", 1.0))
+                c.evidence.append(Evidence(seed, names[kid], "exact", tag_weight))
             else:
-                c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR,
+                c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR * tag_weight,
                                            e.weight, e.similarity_type, e.relation_id))
     return candidates
 
