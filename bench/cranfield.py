@@ -1,43 +1,39 @@
-"""Cranfield collection helpers shared by the benchmarks: loading, indexing through the real
-code path (markdown files + `sync`), and graded nDCG / recall."""
+"""Cranfield collection helpers shared by the benchmarks: loading, writing it as a knowledge base
+(indexed by the real `sync`), and graded nDCG / recall.
+
+nDCG@10 uses graded gains 2^rel - 1 (the collection's README); Recall@100 counts every judged
+document (all have rel >= 1).
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cranfield"
 
 
-def load(data_dir: Path = DEFAULT_DATA):
-    corpus = [json.loads(line) for line in (data_dir / "corpus.jsonl").read_text().splitlines() if line.strip()]
-    queries = [json.loads(line) for line in (data_dir / "queries.jsonl").read_text().splitlines() if line.strip()]
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    for i, line in enumerate((data_dir / "qrels.tsv").read_text().splitlines()):
-        if i == 0 or not line.strip():
-            continue
-        q, d, s = line.split("\t")
-        qrels[q][d] = int(s)
-    return corpus, queries, dict(qrels)
+def load(data: Path = DEFAULT_DATA):
+    """(corpus, queries that have judgements, qrels {query id: {doc id: grade}})."""
+    corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
+    queries = [json.loads(line) for line in (data / "queries.jsonl").open(encoding="utf-8") if line.strip()]
+    qrels: dict[str, dict[str, int]] = {}
+    with (data / "qrels.tsv").open(encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            qid, did, score = line.split("\t")
+            if int(score) > 0:
+                qrels.setdefault(qid, {})[did] = int(score)
+    queries = [q for q in queries if q["_id"] in qrels]
+    return corpus, queries, qrels
 
 
-def doc_path(doc_id: str) -> str:
-    return f"doc-{int(doc_id):04d}.md"
-
-
-def path_doc(path: str) -> str:
-    return str(int(path[4:8]))
-
-
-def write_kb(corpus: list[dict], kb_dir: Path) -> None:
-    """Each document becomes a markdown file: `# title` and the abstract (no keywords file)."""
-    kb_dir.mkdir(parents=True, exist_ok=True)
-    for d in corpus:
-        title = (d.get("title") or "").strip().rstrip(" .") or f"Document {d['_id']}"
-        (kb_dir / doc_path(d["_id"])).write_text(f"# {title}\n\n{d['text']}\n", encoding="utf-8")
+def doc_id(filepath: str) -> str:
+    """The Cranfield id of a document written by :func:`build_kb` (``<id>.md``)."""
+    return filepath[:-3]
 
 
 def ndcg_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
@@ -48,5 +44,25 @@ def ndcg_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
 
 
 def recall_at(ranked: list[str], rels: dict[str, int], k: int = 100) -> float:
-    relevant = {d for d, r in rels.items() if r > 0}
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+    return len(set(ranked[:k]) & set(rels)) / len(rels) if rels else 0.0
+
+
+def build_kb(corpus, root: Path):
+    """Write each document as ``<id>.md`` (``# title`` + text), init an index and run the real sync.
+
+    Returns (KnowledgeBase, documents added, sync seconds).
+    """
+    from kb_indexer.api import KnowledgeBase
+
+    kb_dir = root / "knowledge-base"
+    kb_dir.mkdir(parents=True)
+    for doc in corpus:
+        title = " ".join(doc.get("title", "").split()) or f"Document {doc['_id']}"
+        (kb_dir / f"{doc['_id']}.md").write_text(f"# {title}\n\n{doc.get('text', '')}\n", encoding="utf-8")
+    kb, _ = KnowledgeBase.init(root / "kbindex.db", kb_dir)
+    t = time.perf_counter()
+    res = kb.sync()
+    secs = time.perf_counter() - t
+    if res["errors"]:
+        raise SystemExit(f"sync errors: {res['errors'][:3]}")
+    return kb, res["added"], secs

@@ -22,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cranfield import DEFAULT_DATA, load, ndcg_at, path_doc, write_kb  # noqa: E402
+from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noqa: E402
 
 
 def evaluate(kb, queries, qrels, method: str) -> float:
     scores = []
     for q in queries:
         res = kb.query(q["text"], method=method, limit=10)
-        ranked = [path_doc(r["filepath"]) for r in res["results"]]
+        ranked = [doc_id(r["filepath"]) for r in res["results"]]
         scores.append(ndcg_at(ranked, qrels.get(q["_id"], {})))
     return statistics.mean(scores)
 
@@ -41,10 +41,7 @@ def main() -> None:
     ap.add_argument("--method", default="auto")
     args = ap.parse_args()
 
-    from kb_indexer.api import KnowledgeBase
-
     corpus, queries, qrels = load(args.data)
-    queries = [q for q in queries if qrels.get(q["_id"])]
     rng = random.Random(args.seed)
     order = queries[:]
     rng.shuffle(order)
@@ -52,9 +49,7 @@ def main() -> None:
     train, test = order[:half], order[half:]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_kb(corpus, root / "knowledge-base")
-        kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
-        kb.sync()
+        kb, _, _ = build_kb(corpus, root)
         before_train = evaluate(kb, train, qrels, args.method)
         before_test = evaluate(kb, test, qrels, args.method)
 
@@ -63,8 +58,8 @@ def main() -> None:
         for q in train:
             res = kb.query(q["text"], method=args.method, limit=20)
             rels = qrels[q["_id"]]
-            helpful = [r["filepath"] for r in res["results"][:20] if rels.get(path_doc(r["filepath"]), 0) > 0]
-            not_helpful = [r["filepath"] for r in res["results"][:10] if rels.get(path_doc(r["filepath"]), 0) <= 0]
+            helpful = [r["filepath"] for r in res["results"][:20] if rels.get(doc_id(r["filepath"]), 0) > 0]
+            not_helpful = [r["filepath"] for r in res["results"][:10] if rels.get(doc_id(r["filepath"]), 0) <= 0]
             if helpful or not_helpful:
                 kb.feedback(res["query_id"], helpful, not_helpful, attempt_id=res["attempt_id"])
                 n_help += len(helpful)

@@ -23,8 +23,6 @@ counts every judged document (all have rel >= 1).
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import tempfile
 import time
@@ -33,53 +31,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-
-def load(data: Path):
-    corpus = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
-    queries = [json.loads(line) for line in (data / "queries.jsonl").open(encoding="utf-8") if line.strip()]
-    qrels: dict[str, dict[str, int]] = {}
-    with (data / "qrels.tsv").open(encoding="utf-8") as f:
-        next(f)
-        for line in f:
-            qid, did, score = line.split("\t")
-            if int(score) > 0:
-                qrels.setdefault(qid, {})[did] = int(score)
-    queries = [q for q in queries if q["_id"] in qrels]
-    return corpus, queries, qrels
-
-
-def ndcg_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
-    dcg = sum((2 ** rels.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum((2 ** r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall_at(ranked: list[str], rels: dict[str, int], k: int = 100) -> float:
-    return len(set(ranked[:k]) & set(rels)) / len(rels) if rels else 0.0
+from bench.cranfield import build_kb, doc_id, load, ndcg_at, recall_at  # noqa: E402
 
 
 def evaluate(runs: dict[str, list[str]], qrels) -> tuple[float, float]:
     n = len(runs)
     return (sum(ndcg_at(r, qrels[q]) for q, r in runs.items()) / n,
             sum(recall_at(r, qrels[q]) for q, r in runs.items()) / n)
-
-
-def build_kb(corpus, root: Path):
-    from kb_indexer.api import KnowledgeBase
-
-    kb_dir = root / "knowledge-base"
-    kb_dir.mkdir(parents=True)
-    for doc in corpus:
-        title = " ".join(doc.get("title", "").split()) or f"Document {doc['_id']}"
-        (kb_dir / f"{doc['_id']}.md").write_text(f"# {title}\n\n{doc.get('text', '')}\n", encoding="utf-8")
-    kb, _ = KnowledgeBase.init(root / "kbindex.db", kb_dir)
-    t = time.perf_counter()
-    res = kb.sync()
-    secs = time.perf_counter() - t
-    if res["errors"]:
-        raise SystemExit(f"sync errors: {res['errors'][:3]}")
-    return kb, res["added"], secs
 
 
 def run_kbindex(kb, queries, method: str, limit: int, stale_check: bool, **opts):
@@ -89,7 +47,7 @@ def run_kbindex(kb, queries, method: str, limit: int, stale_check: bool, **opts)
         if stale_check:
             kb.stale()
         out = kb.query(q["text"], method=method, limit=limit, **opts)
-        runs[q["_id"]] = [r["filepath"][:-3] for r in out["results"]]
+        runs[q["_id"]] = [doc_id(r["filepath"]) for r in out["results"]]
     return runs, len(queries) / (time.perf_counter() - t)
 
 
