@@ -61,6 +61,8 @@ def cold_start(runs: int) -> None:
             subprocess.run(kbindex_cmd() + args + ["--format", "json"], cwd=proj, check=True, capture_output=True)
         base = time_process([sys.executable, "-c", "pass"], runs, proj)
         search = time_process(kbindex_cmd() + ["search", "reinforcement learning", "--format", "json"], runs, proj)
+        query = time_process(kbindex_cmd() + ["query", "how do agents learn from rewards", "--format", "json"],
+                             runs, proj)
         on_path = shutil.which("kbindex")
         shim = None
         if on_path and Path(on_path).resolve() != Path(kbindex_cmd()[0]).resolve():
@@ -73,6 +75,8 @@ def cold_start(runs: int) -> None:
     print(f"  {'python -c pass':40s} {statistics.median(base):8.1f}")
     print(f"  {'kbindex search <kw> --format json':40s} {statistics.median(search):8.1f}   "
           f"(target <= 150; p90 {sorted(search)[int(0.9 * (runs - 1))]:.1f})")
+    print(f"  {'kbindex query <question> --format json':40s} {statistics.median(query):8.1f}   "
+          f"(ranked retrieval, stale check and history write included)")
     print(f"  {'kbindex overhead over bare python':40s} {statistics.median(search) - statistics.median(base):8.1f}")
     if shim:
         print(f"  {'same, through the PATH shim':40s} {statistics.median(shim):8.1f}   ({shutil.which('kbindex')})")
