@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -168,3 +169,23 @@ def test_stored_paths_are_relative_posix_and_outside_paths_refused(small, tmp_pa
     with pytest.raises(ValidationError, match="outside"):
         handle.add(str(kbdir / "link.md"))
     assert handle.list_docs()["count"] == 0
+
+
+def test_changed_similarities_file_updates_in_place_and_drops_removed_relations(small):
+    handle, kbdir = small
+    sims = kbdir.parent / "similarities.json"
+
+    def write(entries):
+        sims.write_text(json.dumps({"similarities": entries}), encoding="utf-8")
+
+    a = {"keyword1": "RL", "keyword2": "reinforcement learning", "type": "abbreviation", "context": "ML", "score": 1.0}
+    b = {"keyword1": "rl", "keyword2": "experience learning", "type": "related_concept", "context": "ML", "score": 0.9}
+    write([a, b])
+    handle.sync()
+    ids = {r["keyword"]: r["id"] for r in handle.conn.execute(
+        "SELECT s.id, k.keyword FROM keyword_similarities s JOIN keywords k ON k.id = s.keyword_id_2")}
+    write([dict(a, score=0.8)])
+    res = handle.sync()["similarities"]
+    assert res["files"] == 1
+    rows = handle.conn.execute("SELECT id, score FROM keyword_similarities").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(ids["reinforcement learning"], 0.8)]

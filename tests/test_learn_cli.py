@@ -99,3 +99,14 @@ def test_clear_history_before_date(proj, run):
     res = run("clear-history", "-f", "json", cwd=proj).json()
     assert res["queries_removed"] == 1
     assert run("clear-history", "--before", "yesterday", cwd=proj).returncode == 2
+
+
+def test_interactive_feedback_reviews_the_last_attempt(kb, monkeypatch):
+    from kb_indexer.cli import learn as learn_cli
+
+    out = kb.query("how do agents learn from rewards", limit=3)
+    paths = [r["filepath"] for r in out["results"]]
+    answers = iter(["y", "n", "s"])
+    monkeypatch.setattr(learn_cli.typer, "prompt", lambda *a, **k: next(answers))
+    good, bad = learn_cli._interactive(kb, out["query_id"])
+    assert good == [paths[0]] and bad == [paths[1]]

@@ -140,7 +140,9 @@ def learn(
     out(f"Analyzing {result['feedback_analyzed']} feedback entries"
         f"{' from %d queries' % result['queries'] if 'queries' in result else ''}...\n")
     for s in result["suggestions"]:
-        out(f"{'~' if dry_run else '✓'} [{s['kind']}] {s['action']} {s['key']}\n    Reason: {s['reason']}\n")
+        evidence = s.get("evidence", s.get("helpful", 0) + s.get("not_helpful", 0))
+        out(f"{'~' if dry_run else '✓'} [{s['kind']}] {s['action']} {s['key']}\n"
+            f"    Reason: {s['reason']} (evidence: {evidence}; feedback {', '.join(map(str, s['feedback_ids']))})\n")
     summ = result["summary"]
     out(f"Summary: {summ['associations']} associations, {summ['keywords']} keywords, {summ['similarities']} "
         f"similarities, {summ['score_adjustments']} score adjustments (total {summ['total']})\n")

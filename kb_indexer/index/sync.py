@@ -75,17 +75,28 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "
                         replace_origin: bool = False) -> dict:
     data, _ = load_json_file(path)
     entries = validate_similarities_data(data, str(path))
-    created = updated = 0
+    created = updated = removed = 0
     with transaction(conn):
-        if replace_origin:
-            conn.execute("DELETE FROM keyword_similarities WHERE origin = ?", (origin,))
         ids = KeywordIds(conn)
+        keep = set()
         for e in entries:
-            _, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
-                                       e["score"], e["directional"], origin)
+            sid, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
+                                         e["score"], e["directional"], origin)
+            keep.add(sid)
             created += new
             updated += not new
-    return {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
+        if replace_origin:
+            # Relations the file no longer lists go; the others were updated in place, so their ids
+            # (kept in query history and learned items) stay valid.
+            stale = [r[0] for r in conn.execute("SELECT id FROM keyword_similarities WHERE origin = ?", (origin,))
+                     if r[0] not in keep]
+            for sid in stale:
+                conn.execute("DELETE FROM keyword_similarities WHERE id = ?", (sid,))
+            removed = len(stale)
+    out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
+    if replace_origin:
+        out["removed"] = removed
+    return out
 
 
 def similarity_files(kb_root: Path) -> list[Path]:
