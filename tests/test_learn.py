@@ -249,3 +249,103 @@ def test_concurrent_feedback_from_several_processes_loses_nothing(kb, tmp_path):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     assert kb.conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0] == 4 * len(docs)
+
+
+def test_not_helpful_marks_withdraw_learned_keywords_and_similarities(kb):
+    qids = []
+    for q in ("first", "second"):
+        qid, _ = ask(kb, q, ["game ai", "neural networks"], ["alphago-architecture.md"])
+        kb.feedback(qid, ["alphago-architecture.md"], [])
+        qids.append(qid)
+    res = kb.learn()
+    assert {s["key"] for s in kinds(res, "keyword")} == {"keyword:%d:game ai" % _doc(kb, "alphago-architecture.md"),
+                                                          "keyword:%d:neural networks" % _doc(kb, "alphago-architecture.md")}
+    assert any(s["kind"] == "similarity" for s in res["suggestions"])
+    kb.feedback(qids[0], [], ["alphago-architecture.md"])  # the first query changes its mind
+    res = kb.learn()
+    withdrawn = {s["key"]: s for s in res["suggestions"] if s["kind"] in ("keyword", "similarity")}
+    assert withdrawn and all(s["action"] == "update" for s in withdrawn.values())
+    tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
+    assert "game ai" not in tags and "neural networks" not in tags
+    assert kb.conn.execute("SELECT COUNT(*) FROM keyword_similarities WHERE origin = 'learned'").fetchone()[0] == 0
+    # Evidence returning brings them back.
+    q3, _ = ask(kb, "third", ["game ai", "neural networks"], ["alphago-architecture.md"])
+    kb.feedback(q3, ["alphago-architecture.md"], [])
+    q4, _ = ask(kb, "fourth", ["game ai", "neural networks"], ["alphago-architecture.md"])
+    kb.feedback(q4, ["alphago-architecture.md"], [])
+    kb.learn()
+    tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
+    assert tags.get("game ai") == "learned"
+
+
+def _doc(kb, path):
+    return kb.conn.execute("SELECT id FROM documents WHERE filepath = ?", (path,)).fetchone()[0]
+
+
+def _rel(kb):
+    return kb.conn.execute(
+        "SELECT s.id, s.score FROM keyword_similarities s JOIN keywords a ON a.id = s.keyword_id_1 "
+        "JOIN keywords b ON b.id = s.keyword_id_2 WHERE s.similarity_type = 'abbreviation' AND "
+        "'rl' IN (a.keyword, b.keyword) AND 'reinforcement learning' IN (a.keyword, b.keyword)").fetchone()
+
+
+def test_score_adjustment_returns_when_evidence_cancels_out(kb):
+    rel_id, original = _rel(kb)
+    exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
+                                             "expanded": "rl"}]}
+    q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
+    kb.feedback(q1, [], ["experience-based-learning.md"])
+    kb.learn()
+    assert _rel(kb)[1] == pytest.approx(original - 0.05)
+    q2, _ = ask(kb, "q2", ["reinforcement learning"], ["experience-based-learning.md"], exp)
+    kb.feedback(q2, ["experience-based-learning.md"], [])
+    kb.learn()
+    assert _rel(kb)[1] == pytest.approx(original)
+
+
+def test_undoing_a_score_adjustment_keeps_a_later_person_edit(kb):
+    rel_id, original = _rel(kb)
+    exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
+                                             "expanded": "rl"}]}
+    q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
+    kb.feedback(q1, [], ["experience-based-learning.md"])
+    kb.learn()
+    kb.relate("RL", "reinforcement learning", "abbreviation", "a person's edit", 0.7)
+    kb.learned_remove(all_=True)
+    assert _rel(kb)[1] == pytest.approx(0.7)
+
+
+LEARN_SLOWLY = textwrap.dedent("""
+    import json, sys, time
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.learn import apply as ap
+
+    original = ap.analyse
+    def slow(*a, **k):
+        print("analysing", flush=True)
+        time.sleep(2)
+        return original(*a, **k)
+    ap.analyse = slow
+    kb = KnowledgeBase.open(sys.argv[1])
+    print(json.dumps(kb.learn()), flush=True)
+""")
+
+
+def test_feedback_given_while_learn_runs_is_not_marked_processed_unseen(kb, tmp_path):
+    q1, _ = ask(kb, "first question", [], ["alphago-architecture.md"])
+    q2, _ = ask(kb, "second question", [], ["retrieval-augmented-generation.md"])
+    kb.feedback(q1, ["alphago-architecture.md"], [])
+    script = tmp_path / "slow_learn.py"
+    script.write_text(LEARN_SLOWLY)
+    learner = subprocess.Popen([sys.executable, str(script), str(kb.db_path)], stdout=subprocess.PIPE, text=True)
+    assert learner.stdout.readline().strip() == "analysing"
+    writer = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from kb_indexer.api import KnowledgeBase
+        KnowledgeBase.open({str(kb.db_path)!r}).feedback({q2}, ["retrieval-augmented-generation.md"], [])
+    """)], capture_output=True, text=True, timeout=60)
+    assert writer.returncode == 0, writer.stderr
+    first = json.loads(learner.stdout.readline())
+    learner.wait(timeout=60)
+    assert first["marked_processed"] == 1
+    second = kb.learn()
+    assert second["feedback_analyzed"] == 1 and second["marked_processed"] == 1

@@ -110,3 +110,13 @@ def test_interactive_feedback_reviews_the_last_attempt(kb, monkeypatch):
     monkeypatch.setattr(learn_cli.typer, "prompt", lambda *a, **k: next(answers))
     good, bad = learn_cli._interactive(kb, out["query_id"])
     assert good == [paths[0]] and bad == [paths[1]]
+
+
+def test_clear_history_before_honours_a_utc_offset(proj, run):
+    from datetime import datetime, timedelta, timezone
+
+    q(run, proj, "alphago")
+    # One hour ago in UTC, written as local time at +02:00: the query is newer, so nothing goes.
+    hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).astimezone(timezone(timedelta(hours=2)))
+    res = run("clear-history", "--before", hour_ago.isoformat(timespec="seconds"), "-f", "json", cwd=proj).json()
+    assert res["queries_removed"] == 0

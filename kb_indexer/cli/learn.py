@@ -182,14 +182,17 @@ def learned_remove(
 @app.command("clear-history")
 def clear_history(
     before: Annotated[Optional[str], typer.Option("--before", help="Only queries last asked before this date "
-                                                  "(YYYY-MM-DD or ISO-8601).")] = None,
+                                                  "(YYYY-MM-DD or ISO-8601; UTC unless an offset is given).")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Delete recorded queries with their attempts and feedback (learned items stay)."""
     if before is not None:
-        from datetime import datetime
+        from datetime import datetime, timezone
         try:
-            before = datetime.fromisoformat(before.replace("Z", "")).strftime("%Y-%m-%dT%H:%M:%S")
+            when = datetime.fromisoformat(before.replace("Z", "+00:00"))
+            if when.tzinfo is not None:  # stored times are UTC
+                when = when.astimezone(timezone.utc).replace(tzinfo=None)
+            before = when.strftime("%Y-%m-%dT%H:%M:%S")
         except ValueError:
             raise UsageError(f"--before must be a date like 2026-01-31, got {before!r}") from None
     with open_kb(db, kb) as k:

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
-from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, load_events, question_terms
+from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.text import normalize_keyword
@@ -31,12 +31,14 @@ def plan(conn: sqlite3.Connection, items: list[dict]) -> list[dict]:
         row = have.get(item["key"])
         if row is not None and row["status"] == "removed":
             continue
+        if row is None and inactive(item):
+            continue
         detail = _detail(item)
         if row is not None and json.loads(row["detail"]) == detail and json.loads(row["feedback_ids"]) == item["feedback_ids"]:
             continue
-        if item["kind"] == "keyword" and _person_tag(conn, item["document_id"], item["keyword"]):
+        if item["kind"] == "keyword" and not inactive(item) and _person_tag(conn, item["document_id"], item["keyword"]):
             continue
-        if item["kind"] == "similarity" and _person_relation(conn, item):
+        if item["kind"] == "similarity" and not inactive(item) and _person_relation(conn, item):
             continue
         out.append(dict(item, action="update" if row is not None else "create"))
     return out
@@ -90,15 +92,24 @@ def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
                              [(lid, t) for t in item["terms"]])
         elif kind == "keyword":
             lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"])
-            kid = ids.ensure(item["keyword"])
-            conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
-                         "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
-                         "weight = excluded.weight, learned_id = excluded.learned_id WHERE source = 'learned'",
-                         (item["document_id"], kid, item["weight"], lid))
+            if inactive(item):  # withdrawn: the learned tag goes, a person's tag stays
+                conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (lid,))
+            else:
+                kid = ids.ensure(item["keyword"])
+                conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
+                             "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
+                             "weight = excluded.weight, learned_id = excluded.learned_id WHERE source = 'learned'",
+                             (item["document_id"], kid, item["weight"], lid))
             refresh_fts_keywords(conn, item["document_id"])
         elif kind == "similarity":
             from kb_indexer.store.similarities import upsert_similarity
 
+            if inactive(item):
+                row = conn.execute("SELECT similarity_id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
+                if row and row[0] is not None:
+                    conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin = 'learned'", (row[0],))
+                _upsert_item(conn, item, similarity_id=None, weight=0.0)
+                continue
             context = f"Learned from feedback: {item['reason']}"
             sid, _ = upsert_similarity(conn, ids, item["keyword1"], item["keyword2"], item["type"], context,
                                        item["score"], False, "learned")
@@ -108,32 +119,51 @@ def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
                                (item["similarity_id"],)).fetchone()
             if rel is None:
                 continue
-            prev = conn.execute("SELECT previous_score FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
-            base = prev[0] if prev and prev[0] is not None else rel[0]
+            prev = conn.execute("SELECT previous_score, weight FROM learned_items WHERE key = ?",
+                                (item["key"],)).fetchone()
+            if prev is not None and prev[1] is not None and abs(rel[0] - prev[1]) > 1e-9:
+                base = rel[0]  # a person (or a re-synced file) set the score since: adjust from theirs
+            else:
+                base = prev[0] if prev and prev[0] is not None else rel[0]
             new = round(max(0.0, min(1.0, base + item["delta"])), 4)
             conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?", (new, item["similarity_id"]))
             _upsert_item(conn, item, similarity_id=item["similarity_id"], previous_score=base, weight=new)
 
 
 def learn(conn: sqlite3.Connection, dry_run: bool = False, reprocess: bool = False) -> dict[str, Any]:
-    unprocessed = conn.execute("SELECT COUNT(*) FROM query_feedback WHERE processed = 0").fetchone()[0]
+    """Analyse unprocessed feedback (all feedback with ``reprocess``) and apply what it justifies.
+
+    Reading, analysing, applying and marking happen in one write transaction, so feedback that
+    another process records meanwhile is neither lost nor marked processed unseen.
+    """
+    if dry_run:
+        return _learn(conn, dry_run=True, reprocess=reprocess)
+    with transaction(conn):
+        return _learn(conn, dry_run=False, reprocess=reprocess)
+
+
+def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any]:
+    where = "" if reprocess else " WHERE processed = 0"
+    analysed_rows = conn.execute(f"SELECT id, query_id FROM query_feedback{where}").fetchall()
     total = conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0]
-    analysed = total if reprocess else unprocessed
-    result: dict[str, Any] = {"feedback_analyzed": analysed, "feedback_total": total, "dry_run": dry_run,
+    result: dict[str, Any] = {"feedback_analyzed": len(analysed_rows), "feedback_total": total, "dry_run": dry_run,
+                              "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
-    if analysed == 0:
+    if not analysed_rows:
         result["summary"] = _summary([])
         return result
-    events = load_events(conn)
-    result["queries"] = len({e.query_id for e in events})
-    todo = plan(conn, analyse(conn, events))
+    todo = plan(conn, analyse(conn, load_events(conn)))
     result["suggestions"] = [_public(i) for i in todo]
     result["summary"] = _summary(todo)
     if dry_run:
         return result
-    with transaction(conn):
-        apply_items(conn, todo)
-        n = conn.execute("UPDATE query_feedback SET processed = 1 WHERE processed = 0").rowcount
+    apply_items(conn, todo)
+    ids = [r["id"] for r in analysed_rows]
+    n = 0
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        n += conn.execute(f"UPDATE query_feedback SET processed = 1 WHERE processed = 0 AND id IN "
+                          f"({','.join('?' * len(chunk))})", chunk).rowcount
     result["applied"] = len(todo)
     result["marked_processed"] = n
     return result
@@ -195,8 +225,9 @@ def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_:
             elif r["kind"] == "similarity" and r["similarity_id"] is not None:
                 conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin = 'learned'", (r["similarity_id"],))
             elif r["kind"] == "score" and r["similarity_id"] is not None and r["previous_score"] is not None:
-                conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?",
-                             (r["previous_score"], r["similarity_id"]))
+                # Only undo our own change: a score a person set since stays theirs.
+                conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ? AND abs(score - ?) < 1e-9",
+                             (r["previous_score"], r["similarity_id"], r["weight"] if r["weight"] is not None else -1))
             conn.execute("UPDATE learned_items SET status = 'removed', "
                          "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE id = ?", (r["id"],))
     return {"removed": [r["id"] for r in rows], "count": len(rows)}

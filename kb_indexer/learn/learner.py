@@ -111,8 +111,9 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
     """The learned items all feedback justifies, each with reason, evidence and provenance."""
     items: list[dict[str, Any]] = []
     doc_kw: dict[int, set[str]] = defaultdict(set)
+    # The documents' own tags (what learning must not duplicate or reason from circularly).
     for doc_id, kw in conn.execute("SELECT dk.document_id, k.keyword FROM document_keywords dk "
-                                   "JOIN keywords k ON k.id = dk.keyword_id"):
+                                   "JOIN keywords k ON k.id = dk.keyword_id WHERE dk.source != 'learned'"):
         doc_kw[doc_id].add(kw)
 
     # 1. Associations: question terms -> document.
@@ -135,21 +136,24 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                                 f"{', '.join(a['terms'][:8])}"})
 
     helpful_events = [e for e in events if e.helpful]
-    # 2. Keyword augmentation: user keyword -> helpful document, >= min_queries queries.
+    negative_events = [e for e in events if not e.helpful]
+    # 2. Keyword augmentation: user keyword -> helpful document, >= min_queries queries net of
+    #    queries that marked the document not helpful with that keyword.
     aug: dict[tuple[str, int], dict] = {}
-    for e in helpful_events:
+    for e in events:
         for k in e.explicit:
             if k and k not in doc_kw[e.doc_id]:
-                a = aug.setdefault((k, e.doc_id), {"q": set(), "fb": [], "filepath": e.filepath})
-                a["q"].add(e.query_id)
+                a = aug.setdefault((k, e.doc_id), {"h": set(), "n": set(), "fb": [], "filepath": e.filepath})
+                (a["h"] if e.helpful else a["n"]).add(e.query_id)
                 a["fb"].append(e.feedback_id)
-    negative = {(k, e.doc_id) for e in events if not e.helpful for k in e.explicit}
     for (k, doc_id), a in sorted(aug.items()):
-        if len(a["q"]) >= min_queries and (k, doc_id) not in negative:
-            items.append({"kind": "keyword", "key": f"keyword:{doc_id}:{k}", "document_id": doc_id,
-                          "filepath": a["filepath"], "keyword": k, "evidence": len(a["q"]),
-                          "weight": round(min(1.0, 0.5 + 0.15 * len(a["q"])), 4), "feedback_ids": sorted(a["fb"]),
-                          "reason": f"{len(a['q'])} queries used '{k}' to find this helpful document"})
+        net = len(a["h"]) - len(a["n"])
+        weight = round(min(1.0, 0.5 + 0.15 * net), 4) if net >= min_queries else 0.0
+        items.append({"kind": "keyword", "key": f"keyword:{doc_id}:{k}", "document_id": doc_id,
+                      "filepath": a["filepath"], "keyword": k, "evidence": len(a["h"]), "against": len(a["n"]),
+                      "weight": weight, "feedback_ids": sorted(a["fb"]),
+                      "reason": f"{len(a['h'])} queries used '{k}' to find this helpful document"
+                                + (f", {len(a['n'])} marked it not helpful" if a["n"] else "")})
 
     # 3. Keyword gap: user keyword not on helpful docs -> the doc keyword best associated with it.
     kw_docs = defaultdict(int)
@@ -157,6 +161,7 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
         for kw in kws:
             kw_docs[kw] += 1
     gap: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    gap_neg: dict[tuple[str, str], set] = defaultdict(set)
     gap_fb: dict[tuple[str, str], list] = defaultdict(list)
     for e in helpful_events:
         for k in e.explicit:
@@ -165,18 +170,28 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                     if m != k:
                         gap[k][m].add(e.query_id)
                         gap_fb[(k, m)].append(e.feedback_id)
+    for e in negative_events:  # a not-helpful document tagged m counts against k -> m
+        for k in e.explicit:
+            for m in doc_kw[e.doc_id]:
+                if k in gap and m in gap[k]:
+                    gap_neg[(k, m)].add(e.query_id)
+                    gap_fb[(k, m)].append(e.feedback_id)
     for k in sorted(gap):
-        ranked = sorted(gap[k].items(), key=lambda kv: (-len(kv[1]), kw_docs[kv[0]], kv[0]))
-        best, queries = ranked[0]
-        if len(queries) < min_queries:
+        def net(m: str) -> int:
+            return len(gap[k][m]) - len(gap_neg[(k, m)])
+        ranked = sorted(gap[k], key=lambda m: (-net(m), kw_docs[m], m))
+        best = ranked[0]
+        if net(best) < min_queries:
             continue
-        if len(ranked) > 1 and len(ranked[1][1]) == len(queries) and kw_docs[ranked[1][0]] == kw_docs[best]:
+        if len(ranked) > 1 and net(ranked[1]) == net(best) and kw_docs[ranked[1]] == kw_docs[best]:
             continue  # no single best-associated keyword: do not guess
         a, b = sorted((k, best))
         items.append({"kind": "similarity", "key": f"similarity:{a}|{b}", "keyword1": k, "keyword2": best,
-                      "type": "related_concept", "score": round(min(0.9, 0.5 + 0.1 * len(queries)), 4),
-                      "evidence": len(queries), "feedback_ids": sorted(gap_fb[(k, best)]),
-                      "reason": f"{len(queries)} queries searched '{k}'; their helpful documents are tagged '{best}'"})
+                      "type": "related_concept", "score": round(min(0.9, 0.5 + 0.1 * net(best)), 4),
+                      "evidence": len(gap[k][best]), "against": len(gap_neg[(k, best)]),
+                      "feedback_ids": sorted(set(gap_fb[(k, best)])),
+                      "reason": f"{len(gap[k][best])} queries searched '{k}'; their helpful documents are tagged "
+                                f"'{best}'"})
 
     # 4. Co-occurrence of user keywords in successful queries.
     successful: dict[int, set[str]] = {}
@@ -197,7 +212,7 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                           "score": 0.6, "evidence": len(qids), "feedback_ids": fb,
                           "reason": f"'{a}' and '{b}' were used together in {len(qids)} successful queries"})
 
-    # 5. Similarity scores from expansion success.
+    # 5. Similarity scores from expansion success (delta 0 when helpful and not-helpful cancel out).
     rel: dict[int, dict] = {}
     for e in events:
         for x in e.expansions:
@@ -206,9 +221,44 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
             r["fb"].append(e.feedback_id)
     for rid, r in sorted(rel.items()):
         delta = max(-SCORE_CAP, min(SCORE_CAP, SCORE_STEP * (r["h"] - r["n"])))
-        if delta == 0:
-            continue
         items.append({"kind": "score", "key": f"score:{rid}", "similarity_id": rid, "delta": round(delta, 4),
                       "helpful": r["h"], "not_helpful": r["n"], "feedback_ids": sorted(r["fb"]),
                       "reason": f"expansion led to {r['h']} helpful and {r['n']} not-helpful documents"})
+    items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))
     return items
+
+
+def inactive(item: dict[str, Any]) -> bool:
+    """An item that asks for nothing (weight, score or delta 0): never created, only used to undo."""
+    kind = item["kind"]
+    if kind == "score":
+        return not item.get("delta")
+    if kind == "similarity":
+        return not item.get("score")
+    return not item.get("weight")
+
+
+def _withdrawals(conn: sqlite3.Connection, derived: set[str], feedback_ids: set[int]) -> list[dict[str, Any]]:
+    """Active learned items that the current feedback no longer justifies.
+
+    Only items whose feedback still exists are re-judged: clearing the history keeps what
+    was learned from it.
+    """
+    out = []
+    for r in conn.execute("SELECT * FROM learned_items WHERE status = 'active' ORDER BY id"):
+        if r["key"] in derived:
+            continue
+        cited = set(json.loads(r["feedback_ids"] or "[]"))
+        if not cited & feedback_ids:
+            continue
+        detail = json.loads(r["detail"])
+        item = dict(detail, kind=r["kind"], key=r["key"], feedback_ids=sorted(cited & feedback_ids),
+                    reason="withdrawn: the feedback no longer supports it (was: " + str(detail.get("reason")) + ")")
+        if r["kind"] == "score":
+            item["delta"] = 0.0
+        elif r["kind"] == "similarity":
+            item["score"] = 0.0
+        else:
+            item["weight"] = 0.0
+        out.append(item)
+    return out
