@@ -79,9 +79,20 @@ class LLMClient:
     def _cache_model(self) -> str:
         if self.config.model:
             return self.config.model
+        if self._backend is not None and getattr(self._backend, "model", None):
+            return self._backend.model  # resolved from the server (see _resolve_model)
         if self._backend is not None and getattr(self._backend, "cache_model", None):
             return self._backend.cache_model
         return f"server-default@{self.config.base_url}"
+
+    def _resolve_model(self) -> None:
+        """A server that picks its own model (OpenAI-compatible without --llm-model): ask which, so
+        that the cache key names the model that answers, not a placeholder."""
+        if self.config.model:
+            return
+        ensure = getattr(self.backend, "_ensure_model", None)
+        if ensure is not None:
+            self._with_retries(lambda: ensure(self.config.timeout))
 
     def report(self, *, used: bool, fallback: str | None = None, error: str | None = None) -> dict[str, Any]:
         """The ``"llm"`` object every LLM-using command puts in its JSON."""
@@ -128,6 +139,7 @@ class LLMClient:
         prompt_hash = llm_cache.digest({"messages": [m.to_dict() for m in msgs], "max_tokens": max_tokens,
                                         "temperature": temperature})
         schema_hash = llm_cache.digest(schema)
+        self._resolve_model()
         key = llm_cache.cache_key(self.config.backend, self._cache_model(), task, prompt_hash, schema_hash)
         if use_cache and self.conn is not None:
             hit = llm_cache.get(self.conn, key)
