@@ -186,3 +186,18 @@ def test_probe(http_server, client_for, closed_port):
     assert probe.url == http_server.url + "/v1/models"
     down = client_for(f"http://127.0.0.1:{closed_port}/v1").backend.probe(2.0)
     assert not down.reachable and down.error and str(closed_port) in down.url
+
+
+def test_cache_key_uses_the_model_the_server_serves(http_server, client_for, empty_kb):
+    # No --llm-model: the backend asks /models. A server that switches models must not get the
+    # other model's cached answer.
+    http_server.expect("/v1/models", Reply(body=openai_models("m1")), Reply(body=openai_models("m2")))
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "from m1"}')),
+                       Reply(body=openai_reply('{"answer": "from m2"}')))
+    first = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn)
+    assert ask(first).data == {"answer": "from m1"} and first.report(used=True)["model"] == "m1"
+    second = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn)
+    res = ask(second)
+    assert res.data == {"answer": "from m2"} and not res.cached
+    models = sorted(r[0] for r in empty_kb.conn.execute("SELECT model FROM llm_cache"))
+    assert models == ["m1", "m2"]
