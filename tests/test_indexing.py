@@ -63,7 +63,7 @@ def test_sync_is_incremental_and_reports_counts(small):
     write_doc(kbdir, "sub/b.md", "# B\n\ntext b\n", kw("sb", "k2"))
     write_doc(kbdir, "c.md", "# C\n\ntext c\n")
     assert handle.sync() == {"added": 3, "updated": 0, "removed": 0, "unchanged": 0, "errors": [],
-                             "similarities": {"files": 0, "imported": 0, "unchanged_files": 0}}
+                             "similarities": {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}}
     assert handle.show("sub/b.md")["filepath"] == "sub/b.md"
     again = handle.sync()
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 3)
@@ -146,7 +146,7 @@ def test_similarities_file_at_project_root_is_synced(small):
         ' "context": "ML", "score": 1.0}, {"keyword1": "rl", "keyword2": "reinforcement learning",'
         ' "type": "related_concept", "context": "ML too", "score": 0.4}]}', encoding="utf-8")
     res = handle.sync()
-    assert res["similarities"] == {"files": 1, "imported": 2, "unchanged_files": 0}
+    assert res["similarities"] == {"files": 1, "imported": 2, "unchanged_files": 0, "removed": 0}
     assert handle.similar("RL")["count"] == 2
     assert handle.sync()["similarities"]["unchanged_files"] == 1
 

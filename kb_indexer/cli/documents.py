@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, emit
+from kb_indexer.cli.output import Format, _console, emit
 
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
 
@@ -63,7 +63,7 @@ def sync(
         if sys.stderr.isatty():
             from rich.progress import Progress
 
-            with Progress(transient=True, console=None) as bar:
+            with Progress(transient=True, console=_console(stderr=True)) as bar:  # stdout is only the result
                 task = bar.add_task("Indexing", total=None)
                 result = k.sync(directory, lambda i, n: bar.update(task, completed=i, total=n))
         else:

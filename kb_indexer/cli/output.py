@@ -33,16 +33,24 @@ def _console(stderr: bool = False):
     return Console(stderr=stderr, soft_wrap=False, width=None if stream.isatty() else 240)
 
 
-def _cell(value: Any) -> str:
+def _str(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (list, tuple)):
-        return ", ".join(_cell(v) for v in value)
+        return ", ".join(_str(v) for v in value)
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={_str(v)}" for k, v in value.items())
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
+
+
+def _cell(value: Any):
+    """A table cell as plain text: user data (titles, paths, keywords, messages) is never Rich markup
+    (``[bold]``, ``[/]``) nor emoji codes (``:smile:``)."""
+    from rich.text import Text
+
+    return Text(_str(value))
 
 
 def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequence[str] = (),
@@ -62,17 +70,17 @@ def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequ
         table = Table(title=title, show_lines=False)
         cols = list(columns) or (list(items[0].keys()) if items else [])
         for c in cols:
-            table.add_column(c, overflow="fold")
+            table.add_column(_cell(c), overflow="fold")
         for item in items:
             table.add_row(*[_cell(item.get(c)) for c in cols])
         console.print(table)
         extra = {k: v for k, v in data.items() if k != rows and not isinstance(v, (list, dict))}
         if extra:
-            console.print("  ".join(f"{k}: {_cell(v)}" for k, v in extra.items()))
+            console.print(_cell("  ".join(f"{k}: {_str(v)}" for k, v in extra.items())))
         return
     table = Table(title=title, show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")
     for k, v in data.items():
-        table.add_row(str(k), _cell(v))
+        table.add_row(_cell(k), _cell(v))
     console.print(table)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_text_file
-from kb_indexer.index.paths import keywords_path_for, stat_sig
+from kb_indexer.index.paths import keywords_path_for, stat_sig, store_keywords_file
 from kb_indexer.text import normalize_keyword
 
 
@@ -38,12 +38,10 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
         name = kw_path.name if not explicit else str(keywords_file)
         data, kw_raw = load_json_file(kw_path, name)
         kw_data = validate_keywords_data(data, name)
-        if kw_data["filepath"].lstrip("./") != rel and Path(kw_data["filepath"]).name != Path(rel).name:
-            raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r}")
-        try:
-            kw_rel = kw_path.resolve().relative_to(kb_root.resolve()).as_posix()
-        except ValueError:
-            kw_rel = str(kw_path)
+        if not describes(kw_data["filepath"], rel):
+            raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "
+                                  "the document's path relative to the knowledge-base root, or its file name)")
+        kw_rel = store_keywords_file(kb_root, kw_path)
     parsed = parse_markdown(text)
     fm = parsed.front_matter
     stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()
@@ -66,6 +64,18 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
     )
+
+
+def describes(filepath: str, rel: str) -> bool:
+    """Does a keywords file's ``filepath`` name the document ``rel``?
+
+    The exact relative path (``./`` prefixes and backslashes aside), or, as older files do, just the
+    document's file name; anything else (``../x/doc.md``, ``other/doc.md``) is refused.
+    """
+    value = filepath.strip().replace("\\", "/")
+    while value.startswith("./"):
+        value = value[2:]
+    return value == rel or ("/" not in value and value == PurePosixPath(rel).name)
 
 
 def _fm_str(fm: dict, key: str) -> str | None:

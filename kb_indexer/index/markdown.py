@@ -10,10 +10,14 @@ from typing import Any
 from kb_indexer.errors import ValidationError
 
 SUMMARY_MAX = 400
-_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+# A closing sequence of #s counts only after whitespace: "# C#" is about C#.
+_H1 = re.compile(r"^#\s+(.+?)(?:\s+#+)?\s*$")
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^(```|~~~)")
-_INLINE = re.compile(r"(\*\*|__|\*|_|`)")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# Emphasis markers around a run of text, at word boundaries: **x**, __x__, *x*, _x_ (***x*** too). Markers
+# inside words (parse_args, snake_case_name, 2*3) are text.
+_EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?!\s|\1)(.+?)(?<=\S)\1(?![\w*])")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
@@ -101,9 +105,26 @@ def parse_front_matter(block: str) -> dict[str, Any]:
     return data
 
 
+def _unemphasise(text: str) -> str:
+    for _ in range(3):  # nested: **bold _and_ em**
+        new = _EMPHASIS.sub(r"\2", text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def _plain(text: str) -> str:
+    """Inline markdown to plain text: links keep their text, code spans their content (verbatim), and only
+    real emphasis markers go."""
     text = _LINK.sub(r"\1", text)
-    return _INLINE.sub("", text).strip()
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_unemphasise(text[pos:m.start()]))
+        out.append(m.group(2).strip() or m.group(2))
+        pos = m.end()
+    out.append(_unemphasise(text[pos:]))
+    return "".join(out).strip()
 
 
 def parse_markdown(text: str) -> ParsedMarkdown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
 from kb_indexer.errors import ValidationError
@@ -22,35 +23,38 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
     """Map a user-given path to the stored form: relative to the KB root, POSIX style.
 
     A relative path is tried against the current directory, then against the
-    KB root. A path that resolves (symlinks included) outside the root is refused.
+    KB root; the first existing candidate that resolves inside the root wins.
+    A path is refused only when every existing candidate resolves (symlinks
+    included) outside the root.
     """
     root = kb_root.resolve()
     raw = Path(path).expanduser()
     candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, root / raw]
+    outside = []
     for cand in candidates:
         if cand.exists():
             resolved = cand.resolve()
-            if not _inside(root, resolved):
-                raise ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}",
-                                      code="outside_kb")
-            return resolved.relative_to(root).as_posix()
+            if _inside(root, resolved):
+                return resolved.relative_to(root).as_posix()
+            outside.append(cand)
+    refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}", code="outside_kb")
     if must_exist:
-        for cand in candidates:
-            if not _inside(root, Path(os.path.normpath(cand.absolute()))) and cand is candidates[-1]:
-                raise ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}",
-                                      code="outside_kb")
+        if outside or not _inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
+            raise refuse
         raise ValidationError(f"File not found: {path}", code="not_found")
-    # Not on disk (e.g. already deleted): accept a clean relative path as the stored form.
+    # Not on disk inside the KB (e.g. already deleted): accept a clean path as the stored form, unless the
+    # KB-root candidate itself exists and leads outside (a symlink).
     if raw.is_absolute():
         resolved = Path(os.path.normpath(raw))
-        if not _inside(root, resolved):
-            raise ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}",
-                                  code="outside_kb")
+        if outside or not _inside(root, resolved):
+            raise refuse
         return resolved.relative_to(root).as_posix()
+    if candidates[-1] in outside:
+        raise refuse
     posix = PurePosixPath(str(raw).replace("\\", "/"))
     norm = PurePosixPath(os.path.normpath(str(posix)).replace("\\", "/"))
     if str(norm).startswith("..") or norm.is_absolute():
-        raise ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}", code="outside_kb")
+        raise refuse
     return norm.as_posix()
 
 
@@ -60,9 +64,46 @@ def keywords_path_for(md_path: Path) -> Path:
 
 
 def stat_sig(md_path: Path, kw_path: Path | None) -> str:
-    st = md_path.stat()
+    """``"{mtime_ns}:{size}"`` of the markdown file, plus ``"|{mtime_ns}:{size}"`` of its keywords file if any.
+
+    A markdown file that cannot be stat-ed (deleted meanwhile, a dangling symlink) is a ValidationError
+    with code ``not_found``; a keywords file that vanished counts as absent.
+    """
+    try:
+        st = md_path.stat()
+    except FileNotFoundError:
+        raise ValidationError(f"File not found (deleted, or a dangling symlink): {md_path}",
+                              code="not_found") from None
+    except OSError as exc:
+        raise ValidationError(f"Cannot read {md_path}: {exc.strerror or exc}") from None
     sig = f"{st.st_mtime_ns}:{st.st_size}"
-    if kw_path is not None and kw_path.is_file():
-        kst = kw_path.stat()
-        sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
+    if kw_path is not None:
+        try:
+            kst = kw_path.stat()
+        except OSError:
+            return sig
+        if stat.S_ISREG(kst.st_mode):
+            sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
     return sig
+
+
+def store_keywords_file(kb_root: Path, kw_path: Path) -> str:
+    """How a keywords file is remembered: relative to the KB root (POSIX) when inside it, else absolute."""
+    resolved = kw_path.expanduser().resolve()
+    root = kb_root.resolve()
+    if _inside(root, resolved):
+        return resolved.relative_to(root).as_posix()
+    return str(resolved)
+
+
+def explicit_keywords_file(kb_root: Path, rel: str, stored: str | None) -> Path | None:
+    """The keywords file given with ``add --keywords`` (``stored`` as kept in the index), or None when the
+    document uses its default ``.keywords.json`` (or none)."""
+    if not stored:
+        return None
+    default = PurePosixPath(rel)
+    default = default.with_name((default.stem if default.suffix else default.name) + KEYWORDS_SUFFIX)
+    if stored == default.as_posix():
+        return None
+    path = Path(stored)
+    return path if path.is_absolute() else kb_root / path

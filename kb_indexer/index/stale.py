@@ -4,15 +4,18 @@ Walks the KB root with ``os.scandir`` by the rules of ``sync`` (hidden folders
 and ``__pycache__`` skipped, ``.md`` / ``.markdown`` files), and compares each
 file's stat signature (``"{mtime_ns}:{size}"``, plus ``"|{mtime_ns}:{size}"`` of
 its ``.keywords.json`` when there is one: see :func:`kb_indexer.index.paths.stat_sig`)
-and the set of files with what the index stores. ``similarities.json`` files
-are compared by content hash, as ``sync`` does. One ``stat`` per markdown file
-(two with a keywords file) and one SQL query: see ``bench/ir_eval.py --stale``
-for its cost.
+and the set of files with what the index stores. A document given its keywords
+file with ``add --keywords`` is compared with that file's signature instead.
+Files the last sync rejected (reported in its ``errors``) are not counted
+again until they change. ``similarities.json`` files are compared by content
+hash, as ``sync`` does; one that disappeared counts too. One ``stat`` per
+markdown file (two with a keywords file) and a few SQL queries: see
+``bench/ir_eval.py --stale`` for its cost.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import sqlite3
 import time
@@ -22,6 +25,22 @@ from typing import Any
 from kb_indexer.index.paths import KEYWORDS_SUFFIX
 
 _MD = (".md", ".markdown")
+# meta key: {filepath: stat signature} of the markdown files the last sync rejected
+REJECTED_FILES_KEY = "rejected_files"
+# documents whose stored keywords file is not their default ``<stem>.keywords.json`` (.md or .markdown)
+_EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_file IS NOT NULL AND keywords_file "
+                 "NOT IN (substr(filepath, 1, length(filepath) - 3) || '.keywords.json', "
+                 "substr(filepath, 1, length(filepath) - 9) || '.keywords.json')")
+
+
+def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
+    """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (REJECTED_FILES_KEY,)).fetchone()
+    try:
+        data = json.loads(row[0]) if row and row[0] else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def scan(root: Path) -> dict[str, str]:
@@ -78,13 +97,18 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[st
     root = root.resolve()
     stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
     on_disk = scan(root)
+    _explicit_keywords(conn, root, on_disk)
     if on_disk == stored:       # the common case, compared in C
         added = removed = changed = []
     else:
-        added = sorted(on_disk.keys() - stored.keys())
+        rejected = rejected_files(conn)
+        added = sorted(p for p in on_disk.keys() - stored.keys() if rejected.get(p) != on_disk[p])
         removed = sorted(stored.keys() - on_disk.keys())
-        changed = sorted(p for p in on_disk.keys() & stored.keys() if on_disk[p] != stored[p])
-    sims = _similarities_changed(conn, root)
+        changed = sorted(p for p in on_disk.keys() & stored.keys()
+                         if on_disk[p] != stored[p] and rejected.get(p) != on_disk[p])
+    from kb_indexer.index.similarity_sync import similarities_changed
+
+    sims = similarities_changed(conn, root)
     return {
         "stale": bool(added or removed or changed or sims),
         "checked": True,
@@ -96,19 +120,21 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[st
     }
 
 
-def _similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
-    from kb_indexer.index.sync import similarity_files
+def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, str]) -> None:
+    """Signatures of documents given their keywords file with ``add --keywords``, as sync computes them."""
+    rows = conn.execute(_EXPLICIT_SQL).fetchall()
+    if not rows:
+        return
+    from kb_indexer.errors import KbError
+    from kb_indexer.index.paths import explicit_keywords_file, stat_sig
 
-    out = []
-    for path in similarity_files(root):
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"similarities_hash:{path.resolve()}",)).fetchone()
-        try:
-            digest = hashlib.sha1(path.read_bytes()).hexdigest()
-        except OSError:
-            continue
-        if row is None or row[0] != digest:
-            out.append(str(path))
-    return out
+    for rel, stored in rows:
+        kw = explicit_keywords_file(root, rel, stored)
+        if kw is not None and rel in on_disk:
+            try:
+                on_disk[rel] = stat_sig(root / rel, kw)
+            except KbError:
+                continue
 
 
 def message(info: dict[str, Any]) -> str | None:

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
-from kb_indexer.index.files import load_json_file, validate_similarities_data
 from kb_indexer.index.loader import LoadedDocument, load_document
-from kb_indexer.index.paths import KEYWORDS_SUFFIX, to_relative
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
+from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
+                                              sync_similarities)
+from kb_indexer.index.stale import REJECTED_FILES_KEY, rejected_files
 from kb_indexer.store.connection import savepoint, transaction
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
-from kb_indexer.store.similarities import upsert_similarity
 
-SIMILARITY_FILENAME = "similarities.json"
+__all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
+           "sync", "update_document"]
+
 Progress = Callable[[int, int], None]
 
 
@@ -54,11 +57,7 @@ def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
     if not (kb_root / rel).is_file():
         raise ValidationError(f"File not found: {rel} (use `kbindex remove` to drop it from the index)",
                               code="not_found")
-    kw_path = None
-    if row["keywords_file"]:
-        cand = kb_root / row["keywords_file"]
-        kw_path = cand if cand.is_file() else None
-    doc = load_document(kb_root, rel, kw_path)
+    doc = load_document(kb_root, rel, keywords_source(kb_root, rel, row["keywords_file"]))
     with transaction(conn):
         _store(conn, KeywordIds(conn), doc)
     return _summary(doc, "updated")
@@ -71,41 +70,22 @@ def remove_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
     return {"action": "removed", "filepath": rel}
 
 
-def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "import",
-                        replace_origin: bool = False) -> dict:
-    data, _ = load_json_file(path)
-    entries = validate_similarities_data(data, str(path))
-    created = updated = removed = 0
-    with transaction(conn):
-        ids = KeywordIds(conn)
-        keep = set()
-        for e in entries:
-            sid, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
-                                         e["score"], e["directional"], origin)
-            keep.add(sid)
-            created += new
-            updated += not new
-        if replace_origin:
-            # Relations the file no longer lists go; the others were updated in place, so their ids
-            # (kept in query history and learned items) stay valid.
-            stale = [r[0] for r in conn.execute("SELECT id FROM keyword_similarities WHERE origin = ?", (origin,))
-                     if r[0] not in keep]
-            for sid in stale:
-                conn.execute("DELETE FROM keyword_similarities WHERE id = ?", (sid,))
-            removed = len(stale)
-    out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
-    if replace_origin:
-        out["removed"] = removed
-    return out
+def keywords_source(kb_root: Path, rel: str, stored: str | None) -> Path | None:
+    """The keywords file given with ``add --keywords`` that ``rel`` keeps using (None: the default one).
+
+    A missing one is an error rather than silently dropping the document's keywords.
+    """
+    explicit = explicit_keywords_file(kb_root, rel, stored)
+    if explicit is not None and not explicit.is_file():
+        raise ValidationError(f"Keywords file {stored} of {rel} (given with `kbindex add --keywords`) is missing; "
+                              f"restore it, or run `kbindex add {rel}` to index the document without it")
+    return explicit
 
 
-def similarity_files(kb_root: Path) -> list[Path]:
-    """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
-    out = []
-    for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
-        if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
-            out.append(cand)
-    return out
+def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
+    """The stat signature of ``rel`` and the keywords file it uses (explicit or default), as stored."""
+    md = kb_root / rel
+    return stat_sig(md, explicit_keywords_file(kb_root, rel, stored_keywords_file) or keywords_path_for(md))
 
 
 def _walk_markdown(root: Path) -> list[Path]:
@@ -144,11 +124,12 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     files = _walk_markdown(base)
     stats = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0, "errors": []}
     existing = {
-        r["filepath"]: (r["content_hash"], r["stat_sig"])
-        for r in conn.execute("SELECT filepath, content_hash, stat_sig FROM documents WHERE filepath LIKE ? ESCAPE '\\'",
-                              (_like_prefix(prefix),))
+        r["filepath"]: (r["content_hash"], r["stat_sig"], r["keywords_file"])
+        for r in conn.execute("SELECT filepath, content_hash, stat_sig, keywords_file FROM documents "
+                              "WHERE filepath LIKE ? ESCAPE '\\'", (_like_prefix(prefix),))
     }
     seen: set[str] = set()
+    rejected: dict[str, str] = {}
     total = len(files)
     with transaction(conn):
         ids = KeywordIds(conn)
@@ -162,27 +143,37 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
                 _sync_one(conn, ids, root, rel, existing.get(rel), stats)
             except KbError as exc:
                 stats["errors"].append({"file": rel, "message": exc.message})
+                if not os.path.exists(path):
+                    seen.discard(rel)  # deleted meanwhile, or a dangling symlink: not in the KB any more
+                else:
+                    try:  # the stale check leaves it alone until it changes again
+                        rejected[rel] = disk_sig(root, rel, (existing.get(rel) or (None, None, None))[2])
+                    except KbError:
+                        pass
             if progress:
                 progress(i, total)
         for rel in sorted(set(existing) - seen):
             conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
             stats["removed"] += 1
+        _record_rejected(conn, prefix, rejected)
+        used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
         for orphan in _orphan_keyword_files(base):
+            if orphan.relative_to(root).as_posix() in used:
+                continue  # given to a document with `add --keywords`
             stats["errors"].append({"file": orphan.relative_to(root).as_posix(),
                                     "message": "keywords file without a markdown document beside it"})
-        if directory is None:
-            stats["similarities"] = _sync_similarities(conn, root, stats["errors"])
+        if base == root:  # `sync` and `sync <the KB root>` alike
+            stats["similarities"] = sync_similarities(conn, root, stats["errors"])
     return stats
 
 
-def _sync_one(conn, ids, root: Path, rel: str, known: tuple[str, str] | None, stats: dict) -> None:
-    from kb_indexer.index.paths import keywords_path_for, stat_sig
-
+def _sync_one(conn, ids, root: Path, rel: str, known: tuple[str, str, str | None] | None, stats: dict) -> None:
+    explicit = keywords_source(root, rel, known[2] if known else None)
     md = root / rel
-    if known is not None and known[1] == stat_sig(md, keywords_path_for(md)):
+    if known is not None and known[1] == stat_sig(md, explicit or keywords_path_for(md)):
         stats["unchanged"] += 1
         return
-    doc = load_document(root, rel)
+    doc = load_document(root, rel, explicit)
     if known is not None and known[0] == doc.content_hash:
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
         stats["unchanged"] += 1
@@ -192,26 +183,14 @@ def _sync_one(conn, ids, root: Path, rel: str, known: tuple[str, str] | None, st
     stats["added" if known is None else "updated"] += 1
 
 
-def _sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
-    out = {"files": 0, "imported": 0, "unchanged_files": 0}
-    for path in similarity_files(root):
-        key = f"similarities_hash:{path.resolve()}"
-        try:
-            digest = hashlib.sha1(path.read_bytes()).hexdigest()
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            if row and row[0] == digest:
-                out["unchanged_files"] += 1
-                continue
-            with savepoint(conn):
-                origin = "file:" + path.resolve().relative_to(root.parent.resolve()).as_posix()
-                res = import_similarities(conn, path, origin=origin, replace_origin=True)
-                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                             "SET value = excluded.value", (key, digest))
-            out["files"] += 1
-            out["imported"] += res["imported"]
-        except KbError as exc:
-            errors.append({"file": str(path), "message": exc.message})
-    return out
+def _record_rejected(conn: sqlite3.Connection, prefix: str, rejected: dict[str, str]) -> None:
+    kept = {k: v for k, v in rejected_files(conn).items() if not k.startswith(prefix)}
+    kept.update(rejected)
+    if kept:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                     "SET value = excluded.value", (REJECTED_FILES_KEY, json.dumps(kept, sort_keys=True)))
+    else:
+        conn.execute("DELETE FROM meta WHERE key = ?", (REJECTED_FILES_KEY,))
 
 
 def _like_prefix(prefix: str) -> str:

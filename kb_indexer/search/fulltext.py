@@ -17,6 +17,7 @@ scored 0 and results come back on a 3-document KB.
 
 from __future__ import annotations
 
+import heapq
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from dataclasses import dataclass
 DEFAULT_COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
 PRESENCE = 0.1          # share of the full-text score given for merely matching
 SNIPPET_TOKENS = 24
+# bm25 scores this close (relative to the query's best) may fuse into equal relevance scores, which are
+# then ordered by filepath: a cut at ``limit`` keeps every document that close to the last one kept.
+TIE_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -69,20 +73,50 @@ def _rank_function(weights: tuple[float, ...]) -> str:
     return "bm25(" + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
 
 
+def tie_margin(best: float) -> float:
+    """How far below a cut-off bm25 score a document may still tie with it (see ``TIE_TOLERANCE``)."""
+    return TIE_TOLERANCE * best if best > 0 else float("inf")
+
+
 def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
            weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS,
            tokens: int = SNIPPET_TOKENS) -> list[tuple[int, float, str]]:
-    """Best ``limit`` documents as ``(document id, bm25 score, snippet)``, higher score is better.
+    """Best ``limit`` documents as ``(document id, bm25 score, snippet)``, higher score is better, plus any
+    document that may tie with the last of them (FTS5 cuts ties arbitrarily; the caller orders them by
+    filepath, so a result never depends on the limit).
 
     ``ORDER BY rank`` lets FTS5 sort before the snippets are made, so only the
-    returned rows pay for one.
+    returned rows pay for one. One row more than ``limit`` tells whether the cut falls inside a tie.
     """
     if not query or limit <= 0:
         return []
+    fetch = limit + 1
+    rows = _ranked(conn, query, fetch, weights, tokens)
+    if len(rows) <= limit:
+        return rows
+    boundary = rows[limit - 1][1] - tie_margin(rows[0][1])
+    while len(rows) == fetch and rows[-1][1] >= boundary:   # the cut is inside a tie: look further
+        fetch *= 2
+        rows = _ranked(conn, query, fetch, weights, tokens)
+    return [r for r in rows if r[1] >= boundary]
+
+
+def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
+            tokens: int) -> list[tuple[int, float, str]]:
     sql = ("SELECT rowid, rank, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
            "WHERE documents_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?")
     return [(r[0], -r[1], _clean_snippet(r[2]))
             for r in conn.execute(sql, (tokens, query.match, _rank_function(weights), limit))]
+
+
+def best_with_ties(scores: dict[int, float], n: int, best: float) -> list[int]:
+    """Ids of the ``n`` best scores plus those that may tie with the n-th (``best``: the query's best bm25)."""
+    if n <= 0 or not scores:
+        return []
+    if len(scores) <= n:
+        return list(scores)
+    boundary = heapq.nlargest(n, scores.values())[-1] - tie_margin(best)
+    return [d for d, s in scores.items() if s >= boundary]
 
 
 PER_ROW_MAX = 16   # above this many documents, one pass over all matches is cheaper than per-row lookups

@@ -47,6 +47,18 @@ _SIGNAL = re.compile(r"^SIG[A-Z]{3,}$")
 _CODE = re.compile(r"^(?:ERR_[A-Z0-9_]+|[A-Z]{1,3}\d{3,5})$")
 _BACKTICK = re.compile(r"`([^`\s][^`]*)`")
 
+# A bare 4xx/5xx number is a status code only beside one of these words (within HINT_WINDOW words) or in
+# a question with other identifiers: "404 error", "HTTP 503", "returns 500", "got a 404 from the API" are
+# status codes; "Top 500 tips for RL" is not.
+HTTP_HINTS = frozenset("""
+http https status code codes error errors err response responses respond responds responded return returns
+returned returning reply replies api apis server servers request requests endpoint endpoints upstream
+downstream gateway proxy nginx apache url curl fetch page fails failed failing timeout forbidden
+unauthorized unavailable redirect
+""".split())
+HINT_WINDOW = 3
+_WORD = re.compile(r"\w+")
+
 
 @dataclass(frozen=True)
 class Identifier:
@@ -99,14 +111,18 @@ def classify(word: str) -> str | None:
 
 
 def find_identifiers(*texts: str) -> list[Identifier]:
-    """Identifier-like words in the texts, in order, without duplicates."""
-    out: list[Identifier] = []
+    """Identifier-like words in the texts, in order, without duplicates.
+
+    A bare number that looks like an HTTP status (``404``) counts only when a hint word
+    (:data:`HTTP_HINTS`) is near it, in backticks, or when the texts hold another identifier.
+    """
+    found: list[tuple[Identifier, bool]] = []     # (identifier, certain)
     seen: set[str] = set()
 
-    def _add(text: str, kind: str) -> None:
+    def _add(text: str, kind: str, certain: bool = True) -> None:
         if text not in seen:
             seen.add(text)
-            out.append(Identifier(text, kind))
+            found.append((Identifier(text, kind), certain))
 
     for text in texts:
         if not text:
@@ -116,12 +132,22 @@ def find_identifiers(*texts: str) -> list[Identifier]:
             inner = m.group(1).strip()
             if inner and len(inner) <= 200:
                 _add(inner, classify(inner) or "code span")
-        for chunk in _BACKTICK.sub(" ", text).split():
+        chunks = _BACKTICK.sub(" ", text).split()
+        words = [w.lower() for c in chunks for w in _WORD.findall(c)] if chunks else []
+        pos = 0
+        for chunk in chunks:
             word = _clean(chunk)
+            n = len(_WORD.findall(chunk))
             kind = classify(word)
-            if kind:
+            if kind == "status code":
+                near = words[max(0, pos - HINT_WINDOW):pos] + words[pos + n:pos + n + HINT_WINDOW]
+                _add(word, kind, any(w in HTTP_HINTS for w in near))
+            elif kind:
                 _add(word, kind)
-    return out
+            pos += n
+    if any(certain and i.kind != "status code" for i, certain in found):
+        return [i for i, _ in found]
+    return [i for i, certain in found if certain]
 
 
 @dataclass

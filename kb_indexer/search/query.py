@@ -20,7 +20,6 @@ Pipeline (see the modules for each step):
 
 from __future__ import annotations
 
-import heapq
 import json
 import sqlite3
 from typing import Any, Iterable
@@ -106,7 +105,9 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
     for doc_id, info in learned.items():
         if info["boost"] > 0:
             candidates.setdefault(doc_id, Candidate(doc_id))
-    snippets = _add_fulltext(conn, fts_query, candidates, limit, col_w)
+    # Each document a not-helpful mark may push down makes room for one more full-text hit.
+    penalised = sum(1 for info in learned.values() if info["boost"] < 0)
+    snippets = _add_fulltext(conn, fts_query, candidates, limit + penalised, col_w)
     for doc_id, info in learned.items():
         if doc_id in candidates:  # a not-helpful mark lowers a document found another way
             candidates[doc_id].learned = info["boost"]
@@ -231,11 +232,13 @@ def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]
 
 def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candidates: dict[int, Candidate],
                   limit: int, col_w: tuple) -> dict[int, str]:
-    """Full-text hits (the best ``limit``, plus the scores of tagged candidates); returns their snippets.
+    """Full-text hits (the best ``limit`` and those tied with the last, plus the scores of tagged
+    candidates); returns their snippets.
 
     With few tagged candidates: one ranked query (snippets included) plus per-row scores for the tagged
     ones it missed. With many: one pass over all matches scores everything, and snippets come later,
-    for the final results only.
+    for the final results only. Either way the hits kept do not depend on document ids or FTS5's order
+    within a tie, so ``--limit N`` gives the first N results of any larger limit.
     """
     snippets: dict[int, str] = {}
     if not fts_query:
@@ -246,7 +249,8 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candid
         for d in tagged:
             if d in scores:
                 candidates[d].bm25 = scores[d]
-        for d in heapq.nsmallest(limit, (d for d in scores if d not in candidates), key=lambda d: (-scores[d], d)):
+        others = {d: s for d, s in scores.items() if d not in candidates}
+        for d in fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)):
             candidates[d] = Candidate(d, bm25=scores[d])
         return snippets
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):

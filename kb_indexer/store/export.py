@@ -9,6 +9,7 @@ from kb_indexer import __version__
 from kb_indexer.errors import ValidationError
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
+from kb_indexer.text import normalize_keyword
 
 FORMAT = "kbindex-export"
 FORMAT_VERSION = 1
@@ -40,6 +41,17 @@ def export_all(conn: sqlite3.Connection) -> dict[str, Any]:
     return out
 
 
+def _check_keyword(row: dict[str, Any], i: int) -> None:
+    """Keywords are looked up in their normalised form: a row holding another form would never be found."""
+    value = row.get("keyword")
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"Export table 'keywords' row {i}: 'keyword' must be a non-empty string")
+    norm = normalize_keyword(value)
+    if value != norm:
+        raise ValidationError(f"Export table 'keywords' row {i}: keyword {value!r} is not normalised "
+                              f"(expected {norm!r}; the display form belongs in 'display')")
+
+
 def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> dict[str, int]:
     """Replace the index content with an export. Validated first; all or nothing."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
@@ -60,7 +72,8 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> d
         cols = _columns(conn, table)
         names = [c["name"] for c in cols]
         allowed = set(names) | ({"body"} if table == "documents" else set())
-        required = {c["name"] for c in cols if c["notnull"] and c["dflt_value"] is None and not c["pk"]}
+        # Primary keys (ids) are required too: other rows (and history, learned items) refer to them.
+        required = {c["name"] for c in cols if (c["notnull"] and c["dflt_value"] is None) or c["pk"]}
         for i, row in enumerate(rows):
             extra = set(row) - allowed
             if extra:
@@ -68,6 +81,8 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> d
             missing = required - set(row)
             if missing:
                 raise ValidationError(f"Export table {table!r} row {i} lacks: {', '.join(sorted(missing))}")
+            if table == "keywords":
+                _check_keyword(row, i)
         plan.append((table, names, rows))
     counts: dict[str, int] = {}
     with transaction(conn):
@@ -92,7 +107,9 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> d
         for row in tables.get("documents", []):
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",
                       body=row.get("body") or "")
-        conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%'")
+        # The next sync re-reads every similarities file and re-checks every rejected file.
+        conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%' OR key LIKE 'similarities_rejected:%' "
+                     "OR key = 'rejected_files'")
         bad = conn.execute("PRAGMA foreign_key_check").fetchall()
         if bad:
             raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "

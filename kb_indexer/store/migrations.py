@@ -214,6 +214,24 @@ def m030_learning(conn: sqlite3.Connection) -> None:
     """)
 
 
+
+@migration
+def m040_similarity_files(conn: sqlite3.Connection) -> None:
+    # Which similarities.json files (by path relative to the KB root's parent, as in ``origin``) list a
+    # relation. ``origin`` says who last wrote its values; a relation stays while any file lists it, and
+    # goes when none does any more unless a person (relate, import-similarities) or learning wrote it
+    # last. See kb_indexer.index.similarity_sync.
+    run_script(conn, """
+    CREATE TABLE similarity_files (
+        similarity_id INTEGER NOT NULL REFERENCES keyword_similarities(id) ON DELETE CASCADE,
+        file TEXT NOT NULL,
+        PRIMARY KEY (similarity_id, file)
+    );
+    CREATE INDEX idx_similarity_files_file ON similarity_files(file);
+    INSERT INTO similarity_files (similarity_id, file)
+        SELECT id, substr(origin, 6) FROM keyword_similarities WHERE origin LIKE 'file:%';
+    """)
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

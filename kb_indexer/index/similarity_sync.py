@@ -1,0 +1,226 @@
+"""similarities.json files: importing them, and which file lists which relation.
+
+A project can hold two such files (beside the KB root and inside it). The
+table ``similarity_files`` keeps, per relation, every file that lists it;
+``keyword_similarities.origin`` only says who last wrote the relation's values
+(``file:<path>``, ``manual`` for ``relate``, ``import`` for
+``import-similarities``, ``learned``). A file's path is kept relative to the
+KB root's parent, as in ``origin``.
+
+- Re-importing a changed file updates its relations in place (their ids, kept
+  in query history and learned items, stay valid) and forgets the ones it no
+  longer lists.
+- A relation no file lists any more is deleted, unless its values were last
+  written by a person or by learning (origin not ``file:``).
+- When another file still lists it, that file's entry is applied again (the
+  dropped file's values must not linger) and becomes the origin.
+- A file that disappeared is handled as if it listed nothing, at the next full
+  sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.errors import KbError
+from kb_indexer.index.files import load_json_file, validate_similarities_data
+from kb_indexer.store.connection import savepoint, transaction
+from kb_indexer.store.documents import KeywordIds
+from kb_indexer.store.similarities import upsert_similarity
+from kb_indexer.text import normalize_keyword
+
+SIMILARITY_FILENAME = "similarities.json"
+HASH_KEY = "similarities_hash:"
+REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could not import
+
+
+def similarity_files(kb_root: Path) -> list[Path]:
+    """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
+    out = []
+    for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
+        if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
+            out.append(cand)
+    return out
+
+
+def file_key(root: Path, path: Path) -> str:
+    """A similarities file as named in ``origin`` (``file:<key>``) and ``similarity_files.file``."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(root.resolve().parent).as_posix()
+    except ValueError:  # a symlink leading elsewhere
+        return str(resolved)
+
+
+def hash_key(path: Path) -> str:
+    return HASH_KEY + str(path.resolve())
+
+
+def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple:
+    return tuple(sorted((normalize_keyword(keyword1), normalize_keyword(keyword2)))), sim_type
+
+
+class _Listings:
+    """Entries of the other similarities files, read once per sync when a relation is handed over."""
+
+    def __init__(self, root: Path | None):
+        self.root = root
+        self._cache: dict[str, dict[tuple, dict[str, Any]] | None] = {}
+
+    def entry(self, key: str, rel: sqlite3.Row) -> dict[str, Any] | None:
+        if self.root is None:
+            return None
+        if key not in self._cache:
+            try:
+                path = self.root.parent / key
+                data, _ = load_json_file(path)
+                entries = validate_similarities_data(data, str(path))
+                self._cache[key] = {_entry_key(e["keyword1"], e["keyword2"], e["type"]): e for e in entries}
+            except KbError:
+                self._cache[key] = None
+        entries = self._cache[key]
+        return None if entries is None else entries.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
+
+
+def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:
+    """File ``key`` no longer lists the relations ``sids``; returns how many relations were deleted."""
+    removed = 0
+    for sid in sorted(sids):
+        conn.execute("DELETE FROM similarity_files WHERE similarity_id = ? AND file = ?", (sid, key))
+        rel = conn.execute(
+            "SELECT s.id, s.origin, s.similarity_type, k1.keyword AS k1, k2.keyword AS k2 FROM keyword_similarities s "
+            "JOIN keywords k1 ON k1.id = s.keyword_id_1 JOIN keywords k2 ON k2.id = s.keyword_id_2 WHERE s.id = ?",
+            (sid,)).fetchone()
+        if rel is None or not rel["origin"].startswith("file:"):
+            continue  # gone already, or last written by a person or by learning: it stays
+        others = [r[0] for r in conn.execute(
+            "SELECT file FROM similarity_files WHERE similarity_id = ? ORDER BY file", (sid,))]
+        if not others:
+            conn.execute("DELETE FROM keyword_similarities WHERE id = ?", (sid,))
+            removed += 1
+            continue
+        if rel["origin"] != f"file:{key}":
+            continue  # its values came from a file that still lists it
+        for other in others:  # hand it over: the values of a file that still lists it
+            e = listings.entry(other, rel)
+            if e is not None:
+                upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"], e["score"],
+                                  e["directional"], f"file:{other}")
+                break
+        else:
+            conn.execute("UPDATE keyword_similarities SET origin = ? WHERE id = ?", (f"file:{others[0]}", sid))
+    return removed
+
+
+def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "import",
+                        replace_origin: bool = False, root: Path | None = None) -> dict:
+    """Import a similarities file in one transaction (all entries valid, or nothing).
+
+    With ``replace_origin`` (sync; ``origin`` is ``file:<key>``) the file's listing is recorded and the
+    relations it no longer lists are forgotten (see the module docstring); ``root`` (the KB root) lets a
+    relation still listed by the other file take that file's values.
+    """
+    data, _ = load_json_file(path)
+    entries = validate_similarities_data(data, str(path))
+    created = updated = removed = 0
+    key = origin[len("file:"):] if replace_origin else None
+    with transaction(conn):
+        ids = KeywordIds(conn)
+        keep = set()
+        for e in entries:
+            sid, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
+                                         e["score"], e["directional"], origin)
+            keep.add(sid)
+            created += new
+            updated += not new
+            if key is not None:
+                conn.execute("INSERT OR IGNORE INTO similarity_files (similarity_id, file) VALUES (?, ?)", (sid, key))
+        if key is not None:
+            removed = _unlist(conn, ids, key, _listed_by(conn, key) - keep, _Listings(root))
+    out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
+    if replace_origin:
+        out["removed"] = removed
+    return out
+
+
+def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:
+    """Relations file ``key`` listed at its last import (``origin`` covers indexes older than the table)."""
+    return {r[0] for r in conn.execute(
+        "SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
+        "SELECT id FROM keyword_similarities WHERE origin = ?", (key, f"file:{key}"))}
+
+
+def known_files(conn: sqlite3.Connection) -> set[str]:
+    """Every similarities file the index has relations from."""
+    return {r[0] for r in conn.execute(
+        "SELECT file FROM similarity_files UNION "
+        "SELECT substr(origin, 6) FROM keyword_similarities WHERE origin LIKE 'file:%'")}
+
+
+def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
+    """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
+    out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
+    current = similarity_files(root)
+    hashes = set()
+    for path in current:
+        key = hash_key(path)
+        hashes.add(key)
+        digest = None
+        try:
+            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if row and row[0] == digest:
+                out["unchanged_files"] += 1
+                continue
+            with savepoint(conn):
+                res = import_similarities(conn, path, origin="file:" + file_key(root, path), replace_origin=True,
+                                          root=root)
+                _set_meta(conn, key, digest)
+            out["files"] += 1
+            out["imported"] += res["imported"]
+            out["removed"] += res["removed"]
+            conn.execute("DELETE FROM meta WHERE key = ?", (REJECTED_KEY + str(path.resolve()),))
+        except (KbError, OSError) as exc:
+            message = exc.message if isinstance(exc, KbError) else f"cannot read: {exc.strerror or exc}"
+            errors.append({"file": str(path), "message": message})
+            if digest is not None:  # the stale check does not report it again until it changes
+                _set_meta(conn, REJECTED_KEY + str(path.resolve()), digest)
+    present = {file_key(root, p) for p in current}
+    gone = known_files(conn) - present
+    if gone:
+        ids, listings = KeywordIds(conn), _Listings(root)
+        for key in sorted(gone):
+            out["removed"] += _unlist(conn, ids, key, _listed_by(conn, key), listings)
+    rejected = {REJECTED_KEY + k[len(HASH_KEY):] for k in hashes}
+    for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ?",
+                               (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall():
+        if key not in hashes and key not in rejected:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    return out
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                 (key, value))
+
+
+def similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
+    """Similarities files a full sync would import (new or changed) or forget (deleted)."""
+    out = []
+    current = similarity_files(root)
+    stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE ? OR key LIKE ?",
+                               (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall())
+    for path in current:
+        key = hash_key(path)
+        try:
+            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+        if digest not in (stored.get(key), stored.get(REJECTED_KEY + str(path.resolve()))):
+            out.append(str(path))
+    keys = {hash_key(p) for p in current}
+    out += sorted(k[len(HASH_KEY):] + " (deleted)" for k in stored if k.startswith(HASH_KEY) and k not in keys)
+    return out
