@@ -48,6 +48,19 @@ def kb(project):
 
 
 @pytest.fixture
+def small(tmp_path):
+    """(KnowledgeBase, KB folder) over an empty knowledge base, for tests that write their own files."""
+    from kb_indexer.api import KnowledgeBase
+
+    root = tmp_path / "p"
+    kbdir = root / "knowledge-base"
+    kbdir.mkdir(parents=True)
+    handle, _ = KnowledgeBase.init(root / "kbindex.db", kbdir)
+    yield handle, kbdir
+    handle.close()
+
+
+@pytest.fixture
 def empty_kb(tmp_path):
     """An initialised index over an empty knowledge base folder."""
     from kb_indexer.api import KnowledgeBase

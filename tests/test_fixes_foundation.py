@@ -15,16 +15,6 @@ from kb_indexer.store.migrations import MIGRATIONS as MIGRATIONS_ALL
 from tests.helpers import kw, write_doc
 
 
-@pytest.fixture
-def small(tmp_path):
-    root = tmp_path / "p"
-    kbdir = root / "knowledge-base"
-    kbdir.mkdir(parents=True)
-    handle, _ = KnowledgeBase.init(root / "kbindex.db", kbdir)
-    yield handle, kbdir
-    handle.close()
-
-
 def _keywords(handle, path):
     return [k["keyword"] for k in handle.keywords(path)["keywords"]]
 

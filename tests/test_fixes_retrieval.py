@@ -84,11 +84,8 @@ def test_fulltext_search_keeps_every_document_tied_with_the_last():
 # -- 7. exact matches outrank expansion-only matches, with equal other evidence ----------------------------
 
 @pytest.fixture
-def exact_vs_expansion(tmp_path):
-    root = tmp_path / "p"
-    kbdir = root / "knowledge-base"
-    kbdir.mkdir(parents=True)
-    handle, _ = KnowledgeBase.init(root / "kbindex.db", kbdir)
+def exact_vs_expansion(small):
+    handle, kbdir = small
     body = "# Policy notes\n\nPolicy gradient methods with an actor and a critic.\n"
     # The same full-text content: title, summary and body alike, and the same keyword tokens
     # (rl, reinforcement, learning, lab) in the keywords column, so bm25 is equal. The expansion-only

@@ -7,19 +7,8 @@ import os
 
 import pytest
 
-from kb_indexer.api import KnowledgeBase
 from kb_indexer.index.markdown import parse_front_matter, parse_markdown
 from tests.helpers import kw, write_doc
-
-
-@pytest.fixture
-def small(tmp_path):
-    root = tmp_path / "p"
-    kbdir = root / "knowledge-base"
-    kbdir.mkdir(parents=True)
-    handle, _ = KnowledgeBase.init(root / "kbindex.db", kbdir)
-    yield handle, kbdir
-    handle.close()
 
 
 def test_parse_markdown_title_summary_body_front_matter():

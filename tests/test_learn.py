@@ -289,13 +289,19 @@ def _rel(kb):
         "'rl' IN (a.keyword, b.keyword) AND 'reinforcement learning' IN (a.keyword, b.keyword)").fetchone()
 
 
-def test_score_adjustment_returns_when_evidence_cancels_out(kb):
+def _rl_marked_not_helpful_once(kb):
+    """One query expanded 'reinforcement learning' -> 'rl' and found a not-helpful document; learned."""
     rel_id, original = _rel(kb)
     exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
                                              "expanded": "rl"}]}
     q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
     kb.feedback(q1, [], ["experience-based-learning.md"])
     kb.learn()
+    return rel_id, original, exp
+
+
+def test_score_adjustment_returns_when_evidence_cancels_out(kb):
+    rel_id, original, exp = _rl_marked_not_helpful_once(kb)
     assert _rel(kb)[1] == pytest.approx(original - 0.05)
     q2, _ = ask(kb, "q2", ["reinforcement learning"], ["experience-based-learning.md"], exp)
     kb.feedback(q2, ["experience-based-learning.md"], [])
@@ -304,12 +310,7 @@ def test_score_adjustment_returns_when_evidence_cancels_out(kb):
 
 
 def test_undoing_a_score_adjustment_keeps_a_later_person_edit(kb):
-    rel_id, original = _rel(kb)
-    exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
-                                             "expanded": "rl"}]}
-    q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
-    kb.feedback(q1, [], ["experience-based-learning.md"])
-    kb.learn()
+    rel_id, original, exp = _rl_marked_not_helpful_once(kb)
     kb.relate("RL", "reinforcement learning", "abbreviation", "a person's edit", 0.7)
     kb.learned_remove(all_=True)
     assert _rel(kb)[1] == pytest.approx(0.7)

@@ -232,6 +232,7 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
         SELECT id, substr(origin, 6) FROM keyword_similarities WHERE origin LIKE 'file:%';
     """)
 
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
