@@ -237,7 +237,7 @@ class KnowledgeBase(LearningAPI):
 
     def import_(self, data: Any, force: bool = False) -> dict:
         from kb_indexer.store.export import import_all
-        return {"imported": import_all(self.conn, data, force=force)}
+        return {"imported": import_all(self.conn, data, force=force, kb_root=self.kb_root)}
 
     def db_stats(self) -> dict:
         c = self.conn

@@ -119,3 +119,8 @@ def test_clear_history_before_honours_a_utc_offset(proj, run):
     hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).astimezone(timezone(timedelta(hours=2)))
     res = run("clear-history", "--before", hour_ago.isoformat(timespec="seconds"), "-f", "json", cwd=proj).json()
     assert res["queries_removed"] == 0
+
+
+def test_learned_list_rejects_an_unknown_kind(proj, run):
+    res = run("learned", "list", "--kind", "bogus", "-f", "json", cwd=proj)
+    assert res.returncode == 2 and res.stdout == "" and "association" in res.error()["message"]

@@ -7,9 +7,12 @@ table ``similarity_files`` keeps, per relation, every file that lists it;
 ``import-similarities``, ``learned``). A file's path is kept relative to the
 KB root's parent, as in ``origin``.
 
-- Re-importing a changed file updates its relations in place (their ids, kept
-  in query history and learned items, stay valid) and forgets the ones it no
-  longer lists.
+- Re-importing a changed file applies only the entries that changed since its
+  last import (``similarity_file_entries``): a relation whose entry is unchanged
+  keeps what a person (``relate``, ``unrelate``) or learning did to it since.
+  Changed entries update their relations in place (their ids, kept in query
+  history and learned items, stay valid); relations it no longer lists are
+  forgotten.
 - A relation no file lists any more is deleted, unless its values were last
   written by a person or by learning (origin not ``file:``).
 - When another file still lists it, that file's entry is applied again (the
@@ -21,6 +24,7 @@ KB root's parent, as in ``origin``.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,26 @@ def hash_key(path: Path) -> str:
 
 def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple:
     return tuple(sorted((normalize_keyword(keyword1), normalize_keyword(keyword2)))), sim_type
+
+
+def _entry_id(e: dict[str, Any]) -> str:
+    (a, b), t = _entry_key(e["keyword1"], e["keyword2"], e["type"])
+    return f"{a}|{b}|{t}"
+
+
+def _entry_hash(e: dict[str, Any]) -> str:
+    values = [normalize_keyword(e["keyword1"]), normalize_keyword(e["keyword2"]), e["type"], e["context"].strip(),
+              float(e["score"]), bool(e["directional"])]
+    return hashlib.sha1(json.dumps(values).encode()).hexdigest()
+
+
+def _relation_id(conn: sqlite3.Connection, ids: KeywordIds, e: dict[str, Any]) -> int | None:
+    a, b = ids.get(e["keyword1"]), ids.get(e["keyword2"])
+    if a is None or b is None:
+        return None
+    row = conn.execute("SELECT id FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND "
+                       "similarity_type = ?", (min(a, b), max(a, b), e["type"])).fetchone()
+    return row[0] if row else None
 
 
 class _Listings:
@@ -127,10 +151,21 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "
     entries = validate_similarities_data(data, str(path))
     created = updated = removed = 0
     key = origin[len("file:"):] if replace_origin else None
+    unchanged = 0
     with transaction(conn):
         ids = KeywordIds(conn)
         keep = set()
+        before = {} if key is None else dict(conn.execute(
+            "SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?", (key,)).fetchall())
         for e in entries:
+            if key is not None and before.get(_entry_id(e)) == _entry_hash(e):
+                # Unchanged since this file was last imported: what a person or learning did to the
+                # relation since (relate, unrelate, score changes) stays.
+                unchanged += 1
+                sid = _relation_id(conn, ids, e)
+                if sid is not None:
+                    keep.add(sid)
+                continue
             sid, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
                                          e["score"], e["directional"], origin)
             keep.add(sid)
@@ -140,10 +175,38 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "
                 conn.execute("INSERT OR IGNORE INTO similarity_files (similarity_id, file) VALUES (?, ?)", (sid, key))
         if key is not None:
             removed = _unlist(conn, ids, key, _listed_by(conn, key) - keep, _Listings(root))
+            _remember_entries(conn, key, entries)
     out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
     if replace_origin:
+        out["unchanged"] = unchanged
         out["removed"] = removed
     return out
+
+
+def _remember_entries(conn: sqlite3.Connection, key: str, entries: list[dict[str, Any]]) -> None:
+    conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
+    conn.executemany("INSERT OR REPLACE INTO similarity_file_entries (file, entry, entry_hash) VALUES (?, ?, ?)",
+                     [(key, _entry_id(e), _entry_hash(e)) for e in entries])
+
+
+def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
+    """After ``import`` of an export: similarities files whose entries are exactly those the imported
+    index recorded count as synced (no stale warning, nothing re-applied). Returns their paths."""
+    adopted = []
+    for path in similarity_files(root):
+        key = file_key(root, path)
+        try:
+            raw = path.read_bytes()
+            data, _ = load_json_file(path)
+            entries = validate_similarities_data(data, str(path))
+        except (KbError, OSError):
+            continue
+        recorded = dict(conn.execute("SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?",
+                                     (key,)).fetchall())
+        if recorded and recorded == {_entry_id(e): _entry_hash(e) for e in entries}:
+            _set_meta(conn, hash_key(path), hashlib.sha1(raw).hexdigest())
+            adopted.append(str(path))
+    return adopted
 
 
 def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:

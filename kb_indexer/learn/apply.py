@@ -12,6 +12,7 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.text import normalize_keyword
 
+KINDS = ("association", "keyword", "similarity", "score")
 _DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
 
 
@@ -184,6 +185,8 @@ def _summary(items: list[dict]) -> dict[str, int]:
 
 
 def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_removed: bool = False) -> dict:
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"--kind must be one of: {', '.join(KINDS)}; got {kind!r}")
     sql = "SELECT * FROM learned_items WHERE 1 = 1"
     args: list[Any] = []
     if kind:

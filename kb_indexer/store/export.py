@@ -52,7 +52,7 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
                               f"(expected {norm!r}; the display form belongs in 'display')")
 
 
-def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> dict[str, int]:
+def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False, kb_root=None) -> dict[str, int]:
     """Replace the index content with an export. Validated first; all or nothing."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
         raise ValidationError(f"Not a kbindex export (expected an object with \"format\": \"{FORMAT}\" and \"tables\")")
@@ -107,9 +107,12 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False) -> d
         for row in tables.get("documents", []):
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",
                       body=row.get("body") or "")
-        # The next sync re-reads every similarities file and re-checks every rejected file.
+        # The next sync re-reads the similarities files and re-checks every rejected file...
         conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%' OR key LIKE 'similarities_rejected:%' "
                      "OR key = 'rejected_files'")
+        if kb_root is not None:  # ...except files whose entries are exactly what the export recorded
+            from kb_indexer.index.similarity_sync import adopt_unchanged_files
+            adopt_unchanged_files(conn, kb_root)
         bad = conn.execute("PRAGMA foreign_key_check").fetchall()
         if bad:
             raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "

@@ -220,7 +220,8 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
     # Which similarities.json files (by path relative to the KB root's parent, as in ``origin``) list a
     # relation. ``origin`` says who last wrote its values; a relation stays while any file lists it, and
     # goes when none does any more unless a person (relate, import-similarities) or learning wrote it
-    # last. See kb_indexer.index.similarity_sync.
+    # last. ``similarity_file_entries`` remembers each file entry as last imported, so that re-reading a
+    # file applies only the entries that changed. See kb_indexer.index.similarity_sync.
     run_script(conn, """
     CREATE TABLE similarity_files (
         similarity_id INTEGER NOT NULL REFERENCES keyword_similarities(id) ON DELETE CASCADE,
@@ -228,6 +229,12 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
         PRIMARY KEY (similarity_id, file)
     );
     CREATE INDEX idx_similarity_files_file ON similarity_files(file);
+    CREATE TABLE similarity_file_entries (
+        file TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        entry_hash TEXT NOT NULL,
+        PRIMARY KEY (file, entry)
+    );
     INSERT INTO similarity_files (similarity_id, file)
         SELECT id, substr(origin, 6) FROM keyword_similarities WHERE origin LIKE 'file:%';
     """)
