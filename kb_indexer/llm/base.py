@@ -153,6 +153,16 @@ class Message:
         return out
 
 
+def with_system_note(messages: list[Message], note: str, sep: str = "\n") -> list[Message]:
+    """``messages`` with ``note`` appended to the system message (one is added first if there is none)."""
+    out = list(messages)
+    if out and out[0].role == "system":
+        out[0] = Message("system", out[0].content.rstrip() + sep + note)
+    else:
+        out.insert(0, Message("system", note))
+    return out
+
+
 def as_messages(messages: Any) -> list[Message]:
     """Accept Message objects or ``{"role", "content"}`` dicts."""
     out = []

@@ -25,7 +25,7 @@ import httpx
 
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, LLMTimeout,
                                  LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
-                                 parse_retry_after)
+                                 parse_retry_after, with_system_note)
 from kb_indexer.llm.config import LLMConfig
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")
@@ -76,13 +76,8 @@ def _tool_calls(raw: list[dict[str, Any]] | None) -> list[ToolCall]:
 
 def _schema_in_prompt(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
     """For servers without a schema mode: quote the schema in the system message."""
-    note = "The JSON must match this JSON schema: " + json.dumps(schema, separators=(",", ":"))
-    out = list(messages)
-    if out and out[0].role == "system":
-        out[0] = Message("system", out[0].content.rstrip() + "\n" + note)
-    else:
-        out.insert(0, Message("system", note))
-    return out
+    return with_system_note(messages, "The JSON must match this JSON schema: "
+                            + json.dumps(schema, separators=(",", ":")))
 
 
 class _FormatRejected(Exception):

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, Message, StructuredResult,
-                                 Tool, as_messages)
+                                 Tool, as_messages, with_system_note)
 from kb_indexer.llm.config import LLMConfig, LLMOptions, make_backend, resolve
 from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
 
@@ -214,12 +214,7 @@ def _with_schema_instruction(msgs: list[Message], schema: dict[str, Any], full: 
     """Ask for bare JSON in the system message; with ``full``, quote the schema there too."""
     note = "Answer with one JSON value only, no prose and no code fence"
     note += (", matching this JSON schema: " + schema_text(schema)) if full else "."
-    out = list(msgs)
-    if out and out[0].role == "system":
-        out[0] = Message("system", out[0].content.rstrip() + "\n\n" + note)
-    else:
-        out.insert(0, Message("system", note))
-    return out
+    return with_system_note(msgs, note, sep="\n\n")
 
 
 def _problems(data: Any, schema: dict[str, Any], check: Check | None) -> list[str]:

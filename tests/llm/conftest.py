@@ -38,6 +38,30 @@ def _fresh_llm_state(monkeypatch):
 
 
 @pytest.fixture
+def make_client(monkeypatch):
+    """``make_client(backend, env={...}, model=..., timeout=..., retries=..., conn=...)``: an LLMClient
+    configured from those environment variables, with no real sleeping between retries; closed after
+    the test."""
+    from kb_indexer.llm.config import LLMOptions, resolve
+    from kb_indexer.llm.structured import LLMClient
+
+    made = []
+
+    def _make(backend: str, *, env: dict | None = None, model=None, timeout=None, retries: int = 2, conn=None):
+        for name, value in (env or {}).items():
+            if value:
+                monkeypatch.setenv(name, value)
+        client = LLMClient(resolve(LLMOptions(backend=backend, model=model, timeout=timeout, retries=retries)),
+                           conn=conn, sleep=lambda s: None)
+        made.append(client)
+        return client
+
+    yield _make
+    for c in made:
+        c.close()
+
+
+@pytest.fixture
 def http_server():
     server = FakeServer()
     yield server

@@ -30,22 +30,13 @@ def gemini_server(http_server):
 
 
 @pytest.fixture
-def client_for(monkeypatch):
-    made = []
-
+def client_for(make_client):
     def _make(url: str, *, key: str | None = "test-key", model: str | None = None, timeout: float | None = None,
               retries: int = 2) -> LLMClient:
-        monkeypatch.setenv("KBINDEX_GEMINI_BASE_URL", url)
-        if key:
-            monkeypatch.setenv("GEMINI_API_KEY", key)
-        client = LLMClient(resolve(LLMOptions(backend="gemini", model=model, timeout=timeout, retries=retries)),
-                           sleep=lambda s: None)
-        made.append(client)
-        return client
+        return make_client("gemini", env={"KBINDEX_GEMINI_BASE_URL": url, "GEMINI_API_KEY": key}, model=model,
+                           timeout=timeout, retries=retries)
 
-    yield _make
-    for c in made:
-        c.close()
+    return _make
 
 
 def ask(client: LLMClient):

@@ -9,7 +9,7 @@ from llm_helpers import Reply, ollama_reply
 
 from kb_indexer.llm.base import (LLMAuthError, LLMBadResponse, LLMModelNotFound, LLMServerError, LLMTimeout,
                                  LLMUnavailable, Message, Tool)
-from kb_indexer.llm.config import LLMOptions, ollama_host, resolve
+from kb_indexer.llm.config import ollama_host
 from kb_indexer.llm.structured import LLMClient
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["n"],
@@ -18,19 +18,11 @@ PATH = "/api/chat"
 
 
 @pytest.fixture
-def client_for(monkeypatch):
-    made = []
-
+def client_for(make_client):
     def _make(host: str, *, model: str | None = None, timeout: float | None = None, retries: int = 2) -> LLMClient:
-        monkeypatch.setenv("OLLAMA_HOST", host)
-        client = LLMClient(resolve(LLMOptions(backend="ollama", model=model, timeout=timeout, retries=retries)),
-                           sleep=lambda s: None)
-        made.append(client)
-        return client
+        return make_client("ollama", env={"OLLAMA_HOST": host}, model=model, timeout=timeout, retries=retries)
 
-    yield _make
-    for c in made:
-        c.close()
+    return _make
 
 
 def ask(client: LLMClient):

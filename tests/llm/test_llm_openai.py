@@ -18,22 +18,13 @@ PATH = "/v1/chat/completions"
 
 
 @pytest.fixture
-def client_for(monkeypatch):
-    made = []
-
+def client_for(make_client):
     def _make(url: str, *, model: str | None = "test-model", key: str | None = None, timeout: float | None = None,
               retries: int = 2, conn=None) -> LLMClient:
-        monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", url)
-        if key:
-            monkeypatch.setenv("OPENAI_API_KEY", key)
-        client = LLMClient(resolve(LLMOptions(backend="openai", model=model, timeout=timeout, retries=retries)),
-                           conn=conn, sleep=lambda s: None)
-        made.append(client)
-        return client
+        return make_client("openai", env={"KBINDEX_OPENAI_BASE_URL": url, "OPENAI_API_KEY": key}, model=model,
+                           timeout=timeout, retries=retries, conn=conn)
 
-    yield _make
-    for c in made:
-        c.close()
+    return _make
 
 
 def ask(client: LLMClient, **kw):
