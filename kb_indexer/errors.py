@@ -2,6 +2,25 @@
 
 Every error a user can cause is a ``KbError``: the CLI prints its message to
 stderr (as a JSON object under ``--format json``) and exits with ``exit_code``.
+
+The codes (documented in the README, "Errors"):
+
+=================  ====  ===========================================================
+code               exit  meaning
+=================  ====  ===========================================================
+usage              2     wrong options or arguments
+invalid_input      1     a file, argument or JSON value kbindex cannot accept
+not_found          1     a document, keyword, query or file that does not exist
+outside_kb         1     a path resolving outside the knowledge-base root
+not_initialised    1     no index here: run ``kbindex init``
+bad_database       1     the file is not a kbindex index (or not SQLite at all)
+schema             1     the index was written by a newer kbindex
+busy               1     another kbindex process held the write lock too long
+read_only          1     the index (or its folder) cannot be written
+disk_full          1     the disk (or a quota) is full
+llm_*              1     an LLM backend failed where no fallback applies
+internal           1     a bug in kbindex: please report it
+=================  ====  ===========================================================
 """
 
 from __future__ import annotations
@@ -50,3 +69,21 @@ class NotInitialisedError(KbError):
 
 class SchemaError(KbError):
     code = "schema"
+
+
+class BadDatabaseError(KbError):
+    code = "bad_database"
+
+
+class BusyError(KbError):
+    """Another process held the write lock past the busy timeout."""
+
+    code = "busy"
+
+
+class ReadOnlyError(KbError):
+    code = "read_only"
+
+
+class DiskFullError(KbError):
+    code = "disk_full"

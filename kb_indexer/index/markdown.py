@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +31,27 @@ class ParsedMarkdown:
     body: str = ""
 
 
+def _read_regular(path: Path, name: str) -> bytes:
+    """The bytes of a regular file. Opened non-blocking and checked before reading, so a FIFO, device or
+    socket named like a document is refused instead of blocking forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValidationError(f"{name} is not a regular file (a FIFO, device, socket or folder); "
+                                  "only regular files are read")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_text_file(path: Path, display: str | None = None) -> tuple[str, bytes]:
     """Read a UTF-8 text file; binary and non-UTF-8 files are refused clearly."""
     name = display or str(path)
     try:
-        data = path.read_bytes()
+        data = _read_regular(path, name)
     except FileNotFoundError:
         raise ValidationError(f"File not found: {name}", code="not_found") from None
     except IsADirectoryError:

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.index.membership import is_document_name, is_skipped_dir
 from kb_indexer.index.paths import KEYWORDS_SUFFIX
 
-_MD = (".md", ".markdown")
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
 # documents whose stored keywords file is not their default ``<stem>.keywords.json`` (.md or .markdown)
@@ -59,15 +59,12 @@ def scan(root: Path) -> dict[str, str]:
         kws: dict[str, os.DirEntry] = {}
         for e in entries:
             name = e.name
-            if name[0] == ".":
-                continue
-            low = name.lower()
             try:
-                if low.endswith(_MD) and e.is_file():
+                if is_document_name(name) and e.is_file():
                     mds.append(e)
-                elif low.endswith(KEYWORDS_SUFFIX):
+                elif name.endswith(KEYWORDS_SUFFIX):
                     kws[name] = e
-                elif e.is_dir() and name != "__pycache__" and not e.is_symlink():
+                elif not is_skipped_dir(name) and e.is_dir() and not e.is_symlink():
                     stack.append((e.path, prefix + name + "/"))
             except OSError:
                 continue

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
+from kb_indexer.index.membership import excluded_reason, is_document_name, is_skipped_dir, regular_file_problem
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
@@ -38,8 +39,12 @@ def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
 
 def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> dict:
     rel = to_relative(kb_root, path)
-    if not rel.lower().endswith((".md", ".markdown")):
-        raise ValidationError(f"{rel} is not a markdown file (.md); pass the document, not its keywords file")
+    reason = excluded_reason(rel)
+    if reason is not None:
+        raise ValidationError(f"{rel} is not part of the knowledge base: {reason} (sync would drop it again)")
+    problem = regular_file_problem(kb_root / rel)
+    if problem is not None:
+        raise ValidationError(f"{rel} is {problem}" if problem.startswith("a ") else f"{rel}: {problem}")
     kw_path = Path(keywords_file).expanduser() if keywords_file else None
     if kw_path is not None and not kw_path.is_file():
         raise ValidationError(f"Keywords file not found: {keywords_file}", code="not_found")
@@ -91,9 +96,9 @@ def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
 def _walk_markdown(root: Path) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d))
         for name in sorted(filenames):
-            if name.lower().endswith((".md", ".markdown")) and not name.startswith("."):
+            if is_document_name(name):
                 found.append(Path(dirpath) / name)
     return found
 
@@ -101,7 +106,7 @@ def _walk_markdown(root: Path) -> list[Path]:
 def _orphan_keyword_files(root: Path) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d))
         names = set(filenames)
         for name in sorted(filenames):
             if name.endswith(KEYWORDS_SUFFIX):

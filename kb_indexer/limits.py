@@ -1,0 +1,115 @@
+"""Limits on what kbindex accepts, in one place (documented in the README, "Limits").
+
+Every value a user gives (a keyword, a JSON file, a number, a document) is
+checked against these before anything is written, so bad input is refused
+with a clear ``invalid_input`` error instead of failing deep inside.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from kb_indexer.errors import ValidationError
+
+# A keyword (tag, relation end, --keywords value) longer than this is refused.
+MAX_KEYWORD_CHARS = 200
+# JSON files (keywords files, similarities.json, exports) nested deeper than this are refused.
+MAX_JSON_DEPTH = 64
+# Documents larger than this are indexed up to the limit, with a warning (env KBINDEX_MAX_DOC_BYTES).
+DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
+# Ids (query ids, attempt ids) are SQLite integers.
+MAX_ID = 2**63 - 1
+
+
+def max_doc_bytes() -> int:
+    raw = os.environ.get("KBINDEX_MAX_DOC_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_DOC_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"KBINDEX_MAX_DOC_BYTES must be a whole number of bytes, got {raw!r}") from None
+    if value < 1024:
+        raise ValidationError(f"KBINDEX_MAX_DOC_BYTES must be at least 1024, got {value}")
+    return value
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """Nesting depth of a parsed JSON value (iterative: no recursion limit); stops counting past ``limit``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def _nesting_upper_bound(text: str) -> int:
+    """Deepest bracket nesting of a JSON text, counted without parsing (brackets in strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json(text: str, name: str) -> Any:
+    """``json.loads`` for user files: invalid JSON, nesting deeper than ``MAX_JSON_DEPTH`` and non-finite
+    numbers (NaN, Infinity) are ``invalid_input`` errors, never a crash (a RecursionError)."""
+    if _nesting_upper_bound(text) > MAX_JSON_DEPTH:
+        raise ValidationError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep")
+
+    def _no_constants(token: str) -> Any:
+        raise ValidationError(f"{name}: {token} is not a valid JSON number")
+
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise ValidationError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+
+
+def check_keyword(value: str, where: str = "keyword") -> str:
+    """A keyword as given: a string of at most ``MAX_KEYWORD_CHARS`` characters with no NUL."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_KEYWORD_CHARS:
+        raise ValidationError(f"{where} is {len(value)} characters long; at most {MAX_KEYWORD_CHARS} are allowed "
+                              f"(starts {value[:40]!r})")
+    if "\x00" in value:
+        raise ValidationError(f"{where} contains a NUL character")
+    return value
+
+
+def check_finite(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValidationError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_id(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        raise ValidationError(f"{what} must be a whole number from 1 to {MAX_ID}, got {value!r}")
+    return value
