@@ -206,15 +206,16 @@ def test_file_deleted_between_walk_and_stat_is_reported_and_dropped(small, monke
     write_doc(kbdir, "a.md", "# A\n\ntext\n")
     gone = write_doc(kbdir, "gone.md", "# Gone\n\ntext\n")
     assert handle.sync()["added"] == 2
-    real_walk = sync_mod._walk_markdown
+    real_scan = sync_mod.scan
 
-    def walk_then_delete(root):
-        found = real_walk(root)
-        gone.unlink()                      # deleted after the walk, before its stat
+    def walk_then_delete(root, base=""):
+        found = real_scan(root, base)
+        gone.unlink()                      # changed, then deleted after the walk, before it is read
         return found
 
-    monkeypatch.setattr(sync_mod, "_walk_markdown", walk_then_delete)
+    monkeypatch.setattr(sync_mod, "scan", walk_then_delete)
     _bump(gone.with_name("a.md"), "# A\n\ntext changed\n")
+    _bump(gone, "# Gone\n\ntext changed\n")
     res = handle.sync()
     assert res["updated"] == 1 and res["removed"] == 1
     assert [e["file"] for e in res["errors"]] == ["gone.md"]

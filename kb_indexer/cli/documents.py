@@ -13,6 +13,11 @@ from kb_indexer.cli.output import Format, _console, emit
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
 
 
+def _warn(result: dict) -> None:
+    for warning in result.get("warnings") or []:
+        sys.stderr.write(f"warning: {warning}\n")
+
+
 @app.command()
 def add(
     file: FileArg,
@@ -22,14 +27,18 @@ def add(
 ) -> None:
     """Add a document (or re-read it if it is already indexed)."""
     with open_kb(db, kb) as k:
-        emit(k.add(file, keywords), format, title="add")
+        result = k.add(file, keywords)
+    _warn(result)
+    emit(result, format, title="add")
 
 
 @app.command()
 def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Re-read an indexed document and its keywords file."""
     with open_kb(db, kb) as k:
-        emit(k.update(file), format, title="update")
+        result = k.update(file)
+    _warn(result)
+    emit(result, format, title="update")
 
 
 @app.command()
@@ -70,4 +79,6 @@ def sync(
             result = k.sync(directory)
     for err in result["errors"]:
         sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+    for warning in result["warnings"]:
+        sys.stderr.write(f"warning: {warning['message']}\n")
     emit(result, format, title="sync")

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.markdown import read_text_file
+from kb_indexer.limits import check_keyword, max_doc_bytes, parse_json
 from kb_indexer.store.similarities import validate_relation
 from kb_indexer.text import normalize_keyword
 
 
 def load_json_file(path: Path, display: str | None = None) -> tuple[Any, bytes]:
     name = display or str(path)
-    text, raw = read_text_file(path, name)
-    try:
-        return json.loads(text), raw
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    text, raw = read_text_file(path, name, limit=max_doc_bytes())
+    return parse_json(text, name), raw
 
 
 def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
@@ -40,6 +37,7 @@ def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
         raise ValidationError(f"{name}: 'keywords' must be a list of strings")
     seen: dict[str, str] = {}
     for kw in kws:
+        check_keyword(kw, f"{name}: a keyword in 'keywords'")
         norm = normalize_keyword(kw)
         if not norm:
             raise ValidationError(f"{name}: empty keyword in 'keywords'")

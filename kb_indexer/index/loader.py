@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
-from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_text_file
+from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
 from kb_indexer.index.paths import keywords_path_for, stat_sig, store_keywords_file
+from kb_indexer.limits import check_keyword
 from kb_indexer.text import normalize_keyword
 
 
@@ -23,18 +24,19 @@ class LoadedDocument:
     content_hash: str
     stat_sig: str
     keywords_file: str | None
+    warnings: list[str] = field(default_factory=list)
 
 
 def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) -> LoadedDocument:
     """Read and validate ``rel`` (relative to ``kb_root``); raises ValidationError on bad input."""
     md_path = kb_root / rel
-    text, raw = read_text_file(md_path, rel)
+    text, raw, warning = read_document_text(md_path, rel)
     explicit = keywords_file is not None
     kw_path = keywords_file if explicit else keywords_path_for(md_path)
     kw_data = None
     kw_raw = b""
     kw_rel = None
-    if kw_path is not None and (explicit or kw_path.is_file()):
+    if kw_path is not None and (explicit or kw_path.exists()):  # a FIFO or folder there: a clear error
         name = kw_path.name if not explicit else str(keywords_file)
         data, kw_raw = load_json_file(kw_path, name)
         kw_data = validate_keywords_data(data, name)
@@ -55,6 +57,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
         keywords = []
         seen = set()
         for kw in front_matter_keywords(fm):
+            check_keyword(kw, f"{rel}: a keyword in the front matter")
             norm = normalize_keyword(kw)
             if norm and norm not in seen:
                 seen.add(norm)
@@ -63,6 +66,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
+        warnings=[warning] if warning else [],
     )
 
 

@@ -10,17 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import ValidationError
+from kb_indexer.limits import max_doc_bytes
 
 SUMMARY_MAX = 400
-# A closing sequence of #s counts only after whitespace: "# C#" is about C#.
-_H1 = re.compile(r"^#\s+(.+?)(?:\s+#+)?\s*$")
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^(```|~~~)")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# Inline patterns bound what one match may span, so hostile input (a line of 100k unclosed ``*`` or ``[``)
+# costs linear time: a longer code span, emphasis or link is left as plain text.
+_SPAN = 1000
+_CODE_SPAN = re.compile(r"(`{1,16})(.{1,%d}?)\1" % _SPAN)
 # Emphasis markers around a run of text, at word boundaries: **x**, __x__, *x*, _x_ (***x*** too). Markers
 # inside words (parse_args, snake_case_name, 2*3) are text.
-_EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?!\s|\1)(.+?)(?<=\S)\1(?![\w*])")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?!\s|\1)(.{1,%d}?)(?<=\S)\1(?![\w*])" % _SPAN)
+_LINK = re.compile(r"!?\[([^\]]{0,%d})\]\([^)]{0,%d}\)" % (_SPAN, _SPAN))
+# Only this much of a heading line or of the first paragraph is turned into the title or summary.
+_PLAIN_INPUT_MAX = 8 * 1024
 
 
 @dataclass
@@ -31,40 +35,70 @@ class ParsedMarkdown:
     body: str = ""
 
 
-def _read_regular(path: Path, name: str) -> bytes:
-    """The bytes of a regular file. Opened non-blocking and checked before reading, so a FIFO, device or
-    socket named like a document is refused instead of blocking forever."""
+def _read_regular(path: Path, name: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a regular file. Opened non-blocking and checked before reading, so a
+    FIFO, device or socket named like a document is refused instead of blocking forever."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValidationError(f"{name} is not a regular file (a FIFO, device, socket or folder); "
                                   "only regular files are read")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
             chunks.append(chunk)
+            left -= len(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def read_text_file(path: Path, display: str | None = None) -> tuple[str, bytes]:
-    """Read a UTF-8 text file; binary and non-UTF-8 files are refused clearly."""
-    name = display or str(path)
+def _read_bytes(path: Path, name: str, limit: int) -> bytes:
     try:
-        data = _read_regular(path, name)
+        return _read_regular(path, name, limit)
     except FileNotFoundError:
         raise ValidationError(f"File not found: {name}", code="not_found") from None
     except IsADirectoryError:
         raise ValidationError(f"Not a file: {name}") from None
-    except OSError as exc:
+    except OSError as exc:  # permissions, a symlink loop, a name too long
         raise ValidationError(f"Cannot read {name}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL in the path
+        raise ValidationError(f"Cannot read {name}: {exc}") from None
+
+
+def _decode(data: bytes, name: str, cut: bool = False) -> str:
     if b"\x00" in data:
         raise ValidationError(f"{name} looks like a binary file (it contains NUL bytes); only UTF-8 text is indexed")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        if cut and exc.start >= len(data) - 3 and exc.reason == "unexpected end of data":
+            return data[: exc.start].decode("utf-8-sig")  # the size limit cut a character in two
         raise ValidationError(f"{name} is not valid UTF-8 (byte {exc.start}); only UTF-8 text is indexed") from None
-    return text, data
+
+
+def read_text_file(path: Path, display: str | None = None, *, limit: int | None = None) -> tuple[str, bytes]:
+    """Read a UTF-8 text file (a keywords file, similarities.json, an export); binary and non-UTF-8 files
+    and files over ``limit`` bytes (when given) are refused clearly."""
+    name = display or str(path)
+    data = _read_bytes(path, name, limit if limit is not None else 1 << 62)
+    if limit is not None and len(data) > limit:
+        raise ValidationError(f"{name} is larger than {limit} bytes (the limit; set KBINDEX_MAX_DOC_BYTES to "
+                              "raise it)")
+    return _decode(data, name), data
+
+
+def read_document_text(path: Path, display: str | None = None) -> tuple[str, bytes, str | None]:
+    """Read a markdown document: ``(text, bytes read, warning)``. A document over the size limit is read
+    up to the limit (never more is loaded) and indexed with a warning rather than refused."""
+    name = display or str(path)
+    limit = max_doc_bytes()
+    data = _read_bytes(path, name, limit)
+    if len(data) <= limit:
+        return _decode(data, name), data, None
+    data = data[:limit]
+    return _decode(data, name, cut=True), data, (
+        f"{name} is larger than {limit} bytes; only its first {limit} bytes are indexed "
+        "(set KBINDEX_MAX_DOC_BYTES to raise the limit)")
 
 
 def _scalar(value: str) -> Any:
@@ -145,6 +179,18 @@ def _plain(text: str) -> str:
     return "".join(out).strip()
 
 
+def _h1_text(line: str) -> str | None:
+    """The text of a level-1 heading line (``# Title``, ``# Title #``), or None. A closing run of ``#``
+    counts only after whitespace: "# C#" is about C#."""
+    if len(line) < 3 or line[0] != "#" or not line[1].isspace():
+        return None
+    text = line[2:].strip()
+    bare = text.rstrip("#")
+    if bare != text and bare and bare[-1].isspace():
+        text = bare.rstrip()
+    return text or None
+
+
 def parse_markdown(text: str) -> ParsedMarkdown:
     out = ParsedMarkdown()
     body = text
@@ -167,9 +213,9 @@ def parse_markdown(text: str) -> ParsedMarkdown:
             continue
         if in_fence:
             continue
-        m = _H1.match(s)
-        if m and out.title is None:
-            out.title = _plain(m.group(1))
+        h1 = _h1_text(s) if out.title is None else None
+        if h1:
+            out.title = _plain(h1[:_PLAIN_INPUT_MAX])
             done = done or bool(para)
             continue
         if done:
@@ -184,7 +230,7 @@ def parse_markdown(text: str) -> ParsedMarkdown:
             continue
         para.append(s)
     if para:
-        summary = _plain(" ".join(para))
+        summary = _plain(" ".join(para)[:_PLAIN_INPUT_MAX])
         if len(summary) > SUMMARY_MAX:
             summary = summary[:SUMMARY_MAX].rsplit(" ", 1)[0] + "…"
         out.summary = summary

@@ -1,7 +1,6 @@
 """Has the knowledge base changed since the last sync? (cheap; no file is read)
 
-Walks the KB root with ``os.scandir`` by the rules of ``sync`` (hidden folders
-and ``__pycache__`` skipped, ``.md`` / ``.markdown`` files), and compares each
+Walks the KB root as ``sync`` does (:mod:`kb_indexer.index.walk`), and compares each
 file's stat signature (``"{mtime_ns}:{size}"``, plus ``"|{mtime_ns}:{size}"`` of
 its ``.keywords.json`` when there is one: see :func:`kb_indexer.index.paths.stat_sig`)
 and the set of files with what the index stores. A document given its keywords
@@ -22,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.index.membership import is_document_name, is_skipped_dir
-from kb_indexer.index.paths import KEYWORDS_SUFFIX
+from kb_indexer.index.walk import scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -43,47 +41,6 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def scan(root: Path) -> dict[str, str]:
-    """``relative path -> stat signature`` of every markdown file sync would index."""
-    out: dict[str, str] = {}
-    stack = [(str(root), "")]
-    root_real = os.path.realpath(root) + os.sep
-    while stack:
-        folder, prefix = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        mds = []
-        kws: dict[str, os.DirEntry] = {}
-        for e in entries:
-            name = e.name
-            try:
-                if is_document_name(name) and e.is_file():
-                    mds.append(e)
-                elif name.endswith(KEYWORDS_SUFFIX):
-                    kws[name] = e
-                elif not is_skipped_dir(name) and e.is_dir() and not e.is_symlink():
-                    stack.append((e.path, prefix + name + "/"))
-            except OSError:
-                continue
-        for e in mds:
-            if e.is_symlink() and not os.path.realpath(e.path).startswith(root_real):
-                continue  # sync refuses files resolving outside the root
-            try:
-                st = e.stat()
-                kw = kws.get(e.name.rsplit(".", 1)[0] + KEYWORDS_SUFFIX) if kws else None
-                if kw is None:
-                    out[prefix + e.name] = f"{st.st_mtime_ns}:{st.st_size}"
-                else:
-                    kst = kw.stat()
-                    out[prefix + e.name] = f"{st.st_mtime_ns}:{st.st_size}|{kst.st_mtime_ns}:{kst.st_size}"
-            except OSError:
-                continue
-    return out
-
-
 def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[str, Any]:
     """What changed on disk since the last sync: ``{"stale", "changed", "added", "removed", ...}``."""
     start = time.perf_counter()
@@ -93,7 +50,7 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[st
                 "seconds": round(time.perf_counter() - start, 6)}
     root = root.resolve()
     stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
-    on_disk = scan(root)
+    on_disk = scan(root).files
     _explicit_keywords(conn, root, on_disk)
     if on_disk == stored:       # the common case, compared in C
         added = removed = changed = []

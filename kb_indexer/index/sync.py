@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
-from kb_indexer.index.membership import excluded_reason, is_document_name, is_skipped_dir, regular_file_problem
-from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
+from kb_indexer.index.membership import excluded_reason, regular_file_problem
+from kb_indexer.index.paths import explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, rejected_files
+from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import savepoint, transaction
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
 
@@ -34,7 +36,7 @@ def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument) -> tu
 
 def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
     return {"action": action, "filepath": doc.filepath, "title": doc.title,
-            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file}
+            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file, "warnings": doc.warnings}
 
 
 def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> dict:
@@ -59,9 +61,12 @@ def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
     row = get_document(conn, rel)
     if row is None:
         raise NotFoundError(f"Document not in the index: {rel} (use `kbindex add`)")
-    if not (kb_root / rel).is_file():
+    problem = regular_file_problem(kb_root / rel)
+    if problem is not None and problem.startswith("not found"):
         raise ValidationError(f"File not found: {rel} (use `kbindex remove` to drop it from the index)",
                               code="not_found")
+    if problem is not None:
+        raise ValidationError(f"{rel} is {problem}" if problem.startswith("a ") else f"{rel}: {problem}")
     doc = load_document(kb_root, rel, keywords_source(kb_root, rel, row["keywords_file"]))
     with transaction(conn):
         _store(conn, KeywordIds(conn), doc)
@@ -93,92 +98,151 @@ def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
     return stat_sig(md, explicit_keywords_file(kb_root, rel, stored_keywords_file) or keywords_path_for(md))
 
 
-def _walk_markdown(root: Path) -> list[Path]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d))
-        for name in sorted(filenames):
-            if is_document_name(name):
-                found.append(Path(dirpath) / name)
-    return found
+# A long sync commits in batches so no other kbindex process waits long for the write lock, the WAL stays
+# small and a killed sync keeps what it committed (a re-run goes on from there: unchanged files are skipped).
+BATCH_DOCS = 500
+BATCH_SECONDS = 1.0
+# What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
+FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
 
 
-def _orphan_keyword_files(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d))
-        names = set(filenames)
-        for name in sorted(filenames):
-            if name.endswith(KEYWORDS_SUFFIX):
-                stem = name[: -len(KEYWORDS_SUFFIX)]
-                if f"{stem}.md" not in names and f"{stem}.markdown" not in names:
-                    out.append(Path(dirpath) / name)
-    return out
+def _batches(items: list, conn: sqlite3.Connection):
+    """Yield lists of ``items``; the caller runs each in its own transaction. A batch ends after
+    BATCH_DOCS items or BATCH_SECONDS; a passive WAL checkpoint follows each commit."""
+    i = 0
+    while i < len(items):
+        batch_end = [min(i + BATCH_DOCS, len(items))]
+        deadline = time.monotonic() + BATCH_SECONDS
+        yield _Batch(items, i, batch_end, deadline)
+        i = batch_end[0]
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+class _Batch:
+    def __init__(self, items: list, start: int, end: list[int], deadline: float):
+        self.items, self.start, self.end, self.deadline = items, start, end, deadline
+
+    def __iter__(self):
+        for j in range(self.start, self.end[0]):
+            yield self.items[j]
+            if time.monotonic() > self.deadline:
+                self.end[0] = j + 1
+                return
+
+
+def _scope(conn: sqlite3.Connection, root: Path, directory: str | None) -> tuple[Path, str]:
+    if not root.is_dir():
+        raise NotFoundError(f"Knowledge-base root does not exist: {root}")
+    if directory is None:
+        return root, ""
+    base = (root / to_relative(root, directory)).resolve()
+    if not base.is_dir():
+        raise ValidationError(f"Not a directory: {directory}")
+    return base, ("" if base == root else base.relative_to(root).as_posix() + "/")
 
 
 def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
          progress: Progress | None = None) -> dict:
-    """Index the knowledge base incrementally in one transaction; a bad file is reported and skipped."""
+    """Index the knowledge base incrementally; a bad file is reported in ``errors`` and skipped.
+
+    New and changed documents are written in batches (each its own transaction), then deletions and the
+    bookkeeping, then the similarities files. The folder filter is case-exact.
+    """
     root = kb_root.resolve()
-    if not root.is_dir():
-        raise NotFoundError(f"Knowledge-base root does not exist: {root}")
-    base = root if directory is None else (root / to_relative(root, directory)).resolve()
-    if not base.is_dir():
-        raise ValidationError(f"Not a directory: {directory}")
-    prefix = "" if base == root else base.relative_to(root).as_posix() + "/"
-    files = _walk_markdown(base)
-    stats = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0, "errors": []}
-    existing = {
-        r["filepath"]: (r["content_hash"], r["stat_sig"], r["keywords_file"])
-        for r in conn.execute("SELECT filepath, content_hash, stat_sig, keywords_file FROM documents "
-                              "WHERE filepath LIKE ? ESCAPE '\\'", (_like_prefix(prefix),))
-    }
-    seen: set[str] = set()
+    base, prefix = _scope(conn, root, directory)
+    walk = scan(root, prefix)
+    stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0,
+                             "errors": list(walk.problems), "warnings": [], "batches": 0}
+    existing = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+        "SELECT filepath, content_hash, stat_sig, keywords_file FROM documents") if r[0].startswith(prefix)}
+    todo = _changed(root, walk.files, existing)
+    stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
-    total = len(files)
+    vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress)
+    gone = sorted((set(existing) - set(walk.files) - walk.unreadable) | (vanished & set(existing)))
+    _delete_documents(conn, gone, stats)
     with transaction(conn):
-        ids = KeywordIds(conn)
-        for i, path in enumerate(files, 1):
-            rel = path.relative_to(root).as_posix() if path.resolve().is_relative_to(root) else None
-            if rel is None:
-                stats["errors"].append({"file": str(path), "message": "resolves outside the knowledge-base root"})
-                continue
-            seen.add(rel)
-            try:
-                _sync_one(conn, ids, root, rel, existing.get(rel), stats)
-            except KbError as exc:
-                stats["errors"].append({"file": rel, "message": exc.message})
-                if not os.path.exists(path):
-                    seen.discard(rel)  # deleted meanwhile, or a dangling symlink: not in the KB any more
-                else:
-                    try:  # the stale check leaves it alone until it changes again
-                        rejected[rel] = disk_sig(root, rel, (existing.get(rel) or (None, None, None))[2])
-                    except KbError:
-                        pass
-            if progress:
-                progress(i, total)
-        for rel in sorted(set(existing) - seen):
-            conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
-            stats["removed"] += 1
         _record_rejected(conn, prefix, rejected)
         used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
-        for orphan in _orphan_keyword_files(base):
-            if orphan.relative_to(root).as_posix() in used:
-                continue  # given to a document with `add --keywords`
-            stats["errors"].append({"file": orphan.relative_to(root).as_posix(),
-                                    "message": "keywords file without a markdown document beside it"})
-        if base == root:  # `sync` and `sync <the KB root>` alike
+    stats["errors"] += [{"file": o, "message": "keywords file without a markdown document beside it"}
+                        for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)
+    if base == root:  # `sync` and `sync <the KB root>` alike
+        with transaction(conn):
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
     return stats
 
 
+def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) -> list[str]:
+    """The documents whose stat signature differs from the stored one (new ones included)."""
+    todo = []
+    for rel, sig in on_disk.items():
+        known = existing.get(rel)
+        if known is not None and known[2] and explicit_keywords_file(root, rel, known[2]) is not None:
+            try:  # given its keywords file with `add --keywords`: compare with that file's signature
+                sig = disk_sig(root, rel, known[2])
+            except KbError:
+                pass
+        if known is None or known[1] != sig:
+            todo.append(rel)
+    todo.sort()
+    return todo
+
+
+def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: dict, rejected: dict,
+                     progress: Progress | None) -> set[str]:
+    """Read and store ``todo`` in batches; returns the files that vanished before they could be read."""
+    vanished: set[str] = set()
+    done = 0
+    for batch in _batches(todo, conn):
+        with transaction(conn):
+            ids = KeywordIds(conn)
+            for rel in batch:
+                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats)
+                if problem is not None:
+                    _file_failed(root, rel, existing.get(rel), problem, stats, rejected, vanished)
+                done += 1
+                if progress:
+                    progress(done, len(todo))
+        stats["batches"] += 1
+    return vanished
+
+
+def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | None:
+    """Store one document; returns why it failed (or None). Anything one file can raise is caught here."""
+    try:
+        _sync_one(conn, ids, root, rel, known, stats)
+    except KbError as exc:
+        return exc.message
+    except FILE_ERRORS as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _file_failed(root: Path, rel: str, known, message: str, stats: dict, rejected: dict, vanished: set) -> None:
+    """A stored document that became unreadable keeps its index rows until it is fixed or deleted."""
+    stats["errors"].append({"file": rel, "message": message})
+    if not os.path.exists(root / rel):
+        vanished.add(rel)  # deleted meanwhile, or a dangling symlink: not in the KB any more
+        return
+    try:  # the stale check leaves it alone until it changes again
+        rejected[rel] = disk_sig(root, rel, (known or (None, None, None))[2])
+    except KbError:
+        pass
+
+
+def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: dict) -> None:
+    for batch in _batches(gone, conn):
+        with transaction(conn):
+            for rel in batch:
+                conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
+                stats["removed"] += 1
+        stats["batches"] += 1
+
+
 def _sync_one(conn, ids, root: Path, rel: str, known: tuple[str, str, str | None] | None, stats: dict) -> None:
     explicit = keywords_source(root, rel, known[2] if known else None)
-    md = root / rel
-    if known is not None and known[1] == stat_sig(md, explicit or keywords_path_for(md)):
-        stats["unchanged"] += 1
-        return
     doc = load_document(root, rel, explicit)
+    stats["warnings"] += [{"file": rel, "message": w} for w in doc.warnings]
     if known is not None and known[0] == doc.content_hash:
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
         stats["unchanged"] += 1
@@ -198,5 +262,3 @@ def _record_rejected(conn: sqlite3.Connection, prefix: str, rejected: dict[str, 
         conn.execute("DELETE FROM meta WHERE key = ?", (REJECTED_FILES_KEY,))
 
 
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
