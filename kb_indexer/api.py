@@ -24,6 +24,23 @@ from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_s
 from kb_indexer.text import normalize_keyword
 
 
+def stored_root_form(db_path: Path, kb_root: Path) -> Path:
+    """How the index remembers its knowledge-base root: relative to the index file's folder when the root is
+    inside that folder or beside it (so a copied or moved project keeps working), else absolute."""
+    base = db_path.absolute().parent
+    try:
+        rel = Path(os.path.relpath(kb_root.absolute(), base))
+    except ValueError:  # another drive (Windows)
+        return kb_root.absolute()
+    return kb_root.absolute() if rel.parts[:2] == ("..", "..") else rel
+
+
+def stored_root_path(db_path: Path, stored: str) -> Path:
+    """The knowledge-base root from its stored form (a relative one is relative to the index's folder)."""
+    path = Path(stored)
+    return path if path.is_absolute() else Path(os.path.normpath(db_path.absolute().parent / path))
+
+
 class KnowledgeBase(LearningAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
@@ -41,7 +58,7 @@ class KnowledgeBase(LearningAPI):
         if conn is not None:
             row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
             if row and row[0]:
-                return Path(row[0])
+                return stored_root_path(db_path, row[0])
         return default_kb_root(db_path)
 
     @classmethod
@@ -63,7 +80,7 @@ class KnowledgeBase(LearningAPI):
                 probe.close()
             except Exception:
                 pass
-        conn, applied = init_db(db_path, kb_root)
+        conn, applied = init_db(db_path, stored_root_form(db_path, kb_root))
         result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
