@@ -215,15 +215,14 @@ class KnowledgeBase(LearningAPI):
         ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
         result's ``llm`` object says which.
         """
-        from kb_indexer.search.query import run_query
-
+        run_query = self._run_query
         context = options.get("context")
         if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:
-            return run_query(self.conn, question, keywords, **options)
+            return run_query(question, keywords, **options)
         from kb_indexer.llm.config import is_configured
 
         if not is_configured(llm):
-            out = run_query(self.conn, question, keywords, **options)
+            out = run_query(question, keywords, **options)
             out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
                           "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
@@ -231,11 +230,19 @@ class KnowledgeBase(LearningAPI):
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
-            out = run_query(self.conn, question, keywords, context_scorer=scorer, **options)
+            out = run_query(question, keywords, context_scorer=scorer, **options)
         finally:
             scorer.close()
         out.update(scorer.report())
         return out
+
+    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict:
+        """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
+        from kb_indexer.learn.apply import association_boosts
+        from kb_indexer.learn.history import record
+        from kb_indexer.search.query import run_query
+
+        return run_query(self.conn, question, keywords, learned=association_boosts, recorder=record, **options)
 
     def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""

@@ -15,14 +15,16 @@ Pipeline (see the modules for each step):
    question as phrases, the other content words as single terms (hybrid and
    fulltext); only keywords and identifiers (keyword method);
 6. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
-   one ``query_attempts`` row (:mod:`kb_indexer.learn.history`).
+   one ``query_attempts`` row, written by the recorder the API layer passes in
+   (:func:`kb_indexer.learn.history.record`; search never imports learn).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 from kb_indexer.errors import UsageError
 from kb_indexer.search import fulltext
@@ -30,7 +32,6 @@ from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
                                          resolve_weights)
-from kb_indexer.learn.apply import association_boosts
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
                                       fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
@@ -72,105 +73,167 @@ def _validate(limit: int, expand_depth: int, threshold: float) -> None:
         raise UsageError(f"threshold must be between 0 and 1, got {threshold!r}")
 
 
+# Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
+# the recorder of a query attempt in the history.
+LearnedBoosts = Callable[[sqlite3.Connection, str], dict[int, dict[str, Any]]]
+Recorder = Callable[..., tuple[int, int]]
+
+
+@dataclass
+class _Spec:
+    """One query's validated options."""
+
+    question: str
+    given: list[tuple[str, str]]
+    context: str | None
+    expand_depth: int
+    threshold: float
+    allowed_types: set[str] | None
+    type_weights: dict[str, float]
+    weights: dict[str, float] | None
+    col_w: tuple
+    limit: int
+    choice: MethodChoice
+
+
+@dataclass
+class _Found:
+    """What the steps found: user keywords, expansions, ranked candidates and their snippets."""
+
+    user: list[tuple[str, str]]
+    keywords_from: str
+    fts_query: fulltext.FtsQuery
+    seeds: list[tuple[str, int | None]]
+    expansions: list[Expansion]
+    results: list[dict[str, Any]]
+    channel_weights: dict[str, float]
+
+
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
               context: str | None = None, expand_depth: int = DEFAULT_DEPTH, threshold: float = DEFAULT_THRESHOLD,
               types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
               explain: bool = False, weights: dict[str, float] | None = None,
               column_weights: tuple[float, float, float, float] | None = None,
               context_scorer: ContextScorer | None = None, record: bool = True,
-              use_learned: bool = True, query_id: int | None = None) -> dict[str, Any]:
-    """Run one query and (unless ``record`` is false) record it; returns the JSON-ready result."""
-    question = question if isinstance(question, str) else ""
-    _validate(limit, expand_depth, threshold)
-    type_weights = resolve_weights(weights)
-    allowed_types = resolve_types(types)
-    context = context.strip() if isinstance(context, str) and context.strip() else None
-    col_w = tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS
-    given = _dedupe_keywords(keywords or [])
-    choice = choose_method(method, question, [g for g, _ in given])
-    m = choice.method
-    use_keywords = m in ("keyword", "hybrid")
+              use_learned: bool = True, query_id: int | None = None,
+              learned: LearnedBoosts | None = None, recorder: Recorder | None = None) -> dict[str, Any]:
+    """Run one query; returns the JSON-ready result. ``learned`` (when ``use_learned``) lifts or lowers
+    documents by learned associations; ``recorder`` (when ``record``) records the attempt."""
+    spec = _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
+                 column_weights)
+    found = _find(conn, spec, context_scorer, learned if use_learned else None, explain)
+    out = _output(spec, found)
+    if explain:
+        out["query"]["explain"] = _explain(spec, found)
+    if record and recorder is not None:
+        _record(conn, out, spec, found, recorder, query_id)
+    return out
 
-    user, keywords_from, fts_query = _plan(conn, question, given, choice)
+
+def _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
+          column_weights) -> _Spec:
+    _validate(limit, expand_depth, threshold)
+    question = question if isinstance(question, str) else ""
+    given = _dedupe_keywords(keywords or [])
+    return _Spec(
+        question=question, given=given,
+        context=context.strip() if isinstance(context, str) and context.strip() else None,
+        expand_depth=expand_depth, threshold=threshold, allowed_types=resolve_types(types),
+        type_weights=resolve_weights(weights), weights=weights,
+        col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
+        choice=choose_method(method, question, [g for g, _ in given]))
+
+
+def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer | None,
+          learned: LearnedBoosts | None, explain: bool) -> _Found:
+    """Keywords, expansion, tagged documents, learned associations and full text, fused and ranked."""
+    use_keywords = spec.choice.method in ("keyword", "hybrid")
+    user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
     user_norms = [n for _, n in user]
     ids = _keyword_ids(conn, user_norms) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
     expansions = []
-    if ids and expand_depth > 0:
-        expansions = expand(conn, seeds, depth=expand_depth, threshold=threshold, types=allowed_types,
-                            weights=type_weights, context=context, context_scorer=context_scorer)
+    if ids and spec.expand_depth > 0:
+        expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
+                            types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
+                            context_scorer=context_scorer)
     candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
-    # Learned question -> document associations (kbindex learn) find and lift (or lower) documents.
-    learned = association_boosts(conn, question) if use_learned else {}
-    for doc_id, info in learned.items():
+    boosts = learned(conn, spec.question) if learned is not None else {}
+    for doc_id, info in boosts.items():  # learned question -> document associations find documents too
         if info["boost"] > 0:
             candidates.setdefault(doc_id, Candidate(doc_id))
     # Each document a not-helpful mark may push down makes room for one more full-text hit.
-    penalised = sum(1 for info in learned.values() if info["boost"] < 0)
-    snippets = _add_fulltext(conn, fts_query, candidates, limit + penalised, col_w)
-    for doc_id, info in learned.items():
+    penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
+    snippets = _add_fulltext(conn, fts_query, candidates, spec.limit + penalised, spec.col_w)
+    for doc_id, info in boosts.items():
         if doc_id in candidates:  # a not-helpful mark lowers a document found another way
             candidates[doc_id].learned = info["boost"]
-    channel_weights = fuse(candidates, len(user_norms), fulltext.normalise({d: c.bm25 for d, c in candidates.items()
-                                                                            if c.bm25 is not None}))
+    channel_weights = fuse(candidates, len(user_norms), fulltext.normalise(
+        {d: c.bm25 for d, c in candidates.items() if c.bm25 is not None}))
     apply_learned(candidates)
-    ranked, docs = _rank(conn, candidates, limit)
+    ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
+    return _Found(user, keywords_from, fts_query, seeds, expansions, results, channel_weights)
 
-    exp_dicts = [e.to_dict() for e in expansions]
-    expanded = list(user_norms)
-    for e in sorted(expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
+
+def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
+    expanded = [n for _, n in found.user]
+    for e in sorted(found.expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
         if e.keyword not in expanded:
             expanded.append(e.keyword)
-    out: dict[str, Any] = {
+    return {
         "query": {
-            "question": question,
-            "keywords": [u for u, _ in user],
-            "keywords_from": keywords_from,
+            "question": spec.question,
+            "keywords": [u for u, _ in found.user],
+            "keywords_from": found.keywords_from,
             "expanded_keywords": expanded,
-            "expansion_map": expansion_map(seeds, expansions),
-            "context": context,
-            "threshold": threshold,
-            "expand_depth": expand_depth,
-            "method": m,
-            "method_requested": choice.requested,
-            "method_reason": choice.reason,
+            "expansion_map": expansion_map(found.seeds, found.expansions),
+            "context": spec.context,
+            "threshold": spec.threshold,
+            "expand_depth": spec.expand_depth,
+            "method": spec.choice.method,
+            "method_requested": spec.choice.requested,
+            "method_reason": spec.choice.reason,
         },
-        "results": results,
-        "count": len(results),
+        "results": found.results,
+        "count": len(found.results),
     }
-    if explain:
-        out["query"]["explain"] = {
-            "fulltext_terms": list(fts_query.terms),
-            "fulltext_match": fts_query.match,
-            "column_weights": dict(zip(("title", "summary", "keywords", "body"), col_w)),
-            "type_weights": type_weights,
-            "types": sorted(allowed_types) if allowed_types else None,
-            "hop_decay": HOP_DECAY,
-            "expansion_factor": EXPANSION_FACTOR,
-            "fusion_weights": channel_weights,
-            "presence": fulltext.PRESENCE,
-            "expansions": exp_dicts,
-            "identifiers": [{"text": i.text, "kind": i.kind} for i in choice.identifiers],
-        }
-    if record:
-        from kb_indexer.learn.history import record as record_attempt
 
-        options = {"method_requested": choice.requested, "types": sorted(allowed_types) if allowed_types else None,
-                   "weights": weights or None, "limit": limit, "keywords_from": keywords_from,
-                   "identifiers": [i.text for i in choice.identifiers]}
-        try:
-            qid, aid = record_attempt(conn, question, context, query_id=query_id, keywords=[u for u, _ in user],
-                                      expand_depth=expand_depth, threshold=threshold, method=m, results=results,
-                                      expansions=exp_dicts, options=options)
-        except sqlite3.OperationalError as exc:
-            # A read-only or long-locked index still answers; the caller reports the lost history row.
-            qid = aid = None
-            out["history_error"] = f"query not recorded in the history: {exc}"
-        out["query_id"], out["attempt_id"] = qid, aid
-    return out
+
+def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
+    return {
+        "fulltext_terms": list(found.fts_query.terms),
+        "fulltext_match": found.fts_query.match,
+        "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
+        "type_weights": spec.type_weights,
+        "types": sorted(spec.allowed_types) if spec.allowed_types else None,
+        "hop_decay": HOP_DECAY,
+        "expansion_factor": EXPANSION_FACTOR,
+        "fusion_weights": found.channel_weights,
+        "presence": fulltext.PRESENCE,
+        "expansions": [e.to_dict() for e in found.expansions],
+        "identifiers": [{"text": i.text, "kind": i.kind} for i in spec.choice.identifiers],
+    }
+
+
+def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _Found, recorder: Recorder,
+            query_id: int | None) -> None:
+    """One history row; a read-only or long-locked index still answers and says the row was lost."""
+    options = {"method_requested": spec.choice.requested,
+               "types": sorted(spec.allowed_types) if spec.allowed_types else None,
+               "weights": spec.weights or None, "limit": spec.limit, "keywords_from": found.keywords_from,
+               "identifiers": [i.text for i in spec.choice.identifiers]}
+    try:
+        qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
+                            keywords=[u for u, _ in found.user], expand_depth=spec.expand_depth,
+                            threshold=spec.threshold, method=spec.choice.method, results=found.results,
+                            expansions=[e.to_dict() for e in found.expansions], options=options)
+    except sqlite3.OperationalError as exc:
+        qid = aid = None
+        out["history_error"] = f"query not recorded in the history: {exc}"
+    out["query_id"], out["attempt_id"] = qid, aid
 
 
 def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
