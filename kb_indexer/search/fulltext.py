@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -103,10 +104,10 @@ def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
 
 def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
             tokens: int) -> list[tuple[int, float, str]]:
-    sql = ("SELECT rowid, rank, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
-           "WHERE documents_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?")
-    return [(r[0], -r[1], _clean_snippet(r[2]))
-            for r in conn.execute(sql, (tokens, query.match, _rank_function(weights), limit))]
+    sql = "SELECT rowid, rank FROM documents_fts WHERE documents_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?"
+    rows = conn.execute(sql, (query.match, _rank_function(weights), limit)).fetchall()
+    snips = snippets(conn, query, [r[0] for r in rows], tokens)
+    return [(r[0], -r[1], snips.get(r[0], "")) for r in rows]
 
 
 def best_with_ties(scores: dict[int, float], n: int, best: float) -> list[int]:
@@ -150,17 +151,90 @@ def _clean_snippet(text: str | None) -> str:
 
 def snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
              tokens: int = SNIPPET_TOKENS) -> dict[int, str]:
-    """A short passage around the matches of each document (matches in ``**bold**``)."""
+    """A short passage around the matches of each document (matches in ``**bold**``).
+
+    FTS5's ``snippet()`` costs the square of a column's matches (a 0.5 MB document full of the query's
+    words took seconds), so it only serves documents whose body is under ``SNIPPET_FTS_MAX_CHARS``;
+    longer bodies get :func:`bounded_snippet`, linear and capped.
+    """
     if not query or not doc_ids:
         return {}
+    ids = json.dumps(doc_ids)
+    large = {r[0]: r[1] for r in conn.execute(
+        "SELECT rowid, body FROM documents_fts WHERE rowid IN (SELECT value FROM json_each(?)) "
+        "AND length(body) > ?", (ids, SNIPPET_FTS_MAX_CHARS))}
     sql = ("SELECT rowid, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
            "WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
+    small = [d for d in doc_ids if d not in large]
     out = {}
-    for r in conn.execute(sql, (tokens, query.match, json.dumps(doc_ids))):
-        text = _clean_snippet(r[1])
+    if small:
+        for r in conn.execute(sql, (tokens, query.match, json.dumps(small))):
+            text = _clean_snippet(r[1])
+            if text:
+                out[r[0]] = text
+    for doc_id, body in large.items():
+        text = bounded_snippet(body, query.terms, tokens)
         if text:
-            out[r[0]] = text
+            out[doc_id] = text
     return out
+
+
+# Bodies longer than this get a snippet made in Python from a bounded scan (see ``snippets``).
+SNIPPET_FTS_MAX_CHARS = 64 * 1024
+SNIPPET_MAX_MATCHES = 256        # the passage is chosen among the first this many matches
+_SUFFIXES = ("ing", "ed", "es", "s", "ly")
+
+
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+    """Words of the query terms, each matching its inflections (``learn`` matches ``learning``): an
+    approximation of the porter stemmer the index uses, good enough to place and bold a passage."""
+    stems = set()
+    for term in terms:
+        for word in re.findall(r"\w+", term.lower()):
+            for suffix in _SUFFIXES:
+                if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                    word = word[: -len(suffix)]
+                    break
+            stems.add(word)
+    if not stems:
+        return None
+    alternation = "|".join(re.escape(w) for w in sorted(stems, key=len, reverse=True))
+    return re.compile(r"\b(?:%s)\w{0,6}\b" % alternation, re.IGNORECASE)
+
+
+def bounded_snippet(text: str, terms: tuple[str, ...], tokens: int = SNIPPET_TOKENS) -> str:
+    """A passage of about ``tokens`` words around the densest run of query words, matches in ``**bold**``.
+
+    Linear in the text and bounded: only the first ``SNIPPET_MAX_MATCHES`` matches are considered.
+    """
+    pattern = _term_pattern(terms)
+    if pattern is None:
+        return ""
+    matches = []
+    for m in pattern.finditer(text):
+        matches.append(m)
+        if len(matches) >= SNIPPET_MAX_MATCHES:
+            break
+    if not matches:
+        return ""
+    width = tokens * 7  # characters: about ``tokens`` words
+    best, best_score, j = 0, -1, 0
+    for i, m in enumerate(matches):  # two pointers: matches within ``width`` characters of match i
+        j = max(j, i)
+        while j + 1 < len(matches) and matches[j + 1].end() - m.start() <= width:
+            j += 1
+        score = len({x.group(0).lower() for x in matches[i:j + 1]})
+        if score > best_score:
+            best, best_score = i, score
+    start = max(0, matches[best].start() - width // 4)
+    end = min(len(text), start + width)
+    if start > 0:  # whole words at both ends, unless a "word" runs on and on
+        space = text.rfind(" ", max(0, start - 40), start)
+        start = space + 1 if space >= 0 else start
+    space = text.find(" ", end, end + 40)
+    end = space if space >= 0 else end
+    passage = pattern.sub(lambda m: f"**{m.group(0)}**", text[start:end])
+    return ("…" if start > 0 else "") + _clean_snippet(passage) + ("…" if end < len(text) else "")
 
 
 def normalise(scores: dict[int, float]) -> dict[int, float]:
