@@ -17,6 +17,7 @@ from typing import Any
 from kb_indexer.config import default_kb_root, find_db
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.api import LearningAPI
+from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.migrations import init_db, schema_version
@@ -202,7 +203,8 @@ class KnowledgeBase(LearningAPI):
         return import_similarities(self.conn, p)
 
     # -- search --------------------------------------------------------------------------
-    def search(self, keywords: list[str], mode: str = "or", limit: int | None = None) -> dict:
+    def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
+        """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""
         from kb_indexer.search.keyword import keyword_search
         return keyword_search(self.conn, keywords, mode, limit)
 

@@ -5,3 +5,4 @@ DEFAULT_DEPTH = 1          # similarity hops
 MAX_DEPTH = 5
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
+SEARCH_DEFAULT_LIMIT = 50  # kbindex search: results shown unless --limit says otherwise (0: all)
