@@ -52,43 +52,22 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
-def _nesting_upper_bound(text: str) -> int:
-    """Deepest bracket nesting of a JSON text, counted without parsing (brackets in strings skipped)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
 def parse_json(text: str, name: str) -> Any:
     """``json.loads`` for user files: invalid JSON, nesting deeper than ``MAX_JSON_DEPTH`` and non-finite
     numbers (NaN, Infinity) are ``invalid_input`` errors, never a crash (a RecursionError)."""
-    if _nesting_upper_bound(text) > MAX_JSON_DEPTH:
-        raise ValidationError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep")
 
     def _no_constants(token: str) -> Any:
         raise ValidationError(f"{name}: {token} is not a valid JSON number")
 
     try:
-        return json.loads(text, parse_constant=_no_constants)
+        value = json.loads(text, parse_constant=_no_constants)
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
+    except RecursionError:  # the C parser stops at the interpreter's recursion limit
         raise ValidationError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ValidationError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
 
 
 def check_keyword(value: str, where: str = "keyword") -> str:

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
-from kb_indexer.index.paths import keywords_path_for, stat_sig, store_keywords_file
+from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, stat_sig, store_keywords_file
 from kb_indexer.limits import check_keyword
 from kb_indexer.text import normalize_keyword
 
@@ -43,7 +43,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
         if not describes(kw_data["filepath"], rel):
             raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "
                                   "the document's path relative to the knowledge-base root, or its file name)")
-        kw_rel = store_keywords_file(kb_root, kw_path)
+        kw_rel = store_keywords_file(kb_root, kw_path) if explicit else default_keywords_rel(rel)
     parsed = parse_markdown(text)
     fm = parsed.front_matter
     stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()

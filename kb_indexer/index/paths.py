@@ -96,14 +96,18 @@ def store_keywords_file(kb_root: Path, kw_path: Path) -> str:
     return str(resolved)
 
 
+def default_keywords_rel(rel: str) -> str:
+    """The stored form of a document's default keywords file (``<stem>.keywords.json`` beside it)."""
+    path = PurePosixPath(rel)
+    return path.with_name((path.stem if path.suffix else path.name) + KEYWORDS_SUFFIX).as_posix()
+
+
 def explicit_keywords_file(kb_root: Path, rel: str, stored: str | None) -> Path | None:
     """The keywords file given with ``add --keywords`` (``stored`` as kept in the index), or None when the
     document uses its default ``.keywords.json`` (or none)."""
     if not stored:
         return None
-    default = PurePosixPath(rel)
-    default = default.with_name((default.stem if default.suffix else default.name) + KEYWORDS_SUFFIX)
-    if stored == default.as_posix():
+    if stored == default_keywords_rel(rel):
         return None
     path = Path(stored)
     return path if path.is_absolute() else kb_root / path

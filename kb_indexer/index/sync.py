@@ -17,7 +17,7 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, rejected_files
 from kb_indexer.index.walk import scan
-from kb_indexer.store.connection import savepoint, transaction
+from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
@@ -208,13 +208,25 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
 
 
 def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | None:
-    """Store one document; returns why it failed (or None). Anything one file can raise is caught here."""
+    """Read, then store one document; returns why reading it failed (or None).
+
+    Anything reading one file can raise is caught here. Storing reads nothing, so its failures are the
+    database's (disk full, a lock): they abort the batch, which rolls back whole (no half-stored document;
+    no per-document savepoint needed, which made every document pay for a statement journal).
+    """
     try:
-        _sync_one(conn, ids, root, rel, known, stats)
+        doc = load_document(root, rel, keywords_source(root, rel, known[2] if known else None))
     except KbError as exc:
         return exc.message
     except FILE_ERRORS as exc:
         return f"{type(exc).__name__}: {exc}"
+    stats["warnings"] += [{"file": rel, "message": w} for w in doc.warnings]
+    if known is not None and known[0] == doc.content_hash:
+        conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
+        stats["unchanged"] += 1
+    else:
+        _store(conn, ids, doc)
+        stats["added" if known is None else "updated"] += 1
     return None
 
 
@@ -237,19 +249,6 @@ def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: dict) ->
                 conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
                 stats["removed"] += 1
         stats["batches"] += 1
-
-
-def _sync_one(conn, ids, root: Path, rel: str, known: tuple[str, str, str | None] | None, stats: dict) -> None:
-    explicit = keywords_source(root, rel, known[2] if known else None)
-    doc = load_document(root, rel, explicit)
-    stats["warnings"] += [{"file": rel, "message": w} for w in doc.warnings]
-    if known is not None and known[0] == doc.content_hash:
-        conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
-        stats["unchanged"] += 1
-        return
-    with savepoint(conn):
-        _store(conn, ids, doc)
-    stats["added" if known is None else "updated"] += 1
 
 
 def _record_rejected(conn: sqlite3.Connection, prefix: str, rejected: dict[str, str]) -> None:

@@ -15,16 +15,22 @@ class KeywordIds:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._cache: dict[str, int] = {}
+        self._display: dict[int, str] = {}
 
     def get(self, keyword: str) -> int | None:
         norm = normalize_keyword(keyword)
         if norm in self._cache:
             return self._cache[norm]
-        row = self.conn.execute("SELECT id FROM keywords WHERE keyword = ?", (norm,)).fetchone()
+        row = self.conn.execute("SELECT id, display FROM keywords WHERE keyword = ?", (norm,)).fetchone()
         if row:
             self._cache[norm] = row[0]
+            self._display[row[0]] = row[1]
             return row[0]
         return None
+
+    def display(self, kid: int) -> str:
+        """The keyword as stored for display (its first spelling), as the full-text row shows it."""
+        return self._display[kid]
 
     def ensure(self, keyword: str, category: str | None = None) -> int:
         norm = normalize_keyword(keyword)
@@ -36,6 +42,7 @@ class KeywordIds:
             )
             kid = cur.lastrowid
             self._cache[norm] = kid
+            self._display[kid] = clean_display(keyword)
         return kid
 
 
@@ -84,9 +91,7 @@ def upsert_document(
             (title, summary, content_hash, stat_sig, keywords_file, now, doc_id),
         )
         conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
-    rows = []
-    for kw, category, source in keywords:
-        rows.append((doc_id, ids.ensure(kw, category), category, source))
+    rows = [(doc_id, ids.ensure(kw, category), category, source) for kw, category, source in keywords]
     # A person's keyword replaces a learned row for the same keyword.
     conn.executemany(
         "INSERT INTO document_keywords (document_id, keyword_id, category, source) VALUES (?, ?, ?, ?) "
@@ -94,7 +99,11 @@ def upsert_document(
         "source = excluded.source, weight = 1.0, learned_id = NULL",
         rows,
     )
-    write_fts(conn, doc_id, title=title, summary=summary, body=body)
+    if created:  # nothing stored yet: no old full-text row, and the keywords are just these
+        conn.execute("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)",
+                     (doc_id, title or "", summary or "", " ; ".join(ids.display(r[1]) for r in rows), body))
+    else:
+        write_fts(conn, doc_id, title=title, summary=summary, body=body)
     return doc_id, created
 
 
