@@ -251,10 +251,11 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.markdown import render_query
         return render_query(self.query(question, keywords, **options))
 
-    def stale(self) -> dict:
-        """Which files changed on disk since the last sync (cheap: stats only)."""
+    def stale(self, full: bool = False) -> dict:
+        """Which files changed on disk since the last sync (stats only; see
+        :func:`kb_indexer.index.stale.check` for the quick mode of large knowledge bases)."""
         from kb_indexer.index.stale import check
-        return check(self.conn, self.kb_root)
+        return check(self.conn, self.kb_root, full=full)
 
     # -- database ------------------------------------------------------------------------
     def export(self) -> dict:

@@ -20,6 +20,8 @@ MAX_KEYWORD_CHARS = 200
 MAX_JSON_DEPTH = 64
 # Documents larger than this are indexed up to the limit, with a warning (env KBINDEX_MAX_DOC_BYTES).
 DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
+# A similarities file (or another JSON file kbindex reads whole) larger than this is refused.
+MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
 

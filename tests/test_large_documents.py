@@ -90,3 +90,15 @@ def test_inline_markup_is_still_removed_from_titles_and_summaries():
     assert parsed.title == "The bold and code link"
     assert parsed.summary == "Some emphasised text here."
     assert json.dumps(parsed.summary)
+
+
+def test_a_similarities_file_is_not_held_to_the_document_limit(small, monkeypatch):
+    monkeypatch.setenv("KBINDEX_MAX_DOC_BYTES", "2048")
+    handle, kbdir = small
+    sims = [{"keyword1": f"term {i}", "keyword2": f"other {i}", "type": "related_concept",
+             "context": "x" * 40, "score": 0.5} for i in range(100)]
+    (kbdir.parent / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
+    assert (kbdir.parent / "similarities.json").stat().st_size > 2048
+    res = handle.sync()
+    assert res["errors"] == [] and res["similarities"]["imported"] == 1
+    assert handle.conn.execute("SELECT count(*) FROM keyword_similarities").fetchone()[0] == 100

@@ -73,3 +73,63 @@ def test_cost_is_small_on_the_bundled_kb(kb):
     for _ in range(20):
         kb.stale()
     assert (time.perf_counter() - t) / 20 < 0.05
+
+
+# -- the quick check of large knowledge bases ------------------------------------------------------------
+
+import pytest  # noqa: E402
+
+from kb_indexer.index import stale as stale_mod  # noqa: E402
+
+
+@pytest.fixture
+def quick(kb, monkeypatch):
+    """The bundled KB, checked as a large one would be (folders + recent files), its folders settled."""
+    monkeypatch.setattr(stale_mod, "FULL_CHECK_MAX_FILES", 0)
+    monkeypatch.setattr(stale_mod, "SETTLE_NS", 0)
+    assert kb.stale()["mode"] == "quick"
+    return kb
+
+
+def test_quick_check_sees_added_deleted_and_new_folders(quick):
+    root = quick.kb_root
+    info = quick.stale()
+    assert info["stale"] is False and info["folders_listed"] == 0
+    (root / "python-tooling" / "new.md").write_text("# New\n\ntext\n", encoding="utf-8")
+    (root / "fresh" / "deep").mkdir(parents=True)
+    (root / "fresh" / "deep" / "x.md").write_text("# X\n\ntext\n", encoding="utf-8")
+    (root / "reward-shaping.md").unlink()
+    info = quick.stale()
+    assert (info["added"], info["removed"], info["changed"]) == (2, 1, 0)
+    assert set(info["examples"]) == {"python-tooling/new.md", "fresh/deep/x.md", "reward-shaping.md"}
+    quick.sync()
+    assert quick.stale()["stale"] is False
+
+
+def test_quick_check_sees_a_deleted_folder(quick):
+    import shutil
+
+    n = len(list((quick.kb_root / "python-tooling").glob("*.md")))
+    shutil.rmtree(quick.kb_root / "python-tooling")
+    info = quick.stale()
+    assert info["removed"] == n and info["stale"] is True
+
+
+def test_quick_check_sees_in_place_edits_of_recent_files_only(quick, monkeypatch):
+    monkeypatch.setattr(stale_mod, "RECENT_FILES", 1)
+    recent = quick.conn.execute("SELECT filepath FROM documents ORDER BY updated_at DESC LIMIT 1").fetchone()[0]
+    older = quick.conn.execute("SELECT filepath FROM documents WHERE filepath != ? LIMIT 1", (recent,)).fetchone()[0]
+    bump(quick.kb_root / older)   # an in-place edit of a file not recently indexed: not seen by the quick check
+    assert quick.stale()["stale"] is False
+    full = quick.stale(full=True)
+    assert full["changed"] == 1 and full["mode"] == "full"
+    bump(quick.kb_root / recent)
+    info = quick.stale()
+    assert info["changed"] == 1 and info["examples"] == [recent]
+
+
+def test_a_folder_changed_in_the_same_tick_as_the_sync_is_listed_again(kb, monkeypatch):
+    monkeypatch.setattr(stale_mod, "FULL_CHECK_MAX_FILES", 0)
+    monkeypatch.setattr(stale_mod, "SETTLE_NS", 10**18)  # every folder counts as just written
+    info = kb.stale()
+    assert info["folders_listed"] == info["folders"] and info["stale"] is False

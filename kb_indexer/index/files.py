@@ -7,14 +7,16 @@ from typing import Any
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.markdown import read_text_file
-from kb_indexer.limits import check_keyword, max_doc_bytes, parse_json
+from kb_indexer.limits import MAX_JSON_FILE_BYTES, check_keyword, parse_json
 from kb_indexer.store.similarities import validate_relation
 from kb_indexer.text import normalize_keyword
 
 
-def load_json_file(path: Path, display: str | None = None) -> tuple[Any, bytes]:
+def load_json_file(path: Path, display: str | None = None, *, limit: int = MAX_JSON_FILE_BYTES) -> tuple[Any, bytes]:
+    """A JSON file (keywords file, similarities file) as data, refused cleanly when over ``limit`` bytes,
+    not JSON, or nested too deep."""
     name = display or str(path)
-    text, raw = read_text_file(path, name, limit=max_doc_bytes())
+    text, raw = read_text_file(path, name, limit=limit)
     return parse_json(text, name), raw
 
 

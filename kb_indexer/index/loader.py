@@ -10,7 +10,7 @@ from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, stat_sig, store_keywords_file
-from kb_indexer.limits import check_keyword
+from kb_indexer.limits import check_keyword, max_doc_bytes
 from kb_indexer.text import normalize_keyword
 
 
@@ -38,7 +38,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
     kw_rel = None
     if kw_path is not None and (explicit or kw_path.exists()):  # a FIFO or folder there: a clear error
         name = kw_path.name if not explicit else str(keywords_file)
-        data, kw_raw = load_json_file(kw_path, name)
+        data, kw_raw = load_json_file(kw_path, name, limit=max_doc_bytes())
         kw_data = validate_keywords_data(data, name)
         if not describes(kw_data["filepath"], rel):
             raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "

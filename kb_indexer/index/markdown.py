@@ -82,8 +82,8 @@ def read_text_file(path: Path, display: str | None = None, *, limit: int | None 
     name = display or str(path)
     data = _read_bytes(path, name, limit if limit is not None else 1 << 62)
     if limit is not None and len(data) > limit:
-        raise ValidationError(f"{name} is larger than {limit} bytes (the limit; set KBINDEX_MAX_DOC_BYTES to "
-                              "raise it)")
+        raise ValidationError(f"{name} is larger than {limit} bytes, the limit for this kind of file "
+                              "(README, \"Limits\")")
     return _decode(data, name), data
 
 

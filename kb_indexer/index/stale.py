@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.index.paths import KEYWORDS_SUFFIX
 from kb_indexer.index.walk import scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
@@ -41,25 +43,64 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[str, Any]:
-    """What changed on disk since the last sync: ``{"stale", "changed", "added", "removed", ...}``."""
+# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, walked_ns]} recorded by sync (see ``record_folders``)
+FOLDERS_KEY = "folder_mtimes"
+# Up to this many indexed documents the check stats every file; above, it is the quick check.
+FULL_CHECK_MAX_FILES = 5000
+# The quick check also stats this many most recently indexed documents (in-place edits of the notes
+# being worked on).
+RECENT_FILES = 1000
+# A folder whose mtime is this close to when sync looked at it may hide a change made in the same tick:
+# it is listed again by every check until a later sync records it.
+SETTLE_NS = 2_000_000_000
+_TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
+
+
+def record_folders(conn: sqlite3.Connection, prefix: str, mtimes: dict[str, int], walked_ns: int) -> None:
+    """Remember the folders a sync walked (all under ``prefix``) with their mtimes."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
+    state = _decode_state(row[0] if row else None) or {}
+    state = {k: v for k, v in state.items() if not k.startswith(prefix)}
+    state.update({k: [m, walked_ns] for k, m in mtimes.items()})
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                 "excluded.value", (FOLDERS_KEY, json.dumps(state, sort_keys=True, separators=(",", ":"))))
+
+
+def _decode_state(raw: str | None) -> dict[str, list[int]] | None:
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and "" in data else None
+
+
+def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: bool = False) -> dict[str, Any]:
+    """What changed on disk since the last sync: ``{"stale", "changed", "added", "removed", "mode", ...}``.
+
+    ``mode`` ``full`` stats every file (knowledge bases up to ``FULL_CHECK_MAX_FILES`` documents, or
+    ``full=True``). ``quick`` (larger ones) stats every folder, lists only the folders whose mtime changed
+    (files added, deleted or renamed, and editors that save by replacing the file), and stats the
+    ``RECENT_FILES`` most recently indexed documents; an in-place edit of an older file is found by
+    ``sync`` or a full check.
+    """
     start = time.perf_counter()
     root = Path(kb_root)
     if not root.is_dir():
         return {"stale": False, "checked": False, "reason": f"knowledge-base root {root} does not exist",
                 "seconds": round(time.perf_counter() - start, 6)}
     root = root.resolve()
-    stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
-    on_disk = scan(root).files
-    _explicit_keywords(conn, root, on_disk)
-    if on_disk == stored:       # the common case, compared in C
-        added = removed = changed = []
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
+    state = None if full else _decode_state(row[0] if row else None)
+    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    if state is None or total <= FULL_CHECK_MAX_FILES:
+        stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
+        on_disk = scan(root).files
+        info: dict[str, Any] = {"mode": "full", "files": len(on_disk)}
     else:
-        rejected = rejected_files(conn)
-        added = sorted(p for p in on_disk.keys() - stored.keys() if rejected.get(p) != on_disk[p])
-        removed = sorted(stored.keys() - on_disk.keys())
-        changed = sorted(p for p in on_disk.keys() & stored.keys()
-                         if on_disk[p] != stored[p] and rejected.get(p) != on_disk[p])
+        stored, on_disk, info = _quick(conn, root, state)
+        info["files"] = total
+    _explicit_keywords(conn, root, on_disk)
+    added, removed, changed = _compare(conn, stored, on_disk)
     from kb_indexer.index.similarity_sync import similarities_changed
 
     sims = similarities_changed(conn, root)
@@ -69,9 +110,93 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5) -> dict[st
         "added": len(added), "removed": len(removed), "changed": len(changed),
         "similarities_changed": sims,
         "examples": (changed + added + removed)[:examples],
-        "files": len(on_disk),
+        **info,
         "seconds": round(time.perf_counter() - start, 6),
     }
+
+
+def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[list, list, list]:
+    if on_disk == stored:       # the common case, compared in C
+        return [], [], []
+    rejected = rejected_files(conn)
+    added = sorted(p for p in on_disk.keys() - stored.keys() if rejected.get(p) != on_disk[p])
+    removed = sorted(stored.keys() - on_disk.keys())
+    changed = sorted(p for p in on_disk.keys() & stored.keys()
+                     if on_disk[p] != stored[p] and rejected.get(p) != on_disk[p])
+    return added, removed, changed
+
+
+def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict, dict, dict]:
+    """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
+    listed, trees = _changed_folders(root, state)
+    on_disk: dict[str, str] = {}
+    for pre in listed:
+        walk = scan(root, pre, recursive=False)
+        on_disk.update(walk.files)
+        for sub in walk.subfolders:
+            if sub not in state:  # a new folder: everything in it is new
+                trees.append(sub)
+    for pre in trees:
+        if (root / pre).is_dir():
+            on_disk.update(scan(root, pre).files)
+    stored: dict[str, str] = {}
+    for pre in listed:
+        stored.update((p, sig) for p, sig in _stored_under(conn, pre) if "/" not in p[len(pre):])
+    for pre in trees:
+        stored.update(_stored_under(conn, pre))
+    recent = conn.execute("SELECT filepath, stat_sig FROM documents ORDER BY updated_at DESC LIMIT ?",
+                          (RECENT_FILES,)).fetchall()
+    for rel, sig in recent:
+        if rel not in stored:
+            stored[rel] = sig
+            now = _disk_sig(root, rel)
+            if now is not None:
+                on_disk[rel] = now
+    return stored, on_disk, {"mode": "quick", "folders": len(state), "folders_listed": len(listed) + len(trees),
+                             "recent_checked": len(recent)}
+
+
+def _changed_folders(root: Path, state: dict[str, list[int]]) -> tuple[list[str], list[str]]:
+    """Folders whose mtime moved (or that may hide a same-tick change), and folders that are gone."""
+    listed, gone = [], []
+    for pre, (mtime, walked) in state.items():
+        try:
+            now = os.stat(root / pre).st_mtime_ns if pre else os.stat(root).st_mtime_ns
+        except OSError:
+            gone.append(pre)
+            continue
+        if now != mtime or now > walked - SETTLE_NS:
+            listed.append(pre)
+    return listed, gone
+
+
+def _stored_under(conn: sqlite3.Connection, pre: str) -> list[tuple[str, str]]:
+    if not pre:
+        return conn.execute("SELECT filepath, stat_sig FROM documents").fetchall()
+    return conn.execute("SELECT filepath, stat_sig FROM documents WHERE filepath >= ? AND filepath < ?",
+                        (pre, pre + _TOP)).fetchall()
+
+
+def _disk_sig(root: Path, rel: str) -> str | None:
+    """The stat signature the walk would give ``rel`` (None: gone or not a regular file)."""
+    md = os.path.join(root, rel)
+    try:
+        st = os.stat(md)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    sig = f"{st.st_mtime_ns}:{st.st_size}"
+    stem = rel.rsplit("/", 1)[-1]
+    lower = stem.lower()
+    stem = stem[: -len(".markdown")] if lower.endswith(".markdown") else stem[: -len(".md")]
+    try:
+        kst = os.stat(os.path.join(os.path.dirname(md), stem + KEYWORDS_SUFFIX))
+        if stat.S_ISREG(kst.st_mode):
+            sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
+    except OSError:
+        pass
+    return sig
 
 
 def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
-from kb_indexer.index.stale import REJECTED_FILES_KEY, rejected_files
+from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
@@ -150,6 +150,7 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     """
     root = kb_root.resolve()
     base, prefix = _scope(conn, root, directory)
+    started_ns = time.time_ns()
     walk = scan(root, prefix)
     stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0,
                              "errors": list(walk.problems), "warnings": [], "batches": 0}
@@ -163,6 +164,7 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     _delete_documents(conn, gone, stats)
     with transaction(conn):
         _record_rejected(conn, prefix, rejected)
+        record_folders(conn, prefix, walk.folder_mtimes, started_ns)
         used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
     stats["errors"] += [{"file": o, "message": "keywords file without a markdown document beside it"}
                         for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)

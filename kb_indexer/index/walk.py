@@ -25,13 +25,17 @@ class Walk:
     """``files``: relative POSIX path -> stat signature (as :func:`kb_indexer.index.paths.stat_sig` with the
     default keywords file); ``problems``: ``{"file", "message"}`` for entries skipped; ``orphans``: keywords
     files with no markdown document beside them; ``unreadable``: documents that are there but cannot be read
-    now (a FIFO, permissions): sync keeps what it stored for them; ``folders``: how many folders were read."""
+    now (a FIFO, permissions): sync keeps what it stored for them; ``folders``: how many folders were read;
+    ``folder_mtimes``: each folder's (``""``, ``"a/"``, ``"a/b/"``) mtime in ns, taken before it was listed;
+    ``subfolders``: the folders found but not entered (``recursive=False``)."""
 
     files: dict[str, str] = field(default_factory=dict)
     problems: list[dict[str, str]] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     unreadable: set[str] = field(default_factory=set)
     folders: int = 0
+    folder_mtimes: dict[str, int] = field(default_factory=dict)
+    subfolders: list[str] = field(default_factory=list)
 
 
 def printable(name: str) -> str:
@@ -55,8 +59,9 @@ def _sig(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-def scan(root: Path, base: str = "") -> Walk:
-    """Walk ``root / base`` (``base``: a relative POSIX folder, "" for the whole KB)."""
+def scan(root: Path, base: str = "", *, recursive: bool = True) -> Walk:
+    """Walk ``root / base`` (``base``: a relative POSIX folder, "" for the whole KB); with
+    ``recursive=False`` only that folder (its subfolders are listed in ``subfolders``)."""
     walk = Walk()
     root_real = os.path.realpath(root)
     start = os.path.join(root, base) if base else str(root)
@@ -65,13 +70,20 @@ def scan(root: Path, base: str = "") -> Walk:
     while stack:
         folder, pre = stack.pop()
         try:
+            walk.folder_mtimes[pre] = os.stat(folder).st_mtime_ns  # before listing: a later change shows
             with os.scandir(folder) as it:
                 entries = list(it)
         except OSError as exc:
             walk.problems.append({"file": printable(pre) or ".", "message": f"cannot list folder: {exc.strerror}"})
+            walk.folder_mtimes.pop(pre, None)
             continue
         walk.folders += 1
-        _scan_folder(walk, entries, pre, root_real, stack)
+        found: list = []
+        _scan_folder(walk, entries, pre, root_real, found)
+        if recursive:
+            stack.extend(found)
+        else:
+            walk.subfolders.extend(sub for _, sub in found)
     return walk
 
 

@@ -240,6 +240,13 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
     """)
 
 
+
+@migration
+def m060_sync_state(conn: sqlite3.Connection) -> None:
+    # The stale check's quick mode stats the most recently indexed documents (kb_indexer.index.stale).
+    run_script(conn, "CREATE INDEX idx_documents_updated ON documents(updated_at);")
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
