@@ -100,5 +100,5 @@ def test_a_similarities_file_is_not_held_to_the_document_limit(small, monkeypatc
     (kbdir.parent / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
     assert (kbdir.parent / "similarities.json").stat().st_size > 2048
     res = handle.sync()
-    assert res["errors"] == [] and res["similarities"]["imported"] == 1
+    assert res["errors"] == [] and res["similarities"]["files"] == 1
     assert handle.conn.execute("SELECT count(*) FROM keyword_similarities").fetchone()[0] == 100
