@@ -28,9 +28,9 @@ from kb_indexer.index.walk import scan
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
 # documents whose stored keywords file is not their default ``<stem>.keywords.json`` (.md or .markdown)
-_EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_file IS NOT NULL AND keywords_file "
-                 "NOT IN (substr(filepath, 1, length(filepath) - 3) || '.keywords.json', "
-                 "substr(filepath, 1, length(filepath) - 9) || '.keywords.json')")
+_EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_file IS NOT NULL "
+                 "AND keywords_file NOT IN (substr(filepath, 1, length(filepath) - 3) || '.keywords.json', "
+                 "substr(filepath, 1, length(filepath) - 9) || '.keywords.json')")  # = m060's partial index
 
 
 def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
