@@ -206,7 +206,10 @@ class KnowledgeBase(LearningAPI):
     def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
         """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""
         from kb_indexer.search.keyword import keyword_search
-        return keyword_search(self.conn, keywords, mode, limit)
+        from kb_indexer.store.interrupt import interruptible
+
+        with interruptible(self.conn):
+            return keyword_search(self.conn, keywords, mode, limit)
 
     def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, **options: Any) -> dict:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
@@ -243,8 +246,10 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.learn.apply import association_boosts
         from kb_indexer.learn.history import record
         from kb_indexer.search.query import run_query
+        from kb_indexer.store.interrupt import interruptible
 
-        return run_query(self.conn, question, keywords, learned=association_boosts, recorder=record, **options)
+        with interruptible(self.conn):
+            return run_query(self.conn, question, keywords, learned=association_boosts, recorder=record, **options)
 
     def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""
