@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kb_indexer.cli.app import app
-from kb_indexer.cli import database, documents, keywords, learn, llm, query, search, similarity  # noqa: F401  (register commands)
+from kb_indexer.cli.app import app  # commands are built on demand: see kb_indexer.cli.registry
 
 
 def main() -> None:

@@ -80,6 +80,22 @@ class KbGroup(TyperGroup):
             code = 1
         sys.exit(code)
 
+    # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.
+    def list_commands(self, ctx):
+        from kb_indexer.cli.registry import COMMANDS
+
+        return list(dict.fromkeys([*COMMANDS, *super().list_commands(ctx)]))
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None:
+            from kb_indexer.cli.registry import load
+
+            command = load(name)
+            if command is not None:
+                self.add_command(command, name)
+        return command
+
 
 app = typer.Typer(
     cls=KbGroup,

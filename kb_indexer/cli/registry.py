@@ -1,0 +1,54 @@
+"""Which module defines each command, so a run imports only the module of the command it runs.
+
+An agent calls ``kbindex search`` as a fresh process many times a minute: building all commands (and
+importing what they need) on every call would cost more than the search. ``KbGroup`` asks
+:func:`load` for a command only when click needs it; ``kbindex --help`` lists them all.
+``tests/test_cli_startup.py`` checks this table against what the modules register.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# In the order `kbindex --help` lists them.
+COMMANDS: dict[str, str] = {
+    "init": "database", "export": "database", "import": "database", "db-stats": "database",
+    "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
+    "show": "documents", "sync": "documents",
+    "keywords": "keywords", "docs": "keywords", "stats": "keywords",
+    "doctor": "llm", "cache": "llm",
+    "query": "query",
+    "history": "learn", "refine": "learn", "feedback": "learn", "learn": "learn", "clear-history": "learn",
+    "learned": "learn",
+    "search": "search",
+    "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
+    "import-similarities": "similarity",
+}
+MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+def load(name: str):
+    """The click command (or group) ``name``, built from its module's Typer registration; None if unknown."""
+    module = COMMANDS.get(name)
+    if module is None:
+        return None
+    importlib.import_module(f"kb_indexer.cli.{module}")
+    import typer.main as tm
+
+    from kb_indexer.cli.app import app
+
+    for info in app.registered_commands:
+        if (info.name or tm.get_command_name(info.callback.__name__)) == name:
+            return tm.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                            rich_markup_mode=app.rich_markup_mode)
+    for group in app.registered_groups:
+        if group.name == name:
+            return tm.get_group_from_info(group, pretty_exceptions_short=app.pretty_exceptions_short,
+                                          suggest_commands=True, rich_markup_mode=app.rich_markup_mode)
+    return None
+
+
+def load_all() -> None:
+    """Import every command module (for tools that walk ``app.registered_commands``)."""
+    for module in MODULES:
+        importlib.import_module(f"kb_indexer.cli.{module}")
