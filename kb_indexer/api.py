@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.config import default_kb_root, find_db
+from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
@@ -23,23 +23,6 @@ from kb_indexer.store.documents import KeywordIds, document_keywords, require_do
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
 from kb_indexer.text import normalize_keyword
-
-
-def stored_root_form(db_path: Path, kb_root: Path) -> Path:
-    """How the index remembers its knowledge-base root: relative to the index file's folder when the root is
-    inside that folder or beside it (so a copied or moved project keeps working), else absolute."""
-    base = db_path.absolute().parent
-    try:
-        rel = Path(os.path.relpath(kb_root.absolute(), base))
-    except ValueError:  # another drive (Windows)
-        return kb_root.absolute()
-    return kb_root.absolute() if rel.parts[:2] == ("..", "..") else rel
-
-
-def stored_root_path(db_path: Path, stored: str) -> Path:
-    """The knowledge-base root from its stored form (a relative one is relative to the index's folder)."""
-    path = Path(stored)
-    return path if path.is_absolute() else Path(os.path.normpath(db_path.absolute().parent / path))
 
 
 class KnowledgeBase(LearningAPI):

@@ -33,3 +33,20 @@ def find_db(db: str | os.PathLike | None = None, *, start: Path | None = None) -
 
 def default_kb_root(db_path: Path) -> Path:
     return db_path.parent / DEFAULT_KB_DIRNAME
+
+
+def stored_root_form(db_path: Path, kb_root: Path) -> Path:
+    """How the index remembers its knowledge-base root: relative to the index file's folder when the root is
+    inside that folder or beside it (so a copied or moved project keeps working), else absolute."""
+    base = db_path.absolute().parent
+    try:
+        rel = Path(os.path.relpath(kb_root.absolute(), base))
+    except ValueError:  # another drive (Windows)
+        return kb_root.absolute()
+    return kb_root.absolute() if rel.parts[:2] == ("..", "..") else rel
+
+
+def stored_root_path(db_path: Path, stored: str) -> Path:
+    """The knowledge-base root from its stored form (a relative one is relative to the index's folder)."""
+    path = Path(stored)
+    return path if path.is_absolute() else Path(os.path.normpath(db_path.absolute().parent / path))

@@ -81,6 +81,7 @@ def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> 
 
 def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
     from kb_indexer.llm import cache as llm_cache
+    from kb_indexer.config import stored_root_path
     from kb_indexer.store.connection import connect
     from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
 
@@ -105,7 +106,7 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
         if len(applied) < len(known):
             report["pending_migrations"] = [n for n in known if n not in applied]
         row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
-        report["kb_root"] = row[0] if row else None
+        report["kb_root"] = str(stored_root_path(Path(db_path), row[0])) if row else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
     except sqlite3.DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
