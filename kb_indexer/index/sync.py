@@ -18,7 +18,7 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
-from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
+from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -26,11 +26,12 @@ __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove
 Progress = Callable[[int, int], None]
 
 
-def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument) -> tuple[int, bool]:
+def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
+           fts_rows: list | None = None) -> tuple[int, bool]:
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
         keywords=doc.keywords, content_hash=doc.content_hash, stat_sig=doc.stat_sig,
-        keywords_file=doc.keywords_file,
+        keywords_file=doc.keywords_file, fts_rows=fts_rows,
     )
 
 
@@ -198,18 +199,20 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
     for batch in _batches(todo, conn):
         with transaction(conn):
             ids = KeywordIds(conn)
+            fts_rows: list = []  # written last (see upsert_document)
             for rel in batch:
-                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats)
+                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats, fts_rows)
                 if problem is not None:
                     _file_failed(root, rel, existing.get(rel), problem, stats, rejected, vanished)
                 done += 1
                 if progress:
                     progress(done, len(todo))
+            write_fts_rows(conn, fts_rows)
         stats["batches"] += 1
     return vanished
 
 
-def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | None:
+def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict, fts_rows: list) -> str | None:
     """Read, then store one document; returns why reading it failed (or None).
 
     Anything reading one file can raise is caught here. Storing reads nothing, so its failures are the
@@ -227,7 +230,7 @@ def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | Non
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
         stats["unchanged"] += 1
     else:
-        _store(conn, ids, doc)
+        _store(conn, ids, doc, fts_rows)
         stats["added" if known is None else "updated"] += 1
     return None
 
