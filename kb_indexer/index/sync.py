@@ -102,7 +102,7 @@ def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
 # A long sync commits in batches so no other kbindex process waits long for the write lock, the WAL stays
 # small and a killed sync keeps what it committed (a re-run goes on from there: unchanged files are skipped).
 BATCH_DOCS = 500
-BATCH_SECONDS = 1.0
+BATCH_SECONDS = 0.5
 # What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
 FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
 
