@@ -120,9 +120,13 @@ def store_keywords_file(kb_root: Path, kw_path: Path) -> str:
 
 
 def default_keywords_rel(rel: str) -> str:
-    """The stored form of a document's default keywords file (``<stem>.keywords.json`` beside it)."""
-    path = PurePosixPath(rel)
-    return path.with_name((path.stem if path.suffix else path.name) + KEYWORDS_SUFFIX).as_posix()
+    """The stored form of a document's default keywords file (``<stem>.keywords.json`` beside it).
+
+    String operations only (as ``PurePosixPath.stem``): sync asks this for every stored document."""
+    slash = rel.rfind("/")
+    name = rel[slash + 1:]
+    dot = name.rfind(".")
+    return rel[: slash + 1] + (name[:dot] if dot > 0 else name) + KEYWORDS_SUFFIX
 
 
 def explicit_keywords_file(kb_root: Path, rel: str, stored: str | None) -> Path | None:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
-from kb_indexer.index.paths import explicit_keywords_file, keywords_path_for, stat_sig, to_relative
+from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
@@ -155,7 +155,9 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     walk = scan(root, prefix)
     stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0,
                              "errors": list(walk.problems), "warnings": [], "batches": 0}
-    existing = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+    rows = conn.cursor()
+    rows.row_factory = None  # plain tuples: 100,000 of them
+    existing = {r[0]: r[1:] for r in rows.execute(
         "SELECT filepath, content_hash, stat_sig, keywords_file FROM documents") if r[0].startswith(prefix)}
     todo = _changed(root, walk.files, existing)
     stats["unchanged"] = len(walk.files) - len(todo)
@@ -180,7 +182,7 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) ->
     todo = []
     for rel, sig in on_disk.items():
         known = existing.get(rel)
-        if known is not None and known[2] and explicit_keywords_file(root, rel, known[2]) is not None:
+        if known is not None and known[2] and known[2] != default_keywords_rel(rel):
             try:  # given its keywords file with `add --keywords`: compare with that file's signature
                 sig = disk_sig(root, rel, known[2])
             except KbError:
