@@ -214,6 +214,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--keep", type=Path, help="build the knowledge base here and keep it")
+    ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
+                    "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
     args = ap.parse_args()
     vocab = Vocabulary()
     tmp = None
@@ -236,9 +238,41 @@ def main() -> None:
         p = in_process(root, questions)
         db_kb = (root / "kbindex.db").stat().st_size / 1024 / args.docs
         report(args.docs, s, naive, resync_s, c, p, db_kb)
+        if args.baseline_src:
+            report_old(baseline(root, args.baseline_src, args.runs, questions[0], args.docs), s, resync_s, c)
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def baseline(root: Path, src: Path, runs: int, question: str, docs: int) -> dict:
+    """The same steps with an older checkout (``python -m kb_indexer`` on PYTHONPATH=src), own index file."""
+    env = dict(os.environ, PYTHONPATH=str(src.resolve()), KBINDEX_DB=str(root / "old.db"))
+    cmd = [sys.executable, "-m", "kb_indexer"]
+
+    def run(*args: str) -> float:
+        t = time.perf_counter()
+        proc = subprocess.run(cmd + list(args) + ["--format", "json"], cwd=root, env=env, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"baseline {args} failed: {proc.stderr[-1500:]}")
+        return time.perf_counter() - t
+
+    run("init", "--kb", str(root / "knowledge-base"))
+    sync_s = run("sync")
+    resync_s = run("sync")
+    run("query", question)
+    q = statistics.median(run("query", question) * 1000 for _ in range(runs))
+    qn = statistics.median(run("query", question, "--no-stale-check") * 1000 for _ in range(runs))
+    return {"docs_s": docs / sync_s, "resync_s": resync_s, "query_ms": q, "query_nostale_ms": qn}
+
+
+def report_old(old: dict, s: dict, resync_s: float, c: dict) -> None:
+    print("\n  the same steps, this checkout vs the --baseline-src checkout (python -m kb_indexer for both):")
+    print(f"    sync docs/s               {s['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
+    print(f"    no-change re-sync         {resync_s:8.2f}s vs {old['resync_s']:8.2f}s")
+    print(f"    cold query                {c['query_ms']:8.0f}  vs {old['query_ms']:8.0f} ms")
+    print(f"    cold query, no stale check{c['query_nostale_ms']:8.0f}  vs {old['query_nostale_ms']:8.0f} ms")
 
 
 def report(docs: int, s: dict, naive: float, resync_s: float, c: dict, p: dict, db_kb: float) -> None:

@@ -103,6 +103,9 @@ def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
 # small and a killed sync keeps what it committed (a re-run goes on from there: unchanged files are skipped).
 BATCH_DOCS = 500
 BATCH_SECONDS = 0.5
+# A pause after each batch: SQLite's busy handler polls, so a writer waiting for the lock needs a moment
+# in which it is free, or a sync that begins its next batch at once could keep it waiting for several.
+BATCH_PAUSE = 0.02
 # What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
 FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
 
@@ -117,6 +120,8 @@ def _batches(items: list, conn: sqlite3.Connection):
         yield _Batch(items, i, batch_end, deadline)
         i = batch_end[0]
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if i < len(items):
+            time.sleep(BATCH_PAUSE)
 
 
 class _Batch:
