@@ -18,7 +18,7 @@ import sqlite3
 
 from kb_indexer.search.fulltext import FtsQuery, build_query
 
-PRUNE_MIN_DOCS = 20_000
+PRUNE_MIN_DOCS = 5_000
 COMMON_SHARE = 0.5
 _TOKENIZE = "porter unicode61 remove_diacritics 2"  # = documents_fts (store/migrations.py m002)
 
