@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.llm.base import LLMError
-from kb_indexer.llm.config import LLMOptions, make_backend, resolve
+from kb_indexer.llm.config import LLMOptions, resolve
+from kb_indexer.llm.registry import make_backend
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],

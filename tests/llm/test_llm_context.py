@@ -17,7 +17,7 @@ from kb_indexer.llm.base import LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.context_match import (MAX_PER_CALL, SYSTEM_PROMPT, TASK, lexical_score, schema_for,
                                           score_contexts, similar_in_context)
-from kb_indexer.llm.fake import FakeBackend
+from fake_llm import FakeBackend
 from kb_indexer.llm.structured import LLMClient
 
 ITEM_KEYS = ["keyword", "similarity_type", "context", "score", "context_match_score", "directional", "direction"]
