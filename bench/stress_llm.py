@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -230,7 +231,12 @@ class FaultServer:
 # -- the commands --------------------------------------------------------------------------
 
 
+_CMD: list[str] | None = None   # --kbindex: another build to compare (e.g. the baseline)
+
+
 def kbindex_cmd() -> list[str]:
+    if _CMD:
+        return list(_CMD)
     exe = Path(sys.executable).with_name("kbindex")
     if exe.exists():
         return [str(exe)]
@@ -308,7 +314,7 @@ def run_case(project: Path, server: FaultServer, protocol: str, fault: str, comm
     if row["seconds"] > timeout + grace:
         problems.append(f"took {row['seconds']}s > {timeout + grace:g}s")
     if proc.returncode != 0:
-        problems.append(f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}")
+        problems.append(f"exit {proc.returncode}: {' '.join(proc.stderr.split())[-160:]}")
     try:
         data = json.loads(proc.stdout)
     except ValueError:
@@ -323,7 +329,7 @@ def run_case(project: Path, server: FaultServer, protocol: str, fault: str, comm
 
 def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: bool = False) -> dict[str, Any]:
     """Every protocol x fault x command; ``{"cases", "failures", "max_seconds", "rows"}``."""
-    faults = QUICK_FAULTS if quick else FAULTS
+    faults = QUICK_FAULTS if quick else FAULTS   # read at call time (--faults changes QUICK_FAULTS)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kbindex-stress-llm-") as tmp:
         project = make_kb(Path(tmp))
@@ -349,11 +355,20 @@ def _line(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _CMD, QUICK_FAULTS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"only the faults {', '.join(QUICK_FAULTS)}")
     parser.add_argument("--timeout", type=float, default=3.0, help="--llm-timeout for every command (s)")
     parser.add_argument("--grace", type=float, default=5.0, help="allowed beyond the timeout (process start-up)")
+    parser.add_argument("--kbindex", help="the command to test instead of the installed kbindex, e.g. "
+                        "'python -m kb_indexer' with PYTHONPATH pointing at another checkout (a baseline)")
+    parser.add_argument("--faults", help="comma-separated subset of: " + ", ".join(FAULTS))
     args = parser.parse_args(argv)
+    if args.kbindex:
+        _CMD = shlex.split(args.kbindex)
+    if args.faults:
+        QUICK_FAULTS = tuple(f.strip() for f in args.faults.split(",") if f.strip() in FAULTS)
+        args.quick = True
     print(f"{'proto':<7} {'fault':<13} {'command':<8} exit  seconds  result")
     out = run(quick=args.quick, timeout=args.timeout, grace=args.grace, verbose=True)
     print(f"\n{out['cases']} cases, {out['failures']} failures; slowest {out['max_seconds']}s "
