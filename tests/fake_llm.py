@@ -44,7 +44,6 @@ class FakeBackend:
 
     def __init__(self, answers: list[Any] | None = None, *, model: str = "fake-model", script: Path | None = None):
         self.model = model
-        self.cache_model = model
         self.answers: list[Any] = list(answers or [])
         self.calls: list[dict[str, Any]] = []
         self.script = script

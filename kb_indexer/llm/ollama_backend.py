@@ -59,7 +59,6 @@ class OllamaBackend:
     def __init__(self, config: LLMConfig, **client_kwargs: Any):
         self.config = config
         self.model = config.model or "llama3.2:3b"
-        self.cache_model = self.model
         self.host = config.base_url or ollama_host(None)
         self.budget = Budget()
         transport = GuardedTransport(self.budget, client_kwargs.pop("transport", None))

@@ -105,10 +105,6 @@ class OpenAIBackend:
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
                                   transport=GuardedTransport(self.budget, transport), follow_redirects=True)
 
-    @property
-    def cache_model(self) -> str:
-        return self.config.model or f"server-default@{self.base_url}"
-
     def close(self) -> None:
         self._http.close()
 
