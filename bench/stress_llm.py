@@ -26,7 +26,9 @@ a copy of the bundled knowledge base, ``similar --user-context``, ``query
 --context`` and ``doctor`` with ``--llm-timeout``, and checks: the command ends
 within the timeout plus a grace (process start-up), the exit code is 0, stdout is
 one JSON object, and the LLM report is flagged (a fallback with its error; for
-``ok``, the LLM was used). It prints a table of cases with durations and failures.
+``ok``, the LLM was used). It prints a table of cases with durations and failures,
+beside the baseline measured in the same run: the same command with
+``--llm-backend none`` (no LLM at all), i.e. the process's own time.
 
 Importable: ``run(quick=True) -> dict`` (``{"cases", "failures", "max_seconds", "rows"}``)
 for ``bench/stress.py``.
@@ -288,6 +290,14 @@ def _llm_flagged(command: str, data: dict, fault: str) -> str | None:
     return None if llm.get("fallback") == "lexical" and llm.get("error") else f"fallback not flagged: {llm}"
 
 
+def baseline(project: Path, command: str) -> float:
+    """Seconds of ``command`` with ``--llm-backend none``: the same process without any LLM call."""
+    started = time.monotonic()
+    subprocess.run(kbindex_cmd() + COMMANDS[command] + ["--llm-backend", "none", "--format", "json"], cwd=project,
+                   env=_base_env(), capture_output=True, text=True, timeout=300)
+    return round(time.monotonic() - started, 2)
+
+
 def run_case(project: Path, server: FaultServer, protocol: str, fault: str, command: str,
              timeout: float, grace: float) -> dict[str, Any]:
     env = _base_env()
@@ -328,17 +338,19 @@ def run_case(project: Path, server: FaultServer, protocol: str, fault: str, comm
 
 
 def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: bool = False) -> dict[str, Any]:
-    """Every protocol x fault x command; ``{"cases", "failures", "max_seconds", "rows"}``."""
+    """Every protocol x fault x command; ``{"cases", "failures", "max_seconds", "baseline_seconds", "rows"}``."""
     faults = QUICK_FAULTS if quick else FAULTS   # read at call time (--faults changes QUICK_FAULTS)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kbindex-stress-llm-") as tmp:
         project = make_kb(Path(tmp))
+        base = {command: baseline(project, command) for command in COMMANDS}
         server = FaultServer()
         try:
             for protocol in PROTOCOLS:
                 for fault in faults:
                     for command in COMMANDS:
                         row = run_case(project, server, protocol, fault, command, timeout, grace)
+                        row["baseline_seconds"] = base[command]
                         rows.append(row)
                         if verbose:
                             print(_line(row), flush=True)
@@ -346,12 +358,13 @@ def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: b
             server.close()
     failures = [r for r in rows if r["problem"]]
     return {"cases": len(rows), "failures": len(failures), "timeout": timeout, "grace": grace,
-            "max_seconds": max((r["seconds"] or 0) for r in rows) if rows else 0.0, "rows": rows}
+            "max_seconds": max((r["seconds"] or 0) for r in rows) if rows else 0.0,
+            "baseline_seconds": base if rows else {}, "rows": rows}
 
 
 def _line(r: dict[str, Any]) -> str:
     return (f"{r['protocol']:<7} {r['fault']:<13} {r['command']:<8} exit={r['exit']!s:<4} "
-            f"{r['seconds']!s:>6}s  {r['problem'] or 'ok'}")
+            f"{r['seconds']!s:>6}s  {r.get('baseline_seconds')!s:>6}s  {r['problem'] or 'ok'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.faults:
         QUICK_FAULTS = tuple(f.strip() for f in args.faults.split(",") if f.strip() in FAULTS)
         args.quick = True
-    print(f"{'proto':<7} {'fault':<13} {'command':<8} exit  seconds  result")
+    print(f"{'proto':<7} {'fault':<13} {'command':<8} exit      seconds  no-LLM  result")
     out = run(quick=args.quick, timeout=args.timeout, grace=args.grace, verbose=True)
     print(f"\n{out['cases']} cases, {out['failures']} failures; slowest {out['max_seconds']}s "
           f"(limit: --llm-timeout {args.timeout:g}s + {args.grace:g}s grace)")

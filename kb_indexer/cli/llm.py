@@ -40,11 +40,18 @@ def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_c
 
 
 def warn_llm(result: dict[str, Any]) -> None:
-    """Warn on stderr when a result says the LLM was tried but not used."""
+    """Warn on stderr when a result says the LLM was tried but not used (or not for every batch)."""
     info = result.get("llm") if isinstance(result, dict) else None
-    if info and not info.get("used") and info.get("error") and info.get("backend") != "none":
-        fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
-        warn(f"LLM {info.get('backend')} ({info.get('model') or 'default model'}) not used: {info['error']}{fallback}")
+    if not info or not info.get("error") or info.get("backend") == "none":
+        return
+    fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
+    who = f"LLM {info.get('backend')} ({info.get('model') or 'default model'})"
+    if not info.get("used"):
+        warn(f"{who} not used: {info['error']}{fallback}")
+    elif info.get("fallback"):
+        batches = info.get("batches") or {}
+        warn(f"{who} failed for {batches.get('lexical', 'some')} of {batches.get('total', '?')} batches: "
+             f"{info['error']}{fallback} for those")
 
 
 # -- doctor -------------------------------------------------------------------------------
