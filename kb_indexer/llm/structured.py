@@ -173,9 +173,9 @@ class LLMClient:
                                         attempts=0)
             self.cache_misses += 1
 
+        backend = _guarded(lambda _left: self.backend, 0.0)  # imports its SDK: not part of the deadline
         self._start()
         started = time.monotonic()
-        backend = _guarded(lambda _left: self.backend, 0.0)
 
         def call(ms: list[Message]) -> Callable[[float], Completion]:
             return lambda left: backend.complete_json(ms, schema, task=task, max_tokens=max_tokens,
@@ -212,6 +212,7 @@ class LLMClient:
             raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
         msgs = as_messages(messages)
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
+        _guarded(lambda _left: self.backend, 0.0)
         self._start()
         completion, _ = self._with_retries(lambda left: self.backend.chat(
             msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=left))
@@ -230,6 +231,7 @@ class LLMClient:
                                         timeout=left, stream=True))
             return next(it, None), it
 
+        _guarded(lambda _left: self.backend, 0.0)
         self._start()
         (first, rest), _ = self._with_retries(open_stream)
         if first is not None:

@@ -25,6 +25,7 @@ from kb_indexer.api import KnowledgeBase  # noqa: E402
 from kb_indexer.llm.config import LLMOptions  # noqa: E402
 
 TIMEOUT = 1.0
+OK_TIMEOUT = 30.0  # the control case never waits; a long timeout keeps a loaded machine from failing it
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def _point(monkeypatch, server, protocol, fault):
         monkeypatch.setenv("OLLAMA_HOST", server.url(fault))
     else:
         monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", server.url(fault) + "/v1")
-    return LLMOptions(backend=protocol, model=MODEL, timeout=TIMEOUT, no_cache=True)
+    return LLMOptions(backend=protocol, model=MODEL, timeout=OK_TIMEOUT if fault == "ok" else TIMEOUT, no_cache=True)
 
 
 def _assert_flagged(llm, fault):
@@ -92,7 +93,8 @@ COMMANDS = {
 def test_installed_cli_falls_back_with_valid_json(similar_kb, server, run, protocol, fault, command):
     env = {"OLLAMA_HOST": server.url(fault)} if protocol == "ollama" else \
         {"KBINDEX_OPENAI_BASE_URL": server.url(fault) + "/v1"}
-    res = run(*COMMANDS[command], "--llm-backend", protocol, "--llm-model", MODEL, "--llm-timeout", str(TIMEOUT),
+    res = run(*COMMANDS[command], "--llm-backend", protocol, "--llm-model", MODEL, "--llm-timeout",
+              str(OK_TIMEOUT if fault == "ok" else TIMEOUT),
               "--db", similar_kb.db_path, "--format", "json", env=env, timeout=120)
     assert res.returncode == 0, res.stderr
     data = res.json()
