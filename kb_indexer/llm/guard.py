@@ -142,3 +142,18 @@ class GuardedTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self._inner.close()
+
+
+def guard_client(client: httpx.Client, budget: Budget) -> httpx.Client:
+    """Put ``budget`` on every transport of an httpx client: its own and the proxy mounts it made
+    from the environment (so a request through ``HTTPS_PROXY`` is bounded too). Keeps the
+    transports' TLS, proxy and pool settings."""
+    transport = getattr(client, "_transport", None)
+    if transport is not None and not isinstance(transport, GuardedTransport):
+        client._transport = GuardedTransport(budget, transport)
+    mounts = getattr(client, "_mounts", None)
+    if isinstance(mounts, dict):
+        for pattern, mounted in list(mounts.items()):
+            if mounted is not None and not isinstance(mounted, GuardedTransport):
+                mounts[pattern] = GuardedTransport(budget, mounted)
+    return client

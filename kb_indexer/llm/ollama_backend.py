@@ -2,7 +2,7 @@
 
 The server is ``OLLAMA_HOST`` (default http://127.0.0.1:11434). Generation
 settings go in ``options``: ``temperature`` and ``num_predict`` (the token cap).
-The SDK's httpx client runs over a :class:`~kb_indexer.llm.guard.GuardedTransport`,
+The SDK's httpx client's transports are wrapped in :class:`~kb_indexer.llm.guard.GuardedTransport`,
 so ``timeout`` is a deadline for the whole call and answers are size-capped; an
 answer the SDK cannot parse (not JSON, no ``message``) is an ``LLMBadResponse``.
 """
@@ -19,7 +19,7 @@ import ollama
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable, Message,
                                  ProbeResult, Tool, ToolCall, error_for_status)
 from kb_indexer.llm.config import LLMConfig, ollama_host
-from kb_indexer.llm.guard import Budget, GuardedTransport
+from kb_indexer.llm.guard import Budget, guard_client
 
 
 def wire_message(m: Message) -> dict[str, Any]:
@@ -61,8 +61,8 @@ class OllamaBackend:
         self.model = config.model or "llama3.2:3b"
         self.host = config.base_url or ollama_host(None)
         self.budget = Budget()
-        transport = GuardedTransport(self.budget, client_kwargs.pop("transport", None))
-        self._client = ollama.Client(host=self.host, timeout=config.timeout, transport=transport, **client_kwargs)
+        self._client = ollama.Client(host=self.host, timeout=config.timeout, **client_kwargs)
+        guard_client(self._client._client, self.budget)
 
     def _start(self, timeout: float) -> None:
         """The call starting now may take ``timeout`` seconds in all."""

@@ -14,7 +14,7 @@ A server "rejects" a mode when it answers 400/422 (or 500, as llama-cpp-python
 does for request validation errors) with a message naming ``response_format``,
 ``json_schema`` or ``schema``.
 
-The httpx client runs over a :class:`~kb_indexer.llm.guard.GuardedTransport`:
+The httpx client's transports are wrapped in :class:`~kb_indexer.llm.guard.GuardedTransport`:
 ``timeout`` is a deadline for the whole call (the model lookup and every
 structured-output mode tried included), and answers are size-capped.
 """
@@ -31,7 +31,7 @@ from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfi
                                  LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
                                  parse_retry_after, with_system_note)
 from kb_indexer.llm.config import LLMConfig
-from kb_indexer.llm.guard import Budget, GuardedTransport
+from kb_indexer.llm.guard import Budget, guard_client
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")
 _mode_memo: dict[str, int] = {}
@@ -102,8 +102,8 @@ class OpenAIBackend:
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         self.budget = Budget()
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
-                                  transport=GuardedTransport(self.budget, transport), follow_redirects=True)
+        self._http = guard_client(httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
+                                               transport=transport, follow_redirects=True), self.budget)
 
     def close(self) -> None:
         self._http.close()

@@ -149,3 +149,22 @@ def test_budget_without_deadline_never_expires():
     assert b.remaining() is None and not b.expired()
     b.start(0.0)
     assert b.expired()
+
+
+@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+def test_proxy_transports_from_the_environment_are_guarded_too(monkeypatch, protocol):
+    from kb_indexer.llm.guard import GuardedTransport
+    from kb_indexer.llm.registry import make_backend
+
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    backend = make_backend(resolve(LLMOptions(backend=protocol, model=MODEL)))
+    try:
+        http = backend._client._client if protocol == "ollama" else backend._http
+        assert isinstance(http._transport, GuardedTransport)
+        mounted = [t for t in http._mounts.values() if t is not None]
+        assert mounted and all(isinstance(t, GuardedTransport) for t in mounted)
+    finally:
+        backend.close()
