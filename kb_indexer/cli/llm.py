@@ -20,7 +20,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, app
 from kb_indexer.cli.output import Format, emit, warn
 from kb_indexer.errors import KbError
-from kb_indexer.llm.config import LLMOptions
+from kb_indexer.llm.config import LLMOptions, check_timeout
 
 LlmBackendOpt = Annotated[Optional[str], typer.Option(
     "--llm-backend", help="LLM backend: ollama (default, local), gemini, openai (any OpenAI-compatible "
@@ -36,6 +36,10 @@ LlmTimeoutOpt = Annotated[Optional[float], typer.Option(
 
 def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_cache: bool = False,
                 timeout: Optional[float] = None) -> LLMOptions:
+    """The LLM flags of one command; a bad ``--llm-timeout`` (NaN, infinite, not positive) is a usage
+    error even when the command ends up not calling an LLM."""
+    if timeout is not None:
+        timeout = check_timeout(timeout)
     return LLMOptions(backend=backend, model=model, no_cache=no_cache, timeout=timeout)
 
 

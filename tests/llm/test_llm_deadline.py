@@ -168,3 +168,9 @@ def test_proxy_transports_from_the_environment_are_guarded_too(monkeypatch, prot
         assert mounted and all(isinstance(t, GuardedTransport) for t in mounted)
     finally:
         backend.close()
+
+
+def test_query_llm_timeout_nan_is_usage_even_without_a_configured_backend(similar_kb, cli):
+    res = cli("query", "games", "--context", "game AI", "--llm-timeout", "nan", "--db", similar_kb.db_path,
+              "--format", "json")
+    assert res.exit_code == 2
