@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -357,7 +358,9 @@ def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: b
         finally:
             server.close()
     failures = [r for r in rows if r["problem"]]
+    peak_mb = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)  # Linux: KiB
     return {"cases": len(rows), "failures": len(failures), "timeout": timeout, "grace": grace,
+            "max_child_rss_mb": peak_mb,
             "max_seconds": max((r["seconds"] or 0) for r in rows) if rows else 0.0,
             "baseline_seconds": base if rows else {}, "rows": rows}
 
@@ -385,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'proto':<7} {'fault':<13} {'command':<8} exit      seconds  no-LLM  result")
     out = run(quick=args.quick, timeout=args.timeout, grace=args.grace, verbose=True)
     print(f"\n{out['cases']} cases, {out['failures']} failures; slowest {out['max_seconds']}s "
-          f"(limit: --llm-timeout {args.timeout:g}s + {args.grace:g}s grace)")
+          f"(limit: --llm-timeout {args.timeout:g}s + {args.grace:g}s grace); largest kbindex process "
+          f"{out['max_child_rss_mb']} MB")
     return 1 if out["failures"] else 0
 
 
