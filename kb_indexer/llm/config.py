@@ -36,9 +36,8 @@ from typing import Any
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
 
-#: The built-in backends (plugins may add more, see :mod:`kb_indexer.llm.registry`);
-#: ``none`` disables the LLM (callers use their fallback).
-BACKENDS = ("ollama", "gemini", "openai")
+#: The backends and their default models live in :mod:`kb_indexer.llm.registry` (plugins may add
+#: more); ``none`` disables the LLM (callers use their fallback).
 DEFAULT_BACKEND = "ollama"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 2
