@@ -220,7 +220,8 @@ class LLMClient:
 
     def stream_chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
                     max_tokens: int = 1024, temperature: float = 0.7) -> Iterator[ChatChunk]:
-        """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises."""
+        """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises.
+        The timeout bounds the whole stream (a server that streams without end is cut off there)."""
         if not self.enabled:
             raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
         msgs = as_messages(messages)
