@@ -245,6 +245,25 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.index.stale import check
         return check(self.conn, self.kb_root, full=full)
 
+    # -- LLM cache and doctor ------------------------------------------------------------
+    def cache_stats(self) -> dict:
+        """Entries, hits and size of the LLM answer cache, per task, backend and model."""
+        from kb_indexer.llm import cache as llm_cache
+        return llm_cache.stats(self.conn)
+
+    def cache_clear(self, task: str | None = None, backend: str | None = None, model: str | None = None) -> dict:
+        """Delete cached LLM answers (all, or those matching every given filter)."""
+        from kb_indexer.llm import cache as llm_cache
+        removed = llm_cache.clear(self.conn, task=task, backend=backend, model=model)
+        return {"removed": removed, "task": task, "backend": backend, "model": model}
+
+    @staticmethod
+    def doctor(db: str | os.PathLike | None = None, llm: Any = None, roundtrip: bool = True) -> dict:
+        """Check the LLM setup and the index (works without an index: a missing one is a problem
+        in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
+        from kb_indexer.llm.doctor import diagnose
+        return diagnose(db, llm, roundtrip=roundtrip)
+
     # -- database ------------------------------------------------------------------------
     def export(self) -> dict:
         from kb_indexer.store.export import export_all

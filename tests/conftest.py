@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 BUNDLED_KB = REPO / "knowledge-base"
 BUNDLED_SIMILARITIES = REPO / "similarities.json"
 SHARED = REPO.parent / "shared"
+#: The scripted LLM double, registered as backend "fake" through the plugin hook (in this process
+#: and in every `kbindex` process a test starts, which inherit the environment).
+FAKE_LLM_PLUGIN = Path(__file__).resolve().parent / "fake_llm.py"
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +26,7 @@ def _isolate_env(monkeypatch, tmp_path):
     for var in ("KBINDEX_DB", "KBINDEX_KB", "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "OLLAMA_HOST",
                 "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
     monkeypatch.chdir(tmp_path)
 
 

@@ -13,7 +13,6 @@ Reuse in a command::
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -21,7 +20,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, app
 from kb_indexer.cli.output import Format, emit, warn
 from kb_indexer.errors import KbError
-from kb_indexer.llm.config import LLMOptions
+from kb_indexer.llm.config import LLMOptions, check_timeout
 
 LlmBackendOpt = Annotated[Optional[str], typer.Option(
     "--llm-backend", help="LLM backend: ollama (default, local), gemini, openai (any OpenAI-compatible "
@@ -30,21 +29,33 @@ LlmModelOpt = Annotated[Optional[str], typer.Option(
     "--llm-model", help="Model name (env KBINDEX_LLM_MODEL; default depends on the backend).", show_default=False)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM answer cache.")]
 LlmTimeoutOpt = Annotated[Optional[float], typer.Option(
-    "--llm-timeout", help="Seconds to wait for each LLM request (env KBINDEX_LLM_TIMEOUT; default 60).",
+    "--llm-timeout", help="Seconds one LLM call may take in all, retries included (env KBINDEX_LLM_TIMEOUT; "
+    "default 60).",
     show_default=False)]
 
 
 def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_cache: bool = False,
                 timeout: Optional[float] = None) -> LLMOptions:
+    """The LLM flags of one command; a bad ``--llm-timeout`` (NaN, infinite, not positive) is a usage
+    error even when the command ends up not calling an LLM."""
+    if timeout is not None:
+        timeout = check_timeout(timeout)
     return LLMOptions(backend=backend, model=model, no_cache=no_cache, timeout=timeout)
 
 
 def warn_llm(result: dict[str, Any]) -> None:
-    """Warn on stderr when a result says the LLM was tried but not used."""
+    """Warn on stderr when a result says the LLM was tried but not used (or not for every batch)."""
     info = result.get("llm") if isinstance(result, dict) else None
-    if info and not info.get("used") and info.get("error") and info.get("backend") != "none":
-        fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
-        warn(f"LLM {info.get('backend')} ({info.get('model') or 'default model'}) not used: {info['error']}{fallback}")
+    if not info or not info.get("error") or info.get("backend") == "none":
+        return
+    fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
+    who = f"LLM {info.get('backend')} ({info.get('model') or 'default model'})"
+    if not info.get("used"):
+        warn(f"{who} not used: {info['error']}{fallback}")
+    elif info.get("fallback"):
+        batches = info.get("batches") or {}
+        warn(f"{who} failed for {batches.get('lexical', 'some')} of {batches.get('total', '?')} batches: "
+             f"{info['error']}{fallback} for those")
 
 
 # -- doctor -------------------------------------------------------------------------------
@@ -91,9 +102,10 @@ def doctor(
     format: FormatOpt = Format.table,
 ) -> None:
     """Check the LLM setup (backend, model, server or key, latency) and the index (location, schema)."""
-    from kb_indexer.llm.doctor import diagnose
+    from kb_indexer.api import KnowledgeBase
 
-    report = diagnose(db, llm_options(llm_backend, llm_model, False, llm_timeout), roundtrip=not no_roundtrip)
+    report = KnowledgeBase.doctor(db, llm_options(llm_backend, llm_model, False, llm_timeout),
+                                  roundtrip=not no_roundtrip)
     emit(report, format, render=_render_doctor)
     if strict and not report["ok"]:
         n = len(report["problems"])
@@ -110,23 +122,13 @@ cache_app = typer.Typer(help="The LLM answer cache kept in the index.", no_args_
 app.add_typer(cache_app, name="cache")
 
 
-def _open_conn(db: Optional[Path]):
-    from kb_indexer.config import find_db
-    from kb_indexer.store import open_db
-
-    return open_db(find_db(db))
-
-
 @cache_app.command("stats")
 def cache_stats(db: DbOpt = None, format: FormatOpt = Format.table) -> None:
     """Entries, hits and size of the LLM cache, per task, backend and model."""
-    from kb_indexer.llm import cache as llm_cache
+    from kb_indexer.api import KnowledgeBase
 
-    conn = _open_conn(db)
-    try:
-        result = llm_cache.stats(conn)
-    finally:
-        conn.close()
+    with KnowledgeBase.open(db) as kb:
+        result = kb.cache_stats()
     emit(result, format, rows="by_task", columns=("task", "backend", "model", "entries", "hits", "last_used"),
          title="LLM cache")
 
@@ -139,11 +141,8 @@ def cache_clear(
     db: DbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Delete cached LLM answers (all, or those matching the filters)."""
-    from kb_indexer.llm import cache as llm_cache
+    from kb_indexer.api import KnowledgeBase
 
-    conn = _open_conn(db)
-    try:
-        removed = llm_cache.clear(conn, task=task, backend=backend, model=model)
-    finally:
-        conn.close()
-    emit({"removed": removed, "task": task, "backend": backend, "model": model}, format, title="cache clear")
+    with KnowledgeBase.open(db) as kb:
+        result = kb.cache_clear(task=task, backend=backend, model=model)
+    emit(result, format, title="cache clear")

@@ -1,7 +1,8 @@
 """Which LLM backend and model to use: flags, then environment, then ``.env``, then defaults.
 
-Nothing here imports an SDK; :func:`make_backend` imports the chosen backend's
-module (and so its SDK) only when a command actually needs it. The ``.env``
+Nothing here imports an SDK or a backend module; the backends live in
+:mod:`kb_indexer.llm.registry`, whose ``make_backend`` imports the chosen
+backend's module (and so its SDK) only when a command actually needs it. The ``.env``
 file (found from the current directory upwards) is read with python-dotenv the
 first time an LLM-using command resolves its settings; it never overrides a
 variable that is already set.
@@ -11,7 +12,7 @@ Environment variables:
 =========================  ==================================================
 ``KBINDEX_LLM_BACKEND``    ``ollama`` (default), ``gemini``, ``openai`` or ``none``
 ``KBINDEX_LLM_MODEL``      the model (default depends on the backend)
-``KBINDEX_LLM_TIMEOUT``    seconds per request (default 60)
+``KBINDEX_LLM_TIMEOUT``    seconds one LLM call may take in all, retries included (default 60)
 ``KBINDEX_LLM_RETRIES``    retries on 429/5xx/connection errors (default 2)
 ``KBINDEX_LLM_MAX_TOKENS`` hard cap on the tokens of any answer (default 1024)
 ``OLLAMA_HOST``            Ollama server (default http://127.0.0.1:11434)
@@ -20,29 +21,24 @@ Environment variables:
 ``KBINDEX_OPENAI_BASE_URL`` OpenAI-compatible server (default http://127.0.0.1:8080/v1)
 ``OPENAI_API_KEY``         its key, if it wants one
 ``KBINDEX_NO_DOTENV``      set to skip reading ``.env``
+``KBINDEX_LLM_PLUGINS``    modules or .py files that register more backends
 =========================  ==================================================
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import UsageError
+from kb_indexer.llm import registry
 
-BACKENDS = ("ollama", "gemini", "openai")
-#: ``none`` disables the LLM (callers use their fallback); ``fake`` is the scripted test backend.
-SPECIAL_BACKENDS = ("none", "fake")
+#: The backends and their default models live in :mod:`kb_indexer.llm.registry` (plugins may add
+#: more); ``none`` disables the LLM (callers use their fallback).
 DEFAULT_BACKEND = "ollama"
-DEFAULT_MODELS: dict[str, str | None] = {
-    "ollama": "llama3.2:3b",
-    "gemini": "gemini-2.5-flash",   # stable, not an experimental/preview model
-    "openai": None,                 # the server's first model (GET /models)
-    "fake": "fake-model",
-    "none": None,
-}
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 2
 DEFAULT_MAX_TOKENS = 1024
@@ -124,8 +120,21 @@ def _number(name: str, value: str, kind: type) -> Any:
         out = kind(value)
     except ValueError:
         raise UsageError(f"{name} must be a number, got {value!r}") from None
+    if kind is float and not math.isfinite(out):
+        raise UsageError(f"{name} must be a finite number of seconds, got {value!r}")
     if out <= 0 and not (kind is int and out == 0):
         raise UsageError(f"{name} must be positive, got {value!r}")
+    return out
+
+
+def check_timeout(value: Any, name: str = "--llm-timeout") -> float:
+    """A timeout in seconds: a finite, positive number (NaN and infinity are usage errors)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not math.isfinite(out) or out <= 0:
+        raise UsageError(f"{name} must be a finite, positive number of seconds, got {value!r}")
     return out
 
 
@@ -163,20 +172,17 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
         sources["backend"] = _source("KBINDEX_LLM_BACKEND", from_dotenv)
     else:
         backend, sources["backend"] = DEFAULT_BACKEND, "default"
-    if backend not in BACKENDS + SPECIAL_BACKENDS:
-        raise UsageError(f"Unknown LLM backend {backend!r}; expected one of: {', '.join(BACKENDS + ('none',))}")
+    spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown
 
     if opts.model:
         model, sources["model"] = opts.model, "flag"
     elif env.get("KBINDEX_LLM_MODEL"):
         model, sources["model"] = env["KBINDEX_LLM_MODEL"], _source("KBINDEX_LLM_MODEL", from_dotenv)
     else:
-        model, sources["model"] = DEFAULT_MODELS.get(backend), "default"
+        model, sources["model"] = (spec.default_model if spec else None), "default"
 
     if opts.timeout is not None:
-        if opts.timeout <= 0:
-            raise UsageError(f"--llm-timeout must be positive, got {opts.timeout}")
-        timeout = float(opts.timeout)
+        timeout = check_timeout(opts.timeout)
     elif env.get("KBINDEX_LLM_TIMEOUT"):
         timeout = _number("KBINDEX_LLM_TIMEOUT", env["KBINDEX_LLM_TIMEOUT"], float)
     else:
@@ -226,20 +232,3 @@ def is_configured(opts: LLMOptions | None = None) -> bool:
     load_env()
     value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
     return bool(value) and value != "none"
-
-
-def make_backend(config: LLMConfig):
-    """Instantiate the configured backend (this is where an SDK gets imported)."""
-    if config.backend == "ollama":
-        from kb_indexer.llm.ollama_backend import OllamaBackend
-        return OllamaBackend(config)
-    if config.backend == "gemini":
-        from kb_indexer.llm.gemini_backend import GeminiBackend
-        return GeminiBackend(config)
-    if config.backend == "openai":
-        from kb_indexer.llm.openai_backend import OpenAIBackend
-        return OpenAIBackend(config)
-    if config.backend == "fake":
-        from kb_indexer.llm.fake import FakeBackend
-        return FakeBackend.from_env(config)
-    raise UsageError(f"LLM backend {config.backend!r} cannot make calls")

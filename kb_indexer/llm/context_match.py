@@ -8,8 +8,14 @@ and ``context_match_score`` is that number / 10. ``contrast`` relations are
 rated low by instruction.
 
 Without a working LLM (backend ``none``, server down, bad answer) the scores
-come from :func:`lexical_scores`, a word-overlap measure, and the ``llm``
-report says ``"used": false, "fallback": "lexical"`` with the error.
+come from :func:`kb_indexer.search.context.lexical_scores` (the one lexical
+rule, shared with ``query --context``), and the ``llm`` report says
+``"fallback": "lexical"`` with the error. Candidates are scored in batches of
+``MAX_PER_CALL``; when one batch fails, only that batch falls back: the other
+batches keep their LLM scores, and ``llm.batches`` counts both
+(``{"total", "llm", "lexical"}``). After a failure that is not about one
+answer (timeout, server down, rate limit), the remaining batches fall back
+without waiting for the server again.
 
 For other features (``query --context``)::
 
@@ -27,13 +33,13 @@ import sqlite3
 from typing import Any
 
 from kb_indexer.errors import UsageError
-from kb_indexer.llm.base import LLMError, Message
+from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.llm.config import LLMOptions
+from kb_indexer.search.context import lexical_scores as _lexical_list
 
 TASK = "context_match"
 MAX_PER_CALL = 40          # more candidates than this are scored in several calls
 SCALE = 10
-CONTRAST_LEXICAL_FACTOR = 0.5
 
 SYSTEM_PROMPT = (
     "You judge whether keyword relations from a knowledge base fit a user's context.\n"
@@ -77,59 +83,85 @@ def max_tokens_for(n: int) -> int:
 
 # -- lexical fallback ----------------------------------------------------------------------
 
-def lexical_score(user_context: str, candidate: dict[str, Any], keyword: str | None = None) -> float:
-    """Share of the user context's words found in the relation's keywords and stored context
-    (the same measure as ``query --context``); contrast relations are scored down."""
-    from kb_indexer.search.context import context_overlap
-
-    score = context_overlap(user_context, candidate, keyword or "") or 0.0
-    if candidate.get("similarity_type") == "contrast":
-        score *= CONTRAST_LEXICAL_FACTOR
-    return round(score, 3)
-
-
-def lexical_scores(user_context: str, candidates: list[dict[str, Any]], keyword: str | None = None) -> dict[Any, float]:
-    return {c["id"]: lexical_score(user_context, c, keyword) for c in candidates}
+def lexical_scores(user_context: str, candidates: list[dict[str, Any]]) -> dict[Any, float]:
+    """The one lexical rule (:func:`kb_indexer.search.context.lexical_scores`), keyed by candidate id."""
+    return {c["id"]: s for c, s in zip(candidates, _lexical_list(user_context, candidates))}
 
 
 # -- the scorer ----------------------------------------------------------------------------
 
 
+class _Tally:
+    """What happened to the batches of one scoring run, for the ``llm`` report."""
+
+    def __init__(self) -> None:
+        self.llm = 0
+        self.lexical = 0
+        self.error: str | None = None
+        self.give_up = False   # the server itself failed: do not wait for it again
+
+    def failed(self, exc: LLMError) -> None:
+        self.lexical += 1
+        self.error = exc.message
+        if not isinstance(exc, LLMBadResponse):
+            self.give_up = True
+
+    def report(self, client: Any) -> dict[str, Any]:
+        fallback = "lexical" if self.lexical else None
+        out = client.report(used=self.llm > 0, fallback=fallback, error=self.error)
+        out["batches"] = {"total": self.llm + self.lexical, "llm": self.llm, "lexical": self.lexical}
+        return out
+
+
+def _score_batch(client: Any, user_context: str, batch: list[dict[str, Any]], keyword: str | None) -> dict[Any, float]:
+    result = client.structured(TASK, build_messages(user_context, batch, keyword), schema_for(len(batch)),
+                               max_tokens=max_tokens_for(len(batch)), temperature=0.0)
+    return {c["id"]: round(int(result.data[str(i + 1)]) / SCALE, 3) for i, c in enumerate(batch)}
+
+
+def _score_batches(client: Any, user_context: str, candidates: list[dict[str, Any]], keyword: str | None,
+                   tally: _Tally) -> dict[Any, float]:
+    scores: dict[Any, float] = {}
+    for start in range(0, len(candidates), MAX_PER_CALL):
+        batch = candidates[start:start + MAX_PER_CALL]
+        if tally.give_up:
+            scores.update(lexical_scores(user_context, batch))
+            tally.lexical += 1
+            continue
+        try:
+            scores.update(_score_batch(client, user_context, batch, keyword))
+            tally.llm += 1
+        except LLMError as exc:
+            scores.update(lexical_scores(user_context, batch))
+            tally.failed(exc)
+    return scores
+
+
 def score_contexts(conn: sqlite3.Connection | None, user_context: str, candidates: list[dict[str, Any]], *,
                    keyword: str | None = None, opts: LLMOptions | None = None,
-                   client: Any = None) -> tuple[dict[Any, float], dict[str, Any]]:
+                   client: Any = None, tally: "_Tally | None" = None) -> tuple[dict[Any, float], dict[str, Any]]:
     """Score every candidate 0..1 against ``user_context``: one LLM call per batch, else lexical.
 
     Raises ``UsageError`` only for bad settings (unknown backend); every LLM
-    failure becomes the lexical fallback, reported in ``info["llm"]``.
+    failure becomes the lexical fallback for its batch, reported in ``info["llm"]``.
     """
     from kb_indexer.llm.structured import LLMClient
 
     own = client is None
     if own:
         client = LLMClient.from_options(opts, conn)
-    if not candidates:
-        return {}, {"llm": client.report(used=False), "cache": client.cache_report()}
-    if not client.enabled:
-        return (lexical_scores(user_context, candidates, keyword),
-                {"llm": client.report(used=False, fallback="lexical", error="LLM disabled (backend 'none')"),
-                 "cache": client.cache_report()})
-    scores: dict[Any, float] = {}
+    tally = tally if tally is not None else _Tally()
     try:
-        for start in range(0, len(candidates), MAX_PER_CALL):
-            batch = candidates[start:start + MAX_PER_CALL]
-            result = client.structured(TASK, build_messages(user_context, batch, keyword), schema_for(len(batch)),
-                                       max_tokens=max_tokens_for(len(batch)), temperature=0.0)
-            for i, c in enumerate(batch):
-                scores[c["id"]] = round(int(result.data[str(i + 1)]) / SCALE, 3)
-    except LLMError as exc:
-        return (lexical_scores(user_context, candidates, keyword),
-                {"llm": client.report(used=False, fallback="lexical", error=exc.message),
-                 "cache": client.cache_report()})
+        if not candidates:
+            return {}, {"llm": tally.report(client), "cache": client.cache_report()}
+        if not client.enabled:
+            info = client.report(used=False, fallback="lexical", error="LLM disabled (backend 'none')")
+            return lexical_scores(user_context, candidates), {"llm": info, "cache": client.cache_report()}
+        scores = _score_batches(client, user_context, candidates, keyword, tally)
+        return scores, {"llm": tally.report(client), "cache": client.cache_report()}
     finally:
         if own:
             client.close()
-    return scores, {"llm": client.report(used=True), "cache": client.cache_report()}
 
 
 def similar_in_context(conn: sqlite3.Connection, keyword: str, relations: list[dict[str, Any]], user_context: str,
@@ -156,32 +188,23 @@ def similar_in_context(conn: sqlite3.Connection, keyword: str, relations: list[d
 
 class QueryContextScorer:
     """``query --context`` with an LLM: a context scorer (see :mod:`kb_indexer.search.context`)
-    that sends each expansion hop's relations in one batched, cached call, falls back to the
-    lexical measure on failure, and reports what happened for the query's JSON."""
+    that sends each expansion hop's relations in batched, cached calls; a failed batch falls back
+    to the one lexical rule, and after a server failure every later hop does too (without waiting
+    for the server again). :meth:`report` says what happened, for the query's JSON."""
 
     def __init__(self, conn: sqlite3.Connection, opts: LLMOptions | None = None, client: Any = None):
         from kb_indexer.llm.structured import LLMClient
 
         self.client = client if client is not None else LLMClient.from_options(opts, conn)
         self.conn = conn
-        self.calls = 0
-        self.errors: list[str] = []
+        self.tally = _Tally()
 
     def __call__(self, user_context: str, candidates: list[dict[str, Any]]) -> dict[Any, float]:
-        if self.errors:  # the LLM already failed for this query: do not wait for it again
-            return lexical_scores(user_context, candidates)
-        self.calls += 1
-        scores, info = score_contexts(self.conn, user_context, candidates, client=self.client)
-        if info["llm"].get("error"):
-            self.errors.append(info["llm"]["error"])
+        scores, _ = score_contexts(self.conn, user_context, candidates, client=self.client, tally=self.tally)
         return scores
 
     def report(self) -> dict[str, Any]:
-        if self.errors:
-            llm = self.client.report(used=False, fallback="lexical", error=self.errors[-1])
-        else:
-            llm = self.client.report(used=self.calls > 0)
-        return {"llm": llm, "cache": self.client.cache_report()}
+        return {"llm": self.tally.report(self.client), "cache": self.client.cache_report()}
 
     def close(self) -> None:
         self.client.close()

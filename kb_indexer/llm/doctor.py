@@ -1,8 +1,9 @@
 """``kbindex doctor``: is the LLM set up, reachable and answering; where is the index and which schema.
 
-Never raises for an unreachable server, a missing key or a missing index: each
-becomes a ``problems`` entry in the report. Only bad settings (an unknown
-backend name) are usage errors.
+Never raises for an unreachable server, a missing key, a misbehaving server or
+a missing index: each becomes a ``problems`` entry in the report. Only bad
+settings (an unknown backend name) are usage errors. The LLM timeout bounds the
+LLM checks together (the probe and the test completion share it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.llm.base import LLMError
-from kb_indexer.llm.config import LLMOptions, make_backend, resolve
+from kb_indexer.llm.config import LLMOptions, resolve
+from kb_indexer.llm.registry import make_backend
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -40,8 +42,9 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
         report["error"] = exc.message
         problems.append(f"{config.backend}: {exc.message}")
         return report, problems
+    deadline = time.monotonic() + config.timeout
     try:
-        probe = backend.probe(min(probe_timeout, config.timeout))
+        probe = _probe(backend, min(probe_timeout, config.timeout))
         report.update(url=probe.url, reachable=probe.reachable, model_available=probe.model_available,
                       models=probe.models[:10], error=probe.error)
         report["model"] = getattr(backend, "model", None) or config.model
@@ -55,10 +58,27 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
             problems.append(f"{config.backend}: model {report['model']!r} is not available at {probe.url}"
                             + (f" (has: {', '.join(probe.models[:5])})" if probe.models else ""))
         if roundtrip and probe.reachable and probe.model_available is not False and not probe.error:
-            _roundtrip(config, backend, report, problems)
+            left = deadline - time.monotonic()
+            if left <= 0.05:
+                report["error"] = f"no time left for a test completion within {config.timeout:g}s"
+                problems.append(f"{config.backend}: {report['error']}")
+            else:
+                _roundtrip(replace(config, timeout=left), backend, report, problems)
     finally:
         backend.close()
     return report, problems
+
+
+def _probe(backend, timeout: float):
+    """``backend.probe``; a backend that fails in a way it did not map is reported, not raised."""
+    from kb_indexer.llm.base import ProbeResult
+
+    try:
+        return backend.probe(timeout)
+    except LLMError as exc:
+        return ProbeResult(url=None, reachable=exc.status is not None, error=exc.message)
+    except Exception as exc:  # not BaseException: Ctrl-C propagates
+        return ProbeResult(url=None, reachable=True, error=f"the probe failed: {type(exc).__name__}: {exc}"[:300])
 
 
 def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> None:

@@ -18,8 +18,8 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMConfigError, LLMError, LLMTimeout,
-                                 LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status)
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMBadResponse, LLMConfigError, LLMError,
+                                 LLMTimeout, LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status)
 from kb_indexer.llm.config import LLMConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
@@ -112,7 +112,6 @@ class GeminiBackend:
             raise LLMConfigError("no Gemini API key: set GEMINI_API_KEY or GOOGLE_API_KEY (environment or .env)")
         self.config = config
         self.model = config.model or "gemini-2.5-flash"
-        self.cache_model = self.model
         self.base_url = config.base_url or DEFAULT_BASE_URL
         options = types.HttpOptions(timeout=int(config.timeout * 1000),
                                     base_url=config.base_url if config.base_url else None)
@@ -128,6 +127,8 @@ class GeminiBackend:
     def _errors(self, timeout: float):
         try:
             yield
+        except LLMError:
+            raise
         except genai_errors.APIError as exc:
             message = getattr(exc, "message", None) or str(exc)
             if exc.code == 400 and "api key" in message.lower():
@@ -137,6 +138,9 @@ class GeminiBackend:
             raise LLMTimeout(f"no answer from Gemini within {timeout:g}s ({type(exc).__name__})") from None
         except _TRANSPORT as exc:
             raise LLMUnavailable(f"cannot reach Gemini at {self.base_url}: {exc or type(exc).__name__}") from None
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors included
+            raise LLMBadResponse(f"Gemini sent an answer the SDK cannot read: {type(exc).__name__}: "
+                                 f"{str(exc)[:200]}") from None
 
     def _config(self, system: str | None, max_tokens: int, temperature: float, timeout: float,
                 **extra: Any) -> types.GenerateContentConfig:
@@ -158,7 +162,7 @@ class GeminiBackend:
                               response_mime_type="application/json", response_json_schema=schema)
         with self._errors(timeout):
             resp = self._client.models.generate_content(model=self.model, contents=contents, config=config)
-        return Completion(text=_text(resp), finish_reason=_finish(resp), usage=_usage(resp))
+            return Completion(text=_text(resp), finish_reason=_finish(resp), usage=_usage(resp))
 
     def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
              temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:

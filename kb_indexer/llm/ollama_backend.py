@@ -2,6 +2,9 @@
 
 The server is ``OLLAMA_HOST`` (default http://127.0.0.1:11434). Generation
 settings go in ``options``: ``temperature`` and ``num_predict`` (the token cap).
+The SDK's httpx client's transports are wrapped in :class:`~kb_indexer.llm.guard.GuardedTransport`,
+so ``timeout`` is a deadline for the whole call and answers are size-capped; an
+answer the SDK cannot parse (not JSON, no ``message``) is an ``LLMBadResponse``.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from typing import Any, Iterator
 import httpx
 import ollama
 
-from kb_indexer.llm.base import (ChatChunk, Completion, LLMError, LLMTimeout, LLMUnavailable, Message, ProbeResult,
-                                 Tool, ToolCall, error_for_status)
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable, Message,
+                                 ProbeResult, Tool, ToolCall, error_for_status)
 from kb_indexer.llm.config import LLMConfig, ollama_host
+from kb_indexer.llm.guard import Budget, guard_client
 
 
 def wire_message(m: Message) -> dict[str, Any]:
@@ -55,9 +59,15 @@ class OllamaBackend:
     def __init__(self, config: LLMConfig, **client_kwargs: Any):
         self.config = config
         self.model = config.model or "llama3.2:3b"
-        self.cache_model = self.model
         self.host = config.base_url or ollama_host(None)
+        self.budget = Budget()
         self._client = ollama.Client(host=self.host, timeout=config.timeout, **client_kwargs)
+        guard_client(self._client._client, self.budget)
+
+    def _start(self, timeout: float) -> None:
+        """The call starting now may take ``timeout`` seconds in all."""
+        self.budget.start(timeout, self.config.timeout)
+        self._client._client.timeout = httpx.Timeout(timeout)
 
     def close(self) -> None:
         try:
@@ -69,6 +79,8 @@ class OllamaBackend:
     def _errors(self, timeout: float):
         try:
             yield
+        except LLMError:
+            raise
         except ollama.ResponseError as exc:
             raise error_for_status(exc.status_code, str(exc.error), model=self.model) from None
         except ConnectionError as exc:  # the client's wrapper around httpx.ConnectError
@@ -78,21 +90,26 @@ class OllamaBackend:
                              f"({type(exc).__name__})") from None
         except httpx.TransportError as exc:
             raise LLMUnavailable(f"connection to Ollama at {self.host} failed: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise LLMBadResponse(f"bad HTTP answer from Ollama at {self.host}: {exc}") from None
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors included
+            raise LLMBadResponse(f"Ollama at {self.host} sent an answer that is not a chat response: "
+                                 f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
     def _options(self, max_tokens: int, temperature: float) -> dict[str, Any]:
         return {"temperature": temperature, "num_predict": max_tokens}
 
     def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
                       temperature: float, timeout: float) -> Completion:
-        self._client._client.timeout = httpx.Timeout(timeout)
+        self._start(timeout)
         with self._errors(timeout):
             resp = self._client.chat(model=self.model, messages=[wire_message(m) for m in messages],
                                      format=schema, options=self._options(max_tokens, temperature), stream=False)
-        return Completion(text=resp.message.content or "", finish_reason=resp.done_reason, usage=_usage(resp))
+            return Completion(text=resp.message.content or "", finish_reason=resp.done_reason, usage=_usage(resp))
 
     def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
              temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
-        self._client._client.timeout = httpx.Timeout(timeout)
+        self._start(timeout)
         kwargs: dict[str, Any] = {"model": self.model, "messages": [wire_message(m) for m in messages],
                                   "options": self._options(max_tokens, temperature), "stream": stream}
         if tools:
@@ -100,8 +117,8 @@ class OllamaBackend:
         if not stream:
             with self._errors(timeout):
                 resp = self._client.chat(**kwargs)
-            return Completion(text=resp.message.content or "", finish_reason=resp.done_reason,
-                              usage=_usage(resp), tool_calls=_tool_calls(resp.message))
+                return Completion(text=resp.message.content or "", finish_reason=resp.done_reason,
+                                  usage=_usage(resp), tool_calls=_tool_calls(resp.message))
         return self._stream(kwargs, timeout)
 
     def _stream(self, kwargs: dict[str, Any], timeout: float) -> Iterator[ChatChunk]:
@@ -118,13 +135,14 @@ class OllamaBackend:
 
     def probe(self, timeout: float) -> ProbeResult:
         url = f"{self.host}/api/tags"
-        self._client._client.timeout = httpx.Timeout(timeout)
+        self._start(timeout)
         try:
             with self._errors(timeout):
                 listing = self._client.list()
+                names = [m.model for m in listing.models if m.model]
         except LLMError as exc:
-            return ProbeResult(url=url, reachable=exc.status is not None, error=exc.message)
-        names = [m.model for m in listing.models if m.model]
+            reachable = exc.status is not None or isinstance(exc, LLMBadResponse)
+            return ProbeResult(url=url, reachable=reachable, error=exc.message)
         wanted = self.model if ":" in self.model else self.model + ":latest"
         return ProbeResult(url=url, reachable=True, model_available=wanted in names or self.model in names,
                            models=names[:20])

@@ -13,6 +13,10 @@ remembers per server (and process) the first one the server accepts:
 A server "rejects" a mode when it answers 400/422 (or 500, as llama-cpp-python
 does for request validation errors) with a message naming ``response_format``,
 ``json_schema`` or ``schema``.
+
+The httpx client's transports are wrapped in :class:`~kb_indexer.llm.guard.GuardedTransport`:
+``timeout`` is a deadline for the whole call (the model lookup and every
+structured-output mode tried included), and answers are size-capped.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfi
                                  LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
                                  parse_retry_after, with_system_note)
 from kb_indexer.llm.config import LLMConfig
+from kb_indexer.llm.guard import Budget, guard_client
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")
 _mode_memo: dict[str, int] = {}
@@ -96,12 +101,9 @@ class OpenAIBackend:
         headers = {"Accept": "application/json"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
-                                  transport=transport, follow_redirects=True)
-
-    @property
-    def cache_model(self) -> str:
-        return self.config.model or f"server-default@{self.base_url}"
+        self.budget = Budget()
+        self._http = guard_client(httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
+                                               transport=transport, follow_redirects=True), self.budget)
 
     def close(self) -> None:
         self._http.close()
@@ -120,6 +122,8 @@ class OpenAIBackend:
             raise LLMTimeout(f"no answer from {url} within {timeout:g}s ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
             raise LLMUnavailable(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+        except httpx.HTTPError as exc:
+            raise LLMBadResponse(f"bad HTTP answer from {url}: {exc or type(exc).__name__}") from None
         return resp
 
     def _raise_for(self, resp: httpx.Response) -> None:
@@ -140,15 +144,20 @@ class OpenAIBackend:
 
     def _json(self, resp: httpx.Response) -> dict[str, Any]:
         try:
-            return resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            data = resp.json()
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
             raise LLMBadResponse(f"the server's reply is not JSON: {resp.text[:200]!r}") from None
+        if not isinstance(data, dict):
+            raise LLMBadResponse(f"the server's reply is not a JSON object: {resp.text[:200]!r}")
+        return data
 
     def list_models(self, timeout: float) -> list[str]:
         resp = self._send("GET", "/models", timeout=timeout)
         self._raise_for(resp)
-        data = self._json(resp)
-        return [m.get("id") for m in data.get("data") or [] if isinstance(m, dict) and m.get("id")]
+        data = self._json(resp).get("data")
+        if not isinstance(data, list):
+            raise LLMBadResponse(f"{self.base_url}/models did not list models: {resp.text[:200]!r}")
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
     def _ensure_model(self, timeout: float) -> str:
         if not self.model:
@@ -161,6 +170,7 @@ class OpenAIBackend:
     # -- structured --------------------------------------------------------------------
     def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
                       temperature: float, timeout: float) -> Completion:
+        self.budget.start(timeout, self.config.timeout)
         model = self._ensure_model(timeout)
         start = _mode_memo.get(self.base_url, 0)
         last: Exception | None = None
@@ -192,17 +202,26 @@ class OpenAIBackend:
     @staticmethod
     def _completion(data: dict[str, Any]) -> Completion:
         choices = data.get("choices") or []
-        if not choices:
-            raise LLMBadResponse(f"the reply has no choices: {json.dumps(data)[:200]}")
-        choice = choices[0]
-        msg = choice.get("message") or {}
-        usage = {k: v for k, v in (data.get("usage") or {}).items() if isinstance(v, int)}
-        return Completion(text=msg.get("content") or "", finish_reason=choice.get("finish_reason"),
-                          usage=usage, tool_calls=_tool_calls(msg.get("tool_calls")))
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        msg = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(msg, dict):
+            raise LLMBadResponse(f"the reply has no choice with a message: {json.dumps(data)[:200]}")
+        content = msg.get("content")
+        if content is not None and not isinstance(content, str):
+            raise LLMBadResponse(f"the reply's content is not text: {json.dumps(data)[:200]}")
+        raw_usage = data.get("usage")
+        usage = {k: v for k, v in raw_usage.items() if isinstance(v, int)} if isinstance(raw_usage, dict) else {}
+        try:
+            calls = _tool_calls(msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else None)
+        except (AttributeError, TypeError) as exc:
+            raise LLMBadResponse(f"the reply's tool calls are malformed: {exc}") from None
+        return Completion(text=content or "", finish_reason=choice.get("finish_reason"), usage=usage,
+                          tool_calls=calls)
 
     # -- chat --------------------------------------------------------------------------
     def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
              temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
+        self.budget.start(timeout, self.config.timeout)
         model = self._ensure_model(timeout)
         body: dict[str, Any] = {"model": model, "messages": [wire_message(m) for m in messages],
                                 "temperature": temperature, "max_tokens": max_tokens, "stream": stream}
@@ -261,6 +280,7 @@ class OpenAIBackend:
     # -- doctor ------------------------------------------------------------------------
     def probe(self, timeout: float) -> ProbeResult:
         url = f"{self.base_url}/models"
+        self.budget.start(timeout, self.config.timeout)
         try:
             models = self.list_models(timeout)
         except LLMError as exc:

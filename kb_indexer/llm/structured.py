@@ -5,14 +5,21 @@
 1. refuse a schema that is unbounded or uses keywords the validator cannot check;
 2. cap ``max_tokens`` (small models otherwise repeat one array item thousands of
    times) and use temperature 0 unless told otherwise;
-3. look the answer up in the cache (``llm_cache``) unless caching is off;
-4. call the backend with a timeout, retrying 429 / 5xx / connection errors with
-   exponential backoff (honouring ``Retry-After``);
+3. look the answer up in the cache (``llm_cache``) unless caching is off; the
+   key names the configured model (or ``server-default@URL`` when the server
+   picks it), so a cache hit needs no network;
+4. call the backend, retrying 429 / 5xx / connection errors with exponential
+   backoff (honouring ``Retry-After``). The timeout is a DEADLINE for the whole
+   call: every attempt gets only the time left, a backoff that would end past
+   the deadline is not waited for, and the repair attempt shares the deadline;
 5. parse and validate the answer against the schema (plus the caller's own
    ``check``); on failure, ask once more showing the model its errors (the repair
    attempt); if that fails too, raise :class:`LLMBadResponse` so the caller can
    use its fallback;
 6. store the validated answer in the cache.
+
+Any other exception a backend lets through (an SDK's parse or validation
+error) becomes :class:`LLMBadResponse`, so callers only ever see ``LLMError``.
 
 Ctrl-C is never caught here: ``KeyboardInterrupt`` propagates, and the cache
 write is a transaction, so an interrupted command leaves nothing half-written.
@@ -26,10 +33,13 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
+from kb_indexer.errors import KbError
+
 from kb_indexer.llm import cache as llm_cache
-from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, Message, StructuredResult,
-                                 Tool, as_messages, with_system_note)
-from kb_indexer.llm.config import LLMConfig, LLMOptions, make_backend, resolve
+from kb_indexer.llm import registry
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, Message,
+                                 StructuredResult, Tool, as_messages, with_system_note)
+from kb_indexer.llm.config import LLMConfig, LLMOptions, resolve
 from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
 
 BACKOFF_BASE = 0.5
@@ -37,10 +47,16 @@ BACKOFF_MAX = 8.0
 REPAIR_ECHO_CHARS = 1200
 
 Check = Callable[[Any], list[str]]
-#: Backends whose prompt quotes the schema. Gemini and OpenAI-compatible servers get it as a
-#: parameter (the openai backend adds it to the prompt itself when a server has no schema mode);
-#: Ollama's documentation recommends also grounding the model with the schema in the prompt.
-SCHEMA_IN_PROMPT = {"ollama", "fake"}
+
+
+def _schema_in_prompt(backend: str) -> bool:
+    """Whether the prompt quotes the schema (a registry setting). Gemini and OpenAI-compatible servers
+    get it as a parameter (the openai backend adds it to the prompt itself when a server has no schema
+    mode); Ollama's documentation recommends also grounding the model with the schema in the prompt."""
+    try:
+        return registry.get(backend).schema_in_prompt
+    except KbError:
+        return False
 
 
 class LLMClient:
@@ -52,6 +68,7 @@ class LLMClient:
         self.conn = conn
         self._backend = backend
         self._sleep = sleep
+        self._deadline: float | None = None
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -67,36 +84,26 @@ class LLMClient:
     @property
     def backend(self):
         if self._backend is None:
-            self._backend = make_backend(self.config)
+            self._backend = registry.make_backend(self.config)
         return self._backend
 
     @property
     def model(self) -> str | None:
+        """The model that answers: the configured one, or the one the server named; None when unknown."""
         if self._backend is not None:
             return getattr(self._backend, "model", None) or self.config.model
         return self.config.model
 
     def _cache_model(self) -> str:
+        """The model part of the cache key, known without asking the server (a cache hit needs no
+        network): the configured model, else the server's default named by its URL."""
         if self.config.model:
             return self.config.model
-        if self._backend is not None and getattr(self._backend, "model", None):
-            return self._backend.model  # resolved from the server (see _resolve_model)
-        if self._backend is not None and getattr(self._backend, "cache_model", None):
-            return self._backend.cache_model
         return f"server-default@{self.config.base_url}"
-
-    def _resolve_model(self) -> None:
-        """A server that picks its own model (OpenAI-compatible without --llm-model): ask which, so
-        that the cache key names the model that answers, not a placeholder."""
-        if self.config.model:
-            return
-        ensure = getattr(self.backend, "_ensure_model", None)
-        if ensure is not None:
-            self._with_retries(lambda: ensure(self.config.timeout))
 
     def report(self, *, used: bool, fallback: str | None = None, error: str | None = None) -> dict[str, Any]:
         """The ``"llm"`` object every LLM-using command puts in its JSON."""
-        return {"backend": self.config.backend, "model": self.model or self._cache_model(), "used": used,
+        return {"backend": self.config.backend, "model": self.model if self.enabled else None, "used": used,
                 "fallback": fallback, "error": error}
 
     def cache_report(self) -> dict[str, int]:
@@ -106,20 +113,37 @@ class LLMClient:
         if self._backend is not None:
             self._backend.close()
 
-    # -- retries -----------------------------------------------------------------------
-    def _with_retries(self, fn: Callable[[], Any]) -> tuple[Any, int]:
+    # -- deadline and retries -----------------------------------------------------------
+    def _start(self) -> None:
+        """A call starts: it may take ``config.timeout`` seconds in all."""
+        self._deadline = time.monotonic() + self.config.timeout
+
+    def _left(self) -> float:
+        """Seconds left for the current call; LLMTimeout when none are."""
+        if self._deadline is None:
+            return self.config.timeout
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise LLMTimeout(f"{self.config.backend}: no valid answer within {self.config.timeout:g}s")
+        return left
+
+    def _with_retries(self, fn: Callable[[float], Any]) -> tuple[Any, int]:
+        """``fn(seconds_left)`` with retries on retryable errors, all within the call's deadline."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                return fn(), attempt
+                return _guarded(fn, self._left()), attempt
             except LLMError as exc:
                 if not exc.retryable or attempt > self.config.retries:
                     raise
                 delay = min(BACKOFF_MAX, BACKOFF_BASE * (2 ** (attempt - 1)))
                 delay *= 0.8 + 0.4 * random.random()
                 if exc.retry_after is not None:
-                    delay = min(max(delay, exc.retry_after), max(BACKOFF_MAX, self.config.timeout))
+                    delay = max(delay, exc.retry_after)
+                left = self._left()
+                if delay >= left:  # the retry could not finish in time: give up now, not at the deadline
+                    raise
                 sys.stderr.write(f"warning: {self.config.backend}: {exc.message} "
                                  f"(retry {attempt}/{self.config.retries} in {delay:.1f}s)\n")
                 self._sleep(delay)
@@ -133,36 +157,37 @@ class LLMClient:
         if not self.enabled:
             raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
         msgs = _with_schema_instruction(as_messages(messages), schema,
-                                        full=self.config.backend in SCHEMA_IN_PROMPT)
+                                        full=_schema_in_prompt(self.config.backend))
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
         use_cache = self.config.use_cache if use_cache is None else use_cache
         prompt_hash = llm_cache.digest({"messages": [m.to_dict() for m in msgs], "max_tokens": max_tokens,
                                         "temperature": temperature})
         schema_hash = llm_cache.digest(schema)
-        self._resolve_model()
         key = llm_cache.cache_key(self.config.backend, self._cache_model(), task, prompt_hash, schema_hash)
         if use_cache and self.conn is not None:
             hit = llm_cache.get(self.conn, key)
             if hit is not None and not _problems(hit, schema, check):
                 self.cache_hits += 1
-                return StructuredResult(data=hit, backend=self.config.backend, model=self._cache_model(),
-                                        task=task, cached=True, attempts=0)
+                return StructuredResult(data=hit, backend=self.config.backend,
+                                        model=self.model or self._cache_model(), task=task, cached=True,
+                                        attempts=0)
             self.cache_misses += 1
 
+        backend = _guarded(lambda _left: self.backend, 0.0)  # imports its SDK: not part of the deadline
+        self._start()
         started = time.monotonic()
-        backend = self.backend
 
-        def call(ms: list[Message]) -> Completion:
-            return backend.complete_json(ms, schema, task=task, max_tokens=max_tokens, temperature=temperature,
-                                         timeout=self.config.timeout)
+        def call(ms: list[Message]) -> Callable[[float], Completion]:
+            return lambda left: backend.complete_json(ms, schema, task=task, max_tokens=max_tokens,
+                                                      temperature=temperature, timeout=left)
 
-        completion, attempts = self._with_retries(lambda: call(msgs))
+        completion, attempts = self._with_retries(call(msgs))
         data, problems = _interpret(completion, schema, check, max_tokens)
         repaired = False
         if problems:
             repair = msgs + [Message("assistant", (completion.text or "")[:REPAIR_ECHO_CHARS]),
                              Message("user", _repair_prompt(problems))]
-            completion, more = self._with_retries(lambda: call(repair))
+            completion, more = self._with_retries(call(repair))
             attempts += more
             data, problems = _interpret(completion, schema, check, max_tokens)
             repaired = True
@@ -187,27 +212,42 @@ class LLMClient:
             raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
         msgs = as_messages(messages)
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
-        completion, _ = self._with_retries(lambda: self.backend.chat(
-            msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=self.config.timeout))
+        _guarded(lambda _left: self.backend, 0.0)
+        self._start()
+        completion, _ = self._with_retries(lambda left: self.backend.chat(
+            msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=left))
         return completion
 
     def stream_chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
                     max_tokens: int = 1024, temperature: float = 0.7) -> Iterator[ChatChunk]:
-        """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises."""
+        """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises.
+        The timeout bounds the whole stream (a server that streams without end is cut off there)."""
         if not self.enabled:
             raise LLMError("the LLM is disabled (backend 'none')", code="llm_disabled")
         msgs = as_messages(messages)
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
 
-        def open_stream() -> tuple[ChatChunk | None, Iterator[ChatChunk]]:
+        def open_stream(left: float) -> tuple[ChatChunk | None, Iterator[ChatChunk]]:
             it = iter(self.backend.chat(msgs, tools=tools, max_tokens=max_tokens, temperature=temperature,
-                                        timeout=self.config.timeout, stream=True))
+                                        timeout=left, stream=True))
             return next(it, None), it
 
+        _guarded(lambda _left: self.backend, 0.0)
+        self._start()
         (first, rest), _ = self._with_retries(open_stream)
         if first is not None:
             yield first
             yield from rest
+
+
+def _guarded(fn: Callable[[float], Any], left: float) -> Any:
+    """``fn(left)``, with any error a backend or its SDK lets through turned into an ``LLMError``."""
+    try:
+        return fn(left)
+    except KbError:
+        raise
+    except Exception as exc:  # not BaseException: Ctrl-C and SystemExit propagate
+        raise LLMBadResponse(f"the backend failed: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def _with_schema_instruction(msgs: list[Message], schema: dict[str, Any], full: bool = True) -> list[Message]:

@@ -16,9 +16,12 @@ the threshold, so a batched LLM scorer plugs in without changing the pipeline::
 
     scorer = lambda ctx, cands: score_contexts(conn, ctx, cands, opts=opts)[0]
 
-The default is :func:`lexical_scores`: the share of the user's content words
-(stopwords removed, light stemming) found in the relation's stored context or
-its two keywords.
+The default is :func:`lexical_scores`, THE lexical rule (the LLM's fallback
+in ``similar --user-context`` and ``query --context`` uses it too): the share
+of the user's content words (stopwords removed, light stemming) found in the
+relation's stored context or its two keywords, halved for ``contrast``
+relations; a user context without content words (only stopwords) carries no
+information and scores every relation 1.0.
 
 A relation's expansion weight is multiplied by :func:`context_factor`, so a
 relation that does not fit is down-weighted (by at most ``CONTEXT_FLOOR``), not
@@ -34,6 +37,8 @@ from kb_indexer.search.terms import is_stopword, split_term
 ContextScorer = Callable[[str, list[dict]], "Sequence[float] | Mapping[object, float]"]
 
 CONTEXT_FLOOR = 0.5   # weight multiplier of a relation whose context does not fit at all
+CONTRAST_FACTOR = 0.5  # a contrast relation fits a context less than the same words suggest
+NO_INFORMATION = 1.0   # the score of every relation when the user context has no content words
 
 
 def _stem(word: str) -> str:
@@ -84,14 +89,19 @@ def context_overlap(user_context: str, candidate: Mapping, extra: str = "") -> f
     return sum(1 for t in wanted if _matches(t, pool)) / len(wanted)
 
 
+def lexical_score(user_context: str, candidate: Mapping) -> float:
+    """The lexical rule for one relation (see the module docstring)."""
+    v = context_overlap(user_context, candidate)
+    if v is None:
+        return NO_INFORMATION
+    if candidate.get("similarity_type") == "contrast":
+        v *= CONTRAST_FACTOR
+    return round(v, 3)
+
+
 def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[float]:
-    """Share of the user's context words found in each relation's context and keywords
-    (1.0 for every relation when the user context has no content words: no information)."""
-    out = []
-    for c in candidates:
-        v = context_overlap(user_context, c)
-        out.append(1.0 if v is None else v)
-    return out
+    """:func:`lexical_score` for each candidate, in candidate order."""
+    return [lexical_score(user_context, c) for c in candidates]
 
 
 def context_factor(match: float) -> float:

@@ -98,6 +98,7 @@ def test_similar_without_context_loads_no_sdk(kb):
 
 
 def test_backend_modules_import_only_their_sdk():
-    loaded = _modules_after("from kb_indexer.llm.config import resolve, make_backend, LLMOptions\n"
+    loaded = _modules_after("from kb_indexer.llm.config import resolve, LLMOptions\n"
+                            "from kb_indexer.llm.registry import make_backend\n"
                             "make_backend(resolve(LLMOptions(backend='openai')))")
     assert "httpx" in loaded and "ollama" not in loaded and "google.genai" not in loaded

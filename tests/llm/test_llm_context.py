@@ -15,9 +15,9 @@ from llm_helpers import Reply, openai_reply
 
 from kb_indexer.llm.base import LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import (MAX_PER_CALL, SYSTEM_PROMPT, TASK, lexical_score, schema_for,
+from kb_indexer.llm.context_match import (MAX_PER_CALL, SYSTEM_PROMPT, TASK, schema_for,
                                           score_contexts, similar_in_context)
-from kb_indexer.llm.fake import FakeBackend
+from fake_llm import FakeBackend
 from kb_indexer.llm.structured import LLMClient
 
 ITEM_KEYS = ["keyword", "similarity_type", "context", "score", "context_match_score", "directional", "direction"]
@@ -59,7 +59,8 @@ def test_one_batched_call_scores_every_relation(similar_kb):
     assert "User context: game AI" in prompt
     assert "contrast" in call["messages"][0]["content"] and "0 to 2" in SYSTEM_PROMPT
     assert list(out) == TOP_KEYS
-    assert out["llm"] == {"backend": "fake", "model": "fake-model", "used": True, "fallback": None, "error": None}
+    assert out["llm"] == {"backend": "fake", "model": "fake-model", "used": True, "fallback": None, "error": None,
+                          "batches": {"total": 1, "llm": 1, "lexical": 0}}
     assert out["cache"] == {"hits": 0, "misses": 1}
     kept = out["similar_keywords"]
     assert kept and all(list(i) == ITEM_KEYS for i in kept) and out["count"] == len(kept)
@@ -104,12 +105,14 @@ def test_llm_failure_falls_back_to_lexical(similar_kb):
 
 
 def test_lexical_score():
+    from kb_indexer.search.context import lexical_score
+
     cand = {"keyword": "AlphaGo", "context": "When discussing game-playing agents, AlphaGo ...",
             "similarity_type": "application"}
     assert lexical_score("game playing agents", cand) == 1.0
     assert lexical_score("robotics", cand) == 0.0
     assert lexical_score("game robotics", {**cand, "similarity_type": "contrast"}) == 0.25
-    assert lexical_score("the of and", cand) == 0.0
+    assert lexical_score("the of and", cand) == 1.0  # no content words: no information (the one rule)
 
 
 def test_no_candidates_no_call(empty_kb):
@@ -200,7 +203,7 @@ def test_unreachable_llm_warns_on_stderr_only(similar_kb, run, closed_port):
     assert res.returncode == 0
     data = json.loads(res.stdout)  # stdout is only the JSON result
     assert data["llm"] == {"backend": "ollama", "model": "llama3.2:3b", "used": False, "fallback": "lexical",
-                           "error": data["llm"]["error"]}
+                           "error": data["llm"]["error"], "batches": {"total": 1, "llm": 0, "lexical": 1}}
     assert str(closed_port) in data["llm"]["error"]
     assert data["similar_keywords"][0]["keyword"].lower() == "alphago"
     assert "warning: LLM ollama" in res.stderr and "lexical fallback" in res.stderr

@@ -179,16 +179,21 @@ def test_probe(http_server, client_for, closed_port):
     assert not down.reachable and down.error and str(closed_port) in down.url
 
 
-def test_cache_key_uses_the_model_the_server_serves(http_server, client_for, empty_kb):
-    # No --llm-model: the backend asks /models. A server that switches models must not get the
-    # other model's cached answer.
-    http_server.expect("/v1/models", Reply(body=openai_models("m1")), Reply(body=openai_models("m2")))
-    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "from m1"}')),
-                       Reply(body=openai_reply('{"answer": "from m2"}')))
+def test_cache_hit_needs_no_server_when_the_server_picks_the_model(http_server, client_for, empty_kb, closed_port):
+    # No --llm-model: the cache key names the server (its URL), not a model the server must be asked
+    # for, so a cached answer is served while the server is down (issue 8 item 5).
+    http_server.expect("/v1/models", Reply(body=openai_models("m1")))
+    http_server.expect(PATH, Reply(body=openai_reply('{"answer": "from m1"}')))
     first = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn)
     assert ask(first).data == {"answer": "from m1"} and first.report(used=True)["model"] == "m1"
-    second = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn)
-    res = ask(second)
-    assert res.data == {"answer": "from m2"} and not res.cached
-    models = sorted(r[0] for r in empty_kb.conn.execute("SELECT model FROM llm_cache"))
-    assert models == ["m1", "m2"]
+    assert [r[0] for r in empty_kb.conn.execute("SELECT model FROM llm_cache")] == \
+        [f"server-default@{http_server.url}/v1"]
+    requests_before = len(http_server.requests)
+    again = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn)
+    res = ask(again)
+    assert res.cached and res.data == {"answer": "from m1"} and len(http_server.requests) == requests_before
+    http_server.close()  # the server is down now: the hit still needs no network
+    down = client_for(http_server.url + "/v1", model=None, conn=empty_kb.conn, retries=0)
+    res = ask(down)
+    assert res.cached and res.data == {"answer": "from m1"}
+    assert down.report(used=True)["model"] is None   # never a placeholder such as server-default@...

@@ -1,10 +1,16 @@
-"""A scripted backend for tests (in the spirit of simonw/llm's mock model).
+"""A scripted LLM backend for tests (in the spirit of simonw/llm's mock model).
+
+Not shipped with kbindex: the test suite registers it as backend ``fake``
+through the plugin hook (``KBINDEX_LLM_PLUGINS`` names this file; see
+``tests/conftest.py`` and :mod:`kb_indexer.llm.registry`), which also makes it
+available to the ``kbindex`` processes the CLI tests start.
 
 In-process::
 
     fake = FakeBackend()
     fake.queue({"scores": {"1": 9}}, "not json", LLMTimeout("slow"))
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=conn, backend=fake)
+    # from fake_llm import FakeBackend  (tests/ is on sys.path under pytest)
 
 Each call pops the next answer: a ``str`` is the raw text, any other JSON value
 is sent as its JSON text, an :class:`LLMError` instance is raised, and a
@@ -24,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from kb_indexer.llm.registry import register
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMConfigError, LLMError, LLMModelNotFound,
                                  LLMRateLimited, LLMServerError, LLMTimeout, LLMUnavailable, Message, ProbeResult,
                                  Tool)
@@ -37,7 +44,6 @@ class FakeBackend:
 
     def __init__(self, answers: list[Any] | None = None, *, model: str = "fake-model", script: Path | None = None):
         self.model = model
-        self.cache_model = model
         self.answers: list[Any] = list(answers or [])
         self.calls: list[dict[str, Any]] = []
         self.script = script
@@ -115,3 +121,6 @@ class FakeBackend:
     def probe(self, timeout: float) -> ProbeResult:
         return ProbeResult(url=str(self.script) if self.script else "memory://fake", reachable=True,
                            model_available=True, models=[self.model])
+
+
+register("fake", FakeBackend.from_env, default_model="fake-model", schema_in_prompt=True)

@@ -1,0 +1,106 @@
+"""A misbehaving LLM server never breaks an LLM command: it falls back and says so (issue 8 item 9).
+
+The fault server is bench/stress_llm.py's (loopback only). Every fault kind, on the Ollama and the
+OpenAI-compatible protocol, through the Python API for all three LLM commands and through the
+installed ``kbindex`` for a subset. Asserted: exit code / no exception, valid JSON, the fallback
+flagged with its error (the LLM used for the control case ``ok``). Nothing is timed beyond "it
+finished" (the subprocess timeout is generous).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.stress_llm import FAULTS, MODEL, FaultServer  # noqa: E402
+
+from kb_indexer.api import KnowledgeBase  # noqa: E402
+from kb_indexer.llm.config import LLMOptions  # noqa: E402
+
+TIMEOUT = 1.0
+OK_TIMEOUT = 30.0  # the control case never waits; a long timeout keeps a loaded machine from failing it
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = FaultServer(lifetime=600)
+    yield s
+    s.close()
+
+
+def _point(monkeypatch, server, protocol, fault):
+    if protocol == "ollama":
+        monkeypatch.setenv("OLLAMA_HOST", server.url(fault))
+    else:
+        monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", server.url(fault) + "/v1")
+    return LLMOptions(backend=protocol, model=MODEL, timeout=OK_TIMEOUT if fault == "ok" else TIMEOUT, no_cache=True)
+
+
+def _assert_flagged(llm, fault):
+    if fault == "ok":
+        assert llm["used"] is True and llm["fallback"] is None, llm
+    else:
+        assert llm["fallback"] == "lexical" and llm["error"], llm
+        assert llm["batches"]["lexical"] >= 1
+
+
+@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_similar_and_query_fall_back_on_every_fault(similar_kb, server, monkeypatch, protocol, fault):
+    opts = _point(monkeypatch, server, protocol, fault)
+    out = similar_kb.similar("reinforcement learning", user_context="game playing agents",
+                             context_threshold=0.5, llm=opts)
+    json.dumps(out)
+    _assert_flagged(out["llm"], fault)
+    assert out["count"] >= 1   # the lexical fallback (or the LLM) still answers
+    q = similar_kb.query("agents for board games", ["reinforcement learning"], context="game AI", llm=opts,
+                         record=False)
+    json.dumps(q)
+    _assert_flagged(q["llm"], fault)
+    assert q["count"] > 0
+
+
+@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_doctor_reports_every_fault_as_a_problem(similar_kb, server, monkeypatch, protocol, fault):
+    opts = _point(monkeypatch, server, protocol, fault)
+    report = KnowledgeBase.doctor(similar_kb.db_path, opts)
+    json.dumps(report)
+    if fault == "ok":
+        assert report["ok"] and report["llm"]["structured_output"] is True, report["problems"]
+    else:
+        assert report["ok"] is False and report["problems"] and report["llm"]["error"]
+
+
+CLI_CASES = [("ollama", "nonjson", "similar"), ("ollama", "envelope", "query"), ("ollama", "nonjson", "doctor"),
+             ("ollama", "trickle", "similar"), ("openai", "endless", "query"), ("openai", "stall", "similar"),
+             ("openai", "wrong_schema", "doctor"), ("ollama", "ok", "similar")]
+COMMANDS = {
+    "similar": ["similar", "reinforcement learning", "--user-context", "game playing agents"],
+    "query": ["query", "agents for board games", "-k", "reinforcement learning", "--context", "game AI"],
+    "doctor": ["doctor"],
+}
+
+
+@pytest.mark.parametrize("protocol,fault,command", CLI_CASES)
+def test_installed_cli_falls_back_with_valid_json(similar_kb, server, run, protocol, fault, command):
+    env = {"OLLAMA_HOST": server.url(fault)} if protocol == "ollama" else \
+        {"KBINDEX_OPENAI_BASE_URL": server.url(fault) + "/v1"}
+    res = run(*COMMANDS[command], "--llm-backend", protocol, "--llm-model", MODEL, "--llm-timeout",
+              str(OK_TIMEOUT if fault == "ok" else TIMEOUT),
+              "--db", similar_kb.db_path, "--format", "json", env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    data = res.json()
+    if command == "doctor":
+        assert data["ok"] is False and data["problems"]
+    else:
+        _assert_flagged(data["llm"], fault)
+        if fault != "ok":
+            assert "not used" in res.stderr or "warning" in res.stderr
