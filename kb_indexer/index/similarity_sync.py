@@ -216,6 +216,10 @@ def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:
         "SELECT id FROM keyword_similarities WHERE origin = ?", (key, f"file:{key}"))}
 
 
+def _recorded_files(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT DISTINCT file FROM similarity_file_entries")}
+
+
 def known_files(conn: sqlite3.Connection) -> set[str]:
     """Every similarities file the index has relations from."""
     return {r[0] for r in conn.execute(
@@ -252,11 +256,13 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
             if digest is not None:  # the stale check does not report it again until it changes
                 _set_meta(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
-    gone = known_files(conn) - present
+    gone = (known_files(conn) | _recorded_files(conn)) - present
     if gone:
         ids, listings = KeywordIds(conn), _Listings(root)
         for key in sorted(gone):
             out["removed"] += _unlist(conn, ids, key, _listed_by(conn, key), listings)
+            # A forgotten file's entry records go with it: restored later, every entry is applied again.
+            conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
     rejected = {REJECTED_KEY + k[len(HASH_KEY):] for k in hashes}
     for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ?",
                                (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall():
