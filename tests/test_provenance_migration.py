@@ -22,6 +22,10 @@ def _old_index(tmp_path, monkeypatch, names):
                       (4, 2, 4, "import")])
     conn.execute("INSERT INTO learned_items (id, key, kind, status, detail, feedback_ids, similarity_id) "
                  "VALUES (7, 'similarity:c|d', 'similarity', 'active', '{}', '[3, 5]', 3)")
+    # A learned relation deleted (by `unrelate`) before this migration: learn must not restore it.
+    conn.execute("INSERT INTO learned_items (id, key, kind, status, detail, feedback_ids, similarity_id, weight) "
+                 "VALUES (8, 'similarity:a|d', 'similarity', 'active', "
+                 "'{\"keyword1\": \"a\", \"keyword2\": \"d\", \"type\": \"related_concept\"}', '[4]', NULL, 0.6)")
     conn.commit()
     conn.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
@@ -39,7 +43,8 @@ def test_old_origin_strings_become_columns(tmp_path, monkeypatch, until):
         "SELECT id, origin_kind, origin_file, learned_id FROM keyword_similarities")}
     assert rows == {1: ("file", "similarities.json", None), 2: ("person", None, None), 3: ("learned", None, 7),
                     4: ("import", None, None)}
-    assert sorted(tuple(r) for r in conn.execute("SELECT learned_id, feedback_id FROM learned_feedback")) == [(7, 3), (7, 5)]
+    assert sorted(tuple(r) for r in conn.execute("SELECT learned_id, feedback_id FROM learned_feedback")) == [(7, 3), (7, 5), (8, 4)]
+    assert conn.execute("SELECT status FROM learned_items WHERE id = 8").fetchone()[0] == "removed"
     assert "m050_provenance" in [r[0] for r in conn.execute("SELECT name FROM _migrations")]
     conn.close()
 

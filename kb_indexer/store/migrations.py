@@ -266,8 +266,9 @@ def m050_provenance(conn: sqlite3.Connection) -> None:
     );
     CREATE INDEX idx_learned_feedback_feedback ON learned_feedback(feedback_id);
     """)
-    from kb_indexer.store.provenance import backfill
+    from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
     backfill(conn)
+    undo_deleted_learned_relations(conn)
 
 
 @migration

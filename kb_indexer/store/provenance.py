@@ -45,6 +45,15 @@ def backfill(conn: sqlite3.Connection) -> None:
         "WHERE json_valid(li.feedback_ids) AND typeof(j.value) = 'integer'")
 
 
+def undo_deleted_learned_relations(conn: sqlite3.Connection) -> None:
+    """Upgrade step: an active learned relation whose relation row is gone was deleted before this
+    migration, by a person (``unrelate``) or with a file that had taken it over. The old ``learn`` did
+    not bring it back while its evidence stayed the same; the item is undone (status 'removed') so
+    that ``learn``, which now reconciles every run, does not restore it either."""
+    conn.execute("UPDATE learned_items SET status = 'removed' WHERE kind = 'similarity' AND status = 'active' "
+                 "AND similarity_id IS NULL AND weight > 0")
+
+
 def is_tombstoned(conn: sqlite3.Connection, k1: int, k2: int, sim_type: str) -> bool:
     a, b = min(k1, k2), max(k1, k2)
     return conn.execute("SELECT 1 FROM similarity_tombstones WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND "
