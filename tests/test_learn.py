@@ -1,4 +1,4 @@
-"""Feedback and learning on small hand-made examples (queries recorded directly in the tables)."""
+"""Feedback and learning on small examples, asked through kb.query (see ``ask``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,19 @@ import pytest
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 
 
-def ask(kb, question, keywords=None, results=(), expansions=None, explicit=True):
-    """Record a query and one attempt in the format `kbindex query` records
-    (see kb_indexer.learn.history); ``expansions`` maps a result file to the
-    expansions that found it: [{"relation_id", "original", "expanded"}]."""
+def ask(kb, question, keywords=None, results=(), expansions=None):
+    """Ask through kb.query (the query and its attempt are recorded as `kbindex query` records them).
+
+    ``results`` are the documents the test will mark; a document the query did not return is still
+    recorded against this attempt (``not_in_results``), which is all keyword learning needs.
+    Only ``expansions`` (which relation led to which document, for score learning) are recorded by
+    hand: ``expansions`` maps a result file to [{"relation_id", "original", "expanded"}]; score
+    learning through real expansions is tested in tests/test_learn_from_queries.py."""
+    if not expansions:
+        res = kb.query(question, list(keywords) if keywords else None)
+        return res["query_id"], res["attempt_id"]
     from kb_indexer.learn.history import record
 
-    expansions = expansions or {}
     rows, exp = [], []
     for f in results:
         matched = [e["expanded"] for e in expansions.get(f, [])]
@@ -27,7 +33,7 @@ def ask(kb, question, keywords=None, results=(), expansions=None, explicit=True)
                  "path": [e["relation_id"]], "weight": 1.0} for e in expansions.get(f, [])]
     kws = list(keywords or [])
     return record(kb.conn, question, None, keywords=kws, expand_depth=1, threshold=0.3, method="hybrid",
-                  results=rows, expansions=exp, options={"keywords_from": "given" if explicit and kws else "question"})
+                  results=rows, expansions=exp, options={"keywords_from": "given" if kws else "question"})
 
 
 def kinds(result, kind):
