@@ -223,7 +223,7 @@ def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
 
 
 def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:
-    """Relations file ``key`` listed at its last import (``origin`` covers indexes older than the table)."""
+    """Relations file ``key`` listed at its last import (``origin_file`` covers indexes older than the table)."""
     return {r[0] for r in conn.execute(
         "SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
         "SELECT id FROM keyword_similarities WHERE origin_kind = 'file' AND origin_file = ?", (key, key))}
