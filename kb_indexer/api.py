@@ -167,9 +167,12 @@ class KnowledgeBase(LearningAPI):
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> dict:
+        from kb_indexer.store.provenance import lift
         with transaction(self.conn):
-            sid, created = upsert_similarity(self.conn, KeywordIds(self.conn), keyword1, keyword2, sim_type,
-                                             context, score, directional, "manual")
+            ids = KeywordIds(self.conn)
+            sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,
+                                             directional, "person")
+            lift(self.conn, ids.get(keyword1), ids.get(keyword2), sim_type)  # a person's relation again
         return {"action": "created" if created else "updated", "id": sid, "keyword1": keyword1,
                 "keyword2": keyword2, "type": sim_type, "context": context, "score": float(score),
                 "directional": directional}

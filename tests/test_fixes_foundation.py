@@ -474,7 +474,7 @@ def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch
         ids = KeywordIds(conn)
         for e in validate_similarities_data(load_json_file(sims)[0], "s"):
             upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"], e["score"],
-                              e["directional"], "file:similarities.json")
+                              e["directional"], "file", "similarities.json")
     conn.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", list(MIGRATIONS_ALL))
     handle = KnowledgeBase.open(kbdir.parent / "kbindex.db")

@@ -57,6 +57,9 @@ def test_query_refine_history_feedback_learn_persist_across_processes(proj, run)
 
 def test_helpful_feedback_lifts_the_document_when_the_question_is_asked_again(proj, run):
     question = "how do agents improve by acting and observing rewards"
+    other = "python virtual environments and pip"
+    other_before = q(run, proj, other)["results"]
+    assert other_before
     before = q(run, proj, question, "--limit", "17")
     paths = [r["filepath"] for r in before["results"]]
     target = "trial-and-error-learning.md"
@@ -73,9 +76,8 @@ def test_helpful_feedback_lifts_the_document_when_the_question_is_asked_again(pr
     assert "learned" in after["results"][paths_after.index(target)]["sources"]
     for n in noise:
         assert paths_after.index(n) > paths.index(n)
-    # An unrelated question is not affected.
-    other = "python virtual environments and pip"
-    assert q(run, proj, other)["results"] == q(run, proj, other)["results"]
+    # An unrelated question is not affected: the same results as before learning.
+    assert q(run, proj, other)["results"] == other_before
 
 
 def test_feedback_errors(proj, run):

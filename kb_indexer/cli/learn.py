@@ -186,14 +186,5 @@ def clear_history(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Delete recorded queries with their attempts and feedback (learned items stay)."""
-    if before is not None:
-        from datetime import datetime, timezone
-        try:
-            when = datetime.fromisoformat(before.replace("Z", "+00:00"))
-            if when.tzinfo is not None:  # stored times are UTC
-                when = when.astimezone(timezone.utc).replace(tzinfo=None)
-            before = when.strftime("%Y-%m-%dT%H:%M:%S")
-        except ValueError:
-            raise UsageError(f"--before must be a date like 2026-01-31, got {before!r}") from None
     with open_kb(db, kb) as k:
         emit(k.clear_history(before), format, title="clear-history")

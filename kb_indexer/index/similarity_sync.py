@@ -2,10 +2,10 @@
 
 A project can hold two such files (beside the KB root and inside it). The
 table ``similarity_files`` keeps, per relation, every file that lists it;
-``keyword_similarities.origin`` only says who last wrote the relation's values
-(``file:<path>``, ``manual`` for ``relate``, ``import`` for
-``import-similarities``, ``learned``). A file's path is kept relative to the
-KB root's parent, as in ``origin``.
+``keyword_similarities.origin_kind`` only says who last wrote the relation's
+values (``file`` with ``origin_file``, ``person`` for ``relate``, ``import``
+for ``import-similarities``, ``learned``; kb_indexer.store.provenance). A
+file's path is kept relative to the KB root's parent.
 
 - Re-importing a changed file applies only the entries that changed since its
   last import (``similarity_file_entries``): a relation whose entry is unchanged
@@ -14,7 +14,10 @@ KB root's parent, as in ``origin``.
   history and learned items, stay valid); relations it no longer lists are
   forgotten.
 - A relation no file lists any more is deleted, unless its values were last
-  written by a person or by learning (origin not ``file:``).
+  written by a person or by learning (``origin_kind`` not ``file``).
+- A relation a person deleted (``unrelate``, a tombstone) is not created again
+  by re-reading a file, not even a restored or edited one; ``relate`` or
+  ``import-similarities`` lifts the tombstone.
 - When another file still lists it, that file's entry is applied again (the
   dropped file's values must not linger) and becomes the origin.
 - A file that disappeared is handled as if it listed nothing, at the next full
@@ -33,7 +36,8 @@ from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
 from kb_indexer.store.connection import savepoint, transaction
 from kb_indexer.store.documents import KeywordIds
-from kb_indexer.store.similarities import upsert_similarity
+from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
+from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
 SIMILARITY_FILENAME = "similarities.json"
@@ -51,7 +55,7 @@ def similarity_files(kb_root: Path) -> list[Path]:
 
 
 def file_key(root: Path, path: Path) -> str:
-    """A similarities file as named in ``origin`` (``file:<key>``) and ``similarity_files.file``."""
+    """A similarities file as named in ``origin_file`` and ``similarity_files.file``."""
     resolved = path.resolve()
     try:
         return resolved.relative_to(root.resolve().parent).as_posix()
@@ -115,10 +119,10 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
     for sid in sorted(sids):
         conn.execute("DELETE FROM similarity_files WHERE similarity_id = ? AND file = ?", (sid, key))
         rel = conn.execute(
-            "SELECT s.id, s.origin, s.similarity_type, k1.keyword AS k1, k2.keyword AS k2 FROM keyword_similarities s "
+            "SELECT s.id, s.origin_kind, s.origin_file, s.similarity_type, k1.keyword AS k1, k2.keyword AS k2 FROM keyword_similarities s "
             "JOIN keywords k1 ON k1.id = s.keyword_id_1 JOIN keywords k2 ON k2.id = s.keyword_id_2 WHERE s.id = ?",
             (sid,)).fetchone()
-        if rel is None or not rel["origin"].startswith("file:"):
+        if rel is None or rel["origin_kind"] != "file":
             continue  # gone already, or last written by a person or by learning: it stays
         others = [r[0] for r in conn.execute(
             "SELECT file FROM similarity_files WHERE similarity_id = ? ORDER BY file", (sid,))]
@@ -126,32 +130,34 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
             conn.execute("DELETE FROM keyword_similarities WHERE id = ?", (sid,))
             removed += 1
             continue
-        if rel["origin"] != f"file:{key}":
+        if rel["origin_file"] != key:
             continue  # its values came from a file that still lists it
         for other in others:  # hand it over: the values of a file that still lists it
             e = listings.entry(other, rel)
             if e is not None:
                 upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"], e["score"],
-                                  e["directional"], f"file:{other}")
+                                  e["directional"], "file", other)
                 break
         else:
-            conn.execute("UPDATE keyword_similarities SET origin = ? WHERE id = ?", (f"file:{others[0]}", sid))
+            conn.execute("UPDATE keyword_similarities SET origin = ?, origin_file = ? WHERE id = ?",
+                         (origin_text("file", others[0]), others[0], sid))
     return removed
 
 
-def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "import",
-                        replace_origin: bool = False, root: Path | None = None) -> dict:
+def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | None = None,
+                        root: Path | None = None) -> dict:
     """Import a similarities file in one transaction (all entries valid, or nothing).
 
-    With ``replace_origin`` (sync; ``origin`` is ``file:<key>``) the file's listing is recorded and the
-    relations it no longer lists are forgotten (see the module docstring); ``root`` (the KB root) lets a
-    relation still listed by the other file take that file's values.
+    Without ``file`` it is a person's ``import-similarities`` (origin ``import``; lifts tombstones).
+    With ``file`` (sync; the file's key) the file's listing is recorded and the relations it no longer
+    lists are forgotten (see the module docstring); ``root`` (the KB root) lets a relation still listed
+    by the other file take that file's values.
     """
     data, _ = load_json_file(path)
     entries = validate_similarities_data(data, str(path))
     created = updated = removed = 0
-    key = origin[len("file:"):] if replace_origin else None
-    unchanged = 0
+    key = file
+    unchanged = buried = 0
     with transaction(conn):
         ids = KeywordIds(conn)
         keep = set()
@@ -166,8 +172,14 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "
                 if sid is not None:
                     keep.add(sid)
                 continue
+            rk = relation_keys(conn, ids, e["keyword1"], e["keyword2"], e["type"])
+            if rk is not None and key is not None and is_tombstoned(conn, *rk):
+                buried += 1  # a person deleted it: the file does not bring it back
+                continue
+            if rk is not None and key is None:
+                lift(conn, *rk)
             sid, new = upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"],
-                                         e["score"], e["directional"], origin)
+                                         e["score"], e["directional"], "import" if key is None else "file", key)
             keep.add(sid)
             created += new
             updated += not new
@@ -177,8 +189,9 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, origin: str = "
             removed = _unlist(conn, ids, key, _listed_by(conn, key) - keep, _Listings(root))
             _remember_entries(conn, key, entries)
     out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
-    if replace_origin:
+    if key is not None:
         out["unchanged"] = unchanged
+        out["deleted_by_a_person"] = buried
         out["removed"] = removed
     return out
 
@@ -210,17 +223,21 @@ def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
 
 
 def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:
-    """Relations file ``key`` listed at its last import (``origin`` covers indexes older than the table)."""
+    """Relations file ``key`` listed at its last import (``origin_file`` covers indexes older than the table)."""
     return {r[0] for r in conn.execute(
         "SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
-        "SELECT id FROM keyword_similarities WHERE origin = ?", (key, f"file:{key}"))}
+        "SELECT id FROM keyword_similarities WHERE origin_kind = 'file' AND origin_file = ?", (key, key))}
+
+
+def _recorded_files(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT DISTINCT file FROM similarity_file_entries")}
 
 
 def known_files(conn: sqlite3.Connection) -> set[str]:
     """Every similarities file the index has relations from."""
     return {r[0] for r in conn.execute(
         "SELECT file FROM similarity_files UNION "
-        "SELECT substr(origin, 6) FROM keyword_similarities WHERE origin LIKE 'file:%'")}
+        "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
 def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
@@ -239,8 +256,7 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
                 out["unchanged_files"] += 1
                 continue
             with savepoint(conn):
-                res = import_similarities(conn, path, origin="file:" + file_key(root, path), replace_origin=True,
-                                          root=root)
+                res = import_similarities(conn, path, file=file_key(root, path), root=root)
                 _set_meta(conn, key, digest)
             out["files"] += 1
             out["imported"] += res["imported"]
@@ -252,11 +268,13 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
             if digest is not None:  # the stale check does not report it again until it changes
                 _set_meta(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
-    gone = known_files(conn) - present
+    gone = (known_files(conn) | _recorded_files(conn)) - present
     if gone:
         ids, listings = KeywordIds(conn), _Listings(root)
         for key in sorted(gone):
             out["removed"] += _unlist(conn, ids, key, _listed_by(conn, key), listings)
+            # A forgotten file's entry records go with it: restored later, every entry is applied again.
+            conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
     rejected = {REJECTED_KEY + k[len(HASH_KEY):] for k in hashes}
     for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ?",
                                (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall():

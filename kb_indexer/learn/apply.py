@@ -10,6 +10,7 @@ from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
+from kb_indexer.store.provenance import set_learned_feedback
 from kb_indexer.text import normalize_keyword
 
 KINDS = ("association", "keyword", "similarity", "score")
@@ -25,24 +26,71 @@ def _existing(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
 
 
 def plan(conn: sqlite3.Connection, items: list[dict]) -> list[dict]:
-    """Which items are new or changed (removed ones are never re-learned)."""
+    """What to write so that the index holds what the feedback justifies.
+
+    Reconciles on every run: an item whose stored details did not change is still written again when
+    the index no longer reflects it (a sync dropped its tag or relation). Removed items are never
+    re-learned; a relation a person deleted (tombstone) is never re-created.
+    """
     have = _existing(conn)
     out = []
-    for item in items:
+    for item in _with_stored_items(items, have):
         row = have.get(item["key"])
         if row is not None and row["status"] == "removed":
             continue
         if row is None and inactive(item):
             continue
-        detail = _detail(item)
-        if row is not None and json.loads(row["detail"]) == detail and json.loads(row["feedback_ids"]) == item["feedback_ids"]:
+        if not inactive(item) and _held_by_a_person(conn, item):
             continue
-        if item["kind"] == "keyword" and not inactive(item) and _person_tag(conn, item["document_id"], item["keyword"]):
+        if row is not None and _unchanged(row, item) and _holds(conn, item, row):
             continue
-        if item["kind"] == "similarity" and not inactive(item) and _person_relation(conn, item):
-            continue
-        out.append(dict(item, action="update" if row is not None else "create"))
+        action = "create" if row is None else "update" if not _unchanged(row, item) else "restore"
+        out.append(dict(item, action=action))
     return out
+
+
+def _unchanged(row: sqlite3.Row, item: dict) -> bool:
+    return json.loads(row["detail"]) == _detail(item) and json.loads(row["feedback_ids"]) == item["feedback_ids"]
+
+
+def _with_stored_items(items: list[dict], have: dict[str, sqlite3.Row]) -> list[dict]:
+    """The derived items, plus the active learned items no current feedback derives (their feedback
+    was cleared: what was learned from it stays, and is reconciled like the rest)."""
+    derived = {i["key"] for i in items}
+    extra = []
+    for key, row in have.items():
+        if key not in derived and row["status"] == "active":
+            extra.append(dict(json.loads(row["detail"]), kind=row["kind"], key=key,
+                              feedback_ids=json.loads(row["feedback_ids"])))
+    return items + extra
+
+
+def _held_by_a_person(conn, item: dict) -> bool:
+    """A person's tag or relation already says it (learning does not overwrite it), or a person
+    deleted the relation (tombstone)."""
+    if item["kind"] == "keyword":
+        return _person_tag(conn, item["document_id"], item["keyword"])
+    if item["kind"] == "similarity":
+        from kb_indexer.store.provenance import is_tombstoned
+        from kb_indexer.store.similarities import relation_keys
+
+        rk = relation_keys(conn, KeywordIds(conn), item["keyword1"], item["keyword2"], item["type"])
+        return _person_relation(conn, item) or (rk is not None and is_tombstoned(conn, *rk))
+    return False
+
+
+def _holds(conn, item: dict, row: sqlite3.Row) -> bool:
+    """Whether the index reflects a stored, unchanged learned item."""
+    kind = item["kind"]
+    if kind == "score" or inactive(item):
+        return True  # a score set since (by a person or a file) is theirs; it is not re-adjusted
+    if kind == "association":
+        return conn.execute("SELECT 1 FROM learned_terms WHERE learned_id = ?", (row["id"],)).fetchone() is not None
+    if kind == "keyword":
+        return conn.execute("SELECT 1 FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+                            "WHERE dk.document_id = ? AND k.keyword = ?",
+                            (item["document_id"], item["keyword"])).fetchone() is not None
+    return _relation_row(conn, item) is not None
 
 
 def _person_tag(conn, doc_id: int, keyword: str) -> bool:
@@ -62,7 +110,7 @@ def _relation_row(conn, item: dict) -> sqlite3.Row | None:
 
 def _person_relation(conn, item: dict) -> bool:
     row = _relation_row(conn, item)
-    return row is not None and row["origin"] != "learned"
+    return row is not None and row["origin_kind"] != "learned"
 
 
 def _upsert_item(conn, item: dict, **cols: Any) -> int:
@@ -73,11 +121,13 @@ def _upsert_item(conn, item: dict, **cols: Any) -> int:
         conn.execute(f"UPDATE learned_items SET detail = ?, feedback_ids = ?, "
                      f"updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now'){', ' + sets if sets else ''} WHERE id = ?",
                      (detail, fb, *cols.values(), row[0]))
-        return row[0]
-    names = ["key", "kind", "detail", "feedback_ids", *cols]
-    cur = conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                       (item["key"], item["kind"], detail, fb, *cols.values()))
-    return cur.lastrowid
+        lid = row[0]
+    else:
+        names = ["key", "kind", "detail", "feedback_ids", *cols]
+        lid = conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                           (item["key"], item["kind"], detail, fb, *cols.values())).lastrowid
+    set_learned_feedback(conn, lid, item["feedback_ids"])
+    return lid
 
 
 def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
@@ -108,13 +158,14 @@ def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
             if inactive(item):
                 row = conn.execute("SELECT similarity_id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
                 if row and row[0] is not None:
-                    conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin = 'learned'", (row[0],))
+                    conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin_kind = 'learned'", (row[0],))
                 _upsert_item(conn, item, similarity_id=None, weight=0.0)
                 continue
             context = f"Learned from feedback: {item['reason']}"
+            lid = _upsert_item(conn, item, weight=item["score"])
             sid, _ = upsert_similarity(conn, ids, item["keyword1"], item["keyword2"], item["type"], context,
-                                       item["score"], False, "learned")
-            _upsert_item(conn, item, similarity_id=sid, weight=item["score"])
+                                       item["score"], False, "learned", learned_id=lid)
+            conn.execute("UPDATE learned_items SET similarity_id = ? WHERE id = ?", (sid, lid))
         elif kind == "score":
             rel = conn.execute("SELECT score FROM keyword_similarities WHERE id = ?",
                                (item["similarity_id"],)).fetchone()
@@ -150,9 +201,6 @@ def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[
     result: dict[str, Any] = {"feedback_analyzed": len(analysed_rows), "feedback_total": total, "dry_run": dry_run,
                               "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
-    if not analysed_rows:
-        result["summary"] = _summary([])
-        return result
     todo = plan(conn, analyse(conn, load_events(conn)))
     result["suggestions"] = [_public(i) for i in todo]
     result["summary"] = _summary(todo)
@@ -226,7 +274,7 @@ def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_:
                 if r["document_id"] is not None:
                     refresh_fts_keywords(conn, r["document_id"])
             elif r["kind"] == "similarity" and r["similarity_id"] is not None:
-                conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin = 'learned'", (r["similarity_id"],))
+                conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin_kind = 'learned'", (r["similarity_id"],))
             elif r["kind"] == "score" and r["similarity_id"] is not None and r["previous_score"] is not None:
                 # Only undo our own change: a score a person set since stays theirs.
                 conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ? AND abs(score - ?) < 1e-9",

@@ -117,8 +117,24 @@ def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str],
     return out
 
 
+def parse_before(before: str) -> str:
+    """A date or ISO-8601 time (UTC unless it has an offset) as stored in the history (naive UTC)."""
+    from datetime import datetime, timezone
+
+    from kb_indexer.errors import UsageError
+    try:
+        when = datetime.fromisoformat(before.strip().replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        raise UsageError(f"--before must be a date like 2026-01-31, got {before!r}") from None
+    if when.tzinfo is not None:  # stored times are UTC
+        when = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def clear_history(conn: sqlite3.Connection, before: str | None = None) -> dict[str, Any]:
     """Delete queries (with their attempts and feedback), all or those last asked before a date."""
+    if before is not None:
+        before = parse_before(before)
     with transaction(conn):
         if before:
             ids = [r[0] for r in conn.execute("SELECT id FROM queries WHERE last_attempted_at < ?", (before,))]

@@ -109,36 +109,50 @@ def _evidence_weight(helpful: int, not_helpful: int) -> float:
 
 def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MIN_QUERIES) -> list[dict[str, Any]]:
     """The learned items all feedback justifies, each with reason, evidence and provenance."""
-    items: list[dict[str, Any]] = []
+    doc_kw = _document_tags(conn)
+    items = _associations(events)
+    items += _keyword_tags(events, doc_kw, min_queries)
+    items += _keyword_gaps(events, doc_kw, min_queries)
+    items += _co_occurrences(events, {it["key"] for it in items}, min_queries)
+    items += _score_changes(events)
+    items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))
+    return items
+
+
+def _document_tags(conn: sqlite3.Connection) -> dict[int, set[str]]:
+    """The documents' own tags (what learning must not duplicate or reason from circularly)."""
     doc_kw: dict[int, set[str]] = defaultdict(set)
-    # The documents' own tags (what learning must not duplicate or reason from circularly).
     for doc_id, kw in conn.execute("SELECT dk.document_id, k.keyword FROM document_keywords dk "
                                    "JOIN keywords k ON k.id = dk.keyword_id WHERE dk.source != 'learned'"):
         doc_kw[doc_id].add(kw)
+    return doc_kw
 
-    # 1. Associations: question terms -> document.
+
+def _associations(events: list[Event]) -> list[dict[str, Any]]:
+    """Question terms -> document, weighted by helpful and not-helpful marks."""
     assoc: dict[tuple[str, int], dict] = {}
     for e in events:
         terms = question_terms(e.question)
         if not terms:
             continue
-        key = (" ".join(terms), e.doc_id)
-        a = assoc.setdefault(key, {"terms": terms, "doc_id": e.doc_id, "filepath": e.filepath, "h": set(),
-                                   "n": set(), "fb": []})
+        a = assoc.setdefault((" ".join(terms), e.doc_id), {"terms": terms, "filepath": e.filepath, "h": set(),
+                                                            "n": set(), "fb": []})
         (a["h"] if e.helpful else a["n"]).add(e.query_id)
         a["fb"].append(e.feedback_id)
+    items = []
     for (sig, doc_id), a in sorted(assoc.items()):
         w = _evidence_weight(len(a["h"]), len(a["n"]))  # 0 when marks cancel out: the item then stops firing
+        verdict = "helpful" if w > 0 else "not helpful" if w < 0 else "mixed marks"
         items.append({"kind": "association", "key": f"association:{doc_id}:{sig}", "document_id": doc_id,
                       "filepath": a["filepath"], "terms": a["terms"], "weight": w,
                       "helpful": len(a["h"]), "not_helpful": len(a["n"]), "feedback_ids": sorted(a["fb"]),
-                      "reason": f"{'helpful' if w > 0 else 'not helpful' if w < 0 else 'mixed marks'} for a question with terms "
-                                f"{', '.join(a['terms'][:8])}"})
+                      "reason": f"{verdict} for a question with terms {', '.join(a['terms'][:8])}"})
+    return items
 
-    helpful_events = [e for e in events if e.helpful]
-    negative_events = [e for e in events if not e.helpful]
-    # 2. Keyword augmentation: user keyword -> helpful document, >= min_queries queries net of
-    #    queries that marked the document not helpful with that keyword.
+
+def _keyword_tags(events: list[Event], doc_kw: dict[int, set[str]], min_queries: int) -> list[dict[str, Any]]:
+    """User keyword -> helpful document, in >= min_queries queries net of queries that marked the
+    document not helpful with that keyword."""
     aug: dict[tuple[str, int], dict] = {}
     for e in events:
         for k in e.explicit:
@@ -146,6 +160,7 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                 a = aug.setdefault((k, e.doc_id), {"h": set(), "n": set(), "fb": [], "filepath": e.filepath})
                 (a["h"] if e.helpful else a["n"]).add(e.query_id)
                 a["fb"].append(e.feedback_id)
+    items = []
     for (k, doc_id), a in sorted(aug.items()):
         net = len(a["h"]) - len(a["n"])
         weight = round(min(1.0, 0.5 + 0.15 * net), 4) if net >= min_queries else 0.0
@@ -154,28 +169,42 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                       "weight": weight, "feedback_ids": sorted(a["fb"]),
                       "reason": f"{len(a['h'])} queries used '{k}' to find this helpful document"
                                 + (f", {len(a['n'])} marked it not helpful" if a["n"] else "")})
+    return items
 
-    # 3. Keyword gap: user keyword not on helpful docs -> the doc keyword best associated with it.
-    kw_docs = defaultdict(int)
-    for _, kws in doc_kw.items():
-        for kw in kws:
-            kw_docs[kw] += 1
+
+def _gap_evidence(events: list[Event], doc_kw: dict[int, set[str]]) -> tuple[dict, dict, dict]:
+    """Per user keyword k absent from a helpful document: the queries linking it to each of that
+    document's keywords m (for), the not-helpful ones (against), and the feedback rows of both."""
     gap: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     gap_neg: dict[tuple[str, str], set] = defaultdict(set)
     gap_fb: dict[tuple[str, str], list] = defaultdict(list)
-    for e in helpful_events:
+    for e in events:
+        if not e.helpful:
+            continue
         for k in e.explicit:
             if k and k not in doc_kw[e.doc_id]:
-                for m in doc_kw[e.doc_id]:
-                    if m != k:
-                        gap[k][m].add(e.query_id)
-                        gap_fb[(k, m)].append(e.feedback_id)
-    for e in negative_events:  # a not-helpful document tagged m counts against k -> m
+                for m in doc_kw[e.doc_id] - {k}:
+                    gap[k][m].add(e.query_id)
+                    gap_fb[(k, m)].append(e.feedback_id)
+    for e in events:  # a not-helpful document tagged m counts against k -> m
+        if e.helpful:
+            continue
         for k in e.explicit:
             for m in doc_kw[e.doc_id]:
                 if k in gap and m in gap[k]:
                     gap_neg[(k, m)].add(e.query_id)
                     gap_fb[(k, m)].append(e.feedback_id)
+    return gap, gap_neg, gap_fb
+
+
+def _keyword_gaps(events: list[Event], doc_kw: dict[int, set[str]], min_queries: int) -> list[dict[str, Any]]:
+    """A user keyword not on its helpful documents -> the one document keyword best associated with it."""
+    kw_docs: dict[str, int] = defaultdict(int)
+    for kws in doc_kw.values():
+        for kw in kws:
+            kw_docs[kw] += 1
+    gap, gap_neg, gap_fb = _gap_evidence(events, doc_kw)
+    items = []
     for k in sorted(gap):
         def net(m: str) -> int:
             return len(gap[k][m]) - len(gap_neg[(k, m)])
@@ -192,39 +221,46 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
                       "feedback_ids": sorted(set(gap_fb[(k, best)])),
                       "reason": f"{len(gap[k][best])} queries searched '{k}'; their helpful documents are tagged "
                                 f"'{best}'"})
+    return items
 
-    # 4. Co-occurrence of user keywords in successful queries.
+
+def _co_occurrences(events: list[Event], have: set[str], min_queries: int) -> list[dict[str, Any]]:
+    """Two user keywords used together in >= min_queries successful queries."""
     successful: dict[int, set[str]] = {}
-    for e in helpful_events:
-        successful.setdefault(e.query_id, set()).update(k for k in e.explicit if k)
+    for e in events:
+        if e.helpful:
+            successful.setdefault(e.query_id, set()).update(k for k in e.explicit if k)
     pairs: dict[tuple[str, str], set] = defaultdict(set)
     for qid, kws in successful.items():
         ks = sorted(kws)
         for i in range(len(ks)):
             for j in range(i + 1, len(ks)):
                 pairs[(ks[i], ks[j])].add(qid)
-    have = {it["key"] for it in items}
+    items = []
     for (a, b), qids in sorted(pairs.items()):
         key = f"similarity:{a}|{b}"
         if len(qids) >= min_queries and key not in have:
-            fb = sorted(e.feedback_id for e in helpful_events if e.query_id in qids)
+            fb = sorted(e.feedback_id for e in events if e.helpful and e.query_id in qids)
             items.append({"kind": "similarity", "key": key, "keyword1": a, "keyword2": b, "type": "related_concept",
                           "score": 0.6, "evidence": len(qids), "feedback_ids": fb,
                           "reason": f"'{a}' and '{b}' were used together in {len(qids)} successful queries"})
+    return items
 
-    # 5. Similarity scores from expansion success (delta 0 when helpful and not-helpful cancel out).
+
+def _score_changes(events: list[Event]) -> list[dict[str, Any]]:
+    """Similarity scores from expansion success (delta 0 when helpful and not-helpful cancel out)."""
     rel: dict[int, dict] = {}
     for e in events:
         for x in e.expansions:
             r = rel.setdefault(int(x["relation_id"]), {"h": 0, "n": 0, "fb": []})
             r["h" if e.helpful else "n"] += 1
             r["fb"].append(e.feedback_id)
+    items = []
     for rid, r in sorted(rel.items()):
         delta = max(-SCORE_CAP, min(SCORE_CAP, SCORE_STEP * (r["h"] - r["n"])))
         items.append({"kind": "score", "key": f"score:{rid}", "similarity_id": rid, "delta": round(delta, 4),
                       "helpful": r["h"], "not_helpful": r["n"], "feedback_ids": sorted(r["fb"]),
                       "reason": f"expansion led to {r['h']} helpful and {r['n']} not-helpful documents"})
-    items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))
     return items
 
 

@@ -104,6 +104,8 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False, kb_r
                 except sqlite3.Error as exc:
                     raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
             counts[table] = len(rows)
+        from kb_indexer.store.provenance import backfill
+        backfill(conn)  # an export from before m050 has only the old origin strings
         for row in tables.get("documents", []):
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",
                       body=row.get("body") or "")

@@ -242,6 +242,36 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
 
 
 @migration
+def m050_provenance(conn: sqlite3.Connection) -> None:
+    # Provenance as explicit columns instead of the ``origin`` string (see kb_indexer.store.provenance):
+    # origin_kind/origin_file/learned_id on relations, the feedback rows behind each learned item, and a
+    # tombstone for each relation a person deleted, so that neither sync nor learn re-derives it.
+    run_script(conn, """
+    ALTER TABLE keyword_similarities ADD COLUMN origin_kind TEXT
+        CHECK (origin_kind IN ('file', 'person', 'import', 'learned'));
+    ALTER TABLE keyword_similarities ADD COLUMN origin_file TEXT;
+    ALTER TABLE keyword_similarities ADD COLUMN learned_id INTEGER
+        REFERENCES learned_items(id) ON DELETE SET NULL;
+    CREATE TABLE similarity_tombstones (
+        keyword_id_1 INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
+        keyword_id_2 INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
+        similarity_type TEXT NOT NULL,
+        deleted_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        PRIMARY KEY (keyword_id_1, keyword_id_2, similarity_type)
+    );
+    CREATE TABLE learned_feedback (
+        learned_id INTEGER NOT NULL REFERENCES learned_items(id) ON DELETE CASCADE,
+        feedback_id INTEGER NOT NULL,
+        PRIMARY KEY (learned_id, feedback_id)
+    );
+    CREATE INDEX idx_learned_feedback_feedback ON learned_feedback(feedback_id);
+    """)
+    from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
+    backfill(conn)
+    undo_deleted_learned_relations(conn)
+
+
+@migration
 def m060_sync_state(conn: sqlite3.Connection) -> None:
     # The stale check's quick mode stats the most recently indexed documents, and looks up the documents
     # given their keywords file with `add --keywords` (kb_indexer.index.stale; the WHERE clause is the same

@@ -12,6 +12,7 @@ from typing import Any
 
 from kb_indexer.errors import NotFoundError, ValidationError
 from kb_indexer.store.documents import KeywordIds
+from kb_indexer.store.provenance import bury, origin_text
 from kb_indexer.text import normalize_keyword
 
 SIMILARITY_TYPES = (
@@ -46,13 +47,19 @@ def upsert_similarity(
     context: str,
     score: float = 0.5,
     directional: bool = False,
-    origin: str = "manual",
+    kind: str = "person",
+    file: str | None = None,
+    learned_id: int | None = None,
 ) -> tuple[int, bool]:
-    """Insert or update one relation; returns (id, created)."""
+    """Insert or update one relation; returns (id, created).
+
+    ``kind``/``file``/``learned_id`` say where its values came from (see kb_indexer.store.provenance).
+    """
     validate_relation(keyword1, keyword2, sim_type, context, score)
     a, b = ids.ensure(keyword1), ids.ensure(keyword2)
     k1, k2 = (a, b) if a < b else (b, a)
     source = a if directional else None
+    origin = origin_text(kind, file)
     row = conn.execute(
         "SELECT id FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND similarity_type = ?",
         (k1, k2, sim_type),
@@ -60,16 +67,27 @@ def upsert_similarity(
     if row:
         conn.execute(
             "UPDATE keyword_similarities SET context = ?, score = ?, directional = ?, source_keyword_id = ?, "
-            "origin = ? WHERE id = ?",
-            (context.strip(), float(score), int(bool(directional)), source, origin, row[0]),
+            "origin = ?, origin_kind = ?, origin_file = ?, learned_id = ? WHERE id = ?",
+            (context.strip(), float(score), int(bool(directional)), source, origin, kind, file, learned_id, row[0]),
         )
         return row[0], False
     cur = conn.execute(
         "INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
-        "directional, source_keyword_id, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin),
+        "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
+         learned_id),
     )
     return cur.lastrowid, True
+
+
+def relation_keys(conn: sqlite3.Connection, ids: KeywordIds, keyword1: str, keyword2: str,
+                  sim_type: str) -> tuple[int, int, str] | None:
+    """(keyword_id_1, keyword_id_2, type) of a relation between two known keywords, else None."""
+    a, b = ids.get(keyword1), ids.get(keyword2)
+    if a is None or b is None:
+        return None
+    return min(a, b), max(a, b), sim_type
 
 
 def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, sim_type: str | None = None) -> int:
@@ -86,11 +104,17 @@ def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, si
     if sim_type:
         sql += " AND similarity_type = ?"
         args.append(sim_type)
-    n = conn.execute(sql, args).rowcount
-    if n == 0:
+    gone = conn.execute(sql.replace("DELETE FROM", "SELECT id, similarity_type FROM"), args).fetchall()
+    if not gone:
         what = f" of type {sim_type}" if sim_type else ""
         raise NotFoundError(f"No relation{what} between {keyword1!r} and {keyword2!r}")
-    return n
+    for sid, t in gone:
+        # A person deleted it: a tombstone keeps sync and learn from creating it again, and a learned
+        # item standing for it is undone (``learned list`` no longer shows it active).
+        bury(conn, k1, k2, t)
+        conn.execute("UPDATE learned_items SET status = 'removed', updated_at = strftime('%Y-%m-%dT%H:%M:%S', "
+                     "'now') WHERE kind = 'similarity' AND similarity_id = ? AND status = 'active'", (sid,))
+    return conn.execute(sql, args).rowcount
 
 
 _NEIGHBOUR_SQL = """
