@@ -247,6 +247,17 @@ class Mixer:
                 self.expected_feedback.add((int(args[1]), args[3]))
 
 
+def seed_queries(db: Path, kbdir: Path, words: list[str]) -> list[tuple[int, list[str]]]:
+    from kb_indexer.api import KnowledgeBase
+
+    handle = KnowledgeBase.open(db, kb=kbdir)
+    try:
+        outs = [handle.query(word) for word in words]
+    finally:
+        handle.close()
+    return [(o["query_id"], [r["filepath"] for r in o["results"]]) for o in outs if o["results"]]
+
+
 def run_mix(section: Section, work: Path, docs: int, procs: int, duration: float) -> None:
     db, kbdir = make_kb(work, docs)
     first = kb_run("sync", db=db, timeout=600)
@@ -255,6 +266,8 @@ def run_mix(section: Section, work: Path, docs: int, procs: int, duration: float
         return
     vocab = sorted({k for keys in expected_keywords(kbdir).values() for k in keys})[:400]
     mixer = Mixer(db, work, vocab, time.monotonic() + duration, seed=3)
+    mixer.queries = seed_queries(db, kbdir, vocab[:procs])   # feedback can start at once
+    mixer.deadline = time.monotonic() + duration
     threads = [threading.Thread(target=mixer.worker, args=(n,)) for n in range(procs)]
     for t in threads:
         t.start()
@@ -296,7 +309,7 @@ def edit_keywords(kbdir: Path, rng: random.Random, fraction: float, tag: str) ->
     files = sorted(kbdir.rglob("*.keywords.json"))
     for i, path in enumerate(rng.sample(files, max(1, int(len(files) * fraction)))):
         data = json.loads(path.read_text(encoding="utf-8"))
-        data["keywords"] = data["keywords"][1:] + [f"stress {tag} {i}"]
+        data["keywords"] = data["keywords"][:-1] + [f"stress {tag} {i}"]   # the first three are "primary"
         path.write_text(json.dumps(data), encoding="utf-8")
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
@@ -740,7 +753,7 @@ def cold_start(runs: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CI subset (seconds of mixing, 3 kill trials, 2k docs)")
-    ap.add_argument("--duration", type=float, help="seconds of mixing (default 30; quick 3)")
+    ap.add_argument("--duration", type=float, help="seconds of mixing (default 30; quick 5)")
     ap.add_argument("--procs", type=int, default=8, help="concurrent processes in the mix")
     ap.add_argument("--trials", type=int, help="kill trials per command (default 20; quick 3)")
     ap.add_argument("--docs", type=int, help="documents in the kill-trial KB (default 20000; quick 2000)")
@@ -749,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
-    duration = args.duration if args.duration is not None else (3.0 if args.quick else 30.0)
+    duration = args.duration if args.duration is not None else (5.0 if args.quick else 30.0)
     trials = args.trials if args.trials is not None else (3 if args.quick else 20)
     docs = args.docs if args.docs is not None else (2000 if args.quick else 20000)
     only = set(args.only.split(","))
