@@ -26,6 +26,7 @@ Sections
 Exit status 1 when anything failed.
 """
 
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -42,114 +42,16 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.stress_common import (Section, integrity_problem, kb_run, kbindex_cmd, percentile,  # noqa: E402
+                                 problem_with, scalar)
+from bench.stress_hostile import run_hostile  # noqa: E402
 from bench.synth_kb import generate  # noqa: E402
 from kb_indexer.text import normalize_keyword  # noqa: E402
-
-TIMEOUT = 30.0
-
-
-def kbindex_cmd() -> list[str]:
-    beside = Path(sys.executable).parent / "kbindex"
-    if beside.is_file():
-        return [str(beside)]
-    exe = shutil.which("kbindex")
-    return [exe] if exe else [sys.executable, "-m", "kb_indexer"]
-
-
-@dataclass
-class Outcome:
-    args: list
-    code: int | None          # None: timed out
-    stdout: bytes
-    stderr: bytes
-    seconds: float
-
-    def json(self):
-        return json.loads(self.stdout)
-
-
-def kb_run(*args, db: Path | None = None, cwd: Path | None = None, timeout: float = TIMEOUT,
-           json_out: bool = True) -> Outcome:
-    argv = kbindex_cmd() + [a if isinstance(a, bytes) else str(a) for a in args]
-    if db is not None:
-        argv += ["--db", str(db)]
-    if json_out:
-        argv += ["--format", "json"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KBINDEX_", "OLLAMA_", "GEMINI_", "OPENAI_"))}
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=timeout)
-        code, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, out, err = None, exc.stdout or b"", exc.stderr or b""
-    return Outcome(list(args), code, out, err, time.perf_counter() - start)
-
-
-def problem_with(out: Outcome, json_out: bool = True) -> str | None:
-    """Why an outcome breaks the contract (None when it keeps it; exit 1 with a clean error is fine)."""
-    if out.code is None:
-        return f"hung (> {TIMEOUT:.0f} s)"
-    if out.code not in (0, 1, 2):
-        return f"exit {out.code}"
-    if b"Traceback" in out.stderr:
-        return "traceback on stderr"
-    if b"database is locked" in out.stderr + out.stdout:
-        return "database is locked"
-    if json_out and out.code == 0 or json_out and out.stdout.strip():
-        try:
-            json.loads(out.stdout)
-        except ValueError:
-            return "non-JSON stdout under --format json"
-    if json_out and out.code != 0:
-        try:
-            error = json.loads(out.stderr)["error"]
-        except (ValueError, KeyError, TypeError):
-            return "error is not a JSON object on stderr"
-        if error.get("code") == "internal":
-            return f"internal error: {error.get('message', '')[:120]}"
-    return None
-
-
-def integrity_problem(db: Path) -> str | None:
-    if not db.exists():
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-        try:
-            ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
-            fks = conn.execute("PRAGMA foreign_key_check").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        return f"index unreadable: {exc}"
-    if ok != "ok":
-        return f"integrity_check: {ok}"
-    return f"foreign_key_check: {fks[:3]}" if fks else None
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-@dataclass
-class Section:
-    name: str
-    cases: int = 0
-    failures: list[str] = field(default_factory=list)
-    rows: list[tuple] = field(default_factory=list)
-
-    def fail(self, message: str) -> None:
-        self.failures.append(message)
-        print(f"  FAIL {self.name}: {message}", file=sys.stderr)
 
 
 # -- set-up ---------------------------------------------------------------------------------------------------
@@ -186,13 +88,6 @@ def indexed_keywords(db: Path) -> dict[str, frozenset[str]]:
             out[path].add(keyword)
     return {k: frozenset(v) for k, v in out.items()}
 
-
-def scalar(db: Path, sql: str, *params):
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    try:
-        return conn.execute(sql, params).fetchone()[0]
-    finally:
-        conn.close()
 
 
 # -- mix: concurrent processes --------------------------------------------------------------------------------
@@ -461,244 +356,6 @@ def run_kill(section: Section, work: Path, docs: int, trials: int) -> None:
     db, kbdir = kill_sync(section, work, docs, trials, rng)
     kill_learn(section, db, kbdir, trials, rng)
     kill_import(section, db, kbdir, work, trials, rng)
-
-
-# -- hostile files and arguments ------------------------------------------------------------------------------
-
-class Case:
-    """A fresh small KB (three documents, synced) for one hostile case; ``run`` checks every command."""
-
-    def __init__(self, name: str, root: Path):
-        from kb_indexer.api import KnowledgeBase
-
-        self.name, self.root = name, root
-        self.kbdir = root / "knowledge-base"
-        for rel, text, keys in (("a.md", "# Alpha\n\nalpha arrays.\n", ["alpha", "arrays"]),
-                                ("sub/b.md", "# Beta\n\nbeta lists.\n", ["beta", "lists"]),
-                                ("c.md", "# Gamma\n\ngamma.\n", None)):
-            path = self.kbdir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            if keys:
-                path.with_name(path.stem + ".keywords.json").write_text(
-                    json.dumps({"filepath": rel, "summary": "s", "keywords": keys}), encoding="utf-8")
-        self.db = root / "kbindex.db"
-        handle, _ = KnowledgeBase.init(self.db, self.kbdir)
-        try:
-            handle.sync()
-        finally:
-            handle.close()
-        self.problems: list[str] = []
-        self.commands = 0
-
-    def run(self, *args, db: Path | None = None, timeout: float = 20.0, expect_exit: tuple = (0, 1, 2)) -> Outcome:
-        out = kb_run(*args, db=db or self.db, cwd=self.root, timeout=timeout)
-        self.commands += 1
-        shown = " ".join(repr(a)[:40] if isinstance(a, bytes) else str(a)[:40] for a in args)
-        problem = problem_with(out)
-        if problem is None and out.code not in expect_exit:
-            problem = f"exit {out.code}, expected {expect_exit}: {out.stderr[-200:]!r}"
-        if problem:
-            self.problems.append(f"{shown}: {problem}")
-        return out
-
-    def write(self, rel: str, text: str | bytes) -> Path:
-        path = self.kbdir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
-        return path
-
-
-def deep_json(depth: int) -> str:
-    return "[" * depth + "]" * depth
-
-
-def case_fifo(c: Case):
-    os.mkfifo(c.kbdir / "pipe.md")
-    os.mkfifo(c.kbdir / "d.keywords.json")
-    c.write("d.md", "# D\n\ndelta\n")
-    c.run("sync")
-    c.run("add", c.kbdir / "pipe.md")
-
-
-def case_socket(c: Case):
-    sock = socket.socket(socket.AF_UNIX)
-    try:
-        sock.bind(str(c.kbdir / "sock.md"))
-        c.run("sync")
-        c.run("add", c.kbdir / "sock.md")
-    finally:
-        sock.close()
-
-
-def case_symlink_loop(c: Case):
-    (c.kbdir / "loop").symlink_to(c.kbdir, target_is_directory=True)
-    (c.kbdir / "x.md").symlink_to("y.md")
-    (c.kbdir / "y.md").symlink_to("x.md")
-    c.run("sync")
-    c.run("add", c.kbdir / "x.md")
-
-
-def case_invalid_utf8_name(c: Case):
-    name = os.path.join(os.fsencode(c.kbdir), b"bad\xff\xfe.md")
-    with open(name, "wb") as fh:
-        fh.write(b"# Bad name\n\ninvalid name\n")
-    c.run("sync")
-    c.run("list-docs")
-    c.run("query", "invalid name")
-
-
-def case_invalid_utf8_argv(c: Case):
-    c.run("query", b"\xff\xfe broken")
-    c.run("search", b"\xff")
-    c.run("relate", b"\xffa", b"b\xfe", "-t", "synonym", "-c", b"ctx\xff")
-    c.run("add", os.fsencode(c.kbdir) + b"/nope\xff.md")
-
-
-def case_deep_json_keywords(c: Case):
-    c.write("d.md", "# D\n\ndelta\n")
-    c.write("d.keywords.json", deep_json(5000))
-    c.run("sync")
-
-
-def case_deep_json_similarities(c: Case):
-    (c.root / "similarities.json").write_text('{"similarities": ' + deep_json(5000) + "}")
-    c.run("sync")
-    c.run("import-similarities", c.root / "similarities.json")
-
-
-def case_deep_json_import(c: Case):
-    path = c.root / "deep.json"
-    path.write_text('{"format": "kbindex-export", "tables": {"documents": ' + deep_json(5000) + "}}")
-    c.run("import", path, "--force", expect_exit=(1,))
-
-
-def case_huge_keywords(c: Case):
-    c.write("d.md", "# D\n\ndelta\n")
-    c.write("d.keywords.json", json.dumps({"filepath": "d.md", "keywords": ["k" * 1_000_000, "ok"]}))
-    c.run("sync")
-    c.run("relate", "x" * 100_000, "y", "-t", "synonym", "-c", "c", expect_exit=(1, 2))
-    c.run("search", "x" * 100_000)
-    c.run("query", "word " * 20_000)
-
-
-def case_nan_numbers(c: Case):
-    (c.root / "similarities.json").write_text(
-        '{"similarities": [{"keyword1": "alpha", "keyword2": "beta", "type": "synonym", "context": "c", '
-        '"score": NaN}, {"keyword1": "alpha", "keyword2": "lists", "type": "synonym", "context": "c", '
-        '"score": Infinity}]}')
-    c.run("sync")
-    for value in ("nan", "inf", "-inf", "1e999"):
-        c.run("relate", "alpha", "beta", "-t", "synonym", "-c", "c", "-s", value, expect_exit=(1, 2))
-    c.run("query", "alpha", "--threshold", "nan", expect_exit=(1, 2))
-    if scalar(c.db, "SELECT COUNT(*) FROM keyword_similarities WHERE score != score OR abs(score) > 1"):
-        c.problems.append("a NaN or infinite score was stored")
-
-
-def case_nan_import(c: Case):
-    data = json.loads(kb_run("export", db=c.db).stdout)
-    data["tables"]["documents"][0]["id"] = float("nan")
-    path = c.root / "nan.json"
-    path.write_text(json.dumps(data))
-    c.run("import", path, "--force", expect_exit=(1,))
-
-
-def case_huge_ids(c: Case):
-    for value in ("9223372036854775808", "99999999999999999999", "-9223372036854775809"):
-        c.run("feedback", value, "--helpful", "a.md", expect_exit=(1, 2))
-        c.run("history", value, expect_exit=(1, 2))
-    c.run("learned", "remove", "18446744073709551616", expect_exit=(1, 2))
-    data = json.loads(kb_run("export", db=c.db).stdout)
-    data["tables"]["documents"][0]["id"] = 2 ** 64
-    path = c.root / "big.json"
-    path.write_text(json.dumps(data))
-    c.run("import", path, "--force", expect_exit=(1,))
-
-
-def case_two_mb_document(c: Case):
-    words = " ".join(f"word{i % 5000}" for i in range(250_000))
-    c.write("big.md", "# Big\n\n" + words[: 2 * 1024 * 1024] + "\n\nneedlezebra\n")
-    c.run("sync", expect_exit=(0,))
-    out = c.run("query", "needlezebra", expect_exit=(0,))
-    if out.code == 0 and not any(r["filepath"] == "big.md" for r in out.json()["results"]):
-        c.problems.append("the 2 MB document is not found by its last word")
-
-
-def case_outside_root_paths(c: Case):
-    outside = c.root / "outside.md"
-    outside.write_text("# Outside\n\nnot in the KB\n")
-    c.run("add", outside, expect_exit=(1,))
-    c.run("add", "/etc/hostname", expect_exit=(1,))
-    c.run("add", c.kbdir / ".." / "outside.md", expect_exit=(1,))
-    c.run("add", c.kbdir / "a.md", "--keywords", "/etc/passwd", expect_exit=(1,))
-
-
-def case_outside_root_import(c: Case):
-    docs_before = scalar(c.db, "SELECT COUNT(*) FROM documents")
-    for bad in ("../outside.md", "/etc/passwd", "sub/../../x.md"):
-        data = json.loads(kb_run("export", db=c.db).stdout)
-        data["tables"]["documents"][0]["filepath"] = bad
-        path = c.root / "outside.json"
-        path.write_text(json.dumps(data))
-        c.run("import", path, "--force", expect_exit=(1,))
-    paths = [r[0] for r in sqlite3.connect(c.db).execute("SELECT filepath FROM documents")]
-    if len(paths) != docs_before or any(p.startswith(("/", "..")) or "/../" in p for p in paths):
-        c.problems.append(f"outside paths imported: {paths}")
-
-
-def case_foreign_sqlite(c: Case):
-    foreign = c.root / "foreign.db"
-    conn = sqlite3.connect(foreign)
-    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
-    conn.execute("INSERT INTO customers (name) VALUES ('Ada')")
-    conn.commit()
-    conn.close()
-    c.run("init", "--kb", c.kbdir, db=foreign, expect_exit=(1,))
-    c.run("query", "alpha", db=foreign, expect_exit=(1,))
-    conn = sqlite3.connect(foreign)
-    tables = sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-    conn.close()
-    if tables != ["customers"]:
-        c.problems.append(f"init wrote into a foreign database: {tables}")
-    garbage = c.root / "garbage.db"
-    garbage.write_bytes(b"not a database at all\n" * 100)
-    c.run("query", "alpha", db=garbage, expect_exit=(1,))
-
-
-def case_fts_syntax(c: Case):
-    for text in ('NEAR(alpha beta) AND "unbalanced', "* OR -", "alpha:beta ^x", "'); DROP TABLE documents; --"):
-        c.run("query", text, expect_exit=(0,))
-        c.run("search", text, expect_exit=(0,))
-    c.run("query", "")
-    if scalar(c.db, "SELECT COUNT(*) FROM documents") != 3:
-        c.problems.append("documents changed by a query")
-
-
-HOSTILE = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
-
-
-def run_one_case(name: str, root: Path) -> tuple[str, int, list[str]]:
-    try:
-        case = Case(name, root)
-        HOSTILE[name](case)
-    except Exception as exc:                      # a broken case set-up is a failure of the suite too
-        return name, 0, [f"case raised {type(exc).__name__}: {exc}"]
-    problem = integrity_problem(case.db)
-    if problem:
-        case.problems.append(problem)
-    return name, case.commands, case.problems
-
-
-def run_hostile(section: Section, work: Path, workers: int = 3) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(lambda n: run_one_case(n, work / n), HOSTILE))
-    for name, commands, problems in results:
-        section.cases += 1
-        section.rows.append((name, commands, "FAIL" if problems else "ok"))
-        for problem in problems:
-            section.fail(f"{name}: {problem}")
 
 
 # -- LLM faults (bench/stress_llm.py, when present) -----------------------------------------------------------
