@@ -368,9 +368,12 @@ def run_llm(section: Section, quick: bool) -> None:
         return
     result = stress_llm.run(quick=quick)
     section.cases = int(result.get("cases", 0))
+    problems = [f"{r.get('protocol')} {r.get('fault')} {r.get('command')}: {r['problem']}"
+                for r in result.get("rows", []) if isinstance(r, dict) and r.get("problem")]
     failures = result.get("failures", 0)
-    for failure in failures if isinstance(failures, list) else [f"llm fault {i + 1}" for i in range(failures)]:
-        section.fail(str(failure))
+    count = len(failures) if isinstance(failures, list) else int(failures)
+    for failure in problems or [f"llm fault {i + 1}" for i in range(count)]:
+        section.fail(failure)
     section.rows.append(("cases", section.cases, "failures", len(section.failures),
                          "max seconds", result.get("max_seconds")))
 
