@@ -23,9 +23,12 @@ def proj(tmp_path, run):
 
 
 def snapshot(root):
+    """Every row of the kept tables (not only counts: an in-place change is a partial write too)."""
     conn = sqlite3.connect(root / "kbindex.db")
-    out = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-           for t in ("documents", "keywords", "document_keywords", "keyword_similarities", "documents_fts")}
+    out = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+           for t in ("documents", "keywords", "document_keywords", "keyword_similarities", "similarity_files",
+                     "queries", "query_feedback", "learned_items", "meta")}
+    out["documents_fts"] = sorted(conn.execute("SELECT rowid, * FROM documents_fts").fetchall(), key=repr)
     conn.close()
     return out
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kb_indexer.learn.history import attempts_for, get_attempt
 
 
@@ -76,10 +78,8 @@ def test_recording_is_one_transaction(kb, monkeypatch):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(history, "add_attempt", boom)
-    try:
+    with pytest.raises(RuntimeError, match="disk full"):
         kb.query("reinforcement learning")
-    except RuntimeError:
-        pass
     assert rows(kb, "queries") == [] and not kb.conn.in_transaction
 
 

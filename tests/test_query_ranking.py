@@ -154,7 +154,7 @@ def test_output_shape(kb):
     assert set(q["expansion_map"]) == {"rl", "alphago"}
     assert q["expanded_keywords"][:2] == ["rl", "alphago"]
     assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == 0.35
-    assert out["count"] == len(out["results"]) <= 5
+    assert out["count"] == len(out["results"]) and 0 < out["count"] <= 5
     scores = [r["relevance_score"] for r in out["results"]]
     assert scores == sorted(scores, reverse=True)
     for r in out["results"]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-import time
 
+import pytest
+
+from kb_indexer.index import stale as stale_mod
 from kb_indexer.index.stale import check, message
 
 
@@ -68,18 +70,33 @@ def test_missing_root_is_not_an_error(kb, tmp_path):
     assert info["stale"] is False and info["checked"] is False
 
 
-def test_cost_is_small_on_the_bundled_kb(kb):
-    t = time.perf_counter()
-    for _ in range(20):
-        kb.stale()
-    assert (time.perf_counter() - t) / 20 < 0.05
+def test_check_reads_no_document_or_keywords_file(kb, monkeypatch):
+    """The check runs before every query: it compares stat signatures and never reads a document or keywords
+    file (its speed is measured in bench/, not here)."""
+    import builtins
+    import pathlib
+
+    reads = []
+    real_open, real_read_bytes, real_read_text = builtins.open, pathlib.Path.read_bytes, pathlib.Path.read_text
+
+    def spy(real):
+        def wrapper(path, *a, **k):
+            if str(path).endswith(".md") or str(path).endswith(".keywords.json"):
+                reads.append(str(path))
+            return real(path, *a, **k)
+        return wrapper
+
+    monkeypatch.setattr(builtins, "open", spy(real_open))
+    monkeypatch.setattr(pathlib.Path, "read_bytes", spy(real_read_bytes))
+    monkeypatch.setattr(pathlib.Path, "read_text", spy(real_read_text))
+    monkeypatch.setattr(os, "open", spy(os.open))
+    assert kb.stale()["stale"] is False
+    assert reads == []
+    (kb.kb_root / "zz-new.md").write_text("# New\n", encoding="utf-8")
+    assert kb.stale()["stale"] is True and reads == []
 
 
 # -- the quick check of large knowledge bases ------------------------------------------------------------
-
-import pytest  # noqa: E402
-
-from kb_indexer.index import stale as stale_mod  # noqa: E402
 
 
 @pytest.fixture

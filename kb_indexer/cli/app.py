@@ -91,7 +91,7 @@ class KbGroup(TyperGroup):
         if command is None:
             from kb_indexer.cli.registry import load
 
-            command = load(name)
+            command = load(app, name)
             if command is not None:
                 self.add_command(command, name)
         return command

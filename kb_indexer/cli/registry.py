@@ -27,15 +27,14 @@ COMMANDS: dict[str, str] = {
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-def load(name: str):
-    """The click command (or group) ``name``, built from its module's Typer registration; None if unknown."""
+def load(app, name: str):
+    """The click command (or group) ``name`` of the Typer ``app``, built from its module's registration;
+    None if unknown. (The app is passed in: this module never imports the app module.)"""
     module = COMMANDS.get(name)
     if module is None:
         return None
     importlib.import_module(f"kb_indexer.cli.{module}")
     import typer.main as tm
-
-    from kb_indexer.cli.app import app
 
     for info in app.registered_commands:
         if (info.name or tm.get_command_name(info.callback.__name__)) == name:

@@ -29,20 +29,18 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
+from kb_indexer.llm.settings import (DEFAULT_MAX_TOKENS, DEFAULT_OLLAMA_HOST, DEFAULT_RETRIES,  # noqa: F401
+                                     DEFAULT_TIMEOUT, LLMConfig, ollama_host)
 
 #: The backends and their default models live in :mod:`kb_indexer.llm.registry` (plugins may add
 #: more); ``none`` disables the LLM (callers use their fallback).
 DEFAULT_BACKEND = "ollama"
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_RETRIES = 2
-DEFAULT_MAX_TOKENS = 1024
-DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
 
 _env_loaded: tuple[bool, Path | None, set[str]] = (False, None, set())
@@ -86,31 +84,6 @@ class LLMOptions:
     retries: int | None = None
 
 
-@dataclass
-class LLMConfig:
-    backend: str
-    model: str | None
-    timeout: float = DEFAULT_TIMEOUT
-    retries: int = DEFAULT_RETRIES
-    use_cache: bool = True
-    max_tokens_cap: int = DEFAULT_MAX_TOKENS
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    sources: dict[str, str] = field(default_factory=dict)
-    env_file: str | None = None
-
-    @property
-    def enabled(self) -> bool:
-        return self.backend != "none"
-
-    def describe(self) -> dict[str, Any]:
-        """Settings without secrets (for doctor and error messages)."""
-        return {"backend": self.backend, "model": self.model, "url": self.base_url,
-                "timeout": self.timeout, "retries": self.retries, "cache": self.use_cache,
-                "max_tokens_cap": self.max_tokens_cap, "api_key_set": bool(self.api_key),
-                "sources": dict(self.sources), "env_file": self.env_file}
-
-
 def _source(name: str, dotenv_names: set[str]) -> str:
     return ".env" if name in dotenv_names else "env"
 
@@ -136,26 +109,6 @@ def check_timeout(value: Any, name: str = "--llm-timeout") -> float:
     if not math.isfinite(out) or out <= 0:
         raise UsageError(f"{name} must be a finite, positive number of seconds, got {value!r}")
     return out
-
-
-def ollama_host(raw: str | None) -> str:
-    """Normalise ``OLLAMA_HOST`` the way Ollama does (scheme and port optional)."""
-    if not raw:
-        return DEFAULT_OLLAMA_HOST
-    raw = raw.strip().rstrip("/")
-    if "://" not in raw:
-        raw = "http://" + raw
-    scheme, rest = raw.split("://", 1)
-    host, _, path = rest.partition("/")
-    if host.startswith("["):
-        has_port = "]:" in host
-    else:
-        has_port = ":" in host
-    if not has_port:
-        host += ":443" if scheme == "https" else ":11434"
-    if host.startswith("0.0.0.0"):
-        host = "127.0.0.1" + host[len("0.0.0.0"):]
-    return f"{scheme}://{host}" + (f"/{path}" if path else "")
 
 
 def resolve(opts: LLMOptions | None = None) -> LLMConfig:

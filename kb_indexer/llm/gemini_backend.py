@@ -20,7 +20,7 @@ from google.genai import types
 
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMBadResponse, LLMConfigError, LLMError,
                                  LLMTimeout, LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status)
-from kb_indexer.llm.config import LLMConfig
+from kb_indexer.llm.settings import LLMConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 

@@ -18,7 +18,7 @@ import ollama
 
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable, Message,
                                  ProbeResult, Tool, ToolCall, error_for_status)
-from kb_indexer.llm.config import LLMConfig, ollama_host
+from kb_indexer.llm.settings import LLMConfig, ollama_host
 from kb_indexer.llm.guard import Budget, guard_client
 
 

@@ -30,7 +30,7 @@ import httpx
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, LLMTimeout,
                                  LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
                                  parse_retry_after, with_system_note)
-from kb_indexer.llm.config import LLMConfig
+from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.llm.guard import Budget, guard_client
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")

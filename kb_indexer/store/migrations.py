@@ -246,7 +246,15 @@ def m050_provenance(conn: sqlite3.Connection) -> None:
     # Provenance as explicit columns instead of the ``origin`` string (see kb_indexer.store.provenance):
     # origin_kind/origin_file/learned_id on relations, the feedback rows behind each learned item, and a
     # tombstone for each relation a person deleted, so that neither sync nor learn re-derives it.
+    # similarity_file_entries joined m040 after an index could already be built by it (commit b6589e3):
+    # such an index gets the table here.
     run_script(conn, """
+    CREATE TABLE IF NOT EXISTS similarity_file_entries (
+        file TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        entry_hash TEXT NOT NULL,
+        PRIMARY KEY (file, entry)
+    );
     ALTER TABLE keyword_similarities ADD COLUMN origin_kind TEXT
         CHECK (origin_kind IN ('file', 'person', 'import', 'learned'));
     ALTER TABLE keyword_similarities ADD COLUMN origin_file TEXT;

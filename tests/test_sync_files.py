@@ -1,4 +1,5 @@
-"""Regression tests for reviewed defects in indexing, paths, similarity files, output and export/import."""
+"""Sync and add: explicit keywords files, unreadable or vanished files, several similarities files, paths
+resolved against the KB root, stale warnings, and older indexes learning which file lists a relation."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pytest
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import ValidationError
-from kb_indexer.index.markdown import parse_markdown
 from kb_indexer.store.migrations import MIGRATIONS as MIGRATIONS_ALL
 from tests.helpers import kw, write_doc
 
@@ -94,91 +94,6 @@ def test_missing_explicit_keywords_file_is_an_error_not_a_silent_loss(small, tmp
     assert handle.show("a.md")["keywords_file"] is None and handle.sync()["errors"] == []
 
 
-# -- 2. user text is never Rich markup in tables ------------------------------------------------------
-
-MARKUP_TITLE = "Arrays [/] and [bold]x[/bold] :smile:"
-
-
-def test_markup_like_user_text_is_printed_verbatim_in_tables(small, cli):
-    handle, kbdir = small
-    write_doc(kbdir, "arrays.md", f"# {MARKUP_TITLE}\n\nAbout arrays [red]and[/red] slices.\n",
-              kw("Arrays [/] summary", "arrays", "[bold]tag"))
-    assert handle.sync()["errors"] == []
-    db = ("--db", str(handle.db_path))
-    outputs = {}
-    for args in (("list-docs",), ("show", str(kbdir / "arrays.md")), ("query", "arrays"), ("search", "arrays"),
-                 ("keywords", str(kbdir / "arrays.md")), ("similar", "arrays")):
-        res = cli(*args, *db)
-        assert res.exit_code in (0, 1), (args, res.stderr)
-        assert "MarkupError" not in res.stderr and "internal" not in res.stderr, (args, res.stderr)
-        outputs[args[0]] = res.stdout
-    assert MARKUP_TITLE in outputs["show"] and "Arrays [/] summary" in outputs["show"]
-    assert "[bold]tag" in outputs["keywords"]
-    assert MARKUP_TITLE in outputs["query"] and MARKUP_TITLE in outputs["list-docs"]
-
-
-def test_doctor_table_prints_markup_like_values_verbatim(capsys):
-    from kb_indexer.cli.llm import _render_doctor
-
-    report = {
-        "llm": {"backend": "openai", "sources": {}, "model": "m[/]", "url": "http://x/[bold]", "api_key_set": False,
-                "reachable": False, "model_available": None, "latency_ms": None, "structured_output": None,
-                "error": "HTTP 400: [/] bad [link=x]", "env_file": None},
-        "database": {"path": "/tmp/[/]db", "exists": True, "schema": None, "llm_cache_entries": 0},
-        "ok": False,
-    }
-    _render_doctor(report)
-    out = capsys.readouterr().out
-    assert "HTTP 400: [/] bad [link=x]" in out and "http://x/[bold]" in out
-
-
-def test_sync_progress_bar_draws_on_stderr(small, monkeypatch, capsys):
-    import sys
-
-    import rich.progress
-
-    from kb_indexer.cli import documents
-    from kb_indexer.cli.output import Format
-
-    handle, kbdir = small
-    write_doc(kbdir, "a.md", "# A\n\nalpha\n")
-    consoles = []
-
-    class FakeProgress:
-        def __init__(self, *a, console=None, **k):
-            consoles.append(console)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def add_task(self, *a, **k):
-            return 1
-
-        def update(self, *a, **k):
-            pass
-
-    class TtyStderr:
-        def isatty(self):
-            return True
-
-        def write(self, text):
-            return len(text)
-
-        def flush(self):
-            pass
-
-    tty = TtyStderr()
-    monkeypatch.setattr(rich.progress, "Progress", FakeProgress)
-    monkeypatch.setattr(sys, "stderr", tty)
-    documents.sync(None, db=handle.db_path, kb=None, format=Format.json)
-    assert json.loads(capsys.readouterr().out)["added"] == 1      # stdout: only the result
-    assert len(consoles) == 1 and consoles[0] is not None
-    assert consoles[0].stderr is True and consoles[0].file is tty
-
-
 # -- 3. a dangling symlink or a vanished file does not fail the whole sync ---------------------------------
 
 def test_dangling_symlink_is_reported_and_the_rest_is_synced(small):
@@ -220,27 +135,6 @@ def test_file_deleted_between_walk_and_stat_is_reported_and_dropped(small, monke
     assert res["updated"] == 1 and res["removed"] == 1
     assert [e["file"] for e in res["errors"]] == ["gone.md"]
     assert [d["filepath"] for d in handle.list_docs()["documents"]] == ["a.md"]
-
-
-# -- 4. titles and summaries keep identifiers ------------------------------------------------------------
-
-@pytest.mark.parametrize("line,title", [
-    ("# parse_args and snake_case_name", "parse_args and snake_case_name"),
-    ("# 2*3 is 6", "2*3 is 6"),
-    ("# C#", "C#"),
-    ("# Using F# and C# #", "Using F# and C#"),
-    ("# Title ##", "Title"),
-    ("# **Bold** and _em_ and *it* and __strong__", "Bold and em and it and strong"),
-    ("# `__init__` vs `a*b`", "__init__ vs a*b"),
-    ("# x ** y and _private_var", "x ** y and _private_var"),
-])
-def test_title_keeps_identifiers_and_strips_only_emphasis(line, title):
-    assert parse_markdown(line + "\n\nbody\n").title == title
-
-
-def test_summary_keeps_identifiers():
-    parsed = parse_markdown("# T\n\nCall **parse_args()** with `max_len` = 2*3 and *snake_case_name*.\n")
-    assert parsed.summary == "Call parse_args() with max_len = 2*3 and snake_case_name."
 
 
 # -- 8. two similarities.json files, deleted files, stable ids --------------------------------------------
@@ -392,66 +286,6 @@ def test_keywords_filepath_must_name_the_document(small, value, ok):
         assert res["errors"] == [] and res["added"] == 1
     else:
         assert res["added"] == 0 and "describes" in res["errors"][0]["message"]
-
-
-# -- lesser: export / import ---------------------------------------------------------------------------------
-
-@pytest.fixture
-def indexed(kb):
-    kb.query("reinforcement learning")
-    return kb
-
-
-def _import(cli, tmp_path, data):
-    other = tmp_path / "other"
-    other.mkdir(exist_ok=True)
-    (other / "x.json").write_text(json.dumps(data), encoding="utf-8")
-    db = other / "kbindex.db"
-    if not db.exists():
-        assert cli("init", "--db", str(db), "--kb", str(other)).exit_code == 0
-    return cli("import", str(other / "x.json"), "--force", "-f", "json", "--db", str(db))
-
-
-def _error(res):
-    return json.loads(res.stderr)["error"]
-
-
-def test_export_to_a_missing_folder_is_a_clear_error(indexed, cli, tmp_path):
-    res = cli("export", "--output", str(tmp_path / "no" / "such" / "x.json"), "-f", "json",
-              "--db", str(indexed.db_path))
-    assert res.exit_code == 1 and res.stdout == ""
-    assert _error(res)["code"] == "write_failed" and "Cannot write" in _error(res)["message"]
-
-
-@pytest.mark.parametrize("table", ["documents", "keywords", "keyword_similarities", "queries", "similarity_files"])
-def test_import_requires_ids(indexed, cli, tmp_path, table):
-    data = indexed.export()
-    row = data["tables"][table][0]
-    del row["id" if "id" in row else "similarity_id"]
-    res = _import(cli, tmp_path, data)
-    assert res.exit_code == 1, res.stderr
-    assert _error(res)["code"] == "invalid_input" and "lacks:" in _error(res)["message"]
-
-
-def test_import_refuses_unnormalised_keywords(indexed, cli, tmp_path):
-    data = indexed.export()
-    row = data["tables"]["keywords"][0]
-    row["keyword"] = "  Reinforcement   LEARNING "
-    res = _import(cli, tmp_path, data)
-    assert res.exit_code == 1 and "not normalised" in _error(res)["message"]
-    row["keyword"] = "a keyword no other row has"
-    assert _import(cli, tmp_path, data).exit_code == 0
-
-
-def test_export_import_roundtrip_keeps_similarity_file_listings(indexed, cli, tmp_path):
-    data = indexed.export()
-    assert data["tables"]["similarity_files"]
-    assert _import(cli, tmp_path, data).exit_code == 0
-    again = KnowledgeBase.open(tmp_path / "other" / "kbindex.db")
-    try:
-        assert again.export()["tables"]["similarity_files"] == data["tables"]["similarity_files"]
-    finally:
-        again.close()
 
 
 def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch):
