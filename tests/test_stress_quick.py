@@ -19,15 +19,11 @@ REPO = Path(__file__).resolve().parent.parent
 # here). The integrator empties this set at merge.
 KNOWN_FAILURES = {
     "hostile:deep_json_import",         # RecursionError -> internal (errors: limits.parse_json on import)
-    "hostile:deep_json_keywords",       # RecursionError -> internal (sync reads keywords files unbounded)
-    "hostile:deep_json_similarities",   # RecursionError -> internal (sync, import-similarities)
     "hostile:foreign_sqlite",           # init writes kbindex tables into a foreign SQLite file
     "hostile:huge_ids",                 # ids > 2^63: OverflowError -> internal (feedback, history, learned, import)
     "hostile:huge_keywords",            # relate accepts a 100,000-character keyword
     "hostile:invalid_utf8_argv",        # surrogate-escaped argv -> UnicodeEncodeError internal
-    "hostile:invalid_utf8_name",        # sync of a file with an invalid UTF-8 name -> internal
     "hostile:outside_root_import",      # import accepts filepaths like sub/../../x.md, exit 0
-    "hostile:symlink_loop",             # sync: RuntimeError "Symlink loop" -> internal
 }
 
 

@@ -294,21 +294,23 @@ def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch
     from kb_indexer.index.files import load_json_file, validate_similarities_data
     from kb_indexer.store import migrations
     from kb_indexer.store.documents import KeywordIds
-    from kb_indexer.store.similarities import upsert_similarity
 
     kbdir = tmp_path / "p" / "knowledge-base"
     kbdir.mkdir(parents=True)
     sims = kbdir.parent / "similarities.json"
     sims.write_text(json.dumps({"similarities": [_rel("RL", "reinforcement learning", "ML", 1.0),
                                                  _rel("LLM", "large language model", "NLP", 0.8)]}), encoding="utf-8")
-    before = [m for m in migrations.MIGRATIONS if m[0] != "m040_similarity_files"]
+    names = [name for name, _ in migrations.MIGRATIONS]
+    before = migrations.MIGRATIONS[:names.index("m040_similarity_files")]  # an index released before m040
     monkeypatch.setattr(migrations, "MIGRATIONS", before)
     conn, _ = migrations.init_db(kbdir.parent / "kbindex.db", kbdir)
-    with conn:
+    with conn:  # as the code of that time wrote them: the file only in ``origin``
         ids = KeywordIds(conn)
         for e in validate_similarities_data(load_json_file(sims)[0], "s"):
-            upsert_similarity(conn, ids, e["keyword1"], e["keyword2"], e["type"], e["context"], e["score"],
-                              e["directional"], "file", "similarities.json")
+            k1, k2 = sorted((ids.ensure(e["keyword1"]), ids.ensure(e["keyword2"])))
+            conn.execute("INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, "
+                         "score, directional, origin) VALUES (?, ?, ?, ?, ?, ?, 'file:similarities.json')",
+                         (k1, k2, e["type"], e["context"], e["score"], int(e["directional"])))
     conn.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", list(MIGRATIONS_ALL))
     handle = KnowledgeBase.open(kbdir.parent / "kbindex.db")
