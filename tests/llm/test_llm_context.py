@@ -228,9 +228,8 @@ def _interrupt_similar(similar_kb, http_server) -> subprocess.CompletedProcess:
 
 
 def test_ctrl_c_cancels_cleanly(similar_kb, http_server):
-    started = time.monotonic()
+    # The server answers after 30 s; _interrupt_similar's communicate(timeout=20) fails if the command waited.
     res = _interrupt_similar(similar_kb, http_server)
-    assert time.monotonic() - started < 15  # did not wait for the 30 s answer
     assert res.stdout == "" and "Traceback" not in res.stderr
     assert len(http_server.posts()) == 1  # no retry, no fallback after Ctrl-C
     assert similar_kb.conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == 0
