@@ -25,6 +25,12 @@ from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_s
 from kb_indexer.text import normalize_keyword
 
 
+def _check_type(sim_type: str | None) -> None:
+    """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
+    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
+        raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+
+
 class KnowledgeBase(LearningAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
@@ -152,8 +158,7 @@ class KnowledgeBase(LearningAPI):
                 context_threshold: float = 0.7, llm: Any = None) -> dict:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
-        if sim_type is not None and sim_type not in SIMILARITY_TYPES:
-            raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+        _check_type(sim_type)
         kw = self._keyword_row(keyword)
         if user_context is not None:
             from kb_indexer.llm.context_match import similar_in_context
@@ -167,6 +172,7 @@ class KnowledgeBase(LearningAPI):
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> dict:
+        _check_type(sim_type)
         with transaction(self.conn):
             sid, created = upsert_similarity(self.conn, KeywordIds(self.conn), keyword1, keyword2, sim_type,
                                              context, score, directional, "manual")
@@ -176,6 +182,7 @@ class KnowledgeBase(LearningAPI):
 
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
         from kb_indexer.store.similarities import delete_similarity
+        _check_type(sim_type)
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}

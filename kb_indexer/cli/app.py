@@ -15,13 +15,48 @@ from kb_indexer.cli.output import Format, dumps
 from kb_indexer.errors import KbError
 
 
-def _json_requested(args: list[str]) -> bool:
+def _explicit_format(args: list[str]) -> str | None:
+    """The --format value given on the command line (the last one wins, as in click); None if none."""
+    found = None
     for i, a in enumerate(args):
-        if a in ("--format", "-f") and i + 1 < len(args) and args[i + 1].lower() == "json":
-            return True
-        if a.lower() in ("--format=json", "-fjson"):
-            return True
-    return False
+        if a == "--":
+            break
+        if a in ("--format", "-f") and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith("--format="):
+            found = a.split("=", 1)[1]
+        elif a.startswith("-f") and len(a) > 2 and not a.startswith("--"):
+            found = a[2:]
+    return found.lower() if found is not None else None
+
+
+def _default_format(group: TyperGroup, args: list[str]) -> str | None:
+    """The --format default of the command ``args`` name (``export`` defaults to json)."""
+    command = group
+    for a in args:
+        if not isinstance(command, TyperGroup):
+            break
+        if a.startswith("-"):
+            continue
+        try:
+            command = command.get_command(None, a)  # type: ignore[arg-type] - neither lookup uses the context
+        except Exception:  # noqa: BLE001 - only deciding how to print an error
+            return None
+    if command is None or command is group:
+        return None
+    for param in command.params:
+        if param.name == "format":
+            default = param.default
+            return str(getattr(default, "value", default)).lower() if default is not None else None
+    return None
+
+
+def _json_requested(args: list[str], group: TyperGroup | None = None) -> bool:
+    """Whether errors are to be printed as JSON: --format json given, or the command's default format."""
+    explicit = _explicit_format(args)
+    if explicit is not None:
+        return explicit == "json"
+    return group is not None and _default_format(group, args) == "json"
 
 
 def report_error(code: str, message: str, exit_code: int, json_mode: bool, details: dict | None = None) -> None:
@@ -41,7 +76,6 @@ class KbGroup(TyperGroup):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
-        json_mode = _json_requested(argv)
         try:
             # Not standalone, Typer *returns* the code of typer.Exit(n) (130 for Ctrl-C).
             rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
@@ -49,7 +83,7 @@ class KbGroup(TyperGroup):
             if code == 130:
                 sys.stderr.write("Interrupted.\n")
         except KbError as exc:
-            report_error(exc.code, exc.message, exc.exit_code, json_mode, exc.details)
+            report_error(exc.code, exc.message, exc.exit_code, _json_requested(argv, self), exc.details)
             code = exc.exit_code
         except typer.Exit as exc:
             code = exc.exit_code
@@ -57,7 +91,7 @@ class KbGroup(TyperGroup):
             sys.stderr.write("Aborted.\n")
             code = 130
         except typer.TyperException as exc:  # usage errors (exit 2) and the like
-            if json_mode:
+            if _json_requested(argv, self):
                 report_error("usage", exc.format_message(), exc.exit_code, True)
             elif hasattr(exc, "show"):
                 exc.show()
@@ -76,7 +110,7 @@ class KbGroup(TyperGroup):
         except Exception as exc:  # a bug: still report it in the agreed form
             if os.environ.get("KBINDEX_DEBUG"):
                 raise
-            report_error("internal", f"{type(exc).__name__}: {exc}", 1, json_mode)
+            report_error("internal", f"{type(exc).__name__}: {exc}", 1, _json_requested(argv, self))
             code = 1
         sys.exit(code)
 
