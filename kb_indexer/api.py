@@ -258,8 +258,11 @@ class KnowledgeBase(LearningAPI):
         return export_all(self.conn)
 
     def import_(self, data: Any, force: bool = False) -> dict:
+        from kb_indexer.index.similarity_sync import adopt_unchanged_files
         from kb_indexer.store.export import import_all
-        return {"imported": import_all(self.conn, data, force=force, kb_root=self.kb_root)}
+
+        return {"imported": import_all(self.conn, data, force=force,
+                                       after_load=lambda conn: adopt_unchanged_files(conn, self.kb_root))}
 
     def db_stats(self) -> dict:
         c = self.conn
