@@ -20,6 +20,7 @@ from kb_indexer.learn.api import LearningAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
+from kb_indexer.store.errors import from_sqlite, translating
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
 from kb_indexer.text import normalize_keyword
@@ -31,6 +32,7 @@ def _check_type(sim_type: str | None) -> None:
         raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase(LearningAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
@@ -238,8 +240,23 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.query import run_query
         from kb_indexer.store.interrupt import interruptible
 
+        lost: list[str] = []
+
+        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return record(conn, *args, **kwargs)
+            except sqlite3.OperationalError as exc:  # reported in the result (history_error), with its code
+                mapped = from_sqlite(exc, self.db_path)
+                if mapped is None:
+                    raise
+                lost.append(mapped.code)
+                raise sqlite3.OperationalError(mapped.message) from exc
+
         with interruptible(self.conn):
-            return run_query(self.conn, question, keywords, learned=association_boosts, recorder=record, **options)
+            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder, **options)
+        if lost and out.get("history_error"):
+            out["history_error_code"] = lost[0]
+        return out
 
     def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""

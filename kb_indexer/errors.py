@@ -18,6 +18,7 @@ schema             1     the index was written by a newer kbindex
 busy               1     another kbindex process held the write lock too long
 read_only          1     the index (or its folder) cannot be written
 disk_full          1     the disk (or a quota) is full
+io_error           1     the disk or filesystem failed reading or writing the index
 llm_*              1     an LLM backend failed where no fallback applies
 internal           1     a bug in kbindex: please report it
 =================  ====  ===========================================================
@@ -87,3 +88,9 @@ class ReadOnlyError(KbError):
 
 class DiskFullError(KbError):
     code = "disk_full"
+
+
+class StorageError(KbError):
+    """The disk or filesystem failed (SQLITE_IOERR, EIO): not a bug in kbindex, not the user's input."""
+
+    code = "io_error"

@@ -69,6 +69,11 @@ def report_error(code: str, message: str, exit_code: int, json_mode: bool, detai
         sys.stderr.write(f"Error: {message}\n")
 
 
+def internal_message(exc: BaseException) -> str:
+    return (f"{type(exc).__name__}: {exc}. This is a bug in kbindex {__version__}: please report it with the "
+            "command you ran (rerun it with KBINDEX_DEBUG=1 to get the traceback).")
+
+
 class KbGroup(TyperGroup):
     """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
 
@@ -107,11 +112,16 @@ class KbGroup(TyperGroup):
             except OSError:
                 pass
             code = 1
-        except Exception as exc:  # a bug: still report it in the agreed form
-            if os.environ.get("KBINDEX_DEBUG"):
+        except Exception as exc:  # a locked, read-only, full or damaged index, or else a bug
+            from kb_indexer.store.errors import translate
+
+            mapped = translate(exc)
+            if mapped is None and os.environ.get("KBINDEX_DEBUG"):
                 raise
-            report_error("internal", f"{type(exc).__name__}: {exc}", 1, _json_requested(argv, self))
-            code = 1
+            if mapped is None:
+                mapped = KbError(internal_message(exc), code="internal")
+            report_error(mapped.code, mapped.message, mapped.exit_code, _json_requested(argv, self), mapped.details)
+            code = mapped.exit_code
         sys.exit(code)
 
     # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.

@@ -61,10 +61,30 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        _undo(conn, "ROLLBACK")
         raise
-    else:
+    try:
         conn.execute("COMMIT")
+    except BaseException:
+        _undo(conn, "ROLLBACK")
+        raise
+
+
+def _undo(conn: sqlite3.Connection, *statements: str) -> None:
+    """Roll back after an error, keeping the error that caused it.
+
+    After some errors (SQLITE_FULL, SQLITE_IOERR, an interrupt) SQLite has already rolled the transaction
+    back itself; a second ROLLBACK would fail with "cannot rollback - no transaction is active" and hide
+    the real cause (e.g. a full disk), so it is skipped, and a rollback that fails anyway is not reported
+    over the original error.
+    """
+    if not conn.in_transaction:
+        return
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    except sqlite3.Error:
+        pass
 
 
 _sp_counter = 0
@@ -80,8 +100,7 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
+        _undo(conn, f"ROLLBACK TO {name}", f"RELEASE {name}")
         raise
     else:
         conn.execute(f"RELEASE {name}")
