@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.limits import check_id, check_keyword
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
@@ -30,6 +31,26 @@ def _check_type(sim_type: str | None) -> None:
     """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
     if sim_type is not None and sim_type not in SIMILARITY_TYPES:
         raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+
+
+def _text(value: Any, what: str, *, keyword: bool = False) -> None:
+    """User text at an entry point: valid Unicode (an argument with bytes that are not UTF-8 arrives with
+    lone surrogates and is refused here, before SQLite or JSON), and a keyword within the length limit."""
+    if value is None:
+        return
+    if keyword:
+        check_keyword(value, what)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{what} is not valid UTF-8 text: {value[:60].encode('utf-8', 'backslashreplace')!r}; "
+                                  "pass it as UTF-8") from None
+
+
+def _keywords(values: Any, what: str = "keyword") -> None:
+    for value in values or []:
+        _text(value, what, keyword=True)
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
@@ -76,6 +97,11 @@ class KnowledgeBase(LearningAPI):
         result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
+
+    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
+        for i in ids or []:
+            check_id(i, "learned item id")
+        return super().learned_remove(ids, all_)
 
     def close(self) -> None:
         self.conn.close()
@@ -131,6 +157,7 @@ class KnowledgeBase(LearningAPI):
 
     # -- keywords ------------------------------------------------------------------------
     def _keyword_row(self, keyword: str) -> sqlite3.Row:
+        _text(keyword, "keyword", keyword=True)
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
@@ -161,6 +188,7 @@ class KnowledgeBase(LearningAPI):
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
         _check_type(sim_type)
+        _text(user_context, "--user-context")
         kw = self._keyword_row(keyword)
         if user_context is not None:
             from kb_indexer.llm.context_match import similar_in_context
@@ -175,6 +203,8 @@ class KnowledgeBase(LearningAPI):
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> dict:
         _check_type(sim_type)
+        _keywords([keyword1, keyword2])
+        _text(context, "context")
         with transaction(self.conn):
             sid, created = upsert_similarity(self.conn, KeywordIds(self.conn), keyword1, keyword2, sim_type,
                                              context, score, directional, "manual")
@@ -185,6 +215,7 @@ class KnowledgeBase(LearningAPI):
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
         from kb_indexer.store.similarities import delete_similarity
         _check_type(sim_type)
+        _keywords([keyword1, keyword2])
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
@@ -200,6 +231,8 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.keyword import keyword_search
         from kb_indexer.store.interrupt import interruptible
 
+        _keywords(keywords)
+
         with interruptible(self.conn):
             return keyword_search(self.conn, keywords, mode, limit)
 
@@ -212,6 +245,9 @@ class KnowledgeBase(LearningAPI):
         ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
         result's ``llm`` object says which.
         """
+        _text(question, "the question")
+        _keywords(keywords)
+        _text(options.get("context"), "context")
         run_query = self._run_query
         context = options.get("context")
         if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:

@@ -114,14 +114,13 @@ def translate(exc: BaseException, path: Path | str | None = None) -> KbError | N
 def translating(cls: type) -> type:
     """Class decorator: every public method (the mixins' too) raises documented errors only, naming the
     instance's ``db_path`` when it has one."""
-    for klass in reversed(cls.__mro__[:-1]):
-        for name, attr in list(vars(klass).items()):
-            if name.startswith("_"):
-                continue
-            if isinstance(attr, (classmethod, staticmethod)):
-                setattr(cls, name, type(attr)(_wrap(attr.__func__)))
-            elif callable(attr):
-                setattr(cls, name, _wrap(attr))
+    names = {name for klass in cls.__mro__[:-1] for name in vars(klass) if not name.startswith("_")}
+    for name in names:
+        attr = next(vars(k)[name] for k in cls.__mro__ if name in vars(k))  # the one lookup finds
+        if isinstance(attr, (classmethod, staticmethod)):
+            setattr(cls, name, type(attr)(_wrap(attr.__func__)))
+        elif callable(attr):
+            setattr(cls, name, _wrap(attr))
     return cls
 
 
