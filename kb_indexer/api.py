@@ -81,7 +81,9 @@ class KnowledgeBase(LearningAPI):
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @classmethod
-    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> tuple["KnowledgeBase", dict]:
+    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None,
+             force: bool = False) -> tuple["KnowledgeBase", dict]:
+        """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
         existed = db_path.is_file()
         kb_root = cls._kb_root(None, db_path, kb)
@@ -93,7 +95,7 @@ class KnowledgeBase(LearningAPI):
                 probe.close()
             except Exception:
                 pass
-        conn, applied = init_db(db_path, stored_root_form(db_path, kb_root))
+        conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
         result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result

@@ -14,11 +14,16 @@ from kb_indexer.errors import KbError, ValidationError
 
 
 @app.command()
-def init(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
+def init(
+    db: DbOpt = None, kb: KbOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Add kbindex's tables even to a SQLite file that holds "
+                                        "another application's tables.")] = False,
+    format: FormatOpt = Format.table,
+) -> None:
     """Create the index (or upgrade an existing one in place)."""
     from kb_indexer.api import KnowledgeBase
 
-    handle, result = KnowledgeBase.init(db, kb)
+    handle, result = KnowledgeBase.init(db, kb, force=force)
     handle.close()
     if not result["kb_root_exists"]:
         sys.stderr.write(f"warning: knowledge-base root {result['kb_root']} does not exist yet\n")
