@@ -55,28 +55,29 @@ def _where(path: Path | str | None) -> str:
 def from_sqlite(exc: sqlite3.Error, path: Path | str | None = None) -> KbError | None:
     """The documented error for a SQLite failure, or None if it is not one a user can act on (a bug)."""
     code, where = sqlite_code(exc), _where(path)
+    at_start = where[0].upper() + where[1:]
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
         return BusyError(
-            f"{where} is busy: another kbindex process held its write lock for more than "
+            f"{at_start} is busy: another kbindex process held its write lock for more than "
             f"{BUSY_TIMEOUT_MS // 1000} s, so nothing was written. Run the command again; if this keeps "
             "happening, look for a long-running or stuck kbindex process using this index.")
     if code == SQLITE_READONLY:
         return ReadOnlyError(
-            f"{where} cannot be written: the file, its folder or the filesystem is read-only ({exc}). "
+            f"{at_start} cannot be written: the file, its folder or the filesystem is read-only ({exc}). "
             "Nothing was written. Searches still work; to write, make the index file, its -wal/-shm files "
             "and its folder writable (e.g. chmod u+w), or work on a copy.")
     if code == SQLITE_FULL:
         return DiskFullError(
-            f"The disk holding {where} is full (or a quota or size limit was reached): {exc}. Nothing was "
-            "written (the transaction was rolled back). Free some space and run the command again.")
+            f"The disk holding {where} is full (or a quota or size limit was reached): {exc}. "
+            "Nothing was written (the transaction was rolled back). Free some space and run the command again.")
     if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
         return BadDatabaseError(
-            f"{where} is damaged or is not a kbindex database ({exc}). Restore it from a backup or an export "
+            f"{at_start} is damaged or is not a kbindex database ({exc}). Restore it from a backup or an export "
             "(`kbindex import`), or create a new one with `kbindex init --db NEW_FILE`.")
     if code == SQLITE_CANTOPEN:
         return ReadOnlyError(
-            f"{where} cannot be opened for writing ({exc}): its folder is probably read-only (SQLite needs to "
-            "create the -wal/-shm files beside it). Make the folder writable, or work on a copy.")
+            f"{at_start} cannot be opened for writing ({exc}). Check that it is a file you may write and that "
+            "its folder is writable (SQLite creates -wal/-shm files beside it), or work on a copy.")
     if code == SQLITE_IOERR:
         return StorageError(f"Reading or writing {where} failed: {exc} (a disk or filesystem error). "
                             "Check the disk; the last transaction was rolled back.")
