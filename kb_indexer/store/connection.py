@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -48,7 +48,8 @@ def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
         if create:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":  # pragma: no cover - e.g. a filesystem without shared memory
-                raise KbError(f"could not switch {path} to WAL mode (got {mode})")
+                raise StorageError(f"could not switch {path} to WAL mode (got {mode}); put the index on a local "
+                                   "filesystem that supports shared memory")
     except sqlite3.DatabaseError as exc:
         if conn is not None:
             conn.close()
