@@ -160,3 +160,20 @@ def test_a_fifo_named_like_a_kb_file_never_blocks(tmp_path, mode):
     assert "FIFO" in out["add"]["message"] or "regular file" in out["add"]["message"]
     if mode == "update":
         assert not out["update"]["ok"] and "regular file" in out["update"]["message"]
+
+
+def test_add_of_a_symlink_loop_says_so(small):
+    handle, kbdir = small
+    os.symlink("loop.md", kbdir / "loop.md")
+    with pytest.raises(ValidationError, match="symlink loop"):
+        handle.add(str(kbdir / "loop.md"))
+
+
+@pytest.mark.parametrize("step", ["add", "update", "remove"])
+def test_a_non_utf8_file_name_is_refused_cleanly(small, step):
+    handle, kbdir = small
+    (kbdir / BAD_NAME).write_bytes(b"# Bad\n\ntext\n")
+    with pytest.raises(ValidationError, match="not valid UTF-8") as info:
+        getattr(handle, step)(str(kbdir / BAD_NAME))
+    json.dumps(info.value.message).encode("utf-8")  # the message itself is clean text
+    assert "\\xff" in info.value.message

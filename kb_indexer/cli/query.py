@@ -71,8 +71,8 @@ def query(
     sync: Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
                                        "is only reported on stderr).")] = False,
     no_stale_check: Annotated[bool, typer.Option(
-        "--no-stale-check", help="Skip the check for files changed since the last sync (one stat per file: "
-                                 "a few ms per 1,000 files).")] = False,
+        "--no-stale-check", help="Skip the check for files changed since the last sync (stats only; on large "
+                                 "knowledge bases just folders and recently indexed files).")] = False,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
@@ -88,16 +88,7 @@ def query(
         question = " ".join(args)
     weights = parse_weight_options(weight or [])
     with open_kb(db, kb) as k:
-        if sync:
-            result = k.sync()
-            for err in result["errors"]:
-                sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
-        elif not no_stale_check:
-            from kb_indexer.index.stale import message
-
-            msg = message(k.stale())
-            if msg:
-                warn(msg)
+        _refresh(k, sync, not no_stale_check)
         data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
                        types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
                        llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
@@ -105,6 +96,20 @@ def query(
         warn(data["history_error"])
     warn_llm(data)
     emit_result(data, format, "query")
+
+
+def _refresh(k, sync: bool, stale_check: bool) -> None:
+    """``--sync`` first, or say on stderr that files changed since the last sync."""
+    if sync:
+        result = k.sync()
+        for err in result["errors"]:
+            sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+    elif stale_check:
+        from kb_indexer.index.stale import message
+
+        msg = message(k.stale())
+        if msg:
+            warn(msg)
 
 
 def emit_result(data: dict, fmt: ResultFormat, kind: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -27,9 +28,22 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
     A path is refused only when every existing candidate resolves (symlinks
     included) outside the root.
     """
+    rel = _to_relative(kb_root, path, must_exist)
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+        raise ValidationError(f"{shown}: the file name is not valid UTF-8; rename it to index it") from None
+    return rel
+
+
+def _to_relative(kb_root: Path, path: str | os.PathLike, must_exist: bool) -> str:
     root = kb_root.resolve()
     raw = Path(path).expanduser()
     candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, root / raw]
+    for cand in candidates:
+        if os.path.islink(cand) and not cand.exists():
+            _refuse_broken_link(cand, path)
     outside = []
     for cand in candidates:
         if cand.exists():
@@ -56,6 +70,15 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
     if str(norm).startswith("..") or norm.is_absolute():
         raise refuse
     return norm.as_posix()
+
+
+def _refuse_broken_link(cand: Path, shown: str | os.PathLike) -> None:
+    """A symlink that leads nowhere: a loop is said as such (``exists()`` would just say False)."""
+    try:
+        os.stat(cand)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValidationError(f"{shown} is a symlink loop (the link leads back to itself)") from None
 
 
 def keywords_path_for(md_path: Path) -> Path:
@@ -97,9 +120,13 @@ def store_keywords_file(kb_root: Path, kw_path: Path) -> str:
 
 
 def default_keywords_rel(rel: str) -> str:
-    """The stored form of a document's default keywords file (``<stem>.keywords.json`` beside it)."""
-    path = PurePosixPath(rel)
-    return path.with_name((path.stem if path.suffix else path.name) + KEYWORDS_SUFFIX).as_posix()
+    """The stored form of a document's default keywords file (``<stem>.keywords.json`` beside it).
+
+    String operations only (as ``PurePosixPath.stem``): sync asks this for every stored document."""
+    slash = rel.rfind("/")
+    name = rel[slash + 1:]
+    dot = name.rfind(".")
+    return rel[: slash + 1] + (name[:dot] if dot > 0 else name) + KEYWORDS_SUFFIX
 
 
 def explicit_keywords_file(kb_root: Path, rel: str, stored: str | None) -> Path | None:

@@ -12,13 +12,13 @@ from typing import Any, Callable
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
-from kb_indexer.index.paths import explicit_keywords_file, keywords_path_for, stat_sig, to_relative
+from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
-from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document
+from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -26,11 +26,12 @@ __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove
 Progress = Callable[[int, int], None]
 
 
-def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument) -> tuple[int, bool]:
+def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
+           fts_rows: list | None = None) -> tuple[int, bool]:
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
         keywords=doc.keywords, content_hash=doc.content_hash, stat_sig=doc.stat_sig,
-        keywords_file=doc.keywords_file,
+        keywords_file=doc.keywords_file, fts_rows=fts_rows,
     )
 
 
@@ -101,7 +102,10 @@ def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
 # A long sync commits in batches so no other kbindex process waits long for the write lock, the WAL stays
 # small and a killed sync keeps what it committed (a re-run goes on from there: unchanged files are skipped).
 BATCH_DOCS = 500
-BATCH_SECONDS = 1.0
+BATCH_SECONDS = 0.5
+# A pause after each batch: SQLite's busy handler polls, so a writer waiting for the lock needs a moment
+# in which it is free, or a sync that begins its next batch at once could keep it waiting for several.
+BATCH_PAUSE = 0.02
 # What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
 FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
 
@@ -116,6 +120,8 @@ def _batches(items: list, conn: sqlite3.Connection):
         yield _Batch(items, i, batch_end, deadline)
         i = batch_end[0]
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if i < len(items):
+            time.sleep(BATCH_PAUSE)
 
 
 class _Batch:
@@ -154,7 +160,9 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     walk = scan(root, prefix)
     stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0,
                              "errors": list(walk.problems), "warnings": [], "batches": 0}
-    existing = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+    rows = conn.cursor()
+    rows.row_factory = None  # plain tuples: 100,000 of them
+    existing = {r[0]: r[1:] for r in rows.execute(
         "SELECT filepath, content_hash, stat_sig, keywords_file FROM documents") if r[0].startswith(prefix)}
     todo = _changed(root, walk.files, existing)
     stats["unchanged"] = len(walk.files) - len(todo)
@@ -179,7 +187,7 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) ->
     todo = []
     for rel, sig in on_disk.items():
         known = existing.get(rel)
-        if known is not None and known[2] and explicit_keywords_file(root, rel, known[2]) is not None:
+        if known is not None and known[2] and known[2] != default_keywords_rel(rel):
             try:  # given its keywords file with `add --keywords`: compare with that file's signature
                 sig = disk_sig(root, rel, known[2])
             except KbError:
@@ -198,18 +206,20 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
     for batch in _batches(todo, conn):
         with transaction(conn):
             ids = KeywordIds(conn)
+            fts_rows: list = []  # written last (see upsert_document)
             for rel in batch:
-                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats)
+                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats, fts_rows)
                 if problem is not None:
                     _file_failed(root, rel, existing.get(rel), problem, stats, rejected, vanished)
                 done += 1
                 if progress:
                     progress(done, len(todo))
+            write_fts_rows(conn, fts_rows)
         stats["batches"] += 1
     return vanished
 
 
-def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | None:
+def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict, fts_rows: list) -> str | None:
     """Read, then store one document; returns why reading it failed (or None).
 
     Anything reading one file can raise is caught here. Storing reads nothing, so its failures are the
@@ -227,7 +237,7 @@ def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict) -> str | Non
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
         stats["unchanged"] += 1
     else:
-        _store(conn, ids, doc)
+        _store(conn, ids, doc, fts_rows)
         stats["added" if known is None else "updated"] += 1
     return None
 

@@ -48,6 +48,8 @@ def printable(name: str) -> str:
 
 
 def _valid_name(name: str) -> bool:
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
         return True

@@ -35,6 +35,7 @@ from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
                                       fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
+from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.text import normalize_keyword
 
@@ -107,6 +108,7 @@ class _Found:
     expansions: list[Expansion]
     results: list[dict[str, Any]]
     channel_weights: dict[str, float]
+    pruned: list[str]
 
 
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
@@ -149,6 +151,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     """Keywords, expansion, tagged documents, learned associations and full text, fused and ranked."""
     use_keywords = spec.choice.method in ("keyword", "hybrid")
     user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
+    fts_query, pruned = prune_common_terms(conn, fts_query, _document_count(conn))
     user_norms = [n for _, n in user]
     ids = _keyword_ids(conn, user_norms) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
@@ -175,7 +178,13 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
-    return _Found(user, keywords_from, fts_query, seeds, expansions, results, channel_weights)
+    return _Found(user, keywords_from, fts_query, seeds, expansions, results, channel_weights, pruned)
+
+
+def _document_count(conn: sqlite3.Connection) -> int:
+    """How many documents the index holds (counted only when it may be large enough to prune terms)."""
+    top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
+    return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= PRUNE_MIN_DOCS else top
 
 
 def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
@@ -206,6 +215,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
     return {
         "fulltext_terms": list(found.fts_query.terms),
         "fulltext_match": found.fts_query.match,
+        "fulltext_pruned": found.pruned,
         "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
         "type_weights": spec.type_weights,
         "types": sorted(spec.allowed_types) if spec.allowed_types else None,

@@ -69,10 +69,14 @@ def upsert_document(
     content_hash: str | None,
     stat_sig: str | None,
     keywords_file: str | None,
+    fts_rows: list | None = None,
 ) -> tuple[int, bool]:
     """Insert or replace a document and its file keywords; keeps learned keywords.
 
-    ``keywords`` yields (keyword, category, source). Returns (id, created).
+    ``keywords`` yields (keyword, category, source). Returns (id, created). With ``fts_rows`` the
+    full-text row is appended there for :func:`write_fts_rows` instead of written now: a batch writes
+    its full-text rows last, because every statement that opens a statement journal (any insert with
+    foreign keys) makes FTS5 flush its pending terms, and interleaving costs ~5x.
     """
     now = now_iso()
     row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (filepath,)).fetchone()
@@ -99,12 +103,20 @@ def upsert_document(
         "source = excluded.source, weight = 1.0, learned_id = NULL",
         rows,
     )
-    if created:  # nothing stored yet: no old full-text row, and the keywords are just these
-        conn.execute("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)",
-                     (doc_id, title or "", summary or "", " ; ".join(ids.display(r[1]) for r in rows), body))
+    # Nothing stored yet for a new document: its keywords are just these (no need to read them back).
+    shown = " ; ".join(ids.display(r[1]) for r in rows) if created else doc_keyword_text(conn, doc_id)
+    row = (doc_id, title or "", summary or "", shown, body)
+    if fts_rows is not None:
+        fts_rows.append(row)
     else:
-        write_fts(conn, doc_id, title=title, summary=summary, body=body)
+        write_fts_rows(conn, [row])
     return doc_id, created
+
+
+def write_fts_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
+    """(Re)write full-text rows ``(document id, title, summary, keywords text, body)``."""
+    conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", [(r[0],) for r in rows])
+    conn.executemany("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)", rows)
 
 
 def doc_keyword_text(conn: sqlite3.Connection, doc_id: int) -> str:

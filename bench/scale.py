@@ -1,0 +1,307 @@
+"""Scale benchmark: a realistic synthetic knowledge base of N documents, measured through the real paths.
+
+    python bench/scale.py [--docs 10000] [--runs 11] [--queries 100] [--keep DIR]
+
+The generator draws words with the unigram frequencies of the Cranfield collection
+(../shared/data/cranfield), 300-1,500 words a document in paragraphs, a keywords file per document
+(5-12 keywords from Cranfield's frequent word pairs, Zipf-skewed), 100 folders and N/2 typed relations.
+
+Figures, each beside a baseline measured in the same run:
+- `kbindex sync` (the installed command): docs/s, peak RSS, peak WAL size, batches; the longest wait of
+  a concurrent `relate` loop for the write lock (baseline: the 30 s busy timeout it must stay far
+  under); baseline throughput: the same bodies inserted into a bare FTS5 table in one transaction.
+- no-change re-sync (`kbindex sync`) and the stale check (quick and full) in seconds.
+- cold `kbindex query` with and without `--no-stale-check`, median of --runs, beside `python -c pass`.
+- in-process `KnowledgeBase.query` p50/p95 over Cranfield questions, beside a naive FTS5 top-10
+  (`MATCH ... ORDER BY rank LIMIT 10`) on the same index.
+- index size per document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.cranfield import DEFAULT_DATA, load  # noqa: E402
+from bench.foundation import kbindex_cmd  # noqa: E402
+
+# Users run with bytecode caching; a sandbox may turn it off (PYTHONDONTWRITEBYTECODE): not for these runs.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+TYPES = ["synonym", "abbreviation", "related_concept", "broader", "narrower", "contrast", "application",
+         "prerequisite", "component"]
+STOP = set("the of and a in to is for on with by are as at an be from that this which it or were was".split())
+
+
+class Vocabulary:
+    """Cranfield's word frequencies and frequent word pairs."""
+
+    def __init__(self, data: Path = DEFAULT_DATA):
+        corpus, self.queries, _ = load(data)
+        words: Counter = Counter()
+        pairs: Counter = Counter()
+        for doc in corpus:
+            toks = re.findall(r"[a-z]+", (doc.get("title", "") + " " + doc["text"]).lower())
+            words.update(toks)
+            pairs.update(f"{a} {b}" for a, b in zip(toks, toks[1:]) if a not in STOP and b not in STOP)
+        self.words = [w for w, _ in words.most_common()]
+        total, self.cum = 0, []
+        for w in self.words:
+            total += words[w]
+            self.cum.append(total)
+        self.keywords = [p for p, n in pairs.most_common() if n >= 2]
+
+    def sample(self, rng: random.Random, k: int) -> list[str]:
+        top = self.cum[-1]
+        return [self.words[bisect.bisect_left(self.cum, rng.random() * top)] for _ in range(k)]
+
+
+def generate(out: Path, docs: int, vocab: Vocabulary, seed: int = 7) -> Path:
+    rng = random.Random(seed)
+    kb = out / "knowledge-base"
+    n_kw = min(len(vocab.keywords), max(200, docs // 4))
+    keywords = vocab.keywords[:n_kw]
+    weights = [1.0 / (i + 1) ** 0.8 for i in range(n_kw)]
+    for i in range(docs):
+        folder = kb / f"area-{i % 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        words = vocab.sample(rng, rng.randint(300, 1500))
+        paras = [" ".join(words[j:j + 80]) + "." for j in range(0, len(words), 80)]
+        title = " ".join(words[:6]).capitalize()
+        rel = f"area-{i % 100:02d}/doc-{i:06d}.md"
+        (kb / rel).write_text(f"# {title}\n\n" + "\n\n".join(paras) + "\n", encoding="utf-8")
+        kws: list[str] = []
+        for k in rng.choices(keywords, weights, k=rng.randint(5, 12) * 2):
+            if k not in kws:
+                kws.append(k)
+        meta = {"filepath": rel, "title": title, "summary": " ".join(words[6:31]) + ".", "keywords": kws[:12]}
+        (kb / rel).with_name(f"doc-{i:06d}.keywords.json").write_text(json.dumps(meta), encoding="utf-8")
+    sims, seen = [], set()
+    pool = keywords[: max(100, n_kw // 2)]
+    while len(sims) < docs // 2 and len(seen) < len(pool) * (len(pool) - 1) // 2:
+        a, b = rng.sample(pool, 2)
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            continue
+        seen.add(key)
+        sims.append({"keyword1": a, "keyword2": b, "type": rng.choice(TYPES), "context": f"When {a} meets {b}",
+                     "score": round(rng.uniform(0.3, 1.0), 2), "directional": rng.random() < 0.33})
+    (out / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
+    return kb
+
+
+def _run(args: list[str], cwd: Path) -> tuple[float, dict]:
+    t = time.perf_counter()
+    proc = subprocess.run(kbindex_cmd() + args + ["--format", "json"], cwd=cwd, capture_output=True, text=True,
+                          env=ENV)
+    if proc.returncode != 0:
+        raise SystemExit(f"kbindex {' '.join(args)} failed: {proc.stderr[-2000:]}")
+    return time.perf_counter() - t, json.loads(proc.stdout)
+
+
+class LockProbe(threading.Thread):
+    """While a sync runs: `relate` in a loop on its own connection (the longest wait for the write lock),
+    and the WAL file's size."""
+
+    def __init__(self, db: Path):
+        super().__init__(daemon=True)
+        self.db, self.stop, self.waits, self.wal_peak, self.errors = db, threading.Event(), [], 0, []
+
+    def run(self) -> None:
+        from kb_indexer.api import KnowledgeBase
+
+        kb = KnowledgeBase.open(self.db)
+        i = 0
+        while not self.stop.is_set():
+            wal = self.db.with_name(self.db.name + "-wal")
+            self.wal_peak = max(self.wal_peak, wal.stat().st_size if wal.exists() else 0)
+            t = time.perf_counter()
+            try:
+                kb.relate(f"probe term {i}", f"probe other {i}", "related_concept", "lock probe", 0.5)
+            except Exception as exc:  # noqa: BLE001 - a failure is a figure here
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            self.waits.append(time.perf_counter() - t)
+            i += 1
+            time.sleep(0.2)
+        kb.close()
+
+
+def bench_sync(root: Path, docs: int) -> dict:
+    _run(["init"], root)
+    probe = LockProbe(root / "kbindex.db")
+    probe.start()
+    secs, res = _run(["sync"], root)
+    probe.stop.set()
+    probe.join()
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert res["added"] == docs, (res["added"], res["errors"][:3])
+    return {"sync_s": secs, "docs_s": docs / secs, "batches": res["batches"], "rss_mb": rss_mb,
+            "wal_mb": probe.wal_peak / 1e6, "relate_max_s": max(probe.waits, default=0.0),
+            "relate_n": len(probe.waits), "relate_errors": probe.errors[:3]}
+
+
+def naive_fts_insert(kb_dir: Path) -> float:
+    bodies = [p.read_text(encoding="utf-8") for p in sorted(kb_dir.rglob("*.md"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(Path(tmp) / "naive.db")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE VIRTUAL TABLE f USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2')")
+        t = time.perf_counter()
+        with conn:
+            conn.executemany("INSERT INTO f (body) VALUES (?)", ((b,) for b in bodies))
+        secs = time.perf_counter() - t
+        conn.close()
+    return len(bodies) / secs
+
+
+def cold(root: Path, runs: int, question: str) -> dict:
+    def med(cmd):
+        subprocess.run(cmd, cwd=root, capture_output=True, env=ENV)  # warm-up (writes bytecode caches)
+        out = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd, cwd=root, capture_output=True, check=True, env=ENV)
+            out.append((time.perf_counter() - t) * 1000)
+        return statistics.median(out)
+
+    q = kbindex_cmd() + ["query", question, "--format", "json"]
+    return {"pass_ms": med([sys.executable, "-c", "pass"]), "query_ms": med(q),
+            "query_nostale_ms": med(q + ["--no-stale-check"])}
+
+
+def in_process(root: Path, questions: list[str]) -> dict:
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.search import fulltext
+    from kb_indexer.search.terms import content_terms, parse_text
+
+    kb = KnowledgeBase.open(root / "kbindex.db")
+    ours, naive = [], []
+    for q in questions:
+        t = time.perf_counter()
+        kb.query(q, record=False)
+        ours.append((time.perf_counter() - t) * 1000)
+        match = fulltext.build_query(content_terms(parse_text(q).words)).match
+        t = time.perf_counter()
+        if match:
+            kb.conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? ORDER BY rank LIMIT 10",
+                            (match,)).fetchall()
+        naive.append((time.perf_counter() - t) * 1000)
+    quick = kb.stale()
+    full = kb.stale(full=True)
+    kb.close()
+    pct = lambda xs, p: sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+    return {"p50": pct(ours, .5), "p95": pct(ours, .95), "naive_p50": pct(naive, .5), "naive_p95": pct(naive, .95),
+            "stale_quick_s": quick["seconds"], "stale_mode": quick["mode"], "stale_full_s": full["seconds"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--keep", type=Path, help="build the knowledge base here and keep it")
+    ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
+                    "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
+    args = ap.parse_args()
+    vocab = Vocabulary()
+    tmp = None
+    if args.keep:
+        root = args.keep
+        root.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory()
+        root = Path(tmp.name)
+    try:
+        t = time.perf_counter()
+        kb_dir = generate(root, args.docs, vocab)
+        print(f"generated {args.docs} documents in {time.perf_counter() - t:.0f} s ({root})", file=sys.stderr)
+        s = bench_sync(root, args.docs)
+        naive = naive_fts_insert(kb_dir)
+        resync_s, again = _run(["sync"], root)
+        assert again["unchanged"] == args.docs
+        questions = [q["text"] for q in vocab.queries[: args.queries]]
+        c = cold(root, args.runs, questions[0])
+        p = in_process(root, questions)
+        db_kb = (root / "kbindex.db").stat().st_size / 1024 / args.docs
+        report(args.docs, s, naive, resync_s, c, p, db_kb)
+        if args.baseline_src:
+            report_old(baseline(root, args.baseline_src, args.runs, questions[0], args.docs), s, resync_s, c)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def baseline(root: Path, src: Path, runs: int, question: str, docs: int) -> dict:
+    """The same steps with an older checkout (``python -m kb_indexer`` on PYTHONPATH=src), own index file."""
+    env = dict(ENV, PYTHONPATH=str(src.resolve()), KBINDEX_DB=str(root / "old.db"))
+    cmd = [sys.executable, "-m", "kb_indexer"]
+
+    def run(*args: str) -> float:
+        t = time.perf_counter()
+        proc = subprocess.run(cmd + list(args) + ["--format", "json"], cwd=root, env=env, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"baseline {args} failed: {proc.stderr[-1500:]}")
+        return time.perf_counter() - t
+
+    run("init", "--kb", str(root / "knowledge-base"))
+    sync_s = run("sync")
+    resync_s = run("sync")
+    run("query", question)
+    q = statistics.median(run("query", question) * 1000 for _ in range(runs))
+    qn = statistics.median(run("query", question, "--no-stale-check") * 1000 for _ in range(runs))
+    return {"docs_s": docs / sync_s, "resync_s": resync_s, "query_ms": q, "query_nostale_ms": qn}
+
+
+def report_old(old: dict, s: dict, resync_s: float, c: dict) -> None:
+    print("\n  the same steps, this checkout vs the --baseline-src checkout (python -m kb_indexer for both):")
+    print(f"    sync docs/s               {s['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
+    print(f"    no-change re-sync         {resync_s:8.2f}s vs {old['resync_s']:8.2f}s")
+    print(f"    cold query                {c['query_ms']:8.0f}  vs {old['query_ms']:8.0f} ms")
+    print(f"    cold query, no stale check{c['query_nostale_ms']:8.0f}  vs {old['query_nostale_ms']:8.0f} ms")
+
+
+def report(docs: int, s: dict, naive: float, resync_s: float, c: dict, p: dict, db_kb: float) -> None:
+    print(f"\nScale benchmark, {docs} documents (Cranfield word frequencies, 300-1,500 words each)")
+    rows = [
+        ("sync (kbindex sync)", f"{s['docs_s']:.0f} docs/s in {s['sync_s']:.1f} s, {s['batches']} batches",
+         f"bare FTS5 insert {naive:.0f} docs/s"),
+        ("sync peak RSS / peak WAL", f"{s['rss_mb']:.0f} MB / {s['wal_mb']:.0f} MB", "-"),
+        ("concurrent relate during sync, longest wait",
+         f"{s['relate_max_s']:.2f} s over {s['relate_n']} writes, {len(s['relate_errors'])} failed",
+         "busy timeout 30 s"),
+        ("re-sync, nothing changed", f"{resync_s:.2f} s", "-"),
+        ("stale check", f"{p['stale_mode']} {p['stale_quick_s'] * 1000:.0f} ms", f"full {p['stale_full_s'] * 1000:.0f} ms"),
+        ("cold kbindex query", f"{c['query_ms']:.0f} ms", f"python -c pass {c['pass_ms']:.0f} ms"),
+        ("cold kbindex query --no-stale-check", f"{c['query_nostale_ms']:.0f} ms", f"python -c pass {c['pass_ms']:.0f} ms"),
+        ("in-process query p50 / p95", f"{p['p50']:.1f} / {p['p95']:.1f} ms",
+         f"naive FTS5 top-10 {p['naive_p50']:.1f} / {p['naive_p95']:.1f} ms"),
+        ("index size", f"{db_kb:.1f} KB per document", "-"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for name, ours, base in rows:
+        print(f"  {name:{width}s}  {ours:45s}  baseline: {base}")
+    if s["relate_errors"]:
+        print("  relate errors:", s["relate_errors"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Dropping query terms that carry no ranking information on large knowledge bases.
+
+BM25 gives a term found in more than half of the documents an IDF of about zero (FTS5 floors it at
+~1e-6), so such a term changes no score, yet every document containing it matches and is scored:
+on 100,000 notes a question with one such word scores most of the index. Above ``PRUNE_MIN_DOCS``
+documents, single-token terms whose document frequency exceeds ``COMMON_SHARE`` of the documents are
+left out of the full-text query (phrases are kept: they are rarer than their words). If every term is
+that common, the query is left as it is, so a question never loses all its matches.
+
+Terms are tokenised by a temporary FTS5 table with the index's own tokenizer (porter, unicode61,
+diacritics removed), and their document frequencies read from an ``fts5vocab`` view of the index:
+both live in the connection's temp schema, so a read-only index is never written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kb_indexer.search.fulltext import FtsQuery, build_query
+
+PRUNE_MIN_DOCS = 5_000
+COMMON_SHARE = 0.5
+_TOKENIZE = "porter unicode61 remove_diacritics 2"  # = documents_fts (store/migrations.py m002)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kb_query_terms USING fts5(x, tokenize = '{_TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kb_query_tokens USING fts5vocab(temp, kb_query_terms, "
+                 "instance)")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kb_doc_freq USING fts5vocab(main, documents_fts, row)")
+
+
+def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...]) -> dict[int, str]:
+    """``{index of a term: its one token}`` for the terms that are one token after tokenisation."""
+    _prepare(conn)
+    conn.executemany("INSERT INTO temp.kb_query_terms (rowid, x) VALUES (?, ?)",
+                     [(i + 1, t) for i, t in enumerate(terms)])
+    try:
+        tokens: dict[int, list[str]] = {}
+        for doc, term in conn.execute("SELECT doc, term FROM temp.kb_query_tokens"):
+            tokens.setdefault(doc - 1, []).append(term)
+    finally:
+        conn.execute("DELETE FROM temp.kb_query_terms")
+    return {i: toks[0] for i, toks in tokens.items() if len(toks) == 1}
+
+
+def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: int) -> tuple[FtsQuery, list[str]]:
+    """(the query without near-zero-IDF terms, the terms left out)."""
+    if total_docs < PRUNE_MIN_DOCS or len(query.terms) < 2:
+        return query, []
+    singles = single_tokens(conn, query.terms)
+    common = set()
+    freq: dict[str, int] = {}
+    for i, token in singles.items():
+        if token not in freq:
+            row = conn.execute("SELECT doc FROM temp.kb_doc_freq WHERE term = ?", (token,)).fetchone()
+            freq[token] = row[0] if row else 0
+        if freq[token] > COMMON_SHARE * total_docs:
+            common.add(i)
+    if not common or len(common) == len(query.terms):
+        return query, []
+    kept = [t for i, t in enumerate(query.terms) if i not in common]
+    return build_query(kept), [query.terms[i] for i in sorted(common)]

@@ -1,0 +1,51 @@
+"""On large knowledge bases, terms found in more than half of the documents are left out of full text."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import write_doc
+from kb_indexer.search import pruning
+
+
+@pytest.fixture
+def common_word_kb(small, monkeypatch):
+    monkeypatch.setattr(pruning, "PRUNE_MIN_DOCS", 1)   # the rule, on a knowledge base small enough to build
+    handle, kbdir = small
+    for i in range(6):
+        extra = " glacier" if i == 2 else ""
+        write_doc(kbdir, f"d{i}.md", f"# Note {i}\n\nThe system behaves{extra}; systems again.\n")
+    handle.sync()
+    return handle
+
+
+def test_a_word_in_most_documents_is_pruned_and_said(common_word_kb):
+    out = common_word_kb.query("system glacier", explain=True, record=False)
+    explain = out["query"]["explain"]
+    assert explain["fulltext_pruned"] == ["system"]
+    assert explain["fulltext_terms"] == ["glacier"]
+    assert [r["filepath"] for r in out["results"]] == ["d2.md"]
+
+
+def test_if_every_term_is_common_nothing_is_pruned(common_word_kb):
+    out = common_word_kb.query("system behaves", explain=True, record=False)
+    assert out["query"]["explain"]["fulltext_pruned"] == []
+    assert out["count"] == 6
+
+
+def test_phrases_are_never_pruned(common_word_kb):
+    out = common_word_kb.query('"system behaves" glacier', explain=True, record=False)
+    assert out["query"]["explain"]["fulltext_pruned"] == []
+
+
+def test_small_knowledge_bases_keep_every_term(small):
+    handle, kbdir = small
+    for i in range(3):
+        write_doc(kbdir, f"d{i}.md", "# N\n\nsystem\n")
+    handle.sync()
+    assert handle.query("system other", explain=True, record=False)["query"]["explain"]["fulltext_pruned"] == []
+
+
+def test_tokenising_matches_the_index(common_word_kb):
+    singles = pruning.single_tokens(common_word_kb.conn, ("Systems", "q-learning", "café", "reinforcement learning"))
+    assert singles == {0: "system", 2: "cafe"}
