@@ -15,16 +15,45 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.limits import check_id, check_keyword
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
+from kb_indexer.store.errors import from_sqlite, translating
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
 
+def _check_type(sim_type: str | None) -> None:
+    """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
+    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
+        raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+
+
+def _text(value: Any, what: str, *, keyword: bool = False) -> None:
+    """User text at an entry point: valid Unicode (an argument with bytes that are not UTF-8 arrives with
+    lone surrogates and is refused here, before SQLite or JSON), and a keyword within the length limit."""
+    if value is None:
+        return
+    if keyword:
+        check_keyword(value, what)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{what} is not valid UTF-8 text: {value[:60].encode('utf-8', 'backslashreplace')!r}; "
+                                  "pass it as UTF-8") from None
+
+
+def _keywords(values: Any, what: str = "keyword") -> None:
+    for value in values or []:
+        _text(value, what, keyword=True)
+
+
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase(LearningAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
@@ -52,7 +81,9 @@ class KnowledgeBase(LearningAPI):
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @classmethod
-    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> tuple["KnowledgeBase", dict]:
+    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None,
+             force: bool = False) -> tuple["KnowledgeBase", dict]:
+        """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
         existed = db_path.is_file()
         kb_root = cls._kb_root(None, db_path, kb)
@@ -64,10 +95,15 @@ class KnowledgeBase(LearningAPI):
                 probe.close()
             except Exception:
                 pass
-        conn, applied = init_db(db_path, stored_root_form(db_path, kb_root))
+        conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
         result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
+
+    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
+        for i in ids or []:
+            check_id(i, "learned item id")
+        return super().learned_remove(ids, all_)
 
     def close(self) -> None:
         self.conn.close()
@@ -123,6 +159,7 @@ class KnowledgeBase(LearningAPI):
 
     # -- keywords ------------------------------------------------------------------------
     def _keyword_row(self, keyword: str) -> sqlite3.Row:
+        _text(keyword, "keyword", keyword=True)
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
@@ -152,8 +189,8 @@ class KnowledgeBase(LearningAPI):
                 context_threshold: float = 0.7, llm: Any = None) -> dict:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
-        if sim_type is not None and sim_type not in SIMILARITY_TYPES:
-            raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+        _check_type(sim_type)
+        _text(user_context, "--user-context")
         kw = self._keyword_row(keyword)
         if user_context is not None:
             from kb_indexer.llm.context_match import similar_in_context
@@ -168,6 +205,9 @@ class KnowledgeBase(LearningAPI):
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> dict:
         from kb_indexer.store.provenance import lift
+        _check_type(sim_type)
+        _keywords([keyword1, keyword2])
+        _text(context, "context")
         with transaction(self.conn):
             ids = KeywordIds(self.conn)
             sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,
@@ -179,6 +219,8 @@ class KnowledgeBase(LearningAPI):
 
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
         from kb_indexer.store.similarities import delete_similarity
+        _check_type(sim_type)
+        _keywords([keyword1, keyword2])
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
@@ -194,6 +236,8 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.keyword import keyword_search
         from kb_indexer.store.interrupt import interruptible
 
+        _keywords(keywords)
+
         with interruptible(self.conn):
             return keyword_search(self.conn, keywords, mode, limit)
 
@@ -206,6 +250,9 @@ class KnowledgeBase(LearningAPI):
         ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
         result's ``llm`` object says which.
         """
+        _text(question, "the question")
+        _keywords(keywords)
+        _text(options.get("context"), "context")
         run_query = self._run_query
         context = options.get("context")
         if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:
@@ -234,8 +281,23 @@ class KnowledgeBase(LearningAPI):
         from kb_indexer.search.query import run_query
         from kb_indexer.store.interrupt import interruptible
 
+        lost: list[str] = []
+
+        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return record(conn, *args, **kwargs)
+            except sqlite3.OperationalError as exc:  # reported in the result (history_error), with its code
+                mapped = from_sqlite(exc, self.db_path)
+                if mapped is None:
+                    raise
+                lost.append(mapped.code)
+                raise sqlite3.OperationalError(mapped.message) from exc
+
         with interruptible(self.conn):
-            return run_query(self.conn, question, keywords, learned=association_boosts, recorder=record, **options)
+            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder, **options)
+        if lost and out.get("history_error"):
+            out["history_error_code"] = lost[0]
+        return out
 
     def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""
@@ -273,8 +335,11 @@ class KnowledgeBase(LearningAPI):
         return export_all(self.conn)
 
     def import_(self, data: Any, force: bool = False) -> dict:
+        from kb_indexer.index.similarity_sync import adopt_unchanged_files
         from kb_indexer.store.export import import_all
-        return {"imported": import_all(self.conn, data, force=force, kb_root=self.kb_root)}
+
+        return {"imported": import_all(self.conn, data, force=force,
+                                       after_load=lambda conn: adopt_unchanged_files(conn, self.kb_root))}
 
     def db_stats(self) -> dict:
         c = self.conn

@@ -3,7 +3,8 @@
 Every error a user can cause is a ``KbError``: the CLI prints its message to
 stderr (as a JSON object under ``--format json``) and exits with ``exit_code``.
 
-The codes (documented in the README, "Errors"):
+The codes (documented in the README, "Errors"; SQLite and file-system failures are mapped to them in
+one place, :mod:`kb_indexer.store.errors`):
 
 =================  ====  ===========================================================
 code               exit  meaning
@@ -12,12 +13,15 @@ usage              2     wrong options or arguments
 invalid_input      1     a file, argument or JSON value kbindex cannot accept
 not_found          1     a document, keyword, query or file that does not exist
 outside_kb         1     a path resolving outside the knowledge-base root
+not_empty          1     ``import`` into an index with content, without ``--force``
 not_initialised    1     no index here: run ``kbindex init``
-bad_database       1     the file is not a kbindex index (or not SQLite at all)
+bad_database       1     the file is damaged, not SQLite, or another application's database
 schema             1     the index was written by a newer kbindex
 busy               1     another kbindex process held the write lock too long
 read_only          1     the index (or its folder) cannot be written
 disk_full          1     the disk (or a quota) is full
+io_error           1     the disk or filesystem failed reading or writing the index
+write_failed       1     ``export --output`` could not write its file
 llm_*              1     an LLM backend failed where no fallback applies
 internal           1     a bug in kbindex: please report it
 =================  ====  ===========================================================
@@ -87,3 +91,9 @@ class ReadOnlyError(KbError):
 
 class DiskFullError(KbError):
     code = "disk_full"
+
+
+class StorageError(KbError):
+    """The disk or filesystem failed (SQLITE_IOERR, EIO): not a bug in kbindex, not the user's input."""
+
+    code = "io_error"

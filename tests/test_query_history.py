@@ -98,4 +98,5 @@ def test_unwritable_history_still_answers(kb, monkeypatch, cli):
     r = cli("query", "reinforcement learning", "-f", "json", "--db", str(kb.db_path), "--kb", str(kb.kb_root))
     assert r.exit_code == 0 and "not recorded" in r.stderr
     data = json.loads(r.stdout)
-    assert "history_error" not in data and data["query_id"] is None and data["count"] > 0
+    assert data["query_id"] is None and data["count"] > 0
+    assert "not recorded" in data["history_error"] and data["history_error_code"] == "read_only"

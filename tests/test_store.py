@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from kb_indexer.errors import NotInitialisedError, SchemaError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store import open_db
 from kb_indexer.store.migrations import MIGRATIONS, init_db
 
@@ -60,7 +60,7 @@ def test_missing_and_foreign_databases(tmp_path):
     assert not (tmp_path / "missing.db").exists()
     plain = tmp_path / "plain.db"
     sqlite3.connect(plain).execute("CREATE TABLE t (x)").connection.close()
-    with pytest.raises(NotInitialisedError, match="kbindex init"):
+    with pytest.raises(BadDatabaseError, match="another application"):  # not "run init": init refuses it
         open_db(plain)
 
 

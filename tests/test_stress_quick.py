@@ -17,14 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Cases that fail on this branch because their fixes are being made in parallel on other branches (issue 17).
 # The test is strict both ways: a new failure fails it, and so does a listed case that passes (delete it from
 # here). The integrator empties this set at merge.
-KNOWN_FAILURES = {
-    "hostile:deep_json_import",         # RecursionError -> internal (errors: limits.parse_json on import)
-    "hostile:foreign_sqlite",           # init writes kbindex tables into a foreign SQLite file
-    "hostile:huge_ids",                 # ids > 2^63: OverflowError -> internal (feedback, history, learned, import)
-    "hostile:huge_keywords",            # relate accepts a 100,000-character keyword
-    "hostile:invalid_utf8_argv",        # surrogate-escaped argv -> UnicodeEncodeError internal
-    "hostile:outside_root_import",      # import accepts filepaths like sub/../../x.md, exit 0
-}
+KNOWN_FAILURES: set[str] = set()
 
 
 def test_quick_stress_has_no_failures_beyond_the_known_ones(tmp_path):

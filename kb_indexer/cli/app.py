@@ -15,13 +15,48 @@ from kb_indexer.cli.output import Format, dumps
 from kb_indexer.errors import KbError
 
 
-def _json_requested(args: list[str]) -> bool:
+def _explicit_format(args: list[str]) -> str | None:
+    """The --format value given on the command line (the last one wins, as in click); None if none."""
+    found = None
     for i, a in enumerate(args):
-        if a in ("--format", "-f") and i + 1 < len(args) and args[i + 1].lower() == "json":
-            return True
-        if a.lower() in ("--format=json", "-fjson"):
-            return True
-    return False
+        if a == "--":
+            break
+        if a in ("--format", "-f") and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith("--format="):
+            found = a.split("=", 1)[1]
+        elif a.startswith("-f") and len(a) > 2 and not a.startswith("--"):
+            found = a[2:]
+    return found.lower() if found is not None else None
+
+
+def _default_format(group: TyperGroup, args: list[str]) -> str | None:
+    """The --format default of the command ``args`` name (``export`` defaults to json)."""
+    command = group
+    for a in args:
+        if not isinstance(command, TyperGroup):
+            break
+        if a.startswith("-"):
+            continue
+        try:
+            command = command.get_command(None, a)  # type: ignore[arg-type] - neither lookup uses the context
+        except Exception:  # noqa: BLE001 - only deciding how to print an error
+            return None
+    if command is None or command is group:
+        return None
+    for param in command.params:
+        if param.name == "format":
+            default = param.default
+            return str(getattr(default, "value", default)).lower() if default is not None else None
+    return None
+
+
+def _json_requested(args: list[str], group: TyperGroup | None = None) -> bool:
+    """Whether errors are to be printed as JSON: --format json given, or the command's default format."""
+    explicit = _explicit_format(args)
+    if explicit is not None:
+        return explicit == "json"
+    return group is not None and _default_format(group, args) == "json"
 
 
 def report_error(code: str, message: str, exit_code: int, json_mode: bool, details: dict | None = None) -> None:
@@ -34,6 +69,11 @@ def report_error(code: str, message: str, exit_code: int, json_mode: bool, detai
         sys.stderr.write(f"Error: {message}\n")
 
 
+def internal_message(exc: BaseException) -> str:
+    return (f"{type(exc).__name__}: {exc}. This is a bug in kbindex {__version__}: please report it with the "
+            "command you ran (rerun it with KBINDEX_DEBUG=1 to get the traceback).")
+
+
 class KbGroup(TyperGroup):
     """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
 
@@ -41,7 +81,6 @@ class KbGroup(TyperGroup):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
-        json_mode = _json_requested(argv)
         try:
             # Not standalone, Typer *returns* the code of typer.Exit(n) (130 for Ctrl-C).
             rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
@@ -49,7 +88,7 @@ class KbGroup(TyperGroup):
             if code == 130:
                 sys.stderr.write("Interrupted.\n")
         except KbError as exc:
-            report_error(exc.code, exc.message, exc.exit_code, json_mode, exc.details)
+            report_error(exc.code, exc.message, exc.exit_code, _json_requested(argv, self), exc.details)
             code = exc.exit_code
         except typer.Exit as exc:
             code = exc.exit_code
@@ -57,7 +96,7 @@ class KbGroup(TyperGroup):
             sys.stderr.write("Aborted.\n")
             code = 130
         except typer.TyperException as exc:  # usage errors (exit 2) and the like
-            if json_mode:
+            if _json_requested(argv, self):
                 report_error("usage", exc.format_message(), exc.exit_code, True)
             elif hasattr(exc, "show"):
                 exc.show()
@@ -73,11 +112,16 @@ class KbGroup(TyperGroup):
             except OSError:
                 pass
             code = 1
-        except Exception as exc:  # a bug: still report it in the agreed form
-            if os.environ.get("KBINDEX_DEBUG"):
+        except Exception as exc:  # a locked, read-only, full or damaged index, or else a bug
+            from kb_indexer.store.errors import translate
+
+            mapped = translate(exc)
+            if mapped is None and os.environ.get("KBINDEX_DEBUG"):
                 raise
-            report_error("internal", f"{type(exc).__name__}: {exc}", 1, json_mode)
-            code = 1
+            if mapped is None:
+                mapped = KbError(internal_message(exc), code="internal")
+            report_error(mapped.code, mapped.message, mapped.exit_code, _json_requested(argv, self), mapped.details)
+            code = mapped.exit_code
         sys.exit(code)
 
     # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,11 +14,16 @@ from kb_indexer.errors import KbError, ValidationError
 
 
 @app.command()
-def init(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
+def init(
+    db: DbOpt = None, kb: KbOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Add kbindex's tables even to a SQLite file that holds "
+                                        "another application's tables.")] = False,
+    format: FormatOpt = Format.table,
+) -> None:
     """Create the index (or upgrade an existing one in place)."""
     from kb_indexer.api import KnowledgeBase
 
-    handle, result = KnowledgeBase.init(db, kb)
+    handle, result = KnowledgeBase.init(db, kb, force=force)
     handle.close()
     if not result["kb_root_exists"]:
         sys.stderr.write(f"warning: knowledge-base root {result['kb_root']} does not exist yet\n")
@@ -59,15 +63,16 @@ def import_(
 ) -> None:
     """Replace the index content with an export (all or nothing)."""
     from kb_indexer.index.markdown import read_text_file
+    from kb_indexer.limits import parse_json
 
     if str(file) == "-":
-        text = sys.stdin.read()
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"stdin is not UTF-8 text (byte {exc.start})") from None
     else:
         text, _ = read_text_file(file)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{file} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    data = parse_json(text, str(file))
     with open_kb(db, kb) as k:
         result = k.import_(data, force=force)
     emit(result, format, title="import")

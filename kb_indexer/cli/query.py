@@ -92,8 +92,8 @@ def query(
         data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
                        types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
                        llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
-    if data.get("history_error"):
-        warn(data.pop("history_error"))
+    if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
+        warn(data["history_error"])
     warn_llm(data)
     emit_result(data, format, "query")
 

@@ -7,10 +7,12 @@ import sqlite3
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.limits import check_id
 from kb_indexer.store.connection import transaction
 
 
 def require_query(conn: sqlite3.Connection, query_id: int) -> sqlite3.Row:
+    check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
     row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
@@ -81,6 +83,7 @@ def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str],
         raise UsageError("give at least one --helpful or --not-helpful file")
     require_query(conn, query_id)
     if attempt_id is not None:
+        check_id(attempt_id, "attempt id")
         row = conn.execute("SELECT query_id FROM query_attempts WHERE id = ?", (attempt_id,)).fetchone()
         if row is None or row[0] != query_id:
             raise ValidationError(f"Attempt {attempt_id} does not belong to query {query_id}")

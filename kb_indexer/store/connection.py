@@ -7,9 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from kb_indexer.errors import KbError, NotInitialisedError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
+from kb_indexer.store.errors import BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, from_sqlite, sqlite_code
 
-BUSY_TIMEOUT_MS = 30_000
 
 
 def _configure(conn: sqlite3.Connection) -> None:
@@ -19,11 +19,18 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
+def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+                           uri=uri)
+
+
 def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
     """Open the index. Autocommit mode: writes go through :func:`transaction`.
 
     Unless ``create`` is true, a missing file is an error that says to run
     ``kbindex init`` (sqlite would otherwise silently create an empty file).
+    An index that cannot be opened for writing (a read-only file or folder) is opened read-only
+    (:func:`_read_only`): searches work, writes fail as ``read_only``.
     """
     path = Path(path)
     if not create and not path.is_file():
@@ -32,16 +39,58 @@ def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
         )
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
+    conn = None
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = _open(str(path))
+        if not create:
+            conn = _readable(conn, path)
         _configure(conn)
         if create:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":  # pragma: no cover - e.g. a filesystem without shared memory
-                raise KbError(f"could not switch {path} to WAL mode (got {mode})")
+                raise StorageError(f"could not switch {path} to WAL mode (got {mode}); put the index on a local "
+                                   "filesystem that supports shared memory")
     except sqlite3.DatabaseError as exc:
-        raise KbError(f"{path} is not a usable SQLite database: {exc}", code="bad_database") from exc
+        if conn is not None:
+            conn.close()
+
+        raise (from_sqlite(exc, path) or BadDatabaseError(f"{path} is not a usable SQLite database: {exc}")) from exc
+    return conn
+
+
+def _readable(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """``conn`` if it can read the index, else a read-only connection that can."""
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError as exc:
+
+        if sqlite_code(exc) not in (SQLITE_READONLY, SQLITE_CANTOPEN):
+            raise
+        conn.close()
+        return _read_only(path, exc)
+
+
+def _read_only(path: Path, cause: sqlite3.Error) -> sqlite3.Connection:
+    """Open a WAL index whose file or folder cannot be written (SQLite cannot create its -shm file there).
+
+    ``mode=ro`` first; if that cannot read either, ``immutable=1`` (no locks, no -shm), which is only
+    right when no -wal file holds changes not yet in the main file, so it is used only then.
+    """
+    uri = path.absolute().as_uri()
+    conn = None
+    try:
+        conn = _open(f"{uri}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError:
+        if conn is not None:
+            conn.close()
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise cause
+    conn = _open(f"{uri}?immutable=1", uri=True)
+    conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
     return conn
 
 
@@ -61,10 +110,30 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        _undo(conn, "ROLLBACK")
         raise
-    else:
+    try:
         conn.execute("COMMIT")
+    except BaseException:
+        _undo(conn, "ROLLBACK")
+        raise
+
+
+def _undo(conn: sqlite3.Connection, *statements: str) -> None:
+    """Roll back after an error, keeping the error that caused it.
+
+    After some errors (SQLITE_FULL, SQLITE_IOERR, an interrupt) SQLite has already rolled the transaction
+    back itself; a second ROLLBACK would fail with "cannot rollback - no transaction is active" and hide
+    the real cause (e.g. a full disk), so it is skipped, and a rollback that fails anyway is not reported
+    over the original error.
+    """
+    if not conn.in_transaction:
+        return
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    except sqlite3.Error:
+        pass
 
 
 _sp_counter = 0
@@ -80,8 +149,7 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
+        _undo(conn, f"ROLLBACK TO {name}", f"RELEASE {name}")
         raise
     else:
         conn.execute(f"RELEASE {name}")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
-from typing import Any
+from typing import Any, Callable
 
 from kb_indexer import __version__
 from kb_indexer.errors import ValidationError
+from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.text import normalize_keyword
@@ -41,19 +44,92 @@ def export_all(conn: sqlite3.Connection) -> dict[str, Any]:
     return out
 
 
+# Longest stored path (characters) and path segment (UTF-8 bytes) an export may hold.
+MAX_PATH_CHARS = 4096
+MAX_SEGMENT_BYTES = 255
+# Columns holding a path relative to the knowledge-base root (documents are read from there).
+_KB_PATHS = {("documents", "filepath"), ("query_feedback", "filepath")}
+# Columns holding a path that may be absolute (`add --keywords FILE`, a similarities file reached by a
+# symlink) but is otherwise held to the same rules.
+_OTHER_PATHS = {("documents", "keywords_file"), ("similarity_files", "file"), ("similarity_file_entries", "file")}
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _path_problem(value: Any, *, relative: bool) -> str | None:
+    """Why ``value`` is not a clean stored path (None if it is one)."""
+    if not isinstance(value, str) or not value:
+        return "must be a non-empty string"
+    if len(value) > MAX_PATH_CHARS:
+        return f"is {len(value)} characters long (at most {MAX_PATH_CHARS})"
+    if any(ord(c) < 32 for c in value):
+        return "contains a control character (NUL, newline, ...)"
+    if "\\" in value:
+        return "contains a backslash (stored paths use '/')"
+    if _DRIVE.match(value):
+        return "is a Windows drive path"
+    if relative and value.startswith("/"):
+        return "is absolute (stored paths are relative to the knowledge-base root)"
+    parts = value.split("/")[1:] if value.startswith("/") else value.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "has an empty, '.' or '..' segment (it could lead outside the knowledge-base root)"
+    try:
+        if any(len(p.encode("utf-8")) > MAX_SEGMENT_BYTES for p in parts):
+            return f"has a segment longer than {MAX_SEGMENT_BYTES} bytes"
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a column value (None if it can)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if -MAX_ID - 1 <= value <= MAX_ID else "is an integer outside the 64-bit range"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid Unicode (a lone surrogate)"
+        return None
+    return f"must be a string, number or null, not {type(value).__name__}"
+
+
+def _check_row(table: str, row: dict[str, Any], i: int) -> None:
+    """Every value storable, every path a clean path inside the knowledge base; refused before any write."""
+    for col, value in row.items():
+        problem = _value_problem(value)
+        if problem is None and (table, col) in _KB_PATHS | _OTHER_PATHS and value is not None:
+            problem = _path_problem(value, relative=(table, col) in _KB_PATHS)
+        if problem:
+            raise ValidationError(f"Export table {table!r} row {i}: {col!r} {problem}: {str(value)[:80]!r}")
+    if table == "keywords":
+        _check_keyword(row, i)
+
+
 def _check_keyword(row: dict[str, Any], i: int) -> None:
     """Keywords are looked up in their normalised form: a row holding another form would never be found."""
     value = row.get("keyword")
     if not isinstance(value, str) or not value:
         raise ValidationError(f"Export table 'keywords' row {i}: 'keyword' must be a non-empty string")
+    if len(value) > MAX_KEYWORD_CHARS:
+        raise ValidationError(f"Export table 'keywords' row {i}: keyword is {len(value)} characters long; "
+                              f"at most {MAX_KEYWORD_CHARS} are allowed")
     norm = normalize_keyword(value)
     if value != norm:
         raise ValidationError(f"Export table 'keywords' row {i}: keyword {value!r} is not normalised "
                               f"(expected {norm!r}; the display form belongs in 'display')")
 
 
-def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False, kb_root=None) -> dict[str, int]:
-    """Replace the index content with an export. Validated first; all or nothing."""
+def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
+               after_load: Callable[[sqlite3.Connection], None] | None = None) -> dict[str, int]:
+    """Replace the index content with an export. Validated first; all or nothing.
+
+    ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
+    index layer's step that keeps unchanged similarities files synced: store does not import index).
+    """
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
         raise ValidationError(f"Not a kbindex export (expected an object with \"format\": \"{FORMAT}\" and \"tables\")")
     if data.get("format_version") != FORMAT_VERSION:
@@ -81,8 +157,7 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False, kb_r
             missing = required - set(row)
             if missing:
                 raise ValidationError(f"Export table {table!r} row {i} lacks: {', '.join(sorted(missing))}")
-            if table == "keywords":
-                _check_keyword(row, i)
+            _check_row(table, row, i)
         plan.append((table, names, rows))
     counts: dict[str, int] = {}
     with transaction(conn):
@@ -112,9 +187,8 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False, kb_r
         # The next sync re-reads the similarities files and re-checks every rejected file...
         conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%' OR key LIKE 'similarities_rejected:%' "
                      "OR key = 'rejected_files'")
-        if kb_root is not None:  # ...except files whose entries are exactly what the export recorded
-            from kb_indexer.index.similarity_sync import adopt_unchanged_files
-            adopt_unchanged_files(conn, kb_root)
+        if after_load is not None:  # ...except files whose entries are exactly what the export recorded
+            after_load(conn)
         bad = conn.execute("PRAGMA foreign_key_check").fetchall()
         if bad:
             raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "

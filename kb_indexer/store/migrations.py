@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Callable
 
-from kb_indexer.errors import KbError, NotInitialisedError, SchemaError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store.connection import connect, transaction
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -333,7 +333,39 @@ def _refuse_newer(applied: set[str], known: list[str]) -> None:
         )
 
 
-def init_db(path: Path, kb_root: Path) -> tuple[sqlite3.Connection, list[str]]:
+def foreign_tables(path: Path) -> list[str] | None:
+    """The tables of an existing SQLite file that is not a kbindex index (None: no file, an empty one, or
+    a kbindex index). Read through a read-only connection: nothing about the file changes (no WAL switch)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        probe = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None  # let the normal open report why
+    try:
+        names = [r[0] for r in probe.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        probe.close()
+    return None if not names or "_migrations" in names else names
+
+
+def _foreign_message(path: Path, tables: list[str]) -> str:
+    shown = ", ".join(tables[:8]) + (f" and {len(tables) - 8} more" if len(tables) > 8 else "")
+    return (f"{path} is a SQLite database of another application (tables: {shown}), not a kbindex index. "
+            "Choose another file with --db (e.g. kbindex.db); `kbindex init --force` would add kbindex's "
+            "tables to this file and switch it to WAL mode.")
+
+
+def init_db(path: Path, kb_root: Path, *, force: bool = False) -> tuple[sqlite3.Connection, list[str]]:
+    """Create the index (or upgrade it). Another application's SQLite file is refused (bad_database) before
+    anything in it changes, unless ``force``."""
+    tables = foreign_tables(path)
+    if tables and not force:
+        raise BadDatabaseError(_foreign_message(path, tables))
     conn = connect(path, create=True)
     done = migrate(conn)
     with transaction(conn):
@@ -349,9 +381,12 @@ def open_db(path: Path) -> sqlite3.Connection:
         applied = _applied(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise KbError(f"{path} is not a usable SQLite database: {exc}", code="bad_database") from exc
+        raise BadDatabaseError(f"{path} is not a usable SQLite database: {exc}") from exc
     if applied is None:
         conn.close()
+        tables = foreign_tables(path)
+        if tables:
+            raise BadDatabaseError(_foreign_message(path, tables))
         raise NotInitialisedError(f"{path} is not a kbindex database. Run `kbindex init` first.")
     known = [name for name, _ in MIGRATIONS]
     _refuse_newer(set(applied), known)

@@ -1,0 +1,147 @@
+"""The one place where failures of SQLite and the file system become documented error codes.
+
+Used by :func:`kb_indexer.store.connection.connect` and ``transaction``, by every public method of
+:class:`kb_indexer.api.KnowledgeBase` (through :func:`translating`) and by the CLI's top-level handler, so
+a locked, read-only, full or damaged index is reported the same way everywhere (codes: README, "Errors").
+
+Anything not mapped here is a bug in kbindex and is reported as ``internal``.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable
+
+from kb_indexer.errors import (BadDatabaseError, BusyError, DiskFullError, KbError, ReadOnlyError, StorageError,
+                               ValidationError)
+
+BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
+
+# Primary SQLite result codes (the low byte of an extended code).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 5, 6, 8, 10
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 11, 13, 14, 26
+
+# For errors raised without a result code (older Python, or re-raised by a library): the message decides.
+_BY_MESSAGE = (
+    ("database is locked", SQLITE_BUSY),
+    ("database table is locked", SQLITE_LOCKED),
+    ("readonly database", SQLITE_READONLY),
+    ("database or disk is full", SQLITE_FULL),
+    ("disk i/o error", SQLITE_IOERR),
+    ("database disk image is malformed", SQLITE_CORRUPT),
+    ("file is not a database", SQLITE_NOTADB),
+    ("unable to open database file", SQLITE_CANTOPEN),
+)
+
+
+def sqlite_code(exc: sqlite3.Error) -> int | None:
+    """The primary SQLite result code of ``exc`` (None when it carries none and its message is unknown)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code > 0:
+        return code & 0xFF
+    text = str(exc).lower()
+    for fragment, primary in _BY_MESSAGE:
+        if fragment in text:
+            return primary
+    return None
+
+
+def _where(path: Path | str | None) -> str:
+    return f"the index {path}" if path else "the index"
+
+
+def from_sqlite(exc: sqlite3.Error, path: Path | str | None = None) -> KbError | None:
+    """The documented error for a SQLite failure, or None if it is not one a user can act on (a bug)."""
+    code, where = sqlite_code(exc), _where(path)
+    at_start = where[0].upper() + where[1:]
+    if code in (SQLITE_BUSY, SQLITE_LOCKED):
+        return BusyError(
+            f"{at_start} is busy: another kbindex process held its write lock for more than "
+            f"{BUSY_TIMEOUT_MS // 1000} s, so nothing was written. Run the command again; if this keeps "
+            "happening, look for a long-running or stuck kbindex process using this index.")
+    if code == SQLITE_READONLY:
+        return ReadOnlyError(
+            f"{at_start} cannot be written: the file, its folder or the filesystem is read-only ({exc}). "
+            "Nothing was written. Searches still work; to write, make the index file, its -wal/-shm files "
+            "and its folder writable (e.g. chmod u+w), or work on a copy.")
+    if code == SQLITE_FULL:
+        return DiskFullError(
+            f"The disk holding {where} is full (or a quota or size limit was reached): {exc}. "
+            "Nothing was written (the transaction was rolled back). Free some space and run the command again.")
+    if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return BadDatabaseError(
+            f"{at_start} is damaged or is not a kbindex database ({exc}). Restore it from a backup or an export "
+            "(`kbindex import`), or create a new one with `kbindex init --db NEW_FILE`.")
+    if code == SQLITE_CANTOPEN:
+        return ReadOnlyError(
+            f"{at_start} cannot be opened for writing ({exc}). Check that it is a file you may write and that "
+            "its folder is writable (SQLite creates -wal/-shm files beside it), or work on a copy.")
+    if code == SQLITE_IOERR:
+        return StorageError(f"Reading or writing {where} failed: {exc} (a disk or filesystem error). "
+                            "Check the disk; the last transaction was rolled back.")
+    return None
+
+
+def from_os_error(exc: OSError) -> KbError | None:
+    name = f" {exc.filename}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return DiskFullError(f"The disk is full (or a quota was reached) writing{name}. Free some space and "
+                             "run the command again.")
+    if exc.errno == errno.EROFS:
+        return ReadOnlyError(f"Cannot write{name}: the filesystem is read-only.")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ReadOnlyError(f"Permission denied:{name or ' a file kbindex needs'}. Check its permissions.")
+    if exc.errno == errno.EIO:
+        return StorageError(f"Reading or writing{name} failed: {exc.strerror} (a disk or filesystem error).")
+    return None
+
+
+def translate(exc: BaseException, path: Path | str | None = None) -> KbError | None:
+    """The documented :class:`KbError` for ``exc`` (itself if it already is one); None means a bug."""
+    if isinstance(exc, KbError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        return from_sqlite(exc, path)
+    if isinstance(exc, OSError):
+        return from_os_error(exc)
+    if isinstance(exc, UnicodeEncodeError) and "surrogate" in str(exc):
+        # Text that is not valid Unicode (e.g. an argument with bytes that are not UTF-8) reached storage.
+        return ValidationError("An argument or value is not valid UTF-8 text; pass it as UTF-8.")
+    return None
+
+
+def translating(cls: type) -> type:
+    """Class decorator: every public method (the mixins' too) raises documented errors only, naming the
+    instance's ``db_path`` when it has one."""
+    names = {name for klass in cls.__mro__[:-1] for name in vars(klass) if not name.startswith("_")}
+    for name in names:
+        attr = next(vars(k)[name] for k in cls.__mro__ if name in vars(k))  # the one lookup finds
+        if isinstance(attr, (classmethod, staticmethod)):
+            setattr(cls, name, type(attr)(_wrap(attr.__func__)))
+        elif callable(attr):
+            setattr(cls, name, _wrap(attr))
+    return cls
+
+
+def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+    if getattr(fn, "_kb_translating", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KbError:
+            raise
+        except (sqlite3.Error, OSError, UnicodeEncodeError) as exc:
+            path = getattr(args[0], "db_path", None) if args else None
+            mapped = translate(exc, path)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    wrapper._kb_translating = True  # type: ignore[attr-defined]
+    return wrapper
