@@ -87,19 +87,19 @@ def test_a_100kb_keyword_is_refused_with_its_file(small):
 
 
 def test_anything_one_file_raises_is_reported_and_the_sync_goes_on(small, monkeypatch):
-    from kb_indexer.index import sync as sync_mod
+    from kb_indexer.index import reader as reader_mod
 
     handle, kbdir = small
     _ok(kbdir)
     write_doc(kbdir, "boom.md", "# Boom\n\ntext\n")
-    real = sync_mod.load_document
+    real = reader_mod.load_document
 
     def explodes(root, rel, *args):
         if rel == "boom.md":
             raise RecursionError("maximum recursion depth exceeded")
         return real(root, rel, *args)
 
-    monkeypatch.setattr(sync_mod, "load_document", explodes)
+    monkeypatch.setattr(reader_mod, "load_document", explodes)
     res = handle.sync()
     assert res["added"] == 1
     assert _messages(res)["boom.md"].startswith("RecursionError")

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from helpers import kw, write_doc
+from kb_indexer.index import reader as reader_mod
 from kb_indexer.index import sync as sync_mod
 
 
@@ -29,7 +30,7 @@ def test_a_sync_killed_between_batches_keeps_them_and_a_rerun_goes_on(small, mon
     handle, kbdir = small
     monkeypatch.setattr(sync_mod, "BATCH_DOCS", 10)
     _docs(kbdir, 35)
-    real = sync_mod.load_document
+    real = reader_mod.load_document
     calls = {"n": 0}
 
     def dies_on_the_25th(*args, **kwargs):
@@ -38,14 +39,14 @@ def test_a_sync_killed_between_batches_keeps_them_and_a_rerun_goes_on(small, mon
             raise KeyboardInterrupt  # as a kill between two reads would
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sync_mod, "load_document", dies_on_the_25th)
+    monkeypatch.setattr(reader_mod, "load_document", dies_on_the_25th)
     with pytest.raises(KeyboardInterrupt):
         handle.sync()
     stored = handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     assert stored == 20                   # the two committed batches; the third is rolled back whole
     fts = handle.conn.execute("SELECT count(*) FROM documents_fts").fetchone()[0]
     assert fts == stored                  # no half-applied document
-    monkeypatch.setattr(sync_mod, "load_document", real)
+    monkeypatch.setattr(reader_mod, "load_document", real)
     res = handle.sync()
     assert (res["added"], res["unchanged"]) == (15, 20)
     assert handle.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

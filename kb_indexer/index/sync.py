@@ -7,12 +7,13 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
+from kb_indexer.index.reader import keywords_source, read_all
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
@@ -81,18 +82,6 @@ def remove_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
     return {"action": "removed", "filepath": rel}
 
 
-def keywords_source(kb_root: Path, rel: str, stored: str | None) -> Path | None:
-    """The keywords file given with ``add --keywords`` that ``rel`` keeps using (None: the default one).
-
-    A missing one is an error rather than silently dropping the document's keywords.
-    """
-    explicit = explicit_keywords_file(kb_root, rel, stored)
-    if explicit is not None and not explicit.is_file():
-        raise ValidationError(f"Keywords file {stored} of {rel} (given with `kbindex add --keywords`) is missing; "
-                              f"restore it, or run `kbindex add {rel}` to index the document without it")
-    return explicit
-
-
 def disk_sig(kb_root: Path, rel: str, stored_keywords_file: str | None) -> str:
     """The stat signature of ``rel`` and the keywords file it uses (explicit or default), as stored."""
     md = kb_root / rel
@@ -106,34 +95,30 @@ BATCH_SECONDS = 0.5
 # A pause after each batch: SQLite's busy handler polls, so a writer waiting for the lock needs a moment
 # in which it is free, or a sync that begins its next batch at once could keep it waiting for several.
 BATCH_PAUSE = 0.02
-# What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
-FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
 
 
-def _batches(items: list, conn: sqlite3.Connection):
-    """Yield lists of ``items``; the caller runs each in its own transaction. A batch ends after
-    BATCH_DOCS items or BATCH_SECONDS; a passive WAL checkpoint follows each commit."""
-    i = 0
-    while i < len(items):
-        batch_end = [min(i + BATCH_DOCS, len(items))]
-        deadline = time.monotonic() + BATCH_SECONDS
-        yield _Batch(items, i, batch_end, deadline)
-        i = batch_end[0]
+_END = object()
+
+
+def _batches(items: Iterable, conn: sqlite3.Connection) -> Iterator[Iterator]:
+    """Split ``items`` into batches; the caller runs each in its own transaction and consumes it whole.
+    A batch ends after BATCH_DOCS items or BATCH_SECONDS; a passive WAL checkpoint follows each commit."""
+    source = iter(items)
+    head = [next(source, _END)]
+    while head[0] is not _END:
+        yield _batch(source, head)
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        if i < len(items):
+        if head[0] is not _END:
             time.sleep(BATCH_PAUSE)
 
 
-class _Batch:
-    def __init__(self, items: list, start: int, end: list[int], deadline: float):
-        self.items, self.start, self.end, self.deadline = items, start, end, deadline
-
-    def __iter__(self):
-        for j in range(self.start, self.end[0]):
-            yield self.items[j]
-            if time.monotonic() > self.deadline:
-                self.end[0] = j + 1
-                return
+def _batch(source: Iterator, head: list) -> Iterator:
+    deadline = time.monotonic() + BATCH_SECONDS
+    for n in range(1, BATCH_DOCS + 1):
+        item, head[0] = head[0], next(source, _END)
+        yield item
+        if head[0] is _END or time.monotonic() > deadline:
+            return
 
 
 def _scope(conn: sqlite3.Connection, root: Path, directory: str | None) -> tuple[Path, str]:
@@ -200,17 +185,22 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) ->
 
 def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: dict, rejected: dict,
                      progress: Progress | None) -> set[str]:
-    """Read and store ``todo`` in batches; returns the files that vanished before they could be read."""
+    """Read (see :mod:`reader`) and store ``todo`` in batches; returns the files that vanished before they
+    could be read. Storing reads nothing, so its failures are the database's (disk full, a lock): they
+    abort the batch, which rolls back whole (no half-stored document, no per-document savepoint)."""
     vanished: set[str] = set()
     done = 0
-    for batch in _batches(todo, conn):
+    ids = KeywordIds(conn)  # valid across batches: a batch that rolls back ends the sync
+    stored = {rel: existing[rel][2] for rel in todo if rel in existing}
+    for batch in _batches(read_all(root, todo, stored), conn):
         with transaction(conn):
-            ids = KeywordIds(conn)
             fts_rows: list = []  # written last (see upsert_document)
-            for rel in batch:
-                problem = _sync_file(conn, ids, root, rel, existing.get(rel), stats, fts_rows)
-                if problem is not None:
-                    _file_failed(root, rel, existing.get(rel), problem, stats, rejected, vanished)
+            for rel, doc in batch:
+                known = existing.get(rel)
+                if isinstance(doc, str):
+                    _file_failed(root, rel, known, doc, stats, rejected, vanished)
+                else:
+                    _store_read(conn, ids, doc, known, stats, fts_rows)
                 done += 1
                 if progress:
                     progress(done, len(todo))
@@ -219,27 +209,14 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
     return vanished
 
 
-def _sync_file(conn, ids, root: Path, rel: str, known, stats: dict, fts_rows: list) -> str | None:
-    """Read, then store one document; returns why reading it failed (or None).
-
-    Anything reading one file can raise is caught here. Storing reads nothing, so its failures are the
-    database's (disk full, a lock): they abort the batch, which rolls back whole (no half-stored document;
-    no per-document savepoint needed, which made every document pay for a statement journal).
-    """
-    try:
-        doc = load_document(root, rel, keywords_source(root, rel, known[2] if known else None))
-    except KbError as exc:
-        return exc.message
-    except FILE_ERRORS as exc:
-        return f"{type(exc).__name__}: {exc}"
-    stats["warnings"] += [{"file": rel, "message": w} for w in doc.warnings]
+def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list) -> None:
+    stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
     if known is not None and known[0] == doc.content_hash:
-        conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, rel))
+        conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, doc.filepath))
         stats["unchanged"] += 1
     else:
         _store(conn, ids, doc, fts_rows)
         stats["added" if known is None else "updated"] += 1
-    return None
 
 
 def _file_failed(root: Path, rel: str, known, message: str, stats: dict, rejected: dict, vanished: set) -> None:

@@ -1,0 +1,135 @@
+"""Reading documents for a sync: in this process, or in worker processes while this one writes.
+
+Reading and parsing a document is Python work (about a third of a sync); storing it is SQLite work in
+the one writing process. A large sync reads ahead in worker processes so the two overlap. The order is
+kept (batches stay deterministic), and only a bounded window of read documents waits in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from itertools import islice
+from typing import Any, Iterator, Union
+
+from kb_indexer.errors import KbError, ValidationError
+from kb_indexer.index.loader import LoadedDocument, load_document
+from kb_indexer.index.paths import explicit_keywords_file
+
+# Below this many documents a pool costs more (start-up, ~0.1 s) than it saves.
+PARALLEL_MIN_DOCS = 1000
+CHUNK_DOCS = 16  # documents per task sent to a worker
+WINDOW_CHUNKS = 16  # tasks in flight: at most 256 read documents wait for the writer
+PARENT_POLL_S = 0.5  # how soon a worker notices that the writing process is gone
+WORKERS_ENV = "KBINDEX_SYNC_WORKERS"  # 0: read in this process
+# What one bad file may raise while it is read; reported in ``errors`` with its type, and the sync goes on.
+FILE_ERRORS = (OSError, ValueError, RuntimeError, RecursionError, MemoryError)
+
+Read = Union[LoadedDocument, str]  # the document, or why it could not be read
+
+
+def read_one(root: Path, rel: str, stored_keywords_file: str | None) -> Read:
+    """Read and parse one document; anything reading one file can raise becomes the message."""
+    try:
+        return load_document(root, rel, keywords_source(root, rel, stored_keywords_file))
+    except KbError as exc:
+        return exc.message
+    except FILE_ERRORS as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def keywords_source(kb_root: Path, rel: str, stored: str | None) -> Path | None:
+    """The keywords file given with ``add --keywords`` that ``rel`` keeps using (None: the default one).
+
+    A missing one is an error rather than silently dropping the document's keywords.
+    """
+    explicit = explicit_keywords_file(kb_root, rel, stored)
+    if explicit is not None and not explicit.is_file():
+        raise ValidationError(f"Keywords file {stored} of {rel} (given with `kbindex add --keywords`) is missing; "
+                              f"restore it, or run `kbindex add {rel}` to index the document without it")
+    return explicit
+
+
+def _read_chunk(root: str, items: list[tuple[str, str | None]]) -> list[Read]:
+    base = Path(root)
+    return [read_one(base, rel, kw) for rel, kw in items]
+
+
+def _start_worker(parent: int) -> None:
+    """Ctrl-C is the writing process's to handle; a worker whose writer died (``kill -9``) exits."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:  # a dead parent's children are adopted: the parent id changes
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)
+
+
+def worker_count(todo: int) -> int:
+    """Worker processes for a sync of ``todo`` documents (0: read in this process)."""
+    configured = os.environ.get(WORKERS_ENV, "").strip()
+    if configured:
+        try:
+            return max(0, min(int(configured), 32))
+        except ValueError:
+            print(f"warning: {WORKERS_ENV}={configured!r} is not a number; reading in this process",
+                  file=sys.stderr)
+            return 0
+    if todo < PARALLEL_MIN_DOCS:
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(cpus - 1, 3))  # one core stays with the writer
+
+
+def read_all(root: Path, todo: list[str], stored: dict[str, str | None]) -> Iterator[tuple[str, Read]]:
+    """Yield ``(rel, document or message)`` for ``todo`` in order. ``stored`` maps a path to the keywords
+    file it was indexed with. A pool that breaks (a worker killed) hands the rest back to this process."""
+    workers = worker_count(len(todo))
+    done = 0
+    if workers:
+        try:
+            for item in _pooled(root, todo, stored, workers):
+                done += 1
+                yield item
+        except _PoolBroken as exc:
+            print(f"warning: the sync's reader processes stopped ({exc}); reading in this process",
+                  file=sys.stderr)
+    for rel in todo[done:]:
+        yield rel, read_one(root, rel, stored.get(rel))
+
+
+class _PoolBroken(Exception):
+    pass
+
+
+def _pooled(root: Path, todo: list[str], stored: dict, workers: int) -> Iterator[tuple[str, Read]]:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunks = iter([todo[i:i + CHUNK_DOCS] for i in range(0, len(todo), CHUNK_DOCS)])
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))
+
+    def submit(chunk: list[str]) -> tuple[list[str], Any]:
+        return chunk, pool.submit(_read_chunk, str(root), [(r, stored.get(r)) for r in chunk])
+
+    try:
+        pending = deque(submit(c) for c in islice(chunks, WINDOW_CHUNKS))
+        while pending:
+            names, future = pending.popleft()
+            try:
+                results = future.result()
+            except BrokenProcessPool as exc:
+                raise _PoolBroken(str(exc) or "a worker died") from None
+            following = next(chunks, None)
+            if following is not None:
+                pending.append(submit(following))
+            yield from zip(names, results)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
