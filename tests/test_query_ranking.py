@@ -146,7 +146,7 @@ QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "exp
 
 def test_output_shape(kb):
     out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
-    assert set(out) == {"query", "results", "count", "query_id", "attempt_id", "llm"}
+    assert set(out) == {"query", "results", "count", "total", "query_id", "attempt_id", "llm"}
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
     assert set(out["query"]) == QUERY_KEYS
     q = out["query"]
@@ -155,6 +155,7 @@ def test_output_shape(kb):
     assert q["expanded_keywords"][:2] == ["rl", "alphago"]
     assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == 0.35
     assert out["count"] == len(out["results"]) and 0 < out["count"] <= 5
+    assert out["total"] >= out["count"]
     scores = [r["relevance_score"] for r in out["results"]]
     assert scores == sorted(scores, reverse=True)
     for r in out["results"]:
@@ -195,7 +196,7 @@ def test_limit_and_validation(kb):
     from kb_indexer.errors import UsageError
 
     assert kb.query("learning", limit=1)["count"] == 1
-    for bad in ({"limit": 0}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
+    for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
                 {"method": "semantic"}, {"types": ["contrast"]}, {"weights": {"contrast": 1}}):
         with pytest.raises(UsageError):
             kb.query("learning", **bad)

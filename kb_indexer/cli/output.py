@@ -26,6 +26,11 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
+def warn_shown(count: int, total: int) -> None:
+    """A table that shows fewer results than were found says so (the JSON has ``total``)."""
+    warn(f"showing {count} of {total} documents (--limit 0 for all)")
+
+
 def _console(stderr: bool = False):
     from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout

@@ -10,7 +10,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
-from kb_indexer.cli.output import emit, warn
+from kb_indexer.cli.output import emit, warn, warn_shown
 from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
 
 
@@ -64,8 +64,9 @@ def query(
         "--method", "-m", case_sensitive=False,
         help="auto: keyword for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, TypeError, 404), "
              "else hybrid.")] = Method.auto,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT,
-                                       help="At most this many results.")] = DEFAULT_LIMIT,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
+                                       help="At most this many results (0: all); the JSON's total counts "
+                                            "every document found.")] = DEFAULT_LIMIT,
     explain: Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
                                           "expansion details.")] = False,
     sync: Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
@@ -95,6 +96,8 @@ def query(
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])
     warn_llm(data)
+    if data["total"] > data["count"] and format is not ResultFormat.json:
+        warn_shown(data["count"], data["total"])
     emit_result(data, format, "query")
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import warn_shown
 from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.errors import UsageError
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
@@ -28,5 +28,5 @@ def search(
     with open_kb(db, kb) as k:
         result = k.search(keywords, "and" if and_ else "or", limit)
     if result["total"] > result["count"] and format is not ResultFormat.json:
-        sys.stderr.write(f"showing {result['count']} of {result['total']} documents (--limit 0 for all)\n")
+        warn_shown(result["count"], result["total"])
     emit_result(result, format, "search")

@@ -136,6 +136,15 @@ def scores_for(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
     return {d: s for d, s in all_scores(conn, query, weights).items() if d in wanted}
 
 
+def count_found(conn: sqlite3.Connection, query: FtsQuery | None, doc_ids: list[int]) -> int:
+    """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
+    ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"
+    if not query:
+        return conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0]
+    sql = f"SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? UNION {ids})"
+    return conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0]
+
+
 def all_scores(conn: sqlite3.Connection, query: FtsQuery,
                weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
     """bm25 of every matching document, in one pass."""

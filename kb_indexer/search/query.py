@@ -66,8 +66,8 @@ def _phrase(text: str) -> str:
 
 
 def _validate(limit: int, expand_depth: int, threshold: float) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, or 0 for all, got {limit!r}")
     if isinstance(expand_depth, bool) or not isinstance(expand_depth, int) or not 0 <= expand_depth <= MAX_DEPTH:
         raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {expand_depth!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
@@ -93,7 +93,7 @@ class _Spec:
     type_weights: dict[str, float]
     weights: dict[str, float] | None
     col_w: tuple
-    limit: int
+    limit: int  # 0: all
     choice: MethodChoice
 
 
@@ -107,6 +107,7 @@ class _Found:
     seeds: list[tuple[str, int | None]]
     expansions: list[Expansion]
     results: list[dict[str, Any]]
+    total: int  # documents found by any channel, however many the limit shows
     channel_weights: dict[str, float]
     pruned: list[str]
 
@@ -167,7 +168,8 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
             candidates.setdefault(doc_id, Candidate(doc_id))
     # Each document a not-helpful mark may push down makes room for one more full-text hit.
     penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
-    snippets = _add_fulltext(conn, fts_query, candidates, spec.limit + penalised, spec.col_w)
+    snippets, total = _add_fulltext(conn, fts_query, candidates, spec.limit + penalised if spec.limit else 0,
+                                    spec.col_w)
     for doc_id, info in boosts.items():
         if doc_id in candidates:  # a not-helpful mark lowers a document found another way
             candidates[doc_id].learned = info["boost"]
@@ -178,7 +180,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
-    return _Found(user, keywords_from, fts_query, seeds, expansions, results, channel_weights, pruned)
+    return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned)
 
 
 def _document_count(conn: sqlite3.Connection) -> int:
@@ -208,6 +210,7 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
         },
         "results": found.results,
         "count": len(found.results),
+        "total": found.total,
     }
 
 
@@ -304,9 +307,9 @@ def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]
 
 
 def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candidates: dict[int, Candidate],
-                  limit: int, col_w: tuple) -> dict[int, str]:
-    """Full-text hits (the best ``limit`` and those tied with the last, plus the scores of tagged
-    candidates); returns their snippets.
+                  limit: int, col_w: tuple) -> tuple[dict[int, str], int]:
+    """Full-text hits (the best ``limit`` and those tied with the last, every match for 0, plus the scores
+    of tagged candidates); returns their snippets and how many documents the query finds in all.
 
     With few tagged candidates: one ranked query (snippets included) plus per-row scores for the tagged
     ones it missed. With many: one pass over all matches scores everything, and snippets come later,
@@ -314,18 +317,20 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candid
     within a tie, so ``--limit N`` gives the first N results of any larger limit.
     """
     snippets: dict[int, str] = {}
-    if not fts_query:
-        return snippets
     tagged = list(candidates)
-    if len(tagged) > fulltext.PER_ROW_MAX:
+    if not fts_query:
+        return snippets, fulltext.count_found(conn, None, tagged)
+    if len(tagged) > fulltext.PER_ROW_MAX or not limit:
         scores = fulltext.all_scores(conn, fts_query, col_w)
         for d in tagged:
             if d in scores:
                 candidates[d].bm25 = scores[d]
         others = {d: s for d, s in scores.items() if d not in candidates}
-        for d in fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)):
+        keep = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else others
+        for d in keep:
             candidates[d] = Candidate(d, bm25=scores[d])
-        return snippets
+        return snippets, len(others) + fulltext.count_found(conn, None, tagged)
+    total = fulltext.count_found(conn, fts_query, tagged)
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
         candidates.setdefault(d, Candidate(d)).bm25 = score
         if snip:
@@ -333,13 +338,14 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candid
     missing = [d for d in tagged if candidates[d].bm25 is None]
     for d, score in fulltext.scores_for(conn, fts_query, missing, col_w).items():
         candidates[d].bm25 = score
-    return snippets
+    return snippets, total
 
 
 def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
           limit: int) -> tuple[list[Candidate], dict[int, sqlite3.Row]]:
-    """The best ``limit`` candidates by score, ties by filepath (only the tied ones need their path)."""
+    """The best ``limit`` candidates (0: all) by score, ties by filepath (only the tied ones need their path)."""
     ranked = sorted(candidates.values(), key=lambda c: -round(c.score, 9))
+    limit = limit or len(ranked)
     if len(ranked) > limit:
         cutoff = round(ranked[limit - 1].score, 9)
         ranked = [c for c in ranked if round(c.score, 9) >= cutoff]
