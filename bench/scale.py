@@ -1,6 +1,7 @@
 """Scale benchmark: a realistic synthetic knowledge base of N documents, measured through the real paths.
 
-    python bench/scale.py [--docs 10000] [--runs 11] [--queries 100] [--keep DIR]
+    python bench/scale.py [--docs 10000] [--runs 11] [--queries 100] [--keep DIR] [--baseline-src DIR]
+    python bench/scale.py --docs 1000,10000,50000,100000     # each size, then one table side by side
 
 The generator draws words with the unigram frequencies of the Cranfield collection
 (../shared/data/cranfield), 300-1,500 words a document in paragraphs, a keywords file per document
@@ -25,8 +26,6 @@ import json
 import os
 import random
 import re
-import resource
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -109,12 +108,22 @@ def generate(out: Path, docs: int, vocab: Vocabulary, seed: int = 7) -> Path:
 
 
 def _run(args: list[str], cwd: Path) -> tuple[float, dict]:
+    secs, out, _ = _run_rss(args, cwd)
+    return secs, out
+
+
+def _run_rss(args: list[str], cwd: Path) -> tuple[float, dict, float]:
+    """Seconds, JSON answer and peak RSS (MB, this process and the worker processes it waited for)."""
     t = time.perf_counter()
-    proc = subprocess.run(kbindex_cmd() + args + ["--format", "json"], cwd=cwd, capture_output=True, text=True,
-                          env=ENV)
-    if proc.returncode != 0:
-        raise SystemExit(f"kbindex {' '.join(args)} failed: {proc.stderr[-2000:]}")
-    return time.perf_counter() - t, json.loads(proc.stdout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(kbindex_cmd() + args + ["--format", "json"], cwd=cwd, stdout=out, stderr=err, env=ENV)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        secs = time.perf_counter() - t
+        out.seek(0), err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"kbindex {' '.join(args)} failed: {err.read().decode()[-2000:]}")
+        return secs, json.loads(out.read()), usage.ru_maxrss / 1024
 
 
 class LockProbe(threading.Thread):
@@ -148,10 +157,9 @@ def bench_sync(root: Path, docs: int) -> dict:
     _run(["init"], root)
     probe = LockProbe(root / "kbindex.db")
     probe.start()
-    secs, res = _run(["sync"], root)
+    secs, res, rss_mb = _run_rss(["sync"], root)
     probe.stop.set()
     probe.join()
-    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert res["added"] == docs, (res["added"], res["errors"][:3])
     return {"sync_s": secs, "docs_s": docs / secs, "batches": res["batches"], "rss_mb": rss_mb,
             "wal_mb": probe.wal_peak / 1e6, "relate_max_s": max(probe.waits, default=0.0),
@@ -214,39 +222,61 @@ def in_process(root: Path, questions: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=int, default=10000)
+    ap.add_argument("--docs", default="10000", help="one size, or several comma-separated (1000,10000,100000)")
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--keep", type=Path, help="build the knowledge base here and keep it")
+    ap.add_argument("--keep", type=Path, help="build the knowledge base(s) here and keep them")
     ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
                     "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
     args = ap.parse_args()
+    sizes = [int(n.replace("_", "")) for n in args.docs.split(",") if n.strip()]
     vocab = Vocabulary()
-    tmp = None
-    if args.keep:
-        root = args.keep
-        root.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory()
-        root = Path(tmp.name)
-    try:
-        t = time.perf_counter()
-        kb_dir = generate(root, args.docs, vocab)
-        print(f"generated {args.docs} documents in {time.perf_counter() - t:.0f} s ({root})", file=sys.stderr)
-        s = bench_sync(root, args.docs)
-        naive = naive_fts_insert(kb_dir)
-        resync_s, again = _run(["sync"], root)
-        assert again["unchanged"] == args.docs
-        questions = [q["text"] for q in vocab.queries[: args.queries]]
-        c = cold(root, args.runs, questions[0])
-        p = in_process(root, questions)
-        db_kb = (root / "kbindex.db").stat().st_size / 1024 / args.docs
-        report(args.docs, s, naive, resync_s, c, p, db_kb)
-        if args.baseline_src:
-            report_old(baseline(root, args.baseline_src, args.runs, questions[0], args.docs), s, resync_s, c)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+    table = {}
+    for docs in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = args.keep / str(docs) if args.keep else Path(tmp)
+            root.mkdir(parents=True, exist_ok=True)
+            table[docs] = measure(root, docs, vocab, args)
+    if len(sizes) > 1:
+        summary(table)
+
+
+def measure(root: Path, docs: int, vocab: Vocabulary, args: argparse.Namespace) -> dict:
+    """Every figure for one size; printed, and returned for the summary table."""
+    t = time.perf_counter()
+    kb_dir = generate(root, docs, vocab)
+    print(f"generated {docs} documents in {time.perf_counter() - t:.0f} s ({root})", file=sys.stderr)
+    s = bench_sync(root, docs)
+    naive = naive_fts_insert(kb_dir)
+    resync_s, again = _run(["sync"], root)
+    assert again["unchanged"] == docs
+    questions = [q["text"] for q in vocab.queries[: args.queries]]
+    c = cold(root, args.runs, questions[0])
+    p = in_process(root, questions)
+    db_kb = (root / "kbindex.db").stat().st_size / 1024 / docs
+    report(docs, s, naive, resync_s, c, p, db_kb)
+    if args.baseline_src:
+        report_old(baseline(root, args.baseline_src, args.runs, questions[0], docs), s, resync_s, c)
+    return {"sync": s, "naive": naive, "resync_s": resync_s, "cold": c, "inproc": p, "db_kb": db_kb}
+
+
+def summary(table: dict) -> None:
+    sizes = list(table)
+    print("\nSide by side (baselines of the same runs in brackets)")
+    rows = [
+        ("sync docs/s [bare FTS5 insert]", lambda m: f"{m['sync']['docs_s']:.0f} [{m['naive']:.0f}]"),
+        ("sync peak RSS MB / WAL MB", lambda m: f"{m['sync']['rss_mb']:.0f} / {m['sync']['wal_mb']:.0f}"),
+        ("index KB per document", lambda m: f"{m['db_kb']:.1f}"),
+        ("no-change re-sync s", lambda m: f"{m['resync_s']:.2f}"),
+        ("cold query ms [python -c pass]", lambda m: f"{m['cold']['query_ms']:.0f} [{m['cold']['pass_ms']:.0f}]"),
+        ("cold query --no-stale-check ms", lambda m: f"{m['cold']['query_nostale_ms']:.0f}"),
+        ("in-process p50/p95 ms", lambda m: f"{m['inproc']['p50']:.1f}/{m['inproc']['p95']:.1f}"),
+        ("[naive FTS5 top-10 p50/p95 ms]", lambda m: f"[{m['inproc']['naive_p50']:.1f}/{m['inproc']['naive_p95']:.1f}]"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"  {'documents':{width}s}" + "".join(f"{n:>16,d}" for n in sizes))
+    for name, cell in rows:
+        print(f"  {name:{width}s}" + "".join(f"{cell(table[n]):>16s}" for n in sizes))
 
 
 def baseline(root: Path, src: Path, runs: int, question: str, docs: int) -> dict:
@@ -272,7 +302,7 @@ def baseline(root: Path, src: Path, runs: int, question: str, docs: int) -> dict
 
 
 def report_old(old: dict, s: dict, resync_s: float, c: dict) -> None:
-    print("\n  the same steps, this checkout vs the --baseline-src checkout (python -m kb_indexer for both):")
+    print("\n  the same steps, this checkout (installed kbindex) vs the --baseline-src checkout (python -m kb_indexer):")
     print(f"    sync docs/s               {s['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
     print(f"    no-change re-sync         {resync_s:8.2f}s vs {old['resync_s']:8.2f}s")
     print(f"    cold query                {c['query_ms']:8.0f}  vs {old['query_ms']:8.0f} ms")
