@@ -1,0 +1,87 @@
+"""The skills half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+
+    with KnowledgeBase.open() as kb:
+        kb.skills_sync(["~/.claude/skills"])
+        kb.skills_match("turn off the living-room TV")["matched"]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from kb_indexer.errors import UsageError, ValidationError
+
+MAX_MESSAGE_CHARS = 20_000
+MAX_TOP = 50
+MAX_CANDIDATES = 100
+
+
+def _check_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{what} is not valid UTF-8 text; pass it as UTF-8") from None
+    return value
+
+
+def _check_int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+class SkillsAPI:
+    conn: Any
+
+    def skills_sync(self, dirs: list[str] | None = None) -> dict:
+        """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories."""
+        from kb_indexer.skills.sync import sync_skills
+        for d in dirs or []:
+            _check_text(str(d), "a skills directory")
+        return sync_skills(self.conn, [str(d) for d in dirs or []])
+
+    def skills_list(self) -> dict:
+        from kb_indexer.skills.sync import list_skills
+        return list_skills(self.conn)
+
+    def skills_show(self, name: str) -> dict:
+        from kb_indexer.skills.sync import show_skill
+        return show_skill(self.conn, _check_text(name, "the skill name"))
+
+    def skills_remove(self, name: str) -> dict:
+        from kb_indexer.skills.sync import remove_skill
+        return remove_skill(self.conn, _check_text(name, "the skill name"))
+
+    def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
+                     use_llm: bool = False, candidates: int = 20) -> dict:
+        """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
+
+        The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
+        threshold, ``candidates`` is how many ranked candidates the result lists.
+        """
+        from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
+        from kb_indexer.skills.sync import skills_version
+
+        _check_text(message, "the message")
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+        _check_int(top, "--top", 1, MAX_TOP)
+        _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
+        if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
+                                      or not math.isfinite(min_score) or min_score < 0):
+            raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
+        started = time.perf_counter()
+        index = load_index(self.conn, skills_version(self.conn))
+        opts = MatchOptions(top=top, candidates=candidates,
+                            min_score=MIN_SCORE if min_score is None else float(min_score))
+        out = keyword_match(index, message, opts)
+        out["cache"] = {"hit": False}
+        out["fallback_reason"] = ("LLM matching is not available in this version: keyword result"
+                                  if use_llm else None)
+        out["session"] = None
+        out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return out
