@@ -116,3 +116,16 @@ def test_resync_changes_what_matches(k, tmp_path):
                                                encoding="utf-8")
     k.skills_sync()
     assert names(k.skills_match("tide tables for the harbour")) == ["weather"]
+
+
+def test_a_sync_by_another_connection_is_seen_by_the_next_match(k, tmp_path):
+    from kb_indexer.api import KnowledgeBase
+
+    assert k.skills_match("tide tables for the harbour")["matched"] == []
+    root = tmp_path / "skills"
+    (root / "tides").mkdir()
+    (root / "tides" / "SKILL.md").write_text("---\nname: tides\ndescription: Tide tables for harbours.\n---\n",
+                                             encoding="utf-8")
+    with KnowledgeBase.open(k.db_path) as other:
+        assert other.skills_sync()["added"] == ["tides"]
+    assert names(k.skills_match("tide tables for the harbour")) == ["tides"]
