@@ -72,12 +72,30 @@ def test_missing_directory_is_not_found(cli, setup, tmp_path):
     assert res.exit_code == 1 and json.loads(res.stderr)["error"]["code"] == "not_found"
 
 
-def test_without_no_llm_the_fallback_is_said_on_stderr(cli, setup):
+def test_without_a_backend_the_keyword_result_says_so_without_a_warning(cli, setup):
     db, root = setup
     cli("skills", "sync", root, "--db", db)
     res = cli("skills", "match", "samsung tv", "--db", db, "--format", "json")
-    assert res.exit_code == 0 and json.loads(res.stdout)["fallback_reason"]
-    assert "warning:" in res.stderr
+    out = json.loads(res.stdout)
+    assert res.exit_code == 0 and out["method"] == "keyword"
+    assert "no LLM backend configured" in out["fallback_reason"]
+    assert [m["name"] for m in out["matched"]] == ["samsung-smart-tv"]
+    assert "warning:" not in res.stderr   # not configured is not a failure
+
+
+def test_a_failing_backend_falls_back_with_a_warning(cli, setup, tmp_path, monkeypatch):
+    db, root = setup
+    cli("skills", "sync", root, "--db", db)
+    script = tmp_path / "answers.json"
+    script.write_text(json.dumps([{"error": "unavailable", "message": "no server"}] * 3))
+    monkeypatch.setenv("KBINDEX_FAKE_LLM", str(script))
+    res = cli("skills", "match", "samsung tv", "--llm-backend", "fake", "--llm-timeout", "5", "--db", db,
+              "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["method"] == "keyword" and "no server" in out["fallback_reason"]
+    assert [m["name"] for m in out["matched"]] == ["samsung-smart-tv"]
+    assert "warning:" in res.stderr and "no server" in res.stderr
 
 
 def test_installed_command_runs_skills(run, setup):

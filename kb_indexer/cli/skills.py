@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
 from kb_indexer.cli.output import Format, emit, emit_json, warn
 
 skills_app = typer.Typer(help="Agent Skills: index SKILL.md folders and match them to a message.",
@@ -73,13 +74,23 @@ def skills_match(
     top: Annotated[int, typer.Option("--top", "-n", help="At most this many skills.")] = 3,
     min_score: Annotated[Optional[float], typer.Option("--min-score", help="Keyword score a skill needs "
                                                        "(default: the tuned threshold).")] = None,
-    candidates: Annotated[int, typer.Option("--candidates", help="How many ranked candidates to list.")] = 20,
+    candidates: Annotated[int, typer.Option("--candidates", help="How many keyword candidates the LLM chooses "
+                                            "among (and the result lists).")] = 20,
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Keyword matching only.")] = False,
+    llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
+    llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """The skills a message needs (none for a message no skill serves)."""
+    """The skills a message needs (none for a message no skill serves): the LLM chooses among the keyword
+    candidates when a backend is configured, else (or when it fails) the keyword matcher decides."""
+    opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        data = k.skills_match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates)
-    if data.get("fallback_reason"):
-        warn(data["fallback_reason"])
-    emit(data, format, rows="matched", columns=("name", "score", "reason"))
+        data = k.skills_match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates,
+                              llm=opts)
+    from kb_indexer.skills.llm_match import NO_BACKEND
+
+    reason = data.get("fallback_reason")
+    if reason and reason != NO_BACKEND:   # no backend configured is not a failure
+        warn(reason)
+    emit(data, format, rows="matched", columns=("name", "score", "source", "reason"))
+

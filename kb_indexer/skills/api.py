@@ -57,18 +57,21 @@ class SkillsAPI:
         return remove_skill(self.conn, _check_text(name, "the skill name"))
 
     def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
-                     use_llm: bool = False, candidates: int = 20) -> dict:
+                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None) -> dict:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
 
         The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
-        threshold, ``candidates`` is how many ranked candidates the result lists.
+        threshold. With ``use_llm`` and an LLM backend configured (``llm`` =
+        :class:`kb_indexer.llm.config.LLMOptions`, ``KBINDEX_LLM_BACKEND`` or ``.env``; ``client`` for
+        tests), the model chooses among the ``candidates`` best keyword candidates
+        (:mod:`kb_indexer.skills.llm_match`); on any failure the keyword result stays, with
+        ``fallback_reason``.
         """
+        from kb_indexer.skills.llm_match import llm_step
         from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
         from kb_indexer.skills.sync import skills_version
 
-        _check_text(message, "the message")
-        if len(message) > MAX_MESSAGE_CHARS:
-            raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+        _check_message(message)
         _check_int(top, "--top", 1, MAX_TOP)
         _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
         if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
@@ -79,9 +82,16 @@ class SkillsAPI:
         opts = MatchOptions(top=top, candidates=candidates,
                             min_score=MIN_SCORE if min_score is None else float(min_score))
         out = keyword_match(index, message, opts)
-        out["cache"] = {"hit": False}
-        out["fallback_reason"] = ("LLM matching is not available in this version: keyword result"
-                                  if use_llm else None)
+        out.update(cache={"hit": False}, fallback_reason=None, prompt_tokens_estimate=None, llm=None)
+        if use_llm:
+            llm_step(self.conn, index, message, opts, out, llm, client)
         out["session"] = None
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return out
+
+
+def _check_message(message: Any) -> None:
+    _check_text(message, "the message")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+

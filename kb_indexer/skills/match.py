@@ -164,3 +164,25 @@ def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = N
                   for i, (s, _) in ranked[:opts.candidates]]
     return {"query": message, "terms": terms, "matched": matched, "method": "keyword", "candidates": candidates,
             "min_score": opts.min_score, "top": opts.top, "skills": len(index.names)}
+
+
+def candidate_pool(index: SkillIndex, message: str, k: int = DEFAULT_CANDIDATES,
+                   opts: MatchOptions | None = None) -> list[dict[str, Any]]:
+    """The LLM matcher's pre-filter: the ``k`` skills with the best raw keyword score.
+
+    Wider than :func:`keyword_match`: no minimum score, no relative cut and no "one shared word is not
+    enough" rule, so a paraphrase that shares only one weak word with a skill still reaches the LLM. A
+    message sharing no word with any skill has no candidate.
+    """
+    opts = opts or MatchOptions()
+    raw = index._raw(tokens(message), opts.weights())
+    ranked = sorted(raw.items(), key=lambda kv: (-kv[1][0], index.names[kv[0]]))[:k]
+    return [{"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4)}
+            for i, (s, _) in ranked]
+
+
+def relevant_names(index: SkillIndex, text: str, min_score: float = MIN_SCORE) -> set[str]:
+    """The skills the keyword matcher finds in ``text`` (every one reaching ``min_score``, no top and no
+    relative cut: ``text`` is several messages taken together, each may be about another skill)."""
+    scored = index.score(tokens(text), MatchOptions().weights())
+    return {index.names[i] for i, (s, _) in scored.items() if s >= min_score}
