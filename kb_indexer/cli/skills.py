@@ -1,8 +1,9 @@
-"""skills sync|list|show|remove|match: Agent Skills (SKILL.md folders) in the index."""
+"""skills sync|list|show|remove|match|session|load: Agent Skills (SKILL.md folders) in the index."""
 
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -77,6 +78,12 @@ def skills_match(
     candidates: Annotated[int, typer.Option("--candidates", help="How many keyword candidates the LLM chooses "
                                             "among (and the result lists).")] = 20,
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Keyword matching only.")] = False,
+    session: Annotated[Optional[str], typer.Option("--session", help="Count this message as the next turn of "
+                                                   "this conversation (loads and evicts its skills).")] = None,
+    evict_after: Annotated[int, typer.Option("--evict-after", help="With --session: unload a skill not matched "
+                                             "in this many turns, unless still relevant.")] = 3,
+    max_loaded: Annotated[int, typer.Option("--max-loaded", help="With --session: at most this many skills "
+                                            "loaded.")] = 5,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
@@ -86,7 +93,7 @@ def skills_match(
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
         data = k.skills_match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates,
-                              llm=opts)
+                              llm=opts, session=session, evict_after=evict_after, max_loaded=max_loaded)
     from kb_indexer.skills.llm_match import NO_BACKEND
 
     reason = data.get("fallback_reason")
@@ -94,3 +101,44 @@ def skills_match(
         warn(reason)
     emit(data, format, rows="matched", columns=("name", "score", "source", "reason"))
 
+
+@skills_app.command("session")
+def skills_session(
+    session: Annotated[str, typer.Argument(help="The session id given to `skills match --session`.")],
+    reset: Annotated[bool, typer.Option("--reset", help="Forget the session (turns, messages, skills).")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """A match session's state: turn, and per skill its priority, matches, last matched turn, loaded."""
+    with open_kb(db, kb) as k:
+        data = k.skills_session(session, reset=reset)
+    if reset:
+        emit(data, format, title="skills session --reset")
+        return
+    emit(data, format, rows="skills", columns=("name", "loaded", "priority", "match_count", "last_matched_turn"))
+
+
+class LoadFormat(str, Enum):
+    markdown = "markdown"
+    json = "json"
+
+
+@skills_app.command("load")
+def skills_load(
+    session: Annotated[str, typer.Option("--session", help="The session whose loaded skills to print.")],
+    budget: Annotated[Optional[int], typer.Option("--budget", help="At most this many tokens (estimated as "
+                                                  "characters / 4; default: no limit).")] = None,
+    db: DbOpt = None, kb: KbOpt = None,
+    format: Annotated[LoadFormat, typer.Option("--format", "-f", case_sensitive=False,
+                                               help="markdown (to inject into a prompt) or json.")
+                      ] = LoadFormat.markdown,
+) -> None:
+    """The loaded skills' bodies for prompt injection, most important first, within the token budget."""
+    with open_kb(db, kb) as k:
+        data = k.skills_load(session, budget=budget)
+    if format is LoadFormat.json:
+        emit_json(data)
+        return
+    for s in data["left_out"]:
+        warn(f"skill {s['name']} left out: " + ("over the token budget" if s["reason"] == "budget"
+                                                 else s["reason"]))
+    sys.stdout.write(data["markdown"])

@@ -16,6 +16,7 @@ from kb_indexer.errors import UsageError, ValidationError
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
 MAX_CANDIDATES = 100
+MAX_SESSION_CHARS = 200
 
 
 def _check_text(value: Any, what: str) -> str:
@@ -57,7 +58,8 @@ class SkillsAPI:
         return remove_skill(self.conn, _check_text(name, "the skill name"))
 
     def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
-                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None) -> dict:
+                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None,
+                     session: str | None = None, evict_after: int = 3, max_loaded: int = 5) -> dict:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
 
         The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
@@ -65,10 +67,12 @@ class SkillsAPI:
         :class:`kb_indexer.llm.config.LLMOptions`, ``KBINDEX_LLM_BACKEND`` or ``.env``; ``client`` for
         tests), the model chooses among the ``candidates`` best keyword candidates
         (:mod:`kb_indexer.skills.llm_match`); on any failure the keyword result stays, with
-        ``fallback_reason``.
+        ``fallback_reason``. With ``session``, the match is one turn of that conversation
+        (:mod:`kb_indexer.skills.session`): ``evict_after`` turns, at most ``max_loaded`` loaded skills.
         """
         from kb_indexer.skills.llm_match import llm_step
         from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
+        from kb_indexer.skills.session import SessionOptions, record_turn
         from kb_indexer.skills.sync import skills_version
 
         _check_message(message)
@@ -77,6 +81,9 @@ class SkillsAPI:
         if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
                                       or not math.isfinite(min_score) or min_score < 0):
             raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
+        session_opts = None if session is None else SessionOptions(
+            _check_session(session), _check_int(evict_after, "--evict-after", 1, 1000),
+            _check_int(max_loaded, "--max-loaded", 1, MAX_TOP))
         started = time.perf_counter()
         index = load_index(self.conn, skills_version(self.conn))
         opts = MatchOptions(top=top, candidates=candidates,
@@ -86,8 +93,26 @@ class SkillsAPI:
         if use_llm:
             llm_step(self.conn, index, message, opts, out, llm, client)
         out["session"] = None
+        if session_opts is not None:
+            out["session"] = record_turn(self.conn, index, message, [m["name"] for m in out["matched"]],
+                                         session_opts)
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return out
+
+    def skills_session(self, session: str, reset: bool = False) -> dict:
+        """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
+        with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
+        from kb_indexer.skills.session import reset_session, show_session
+        sid = _check_session(session)
+        return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
+
+    def skills_load(self, session: str, budget: int | None = None) -> dict:
+        """The loaded skills of a session, bodies included, most important first, within ``budget``
+        estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
+        from kb_indexer.skills.session import load_skills
+        if budget is not None:
+            _check_int(budget, "--budget", 1, 10_000_000)
+        return load_skills(self.conn, _check_session(session), budget)
 
 
 def _check_message(message: Any) -> None:
@@ -95,3 +120,10 @@ def _check_message(message: Any) -> None:
     if len(message) > MAX_MESSAGE_CHARS:
         raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
 
+
+def _check_session(session: Any) -> str:
+    _check_text(session, "the session id")
+    sid = session.strip()
+    if not sid or len(sid) > MAX_SESSION_CHARS:
+        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {session!r}")
+    return sid
