@@ -18,6 +18,7 @@ from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_id, check_keyword
 from kb_indexer.learn.api import LearningAPI
+from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
@@ -54,7 +55,7 @@ def _keywords(values: Any, what: str = "keyword") -> None:
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
-class KnowledgeBase(LearningAPI):
+class KnowledgeBase(LearningAPI, SkillsAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "search": "search",
     "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
     "import-similarities": "similarity",
+    "skills": "skills",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -292,6 +292,58 @@ def m060_sync_state(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m070_skills(conn: sqlite3.Connection) -> None:
+    # Agent Skills (``<dir>/<name>/SKILL.md``; see kb_indexer.skills). ``terms`` holds the matcher's
+    # tokens of name, description and body (JSON, recomputed when the tokenizer version changes), so a
+    # match reads them instead of tokenising the catalog. ``skill_dirs`` remembers the directories given
+    # to `skills sync`. Sessions (`skills match --session`) keep one row per session and one per
+    # session and skill; their messages let eviction ask whether a skill is still relevant. Derived from
+    # the skill folders and per conversation: not exported (see kb_indexer.store.export).
+    run_script(conn, """
+    CREATE TABLE skills (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT UNIQUE NOT NULL,
+        description TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        body TEXT NOT NULL DEFAULT '',
+        folder TEXT NOT NULL,
+        source_dir TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        terms TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE INDEX idx_skills_source_dir ON skills(source_dir);
+    CREATE TABLE skill_dirs (
+        path TEXT PRIMARY KEY,
+        added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        synced_at TEXT
+    );
+    CREATE TABLE skill_sessions (
+        id TEXT PRIMARY KEY,
+        turn INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE skill_session_messages (
+        session_id TEXT NOT NULL REFERENCES skill_sessions(id) ON DELETE CASCADE,
+        turn INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    );
+    CREATE TABLE skill_session_skills (
+        session_id TEXT NOT NULL REFERENCES skill_sessions(id) ON DELETE CASCADE,
+        skill_name TEXT NOT NULL,
+        last_matched_turn INTEGER NOT NULL,
+        match_count INTEGER NOT NULL DEFAULT 0,
+        priority TEXT NOT NULL DEFAULT 'active' CHECK (priority IN ('active', 'relevant')),
+        loaded INTEGER NOT NULL DEFAULT 1 CHECK (loaded IN (0, 1)),
+        PRIMARY KEY (session_id, skill_name)
+    );
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

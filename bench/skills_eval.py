@@ -1,0 +1,292 @@
+"""Skill matching on 862 real public skills: kbindex's keyword matcher beside two baselines.
+
+    python3 bench/skills_eval.py                  # ../shared/data/skills next to the repo (or a worktree)
+    python3 bench/skills_eval.py --grid           # also the tuning grid of the three parameters
+    python3 bench/skills_eval.py --cold 7         # cold CLI runs to time (0: skip)
+    python3 bench/skills_eval.py --llm            # also the LLM matcher with the configured backend
+                                                  # (--llm-backend/--llm-model or KBINDEX_LLM_*; --llm-limit N)
+
+What it measures (one process):
+
+1. Every catalog entry becomes ``<tmp>/skills/<name>/SKILL.md`` (front matter name + description, written
+   with a YAML emitter; no body: the catalog has none), indexed by the real ``skills sync``.
+2. Every query of ``queries_dev.jsonl`` goes through :meth:`KnowledgeBase.skills_match` (``use_llm=False``),
+   the code path of ``kbindex skills match --no-llm``. Latency is per call, in-process, twice: "warm" with
+   the matcher's in-memory index kept between calls (a long-lived process using the Python API), and
+   "fresh" with that index dropped before every call, which is what one ``kbindex skills match`` process
+   pays on top of its start-up (it builds the index from the stored terms once).
+3. Baselines in the same run: the aiq-style scorer (lowercase substring: +30 per query word found in the
+   name, +10 per word found in the description, top 3, no threshold) and bm25s (name + description, Snowball
+   stemmer, English stopwords) returning its top 3 above a score threshold, the threshold picked on these
+   same queries (best F1 over a grid: a generous baseline).
+4. ``--llm``: the same queries through the LLM matcher (``use_llm=True``, cache off so every query is a
+   real call) with the configured backend: P/R/F1, negatives, p50 latency, mean prompt token estimate,
+   and how many queries fell back to the keyword result. Reported, not gated; skipped when no backend is
+   configured or the first call cannot reach it.
+5. Cold start: median wall time of ``python -m kb_indexer skills match MESSAGE --no-llm`` against
+   ``python -c pass``.
+
+Precision, recall and F1 are micro-averaged over all queries (a skill returned for a query needing none is a
+false positive). Exact = the returned set equals the labelled set. Negatives = share of ``negative`` queries
+with nothing returned; "empty-expected" adds the traps labelled with no skill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def load(data: Path) -> tuple[list[dict], list[dict]]:
+    catalog = [json.loads(line) for line in (data / "catalog.jsonl").open(encoding="utf-8")]
+    queries = [json.loads(line) for line in (data / "queries_dev.jsonl").open(encoding="utf-8")]
+    return catalog, queries
+
+
+def write_skills(catalog: list[dict], root: Path) -> Path:
+    import yaml
+
+    skills = root / "skills"
+    for entry in catalog:
+        folder = skills / entry["name"]
+        folder.mkdir(parents=True)
+        head = yaml.safe_dump({"name": entry["name"], "description": entry["description"]}, allow_unicode=True,
+                              sort_keys=False, width=10**6)
+        (folder / "SKILL.md").write_text(f"---\n{head}---\n", encoding="utf-8")
+    return skills
+
+
+def aiq_baseline(catalog: list[dict], query: str, top: int = 3) -> list[str]:
+    words = [w for w in query.lower().split() if w]
+    scored = []
+    for e in catalog:
+        name, desc = e["name"].lower(), e["description"].lower()
+        s = sum(30 for w in words if w in name) + sum(10 for w in words if w in desc)
+        if s > 0:
+            scored.append((-s, e["name"]))
+    return [n for _, n in sorted(scored)[:top]]
+
+
+class Bm25s:
+    def __init__(self, catalog: list[dict]):
+        import bm25s
+        import Stemmer
+
+        self.bm25s, self.stemmer = bm25s, Stemmer.Stemmer("english")
+        self.names = [e["name"] for e in catalog]
+        texts = [e["name"].replace("-", " ") + " " + e["description"] for e in catalog]
+        self.retriever = bm25s.BM25()
+        self.retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False),
+                             show_progress=False)
+
+    def scores(self, query: str, top: int = 3) -> list[tuple[str, float]]:
+        toks = self.bm25s.tokenize([query], stopwords="en", stemmer=self.stemmer, show_progress=False)
+        if not toks.vocab or not any(len(ids) for ids in toks.ids):
+            return []
+        docs, scores = self.retriever.retrieve(toks, k=top, show_progress=False, n_threads=1)
+        return [(self.names[d], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+def evaluate(queries: list[dict], predicted: list[list[str]]) -> dict:
+    tp = fp = fn = exact = 0
+    kinds: dict[str, list[int]] = {}
+    neg_ok = neg_n = empty_ok = empty_n = 0
+    for q, pred in zip(queries, predicted):
+        rel, got = set(q["relevant"]), set(pred)
+        t, f, n = len(rel & got), len(got - rel), len(rel - got)
+        tp, fp, fn = tp + t, fp + f, fn + n
+        exact += rel == got
+        k = kinds.setdefault(q["kind"], [0, 0, 0, 0, 0])
+        k[0] += t; k[1] += f; k[2] += n; k[3] += rel == got; k[4] += 1  # noqa: E702
+        if q["kind"] == "negative":
+            neg_n += 1
+            neg_ok += not got
+        if not rel:
+            empty_n += 1
+            empty_ok += not got
+    out = _prf(tp, fp, fn)
+    out.update(exact=exact / len(queries), negatives=neg_ok / max(neg_n, 1), empty_expected=empty_ok / max(empty_n, 1))
+    out["kinds"] = {k: {**_prf(*v[:3]), "exact": v[3] / v[4], "n": v[4]} for k, v in sorted(kinds.items())}
+    return out
+
+
+def _prf(tp: int, fp: int, fn: int) -> dict:
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def run_kbindex(kb, queries: list[dict], **kw) -> tuple[list[list[str]], list[float], float]:
+    first = time.perf_counter()
+    kb.skills_match("warm up", use_llm=False, **kw)
+    first_ms = (time.perf_counter() - first) * 1000
+    preds, times = [], []
+    for q in queries:
+        t = time.perf_counter()
+        out = kb.skills_match(q["query"], use_llm=False, **kw)
+        times.append((time.perf_counter() - t) * 1000)
+        preds.append([m["name"] for m in out["matched"]])
+    return preds, times, first_ms
+
+
+def fresh_times(kb, queries: list[dict]) -> list[float]:
+    """Per-call latency with the in-memory matcher index dropped first: what one CLI process pays."""
+    from kb_indexer.skills import match
+
+    times = []
+    for q in queries:
+        match._CACHE.clear()
+        t = time.perf_counter()
+        kb.skills_match(q["query"], use_llm=False)
+        times.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+def run_llm(kb, queries: list[dict], opts) -> dict | None:
+    """The LLM matcher on every query (cache off); None when no backend is configured or reachable."""
+    from kb_indexer.llm.config import is_configured, resolve
+
+    if not is_configured(opts):
+        print("\nLLM matcher: no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND): skipped")
+        return None
+    config = resolve(opts)
+    preds, times, tokens, fallbacks = [], [], [], []
+    for i, q in enumerate(queries):
+        t = time.perf_counter()
+        out = kb.skills_match(q["query"], use_llm=True, llm=opts)
+        times.append((time.perf_counter() - t) * 1000)
+        if i == 0 and out["fallback_reason"] and out["llm"] and out["llm"].get("called"):
+            print(f"\nLLM matcher: {config.backend} not usable ({out['fallback_reason']}): skipped")
+            return None
+        preds.append([m["name"] for m in out["matched"]])
+        if out["prompt_tokens_estimate"]:
+            tokens.append(out["prompt_tokens_estimate"])
+        if out["fallback_reason"]:
+            fallbacks.append(out["fallback_reason"])
+    return {"backend": config.backend, "model": config.model, "metrics": evaluate(queries, preds),
+            "p50": statistics.median(times), "tokens": statistics.mean(tokens) if tokens else 0.0,
+            "fallbacks": fallbacks, "n": len(queries)}
+
+
+def grid(kb, queries: list[dict]) -> None:
+    from kb_indexer.skills import match
+
+    print("\nTuning grid (dev queries): name_weight body_weight* min_score -> F1 exact negatives")
+    rows = []
+    saved = match.NAME_WEIGHT
+    for nw in (1.5, 2.0, 3.0, 4.0, 6.0):
+        for ms in (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2):
+            match.NAME_WEIGHT = nw
+            preds, _, _ = run_kbindex(kb, queries, min_score=ms)
+            m = evaluate(queries, preds)
+            rows.append((m["f1"], nw, ms, m))
+    match.NAME_WEIGHT = saved
+    for f1, nw, ms, m in sorted(rows, key=lambda r: -r[0])[:12]:
+        print(f"  {nw:4.1f}  {ms:5.1f}  F1 {f1:.3f}  exact {m['exact']:.3f}  negatives {m['negatives']:.2f}")
+    print("  (*body weight has no effect here: the catalog has no bodies)")
+
+
+def cold(db: Path, runs: int) -> tuple[float, float]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "kb_indexer", "skills", "match", "turn off the Samsung TV", "--no-llm",
+           "--db", str(db), "--format", "json"]
+
+    def median(c: list[str]) -> float:
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(c, env=env, check=True, capture_output=True)
+            ts.append((time.perf_counter() - t) * 1000)
+        return statistics.median(ts)
+
+    return median(cmd), median([sys.executable, "-c", "pass"])
+
+
+def _line(label: str, m: dict, p50: float | None = None) -> str:
+    lat = f"  p50 {p50:6.2f} ms" if p50 is not None else ""
+    return (f"{label:<26} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  exact {m['exact']:.3f}  "
+            f"negatives {m['negatives']:.2f}  empty-expected {m['empty_expected']:.2f}{lat}")
+
+
+def _print_llm(kb, queries: list[dict], args: argparse.Namespace) -> None:
+    from kb_indexer.llm.config import LLMOptions
+
+    opts = LLMOptions(backend=args.llm_backend, model=args.llm_model, timeout=args.llm_timeout, no_cache=True)
+    res = run_llm(kb, queries, opts)
+    if res is None:
+        return
+    print(f"\nLLM matcher ({res['backend']}, {res['model'] or 'server default'}; {res['n']} queries, cache off):")
+    print(_line("kbindex llm", res["metrics"], res["p50"]) + f"  prompt ~{res['tokens']:.0f} tokens (mean est.)")
+    if res["fallbacks"]:
+        print(f"  {len(res['fallbacks'])} fell back to the keyword result, e.g. {res['fallbacks'][0]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default = next((d for d in (REPO.parent / "shared" / "data" / "skills",
+                                REPO.parent.parent / "shared" / "data" / "skills") if d.is_dir()), None)
+    p.add_argument("--data", type=Path, default=default, required=default is None,
+                   help="folder with catalog.jsonl and queries_dev.jsonl (default: ../shared/data/skills)")
+    p.add_argument("--grid", action="store_true", help="print the tuning grid too")
+    p.add_argument("--cold", type=int, default=7, help="cold CLI runs to time (0: skip)")
+    p.add_argument("--no-bm25s", action="store_true")
+    p.add_argument("--llm", action="store_true", help="also run the LLM matcher with the configured backend")
+    p.add_argument("--llm-backend", default=None)
+    p.add_argument("--llm-model", default=None)
+    p.add_argument("--llm-timeout", type=float, default=None)
+    p.add_argument("--llm-limit", type=int, default=0, help="only the first N queries for --llm (0: all)")
+    args = p.parse_args(argv)
+    from kb_indexer.api import KnowledgeBase
+
+    catalog, queries = load(args.data)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        skills = write_skills(catalog, root)
+        kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
+        t = time.perf_counter()
+        synced = kb.skills_sync([str(skills)])
+        print(f"skills sync: {synced['skills']} skills, {len(synced['errors'])} errors, "
+              f"{(time.perf_counter() - t) * 1000:.0f} ms; {len(queries)} dev queries")
+        preds, times, first_ms = run_kbindex(kb, queries)
+        ours = evaluate(queries, preds)
+        aiq = evaluate(queries, [aiq_baseline(catalog, q["query"]) for q in queries])
+        fresh = fresh_times(kb, queries)
+        print(_line("kbindex keyword", ours, statistics.median(times)) + " (warm: index kept in process)")
+        print(f"{'':<26} p50 {statistics.median(fresh):6.2f} ms fresh: index built per call, as one "
+              f"`kbindex skills match` process pays (first call of this run {first_ms:.1f} ms)")
+        print(_line("aiq-style substring", aiq))
+        if not args.no_bm25s:
+            bm = Bm25s(catalog)
+            raw = [bm.scores(q["query"]) for q in queries]
+            best = max(((evaluate(queries, [[n for n, s in r if s >= th] for r in raw]), th)
+                        for th in [x / 2 for x in range(0, 31)]), key=lambda mt: mt[0]["f1"])
+            print(_line(f"bm25s top3 >= {best[1]:.1f} (tuned)", best[0]))
+        print("\nPer kind (kbindex keyword | aiq-style):")
+        for kind, m in ours["kinds"].items():
+            a = aiq["kinds"][kind]
+            print(f"  {kind:<10} n={m['n']:<3} F1 {m['f1']:.3f} exact {m['exact']:.3f} | F1 {a['f1']:.3f} "
+                  f"exact {a['exact']:.3f}")
+        if args.grid:
+            grid(kb, queries)
+        if args.llm:
+            _print_llm(kb, queries[:args.llm_limit] if args.llm_limit else queries, args)
+        kb.close()
+        if args.cold:
+            ours_ms, base_ms = cold(root / "kbindex.db", args.cold)
+            print(f"\ncold `python -m kb_indexer skills match --no-llm`: median {ours_ms:.0f} ms; "
+                  f"`python -c pass`: {base_ms:.0f} ms; ratio {ours_ms / base_ms:.1f}x ({args.cold} runs each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""The skills half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+
+    with KnowledgeBase.open() as kb:
+        kb.skills_sync(["~/.claude/skills"])
+        kb.skills_match("turn off the living-room TV")["matched"]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from kb_indexer.errors import UsageError, ValidationError
+
+MAX_MESSAGE_CHARS = 20_000
+MAX_TOP = 50
+MAX_CANDIDATES = 100
+MAX_SESSION_CHARS = 200
+
+
+def _check_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{what} is not valid UTF-8 text; pass it as UTF-8") from None
+    return value
+
+
+def _check_int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+class SkillsAPI:
+    conn: Any
+
+    def skills_sync(self, dirs: list[str] | None = None) -> dict:
+        """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories."""
+        from kb_indexer.skills.sync import sync_skills
+        for d in dirs or []:
+            _check_text(str(d), "a skills directory")
+        return sync_skills(self.conn, [str(d) for d in dirs or []])
+
+    def skills_list(self) -> dict:
+        from kb_indexer.skills.sync import list_skills
+        return list_skills(self.conn)
+
+    def skills_show(self, name: str) -> dict:
+        from kb_indexer.skills.sync import show_skill
+        return show_skill(self.conn, _check_text(name, "the skill name"))
+
+    def skills_remove(self, name: str) -> dict:
+        from kb_indexer.skills.sync import remove_skill
+        return remove_skill(self.conn, _check_text(name, "the skill name"))
+
+    def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
+                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None,
+                     session: str | None = None, evict_after: int = 3, max_loaded: int = 5) -> dict:
+        """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
+
+        The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
+        threshold. With ``use_llm`` and an LLM backend configured (``llm`` =
+        :class:`kb_indexer.llm.config.LLMOptions`, ``KBINDEX_LLM_BACKEND`` or ``.env``; ``client`` for
+        tests), the model chooses among the ``candidates`` best keyword candidates
+        (:mod:`kb_indexer.skills.llm_match`); on any failure the keyword result stays, with
+        ``fallback_reason``. With ``session``, the match is one turn of that conversation
+        (:mod:`kb_indexer.skills.session`): ``evict_after`` turns, at most ``max_loaded`` loaded skills.
+        """
+        from kb_indexer.skills.llm_match import llm_step
+        from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
+        from kb_indexer.skills.session import SessionOptions, record_turn
+        from kb_indexer.skills.sync import skills_version
+
+        _check_message(message)
+        _check_int(top, "--top", 1, MAX_TOP)
+        _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
+        if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
+                                      or not math.isfinite(min_score) or min_score < 0):
+            raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
+        session_opts = None if session is None else SessionOptions(
+            _check_session(session), _check_int(evict_after, "--evict-after", 1, 1000),
+            _check_int(max_loaded, "--max-loaded", 1, MAX_TOP))
+        started = time.perf_counter()
+        index = load_index(self.conn, skills_version(self.conn))
+        opts = MatchOptions(top=top, candidates=candidates,
+                            min_score=MIN_SCORE if min_score is None else float(min_score))
+        out = keyword_match(index, message, opts)
+        out.update(cache={"hit": False}, fallback_reason=None, prompt_tokens_estimate=None, llm=None)
+        if use_llm:
+            llm_step(self.conn, index, message, opts, out, llm, client)
+        out["session"] = None
+        if session_opts is not None:
+            out["session"] = record_turn(self.conn, index, message, [m["name"] for m in out["matched"]],
+                                         session_opts)
+        out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return out
+
+    def skills_session(self, session: str, reset: bool = False) -> dict:
+        """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
+        with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
+        from kb_indexer.skills.session import reset_session, show_session
+        sid = _check_session(session)
+        return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
+
+    def skills_load(self, session: str, budget: int | None = None) -> dict:
+        """The loaded skills of a session, bodies included, most important first, within ``budget``
+        estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
+        from kb_indexer.skills.session import load_skills
+        if budget is not None:
+            _check_int(budget, "--budget", 1, 10_000_000)
+        return load_skills(self.conn, _check_session(session), budget)
+
+
+def _check_message(message: Any) -> None:
+    _check_text(message, "the message")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
+
+
+def _check_session(session: Any) -> str:
+    _check_text(session, "the session id")
+    sid = session.strip()
+    if not sid or len(sid) > MAX_SESSION_CHARS:
+        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {session!r}")
+    return sid

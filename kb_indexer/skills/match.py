@@ -1,0 +1,188 @@
+"""The keyword skill matcher: BM25F over name, description and body, with a minimum score.
+
+Each skill is one document with three fields. A query term's weight in a skill is the BM25F pseudo
+frequency ``sum_f W_f * tf_f / (1 - b + b * len_f / avglen_f)``, saturated by ``k1`` and multiplied by
+the term's IDF over the skill catalog. The name is boosted (``NAME_WEIGHT``); the body counts less
+(``BODY_WEIGHT``). A skill matches when its score reaches ``MIN_SCORE``, which one rare word found only in a
+description does not reach alone; the skills scoring at least ``RELATIVE_CUT`` of the best are kept, the
+best ``top`` of them returned. Tokens are whole words (:mod:`kb_indexer.skills.terms`): "art" never matches
+"start"; an empty or stopword-only message has no token and matches nothing.
+
+Three parameters were tuned on the development queries of ``bench/skills_eval.py`` (never on a query's
+text): ``MIN_SCORE``, ``NAME_WEIGHT``, ``BODY_WEIGHT``; ``RELATIVE_CUT``, ``K1`` and ``B`` are the usual
+BM25 values and a plain "close to the best" rule.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_indexer.skills.terms import VERSION, tokens
+
+NAME_WEIGHT = 3.0
+DESCRIPTION_WEIGHT = 1.0
+BODY_WEIGHT = 0.3
+MIN_SCORE = 1.6
+RELATIVE_CUT = 0.5
+K1 = 1.2
+B = 0.75
+DEFAULT_TOP = 3
+DEFAULT_CANDIDATES = 20
+FIELDS = ("name", "description", "body")
+
+
+@dataclass
+class SkillIndex:
+    names: list[str]
+    descriptions: list[str]
+    tf: list[dict[str, Counter]]                       # per skill, per field: term counts
+    lengths: list[dict[str, int]]
+    avg: dict[str, float]
+    postings: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, rows: list[tuple[str, str, dict[str, list[str]]]]) -> "SkillIndex":
+        names, descs, tf, lengths = [], [], [], []
+        postings: dict[str, list[int]] = {}
+        totals = dict.fromkeys(FIELDS, 0)
+        for i, (name, desc, terms) in enumerate(rows):
+            names.append(name)
+            descs.append(desc)
+            counts = {f: Counter(terms.get(f, [])) for f in FIELDS}
+            tf.append(counts)
+            lengths.append({f: len(terms.get(f, [])) for f in FIELDS})
+            for f in FIELDS:
+                totals[f] += lengths[-1][f]
+            for t in set(counts["name"]) | set(counts["description"]) | set(counts["body"]):
+                postings.setdefault(t, []).append(i)
+        n = max(len(rows), 1)
+        avg = {f: (totals[f] / n) or 1.0 for f in FIELDS}
+        return cls(names, descs, tf, lengths, avg, postings)
+
+    def idf(self, term: str) -> float:
+        """IDF relative to the rarest possible term (one skill): scores do not grow with the catalog size,
+        so one threshold serves 10 skills and 1,000 (a score of 1 = one unique word, well matched)."""
+        n, df = len(self.names), len(self.postings.get(term, ()))
+        return math.log(1 + (n - df + 0.5) / (df + 0.5)) / math.log(1 + (n - 0.5) / 1.5)
+
+    def score(self, query_terms: list[str], weights: dict[str, float]) -> dict[int, tuple[float, list[str]]]:
+        """Score of every skill sharing a term with the query, with the terms that matched (and where).
+
+        One shared word alone is not evidence enough unless it is the skill's whole name: a skill sharing a
+        single term with the message, which is not its full name, gets no score ("love" does not match
+        ``self-love-confidence``; "redis" does match ``redis``).
+        """
+        raw = self._raw(query_terms, weights)
+        out = {}
+        for i, (s, why) in raw.items():
+            if len(why) >= 2 or set(self.tf[i]["name"]) <= {w.split(" ")[0] for w in why}:
+                out[i] = (s, why)
+        return out
+
+    def _raw(self, query_terms: list[str], weights: dict[str, float]) -> dict[int, tuple[float, list[str]]]:
+        out: dict[int, tuple[float, list[str]]] = {}
+        for t in dict.fromkeys(query_terms):
+            docs = self.postings.get(t)
+            if not docs:
+                continue
+            idf = self.idf(t)
+            for i in docs:
+                w, where = 0.0, ""
+                for f in FIELDS:
+                    c = self.tf[i][f].get(t)
+                    if c and weights[f] > 0:
+                        w += weights[f] * c / (1 - B + B * self.lengths[i][f] / self.avg[f])
+                        where = where or f
+                if w <= 0:
+                    continue
+                s, why = out.get(i, (0.0, []))
+                out[i] = (s + idf * w * (K1 + 1) / (K1 + w), why + [f"{t} ({where})"])
+        return out
+
+
+_CACHE: dict[str, tuple[str, SkillIndex]] = {}
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return row[2] if row else ""
+
+
+def load_index(conn: sqlite3.Connection, version: str) -> SkillIndex:
+    """The matcher's index of the skill table, rebuilt when the skill set's version changes."""
+    key = _db_file(conn)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] == version and key:
+        return hit[1]
+    rows = []
+    for name, desc, body, raw in conn.execute("SELECT name, description, body, terms FROM skills ORDER BY name"):
+        try:
+            terms = json.loads(raw)
+        except (TypeError, ValueError):
+            terms = {}
+        if terms.get("v") != VERSION:  # written by another tokenizer version
+            terms = {"name": tokens(name), "description": tokens(desc), "body": tokens(body)}
+        rows.append((name, desc, terms))
+    index = SkillIndex.build(rows)
+    _CACHE[key] = (version, index)
+    return index
+
+
+@dataclass
+class MatchOptions:
+    top: int = DEFAULT_TOP
+    min_score: float = MIN_SCORE
+    candidates: int = DEFAULT_CANDIDATES
+    name_weight: float | None = None   # None: the module's NAME_WEIGHT / BODY_WEIGHT
+    body_weight: float | None = None
+
+    def weights(self) -> dict[str, float]:
+        return {"name": NAME_WEIGHT if self.name_weight is None else self.name_weight,
+                "description": DESCRIPTION_WEIGHT,
+                "body": BODY_WEIGHT if self.body_weight is None else self.body_weight}
+
+
+def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = None) -> dict[str, Any]:
+    """The keyword matcher's result: matched skills (may be empty) and the ranked candidates."""
+    opts = opts or MatchOptions()
+    terms = tokens(message)
+    scored = index.score(terms, opts.weights())
+    ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], index.names[kv[0]]))
+    best = ranked[0][1][0] if ranked else 0.0
+    matched = []
+    for i, (s, why) in ranked:
+        if len(matched) >= opts.top or s < opts.min_score or s < RELATIVE_CUT * best:
+            break
+        matched.append({"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4),
+                        "source": "keyword", "reason": "shared words: " + ", ".join(why)})
+    candidates = [{"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4)}
+                  for i, (s, _) in ranked[:opts.candidates]]
+    return {"query": message, "terms": terms, "matched": matched, "method": "keyword", "candidates": candidates,
+            "min_score": opts.min_score, "top": opts.top, "skills": len(index.names)}
+
+
+def candidate_pool(index: SkillIndex, message: str, k: int = DEFAULT_CANDIDATES,
+                   opts: MatchOptions | None = None) -> list[dict[str, Any]]:
+    """The LLM matcher's pre-filter: the ``k`` skills with the best raw keyword score.
+
+    Wider than :func:`keyword_match`: no minimum score, no relative cut and no "one shared word is not
+    enough" rule, so a paraphrase that shares only one weak word with a skill still reaches the LLM. A
+    message sharing no word with any skill has no candidate.
+    """
+    opts = opts or MatchOptions()
+    raw = index._raw(tokens(message), opts.weights())
+    ranked = sorted(raw.items(), key=lambda kv: (-kv[1][0], index.names[kv[0]]))[:k]
+    return [{"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4)}
+            for i, (s, _) in ranked]
+
+
+def relevant_names(index: SkillIndex, text: str, min_score: float = MIN_SCORE) -> set[str]:
+    """The skills the keyword matcher finds in ``text`` (every one reaching ``min_score``, no top and no
+    relative cut: ``text`` is several messages taken together, each may be about another skill)."""
+    scored = index.score(tokens(text), MatchOptions().weights())
+    return {index.names[i] for i, (s, _) in scored.items() if s >= min_score}

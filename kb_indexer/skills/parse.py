@@ -1,0 +1,107 @@
+"""Reading one ``SKILL.md``: YAML front matter (``name``, ``description``) and the markdown body.
+
+The front matter is the block between a first line ``---`` and the next line ``---``, parsed with
+PyYAML's ``safe_load`` (quoted strings, block scalars ``|`` and ``>``, unicode). ``name`` and
+``description`` are required non-empty strings; every other key is kept as metadata (JSON-ready: dates
+become ISO strings). Anything else is a :class:`SkillParseError` naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_SKILL_BYTES = 1_000_000   # a SKILL.md larger than this is refused (skills are meant to be short)
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 4_000
+
+
+class SkillParseError(ValueError):
+    """A SKILL.md that cannot be indexed; ``str()`` is the reason."""
+
+
+@dataclass
+class ParsedSkill:
+    name: str
+    description: str
+    body: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _split_front_matter(text: str) -> tuple[str, str]:
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise SkillParseError("no YAML front matter: the file must start with a line '---'")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n").rstrip() in ("---", "..."):
+            return "".join(lines[1:i]), "".join(lines[i + 1:])
+    raise SkillParseError("the YAML front matter is not closed by a line '---'")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+def _required_text(meta: dict, key: str, limit: int) -> str:
+    if key not in meta or meta[key] is None:
+        raise SkillParseError(f"the front matter has no '{key}'")
+    value = meta[key]
+    if not isinstance(value, str):
+        raise SkillParseError(f"'{key}' must be a string, got {type(value).__name__} ({value!r:.60})")
+    value = value.strip()
+    if not value:
+        raise SkillParseError(f"'{key}' is empty")
+    if len(value) > limit:
+        raise SkillParseError(f"'{key}' is longer than {limit} characters")
+    return value
+
+
+def parse_skill(data: bytes) -> ParsedSkill:
+    """A SKILL.md's bytes as a skill; raises :class:`SkillParseError`."""
+    import yaml  # only `skills sync` needs it
+
+    if len(data) > MAX_SKILL_BYTES:
+        raise SkillParseError(f"larger than {MAX_SKILL_BYTES} bytes")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SkillParseError(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+    if "\x00" in text:
+        raise SkillParseError("contains NUL characters (a binary file?)")
+    head, body = _split_front_matter(text)
+    try:
+        meta = yaml.safe_load(head)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 2}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SkillParseError(f"invalid YAML front matter{at}: {problem}") from None
+    if not isinstance(meta, dict):
+        raise SkillParseError("the front matter is not a mapping of keys to values")
+    name = _required_text(meta, "name", MAX_NAME_CHARS)
+    if any(c in name for c in "\r\n\t/\\"):
+        raise SkillParseError(f"'name' must be one line without slashes or tabs: {name!r:.80}")
+    description = _required_text(meta, "description", MAX_DESCRIPTION_CHARS)
+    metadata = _jsonable({k: v for k, v in meta.items() if k not in ("name", "description")})
+    try:
+        json.dumps(metadata)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - safe_load gives only plain types
+        raise SkillParseError(f"front matter value that is not JSON data: {exc}") from None
+    return ParsedSkill(name=name, description=description, body=body.strip("\n"), metadata=metadata)

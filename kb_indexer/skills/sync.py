@@ -1,0 +1,229 @@
+"""`skills sync`: index Agent Skills folders (``<dir>/<name>/SKILL.md``) into the ``skills`` table.
+
+The directories synced are those given, the ones given before (remembered in ``skill_dirs``) and those
+of ``KBINDEX_SKILLS`` (a path list, ``os.pathsep``-separated). Every folder's SKILL.md is read and hashed
+first; then one transaction writes what changed: new and changed skills (by content hash), and drops
+skills whose folder is gone or whose SKILL.md became invalid. Nothing is refused silently: an invalid
+file, a SKILL.md reached by a symlink that leads outside its directory, a duplicate name and a missing
+remembered directory are each reported (``errors``, ``duplicates``). A remembered directory that is
+missing keeps its skills (an unmounted disk does not wipe them); ``skills remove`` drops one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.skills.parse import ParsedSkill, SkillParseError, content_hash, parse_skill
+from kb_indexer.skills.terms import VERSION, tokens
+from kb_indexer.store.connection import transaction
+
+SKILL_FILE = "SKILL.md"
+ENV_VAR = "KBINDEX_SKILLS"
+MAX_BODY_TOKENS = 4_000   # body tokens kept for matching (the body itself is stored whole)
+
+
+@dataclass
+class Found:
+    folder: str          # absolute path of the skill's folder
+    source_dir: str      # the skills directory it was found in
+    digest: str
+    skill: ParsedSkill | None   # None: unchanged since the last sync (not parsed again)
+
+
+def skill_terms(name: str, description: str, body: str) -> str:
+    """The stored matcher tokens of a skill (JSON)."""
+    return json.dumps({"v": VERSION, "name": tokens(name), "description": tokens(description),
+                       "body": tokens(body)[:MAX_BODY_TOKENS]}, ensure_ascii=False, separators=(",", ":"))
+
+
+def _env_dirs() -> list[str]:
+    raw = os.environ.get(ENV_VAR, "")
+    return [p for p in raw.split(os.pathsep) if p.strip()]
+
+
+def _absolute(path: str | os.PathLike) -> str:
+    return str(Path(path).expanduser().absolute())
+
+
+def resolve_dirs(conn: sqlite3.Connection, given: list[str]) -> tuple[list[str], list[str]]:
+    """(directories to sync in order, the given ones to remember). A given directory must exist."""
+    new: list[str] = []
+    for d in given:
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            raise NotFoundError(f"Skills directory not found: {d}")
+        new.append(_absolute(p))
+    remembered = [r[0] for r in conn.execute("SELECT path FROM skill_dirs ORDER BY added_at, path")]
+    env = [_absolute(p) for p in _env_dirs()]
+    ordered = list(dict.fromkeys([*new, *remembered, *env]))
+    if not ordered:
+        raise UsageError("No skills directory: give one (`kbindex skills sync DIR`) or set KBINDEX_SKILLS")
+    return ordered, new
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
+    """Every ``<directory>/<name>/SKILL.md``: hashed, parsed when its hash differs from ``known``."""
+    root = Path(directory).resolve()
+    out: list[Found] = []
+    try:
+        children = sorted(Path(directory).iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        errors.append({"file": directory, "message": f"cannot list the directory: {exc.strerror or exc}"})
+        return out
+    for child in children:
+        file = child / SKILL_FILE
+        if not child.is_dir() or not file.is_file():
+            continue
+        real = file.resolve()
+        if not _inside(real, root):
+            errors.append({"file": str(file), "message": f"leads outside the skills directory {directory} "
+                                                         f"(to {real}); skipped"})
+            continue
+        try:
+            data = real.read_bytes()
+        except OSError as exc:
+            errors.append({"file": str(file), "message": f"cannot read: {exc.strerror or exc}"})
+            continue
+        folder = str(child.absolute())
+        digest = content_hash(data)
+        if known.get(folder) == digest:
+            out.append(Found(folder, directory, digest, None))
+            continue
+        try:
+            out.append(Found(folder, directory, digest, parse_skill(data)))
+        except SkillParseError as exc:
+            errors.append({"file": str(file), "message": str(exc)})
+    return out
+
+
+def _write(conn: sqlite3.Connection, f: Found) -> None:
+    s = f.skill
+    assert s is not None
+    conn.execute(
+        "INSERT INTO skills (name, description, metadata, body, folder, source_dir, content_hash, terms) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET description = excluded.description, "
+        "metadata = excluded.metadata, body = excluded.body, folder = excluded.folder, "
+        "source_dir = excluded.source_dir, content_hash = excluded.content_hash, terms = excluded.terms, "
+        "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+        (s.name, s.description, json.dumps(s.metadata, ensure_ascii=False), s.body, f.folder, f.source_dir,
+         f.digest, skill_terms(s.name, s.description, s.body)))
+
+
+def _plan(conn: sqlite3.Connection, dirs: list[str], errors: list[dict]) -> tuple[list[Found], list[Found], list[dict]]:
+    """(found skills, those to write, duplicates) over every directory, first name wins."""
+    rows = conn.execute("SELECT name, folder, source_dir, content_hash FROM skills").fetchall()
+    known = {r["folder"]: r["content_hash"] for r in rows}
+    name_of = {r["folder"]: r["name"] for r in rows}
+    found: list[Found] = []
+    for d in dirs:
+        if not Path(d).is_dir():
+            errors.append({"file": d, "message": "skills directory not found; its skills are kept"})
+            continue
+        found.extend(scan_dir(d, known, errors))
+    scanned = {d for d in dirs if Path(d).is_dir()}
+    # Skills of directories not scanned now (missing, or no longer listed) keep their names.
+    owner = {r["name"]: r["folder"] for r in rows if r["source_dir"] not in scanned}
+    keep, write, dups = [], [], []
+    for f in found:
+        name = f.skill.name if f.skill else name_of[f.folder]
+        if name in owner and owner[name] != f.folder:
+            dups.append({"name": name, "kept": owner[name], "skipped": f.folder})
+            continue
+        owner[name] = f.folder
+        keep.append(f)
+        if f.skill is not None:
+            write.append(f)
+    return keep, write, dups
+
+
+def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None) -> dict[str, Any]:
+    dirs, new = resolve_dirs(conn, list(given or []))
+    errors: list[dict] = []
+    keep, write, dups = _plan(conn, dirs, errors)
+    for d in dups:
+        errors.append({"file": str(Path(d["skipped"]) / SKILL_FILE),
+                       "message": f"duplicate skill name {d['name']!r} (already indexed from {d['kept']}); skipped"})
+    scanned = [d for d in dirs if Path(d).is_dir()]
+    kept_folders = {f.folder for f in keep}
+    with transaction(conn):
+        for d in new:
+            conn.execute("INSERT OR IGNORE INTO skill_dirs (path) VALUES (?)", (d,))
+        existing = conn.execute("SELECT name, folder, source_dir, content_hash FROM skills").fetchall()
+        by_folder = {r["folder"]: r for r in existing}
+        removed = [r["name"] for r in existing if r["source_dir"] in scanned and r["folder"] not in kept_folders]
+        moved = [f for f in write if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name]
+        drop = removed + [by_folder[f.folder]["name"] for f in moved]
+        conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in drop])
+        added = [f.skill.name for f in write if f.folder not in by_folder or f in moved]
+        updated = [f.skill.name for f in write if f.folder in by_folder and f not in moved]
+        for f in write:
+            _write(conn, f)
+        conn.executemany("UPDATE skill_dirs SET synced_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE path = ?",
+                         [(d,) for d in scanned])
+        if write or drop:
+            bump_version(conn)
+    return {"dirs": dirs, "added": sorted(added), "updated": sorted(updated), "removed": sorted(removed),
+            "unchanged": len(keep) - len(write), "skills": _count(conn), "duplicates": dups, "errors": errors}
+
+
+def bump_version(conn: sqlite3.Connection) -> None:
+    """The skill set changed (the LLM match cache and the in-memory matcher index key on this)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES ('skills_version', '1') ON CONFLICT(key) DO UPDATE "
+                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+
+
+def skills_version(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'skills_version'").fetchone()
+    return row[0] if row else "0"
+
+
+def _count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+
+
+def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
+    rows = [dict(r) for r in conn.execute(
+        "SELECT name, description, folder, source_dir, updated_at FROM skills ORDER BY name")]
+    dirs = [dict(r) for r in conn.execute("SELECT path, added_at, synced_at FROM skill_dirs ORDER BY added_at, path")]
+    return {"skills": rows, "count": len(rows), "dirs": dirs, "env_dirs": [_absolute(p) for p in _env_dirs()]}
+
+
+def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError("a skill name is required")
+    row = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Unknown skill: {name!r} (see `kbindex skills list`)")
+    return row
+
+
+def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+    r = require_skill(conn, name)
+    return {"name": r["name"], "description": r["description"], "metadata": json.loads(r["metadata"]),
+            "body": r["body"], "folder": r["folder"], "file": str(Path(r["folder"]) / SKILL_FILE),
+            "source_dir": r["source_dir"], "content_hash": r["content_hash"],
+            "created_at": r["created_at"], "updated_at": r["updated_at"]}
+
+
+def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+    """Drop a skill from the index (its folder stays on disk: the next sync indexes it again)."""
+    with transaction(conn):
+        r = require_skill(conn, name)
+        conn.execute("DELETE FROM skills WHERE id = ?", (r["id"],))
+        conn.execute("DELETE FROM skill_session_skills WHERE skill_name = ?", (r["name"],))
+        bump_version(conn)
+    return {"action": "removed", "name": r["name"], "folder": r["folder"]}

@@ -1,0 +1,91 @@
+"""Tokens for skill matching: whole words, never substrings.
+
+Text is NFKC-normalised and lower-cased, split into words as :mod:`kb_indexer.search.terms` does (user
+text is data: punctuation and query syntax are separators), joined words are split (``spotify-player``,
+``snake_case`` and ``App.tsx`` give their parts), stopwords and one-letter words are dropped, and a light
+suffix stemmer folds plurals and ``-ing``/``-ed`` forms (``deploying`` and ``deployed`` are ``deploy``;
+``start`` never becomes ``art``). Runs of CJK characters (Han, kana, Hangul), which are written without
+spaces between words, become overlapping character bigrams, so a Chinese or Korean message can match a
+description in the same script.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from kb_indexer.search.terms import STOPWORDS, is_stopword, split_term
+
+#: Bumped whenever the tokens change: stored tokens of another version are recomputed.
+VERSION = 1
+
+# Chat filler that says nothing about which skill is needed (on top of the search stopwords).
+CHAT_STOPWORDS = frozenset("""
+hey hi hello thanks thank ok okay lol pls plz just really actually maybe like want wanna gonna
+hm hmm yes yeah yep nope sure cool great nice awesome
+""".split()) | frozenset("""
+de la el los las del en un una por con es se al lo le les des du et est mi tu su que
+""".split())  # the commonest Spanish/French function words (messages in those languages are common)
+
+_JOINERS = re.compile(r"[-_.'’/]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def stem(word: str) -> str:
+    """A light English suffix stemmer (plural, -ing, -ed): same function on both sides of a match."""
+    if not word.isascii() or not word.isalpha() or len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    elif word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+            word = word[:-1]  # running -> run
+    elif word.endswith("ed") and len(word) > 4:
+        word = word[:-2]
+        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+            word = word[:-1]
+    return word
+
+
+def _word_tokens(part: str) -> list[str]:
+    out: list[str] = []
+    pos = 0
+    for m in _CJK.finditer(part):
+        out.extend(_plain(part[pos:m.start()]))
+        out.extend(_cjk_bigrams(m.group()))
+        pos = m.end()
+    out.extend(_plain(part[pos:]))
+    return out
+
+
+def _plain(word: str) -> list[str]:
+    if not word or word in STOPWORDS or word in CHAT_STOPWORDS:
+        return []
+    if len(word) < 2:  # single letters and digits ("x", the "2" of "cloudflare-2")
+        return []
+    return [stem(word)]
+
+
+def tokens(text: str) -> list[str]:
+    """The match tokens of ``text`` in order (repeats kept: term frequency counts)."""
+    text = unicodedata.normalize("NFKC", text or "").lower()
+    out: list[str] = []
+    for chunk in text.split():
+        for term in split_term(chunk):
+            if is_stopword(term):
+                continue
+            for part in _JOINERS.split(term):
+                if part:
+                    out.extend(_word_tokens(part))
+    return out

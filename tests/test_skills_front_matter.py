@@ -1,0 +1,58 @@
+"""SKILL.md front matter: real YAML (quoted strings, block scalars, unicode), required fields, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_indexer.skills.parse import SkillParseError, parse_skill
+
+
+def parse(text: str):
+    return parse_skill(text.encode("utf-8"))
+
+
+def test_plain_and_quoted_values_with_metadata_kept():
+    s = parse('---\nname: "pdf-tools"\ndescription: \'Fill PDF forms: use when a form has fields.\'\n'
+              "license: MIT\nallowed-tools: [Bash, Read]\nversion: 2024-05-01\n---\n# PDF\n\nSteps.\n")
+    assert s.name == "pdf-tools"
+    assert s.description == "Fill PDF forms: use when a form has fields."
+    assert s.metadata == {"license": "MIT", "allowed-tools": ["Bash", "Read"], "version": "2024-05-01"}
+    assert s.body == "# PDF\n\nSteps."
+
+
+def test_literal_and_folded_block_scalars():
+    s = parse("---\nname: notes\ndescription: |\n  Line one.\n  Line two.\n---\nbody\n")
+    assert s.description == "Line one.\nLine two."
+    s = parse("---\nname: notes\ndescription: >\n  Folded one\n  and two.\n---\n")
+    assert s.description == "Folded one and two."
+    assert s.body == ""
+
+
+def test_unicode_and_bom():
+    s = parse("\ufeff---\nname: café-menü\ndescription: 日本語の説明と한국어\n---\n本文\n")
+    assert s.name == "café-menü" and s.description == "日本語の説明と한국어" and s.body == "本文"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("---\ndescription: no name here\n---\n", "no 'name'"),
+    ("---\nname: x-skill\n---\n", "no 'description'"),
+    ("---\nname: x-skill\ndescription: ''\n---\n", "'description' is empty"),
+    ("---\nname: 42\ndescription: numbers are not names\n---\n", "'name' must be a string"),
+    ("---\nname: x\ndescription: [a, b]\n---\n", "'description' must be a string"),
+    ("# just markdown\n", "no YAML front matter"),
+    ("---\nname: x\ndescription: never closed\n", "not closed"),
+    ("---\n- a\n- b\n---\n", "not a mapping"),
+])
+def test_missing_or_wrong_fields_are_errors(text, message):
+    with pytest.raises(SkillParseError, match=message):
+        parse(text)
+
+
+def test_bad_yaml_names_the_line():
+    with pytest.raises(SkillParseError, match=r"invalid YAML front matter \(line 3.*mapping values"):
+        parse("---\nname: x\ndescription: Use when: anything\n---\n")
+
+
+def test_non_utf8_file_is_an_error():
+    with pytest.raises(SkillParseError, match="not UTF-8"):
+        parse_skill(b"---\nname: x\ndescription: caf\xe9\n---\n")
