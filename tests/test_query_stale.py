@@ -81,7 +81,7 @@ def test_check_reads_no_document_or_keywords_file(kb, monkeypatch):
 
     def spy(real):
         def wrapper(path, *a, **k):
-            if str(path).endswith(".md") or str(path).endswith(".keywords.json"):
+            if str(path).endswith((".md", ".keywords.json", "similarities.json")):
                 reads.append(str(path))
             return real(path, *a, **k)
         return wrapper
@@ -94,6 +94,24 @@ def test_check_reads_no_document_or_keywords_file(kb, monkeypatch):
     assert reads == []
     (kb.kb_root / "zz-new.md").write_text("# New\n", encoding="utf-8")
     assert kb.stale()["stale"] is True and reads == []
+
+
+def test_an_edited_similarities_file_of_the_same_size_is_seen_by_its_new_time(kb):
+    """The check takes an unchanged similarities file's digest from the last sync (no read per query); an
+    edit that keeps the size still changes the modification time, and the file is read and compared."""
+    sims = kb.kb_root.parent / "similarities.json"
+    text = sims.read_text(encoding="utf-8")
+    assert '"score": 0.6' in text
+    st = sims.stat()
+    sims.write_text(text.replace('"score": 0.6', '"score": 0.7', 1), encoding="utf-8")
+    os.utime(sims, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    assert sims.stat().st_size == st.st_size
+    assert kb.stale()["similarities_changed"] == [str(sims)]
+    kb.sync()
+    assert kb.stale()["stale"] is False
+    sims.write_text(text, encoding="utf-8")  # back to what sync first imported: changed again
+    os.utime(sims, ns=(st.st_atime_ns, st.st_mtime_ns + 20_000_000))
+    assert kb.stale()["similarities_changed"] == [str(sims)]
 
 
 # -- the quick check of large knowledge bases ------------------------------------------------------------

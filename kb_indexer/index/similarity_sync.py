@@ -43,6 +43,7 @@ from kb_indexer.text import normalize_keyword
 SIMILARITY_FILENAME = "similarities.json"
 HASH_KEY = "similarities_hash:"
 REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could not import
+SEEN_KEY = "similarities_seen:"   # "{mtime_ns}:{size} {digest}" of a file when sync last read it
 
 
 def similarity_files(kb_root: Path) -> list[Path]:
@@ -250,7 +251,9 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
         hashes.add(key)
         digest = None
         try:
+            sig = _stat_sig(path)
             digest = hashlib.sha1(path.read_bytes()).hexdigest()
+            _remember_seen(conn, path, sig, digest)
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             if row and row[0] == digest:
                 out["unchanged_files"] += 1
@@ -275,12 +278,32 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
             out["removed"] += _unlist(conn, ids, key, _listed_by(conn, key), listings)
             # A forgotten file's entry records go with it: restored later, every entry is applied again.
             conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
-    rejected = {REJECTED_KEY + k[len(HASH_KEY):] for k in hashes}
-    for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ?",
-                               (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall():
-        if key not in hashes and key not in rejected:
+    kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
+    for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ? OR key LIKE ?",
+                               (HASH_KEY + "%", REJECTED_KEY + "%", SEEN_KEY + "%")).fetchall():
+        if key not in kept:
             conn.execute("DELETE FROM meta WHERE key = ?", (key,))
     return out
+
+
+def _stat_sig(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _remember_seen(conn: sqlite3.Connection, path: Path, sig: str, digest: str) -> None:
+    key, value = SEEN_KEY + str(path.resolve()), f"{sig} {digest}"
+    if conn.execute("SELECT 1 FROM meta WHERE key = ? AND value = ?", (key, value)).fetchone() is None:
+        _set_meta(conn, key, value)
+
+
+def _digest_for_check(path: Path, seen: str | None) -> str:
+    """The file's digest; from what sync recorded when its size and modification time are unchanged (the
+    stale check runs before every query: a large similarities file is not read again each time)."""
+    sig = _stat_sig(path)
+    if seen and seen.split(" ", 1)[0] == sig:
+        return seen.split(" ", 1)[1]
+    return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
@@ -292,12 +315,12 @@ def similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
     """Similarities files a full sync would import (new or changed) or forget (deleted)."""
     out = []
     current = similarity_files(root)
-    stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE ? OR key LIKE ?",
-                               (HASH_KEY + "%", REJECTED_KEY + "%")).fetchall())
+    stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE ? OR key LIKE ? OR key LIKE ?",
+                               (HASH_KEY + "%", REJECTED_KEY + "%", SEEN_KEY + "%")).fetchall())
     for path in current:
         key = hash_key(path)
         try:
-            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+            digest = _digest_for_check(path, stored.get(SEEN_KEY + str(path.resolve())))
         except OSError:
             continue
         if digest not in (stored.get(key), stored.get(REJECTED_KEY + str(path.resolve()))):

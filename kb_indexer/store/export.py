@@ -187,6 +187,7 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
                       body=row.get("body") or "")
         # The next sync re-reads the similarities files and re-checks every rejected file...
         conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%' OR key LIKE 'similarities_rejected:%' "
+                     "OR key LIKE 'similarities_seen:%' "
                      "OR key = 'rejected_files'")
         if after_load is not None:  # ...except files whose entries are exactly what the export recorded
             after_load(conn)
