@@ -102,12 +102,32 @@ def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
     return [r for r in rows if r[1] >= boundary]
 
 
+# FTS5's snippet() for a body under SNIPPET_FTS_MAX_CHARS; NULL (a bounded scan in Python) for a longer one.
+_SNIPPET_SQL = ("CASE WHEN length(body) > ? THEN NULL "
+                "ELSE snippet(documents_fts, -1, '**', '**', '…', ?) END")
+
+
 def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
             tokens: int) -> list[tuple[int, float, str]]:
-    sql = "SELECT rowid, rank FROM documents_fts WHERE documents_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?"
-    rows = conn.execute(sql, (query.match, _rank_function(weights), limit)).fetchall()
-    snips = snippets(conn, query, [r[0] for r in rows], tokens)
-    return [(r[0], -r[1], snips.get(r[0], "")) for r in rows]
+    """The best ``limit`` rows with their snippets. With ``ORDER BY rank`` FTS5 sorts first, so the snippet
+    is made for the returned rows only."""
+    sql = (f"SELECT rowid, rank, {_SNIPPET_SQL} FROM documents_fts WHERE documents_fts MATCH ? "
+           "AND rank MATCH ? ORDER BY rank LIMIT ?")
+    rows = conn.execute(sql, (SNIPPET_FTS_MAX_CHARS, tokens, query.match, _rank_function(weights), limit)).fetchall()
+    large = _large_snippets(conn, query, [r[0] for r in rows if r[2] is None], tokens)
+    return [(r[0], -r[1], _clean_snippet(r[2]) if r[2] is not None else large.get(r[0], "")) for r in rows]
+
+
+def _large_snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int], tokens: int) -> dict[int, str]:
+    """Snippets of documents whose body is over ``SNIPPET_FTS_MAX_CHARS``, from a bounded scan."""
+    out = {}
+    if doc_ids:
+        for doc_id, body in conn.execute("SELECT rowid, body FROM documents_fts WHERE rowid IN "
+                                         "(SELECT value FROM json_each(?))", (json.dumps(doc_ids),)):
+            text = bounded_snippet(body, query.terms, tokens)
+            if text:
+                out[doc_id] = text
+    return out
 
 
 def best_with_ties(scores: dict[int, float], n: int, best: float) -> list[int]:
@@ -168,23 +188,15 @@ def snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
     """
     if not query or not doc_ids:
         return {}
-    ids = json.dumps(doc_ids)
-    large = {r[0]: r[1] for r in conn.execute(
-        "SELECT rowid, body FROM documents_fts WHERE rowid IN (SELECT value FROM json_each(?)) "
-        "AND length(body) > ?", (ids, SNIPPET_FTS_MAX_CHARS))}
-    sql = ("SELECT rowid, snippet(documents_fts, -1, '**', '**', '…', ?) FROM documents_fts "
+    sql = (f"SELECT rowid, {_SNIPPET_SQL} FROM documents_fts "
            "WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
-    small = [d for d in doc_ids if d not in large]
-    out = {}
-    if small:
-        for r in conn.execute(sql, (tokens, query.match, json.dumps(small))):
-            text = _clean_snippet(r[1])
-            if text:
-                out[r[0]] = text
-    for doc_id, body in large.items():
-        text = bounded_snippet(body, query.terms, tokens)
-        if text:
-            out[doc_id] = text
+    out, large = {}, []
+    for doc_id, snip in conn.execute(sql, (SNIPPET_FTS_MAX_CHARS, tokens, query.match, json.dumps(doc_ids))):
+        if snip is None:
+            large.append(doc_id)
+        elif _clean_snippet(snip):
+            out[doc_id] = _clean_snippet(snip)
+    out.update(_large_snippets(conn, query, large, tokens))
     return out
 
 
