@@ -2,6 +2,7 @@
 
     python bench/scale.py [--docs 10000] [--runs 11] [--queries 100] [--keep DIR] [--baseline-src DIR]
     python bench/scale.py --docs 1000,10000,50000,100000     # each size, then one table side by side
+    python bench/scale.py --docs 10000 --bm25s                # also bm25s's in-memory sparse index
 
 The generator draws words with the unigram frequencies of the Cranfield collection
 (../shared/data/cranfield), 300-1,500 words a document in paragraphs, a keywords file per document
@@ -226,6 +227,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--keep", type=Path, help="build the knowledge base(s) here and keep them")
+    ap.add_argument("--bm25s", action="store_true", help="also index the documents with bm25s (a dedicated sparse "
+                    "index in memory) and time its top-10 on the same questions: the alternative to FTS5")
     ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
                     "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
     args = ap.parse_args()
@@ -255,9 +258,42 @@ def measure(root: Path, docs: int, vocab: Vocabulary, args: argparse.Namespace) 
     p = in_process(root, questions)
     db_kb = (root / "kbindex.db").stat().st_size / 1024 / docs
     report(docs, s, naive, resync_s, c, p, db_kb)
+    if args.bm25s:
+        p.update(bm25s_compare(kb_dir, questions))
     if args.baseline_src:
         report_old(baseline(root, args.baseline_src, args.runs, questions[0], docs), s, resync_s, c)
     return {"sync": s, "naive": naive, "resync_s": resync_s, "cold": c, "inproc": p, "db_kb": db_kb}
+
+
+def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict:
+    """bm25s over the same documents: build seconds, memory grown, top-10 p50/p95 per question."""
+    import bm25s
+    import Stemmer
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    before = rss_mb()
+    t = time.perf_counter()
+    stemmer = Stemmer.Stemmer("english")
+    texts = [p.read_text(encoding="utf-8") for p in sorted(kb_dir.rglob("*.md"))]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    build_s, grown = time.perf_counter() - t, rss_mb() - before
+    del texts
+    times = []
+    for q in questions:
+        t = time.perf_counter()
+        toks = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
+        retriever.retrieve(toks, k=10, show_progress=False, n_threads=1)
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    out = {"bm25s_build_s": build_s, "bm25s_mb": grown, "bm25s_p50": times[len(times) // 2],
+           "bm25s_p95": times[min(len(times) - 1, int(.95 * len(times)))]}
+    print(f"  bm25s (in memory, rebuilt from all documents: no incremental update): build {build_s:.1f} s, "
+          f"+{grown:.0f} MB; top-10 p50 / p95 {out['bm25s_p50']:.1f} / {out['bm25s_p95']:.1f} ms")
+    return out
 
 
 def summary(table: dict) -> None:
@@ -273,6 +309,9 @@ def summary(table: dict) -> None:
         ("in-process p50/p95 ms", lambda m: f"{m['inproc']['p50']:.1f}/{m['inproc']['p95']:.1f}"),
         ("[naive FTS5 top-10 p50/p95 ms]", lambda m: f"[{m['inproc']['naive_p50']:.1f}/{m['inproc']['naive_p95']:.1f}]"),
     ]
+    if all("bm25s_p50" in m["inproc"] for m in table.values()):
+        rows += [("[bm25s top-10 p50/p95 ms]", lambda m: f"[{m['inproc']['bm25s_p50']:.1f}/{m['inproc']['bm25s_p95']:.1f}]"),
+                 ("[bm25s build s / MB]", lambda m: f"[{m['inproc']['bm25s_build_s']:.0f}/{m['inproc']['bm25s_mb']:.0f}]")]
     width = max(len(r[0]) for r in rows)
     print(f"  {'documents':{width}s}" + "".join(f"{n:>16,d}" for n in sizes))
     for name, cell in rows:
