@@ -113,18 +113,29 @@ def _run(args: list[str], cwd: Path) -> tuple[float, dict]:
     return secs, out
 
 
+# Linux keeps a process's peak RSS across exec: a command started straight from this (large) process
+# would report this process's size as its own peak. A small launcher starts it and reports its wait4 peak.
+_LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _run_rss(args: list[str], cwd: Path) -> tuple[float, dict, float]:
-    """Seconds, JSON answer and peak RSS (MB, this process and the worker processes it waited for)."""
+    """Seconds, JSON answer and peak RSS (MB: the command's process, or its largest reader process)."""
     t = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(kbindex_cmd() + args + ["--format", "json"], cwd=cwd, stdout=out, stderr=err, env=ENV)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "maxrss"
+        proc = subprocess.run([sys.executable, "-c", _LAUNCHER, str(rss_file), *kbindex_cmd(), *args, "--format",
+                               "json"], cwd=cwd, capture_output=True, env=ENV)
         secs = time.perf_counter() - t
-        out.seek(0), err.seek(0)
         if proc.returncode != 0:
-            raise SystemExit(f"kbindex {' '.join(args)} failed: {err.read().decode()[-2000:]}")
-        return secs, json.loads(out.read()), usage.ru_maxrss / 1024
+            raise SystemExit(f"kbindex {' '.join(args)} failed: {proc.stderr.decode()[-2000:]}")
+        return secs, json.loads(proc.stdout), int(rss_file.read_text()) / 1024
 
 
 class LockProbe(threading.Thread):
