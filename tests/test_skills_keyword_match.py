@@ -63,7 +63,19 @@ def test_whole_tokens_only_art_never_matches_start(k):
 
 
 def test_hyphenated_and_snake_case_names_are_split():
-    assert tokens("spotify-player snake_case_tools") == ["spotify", "player", "snake", "case", "tool"]
+    assert tokens("spotify-player snake_case_tools") == tokens("spotify player snake case tools")
+    assert len(tokens("spotify-player snake_case_tools")) == 5
+
+
+@pytest.mark.parametrize("one, other", [("meetings", "meeting"), ("recordings", "recording"), ("settings", "setting"),
+                                        ("embeddings", "embedding"), ("APIs", "API"), ("strings", "string"),
+                                        ("deployments", "deploying")])
+def test_singular_and_plural_give_the_same_token(one, other):
+    assert tokens(one) == tokens(other)
+
+
+def test_a_plural_request_matches_like_the_singular(k):
+    assert names(k.skills_match("art exhibitions this weekend")) == names(k.skills_match("art exhibition this weekend"))
 
 
 def test_one_weak_shared_word_does_not_match(k):
@@ -129,3 +141,17 @@ def test_a_sync_by_another_connection_is_seen_by_the_next_match(k, tmp_path):
     with KnowledgeBase.open(k.db_path) as other:
         assert other.skills_sync()["added"] == ["tides"]
     assert names(k.skills_match("tide tables for the harbour")) == ["tides"]
+
+
+def test_a_message_naming_a_whole_skill_name_needs_half_the_minimum_score(k):
+    from kb_indexer.skills.match import NAMED_CUT
+
+    def score(message):
+        return {c["name"]: c["score"] for c in k.skills_match(message, min_score=0)["candidates"]}["spotify-player"]
+
+    named = score("open the spotify player")   # every word of the name
+    assert names(k.skills_match("open the spotify player", min_score=named / NAMED_CUT * 0.99)) == ["spotify-player"]
+    assert names(k.skills_match("open the spotify player", min_score=named / NAMED_CUT * 1.01)) == []
+    unnamed = score("queue songs on spotify")  # part of the name only: the minimum applies in full
+    assert names(k.skills_match("queue songs on spotify", min_score=unnamed * 1.01)) == []
+    assert names(k.skills_match("queue songs on spotify", min_score=unnamed * 0.99)) == ["spotify-player"]

@@ -10,7 +10,9 @@ best ``top`` of them returned. Tokens are whole words (:mod:`kb_indexer.skills.t
 
 Three parameters were tuned on the development queries of ``bench/skills_eval.py`` (never on a query's
 text): ``MIN_SCORE``, ``NAME_WEIGHT``, ``BODY_WEIGHT``; ``RELATIVE_CUT``, ``K1`` and ``B`` are the usual
-BM25 values and a plain "close to the best" rule.
+BM25 values and a plain "close to the best" rule. A message that holds every word of a skill's name
+("weather", "open spotify") needs ``NAMED_CUT`` (one half, not tuned) of the minimum: a one-word name
+scores little however exactly it is asked for.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ DESCRIPTION_WEIGHT = 1.0
 BODY_WEIGHT = 0.3
 MIN_SCORE = 1.6
 RELATIVE_CUT = 0.5
+NAMED_CUT = 0.5   # a message naming a skill's whole name needs half the minimum score ("weather", "github")
 K1 = 1.2
 B = 0.75
 DEFAULT_TOP = 3
@@ -63,6 +66,11 @@ class SkillIndex:
         n = max(len(rows), 1)
         avg = {f: (totals[f] / n) or 1.0 for f in FIELDS}
         return cls(names, descs, tf, lengths, avg, postings)
+
+    def named(self, i: int, asked: set[str]) -> bool:
+        """Whether the message holds every word of skill ``i``'s name."""
+        name = set(self.tf[i]["name"])
+        return bool(name) and name <= asked
 
     def idf(self, term: str) -> float:
         """IDF relative to the rarest possible term (one skill): scores do not grow with the catalog size,
@@ -155,9 +163,12 @@ def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = N
     ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], index.names[kv[0]]))
     best = ranked[0][1][0] if ranked else 0.0
     matched = []
+    asked = set(terms)
     for i, (s, why) in ranked:
-        if len(matched) >= opts.top or s < opts.min_score or s < RELATIVE_CUT * best:
+        if len(matched) >= opts.top or s < RELATIVE_CUT * best:
             break
+        if s < opts.min_score * (NAMED_CUT if index.named(i, asked) else 1.0):
+            continue
         matched.append({"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4),
                         "source": "keyword", "reason": "shared words: " + ", ".join(why)})
     candidates = [{"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4)}

@@ -2,9 +2,9 @@
 
 Text is NFKC-normalised and lower-cased, split into words as :mod:`kb_indexer.search.terms` does (user
 text is data: punctuation and query syntax are separators), joined words are split (``spotify-player``,
-``snake_case`` and ``App.tsx`` give their parts), stopwords and one-letter words are dropped, and a light
-suffix stemmer folds plurals and ``-ing``/``-ed`` forms (``deploying`` and ``deployed`` are ``deploy``;
-``start`` never becomes ``art``). Runs of CJK characters (Han, kana, Hangul), which are written without
+``snake_case`` and ``App.tsx`` give their parts), stopwords and one-letter words are dropped, and the
+Snowball English stemmer folds plurals and ``-ing``/``-ed`` forms (``deploying``, ``deployed`` and
+``deployments`` are ``deploy``; ``start`` never becomes ``art``). Runs of CJK characters (Han, kana, Hangul), which are written without
 spaces between words, become overlapping character bigrams, so a Chinese or Korean message can match a
 description in the same script.
 """
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from kb_indexer.search.terms import STOPWORDS, is_stopword, split_term
 
 #: Bumped whenever the tokens change: stored tokens of another version are recomputed.
-VERSION = 1
+VERSION = 2
 
 # Chat filler that says nothing about which skill is needed (on top of the search stopwords).
 CHAT_STOPWORDS = frozenset("""
@@ -37,25 +38,20 @@ def _cjk_bigrams(run: str) -> list[str]:
     return [run[i:i + 2] for i in range(len(run) - 1)]
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light English suffix stemmer (plural, -ing, -ed): same function on both sides of a match."""
+    """The Snowball English (Porter 2) stem of a word (``meetings`` and ``meeting`` are ``meet``; ``news``
+    stays ``news``): the same function on both sides of a match. Non-ASCII and short words stay as they are."""
     if not word.isascii() or not word.isalpha() or len(word) <= 3:
         return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    elif word.endswith("ing") and len(word) > 5:
-        word = word[:-3]
-        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
-            word = word[:-1]  # running -> run
-    elif word.endswith("ed") and len(word) > 4:
-        word = word[:-2]
-        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
-            word = word[:-1]
-    return word
+    return _english().stemWord(word)
+
+
+@lru_cache(maxsize=1)
+def _english():
+    import snowballstemmer  # pure Python (PyStemmer's C code when that is installed)
+
+    return snowballstemmer.stemmer("english")
 
 
 def _word_tokens(part: str) -> list[str]:
