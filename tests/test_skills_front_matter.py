@@ -56,3 +56,25 @@ def test_bad_yaml_names_the_line():
 def test_non_utf8_file_is_an_error():
     with pytest.raises(SkillParseError, match="not UTF-8"):
         parse_skill(b"---\nname: x\ndescription: caf\xe9\n---\n")
+
+
+def _alias_bomb() -> str:
+    lines = ["---", "name: bomb", "description: A billion laughs.",
+             "a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 6)]
+    return "\n".join(lines + ["---", ""])
+
+
+def test_yaml_aliases_are_refused():
+    text = _alias_bomb()
+    assert len(text) < 500
+    with pytest.raises(SkillParseError, match="YAML aliases are not allowed in SKILL.md front matter"):
+        parse(text)
+    with pytest.raises(SkillParseError, match=r"line 5.*aliases are not allowed"):
+        parse("---\nname: x\ndescription: d\nbase: &b {k: v}\nother: *b\n---\n")
+
+
+def test_oversized_metadata_is_refused():
+    with pytest.raises(SkillParseError, match=r"as JSON \(at most 65536\)"):
+        parse("---\nname: big\ndescription: d\nnotes: " + "x" * 70_000 + "\n---\n")
+    assert parse("---\nname: ok\ndescription: d\nnotes: " + "x" * 60_000 + "\n---\n").metadata["notes"]
