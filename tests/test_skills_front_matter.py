@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kb_indexer.skills.parse import SkillParseError, parse_skill
@@ -78,3 +80,15 @@ def test_oversized_metadata_is_refused():
     with pytest.raises(SkillParseError, match=r"as JSON \(at most 65536\)"):
         parse("---\nname: big\ndescription: d\nnotes: " + "x" * 70_000 + "\n---\n")
     assert parse("---\nname: ok\ndescription: d\nnotes: " + "x" * 60_000 + "\n---\n").metadata["notes"]
+
+
+@pytest.mark.parametrize("name, code", [('"evil\\x1b[31mred"', "U+001B"), ('"zero\\u200bwidth"', "U+200B"),
+                                        ('"bidi\\u202eoverride"', "U+202E"), ('"tab\\there"', "U+0009")])
+def test_control_and_format_characters_in_names_are_refused(name, code):
+    with pytest.raises(SkillParseError, match=re.escape(f"control or format characters ({code}")):
+        parse(f"---\nname: {name}\ndescription: d\n---\n")
+
+
+def test_slashes_in_names_are_still_refused():
+    with pytest.raises(SkillParseError, match="slashes"):
+        parse("---\nname: a/b\ndescription: d\n---\n")

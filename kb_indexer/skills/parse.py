@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,16 @@ def _required_text(meta: dict, key: str, limit: int) -> str:
     return value
 
 
+def _check_name(name: str) -> str:
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise SkillParseError(f"'name' must not contain control or format characters (U+{ord(bad):04X} "
+                              f"at position {name.index(bad) + 1}): {name!r:.80}")
+    if any(c in name for c in "/\\"):
+        raise SkillParseError(f"'name' must not contain slashes: {name!r:.80}")
+    return name
+
+
 def parse_skill(data: bytes) -> ParsedSkill:
     """A SKILL.md's bytes as a skill; raises :class:`SkillParseError`."""
     import yaml  # only `skills sync` needs it
@@ -117,9 +128,7 @@ def parse_skill(data: bytes) -> ParsedSkill:
         raise SkillParseError(f"invalid YAML front matter{at}: {problem}") from None
     if not isinstance(meta, dict):
         raise SkillParseError("the front matter is not a mapping of keys to values")
-    name = _required_text(meta, "name", MAX_NAME_CHARS)
-    if any(c in name for c in "\r\n\t/\\"):
-        raise SkillParseError(f"'name' must be one line without slashes or tabs: {name!r:.80}")
+    name = _check_name(_required_text(meta, "name", MAX_NAME_CHARS))
     description = _required_text(meta, "description", MAX_DESCRIPTION_CHARS)
     metadata = _jsonable({k: v for k, v in meta.items() if k not in ("name", "description")})
     try:
