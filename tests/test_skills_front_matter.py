@@ -92,3 +92,11 @@ def test_control_and_format_characters_in_names_are_refused(name, code):
 def test_slashes_in_names_are_still_refused():
     with pytest.raises(SkillParseError, match="slashes"):
         parse("---\nname: a/b\ndescription: d\n---\n")
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+def test_crlf_and_cr_line_ends_become_lf(eol):
+    text = "---\nname: notes\ndescription: |\n  One.\n  Two.\nextra: |\n  x\n  y\n---\n# Notes\n\nStep one.\nStep two.\n"
+    s = parse(text.replace("\n", eol))
+    assert s.body == "# Notes\n\nStep one.\nStep two." and "\r" not in s.body
+    assert s.description == "One.\nTwo." and s.metadata == {"extra": "x\ny\n"}

@@ -118,6 +118,7 @@ def parse_skill(data: bytes) -> ParsedSkill:
         raise SkillParseError(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
     if "\x00" in text:
         raise SkillParseError("contains NUL characters (a binary file?)")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")   # CRLF and CR line ends are LF
     head, body = _split_front_matter(text)
     try:
         meta = yaml.load(head, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
