@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.skills.parse import ParsedSkill, SkillParseError, content_hash, parse_skill
+from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseError, content_hash, parse_skill
 from kb_indexer.skills.terms import VERSION, tokens
 from kb_indexer.store.connection import transaction
 
@@ -75,6 +76,46 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+class _Refused(Exception):
+    """A SKILL.md that is not read; ``str()`` says why."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def read_skill_file(file: Path, root: Path) -> bytes:
+    """A SKILL.md's bytes, checked before it is opened: inside ``root``, a regular file (a FIFO is never
+    opened), at most ``MAX_SKILL_BYTES`` (only that much plus one byte is read); :class:`_Refused`."""
+    if file.is_symlink() and not file.exists():
+        raise _Refused(f"a dangling symlink (to {os.readlink(file)}); skipped")
+    real = file.resolve()
+    if not _inside(real, root):
+        raise _Refused(f"leads outside the skills directory {root} (to {real}); skipped")
+    try:
+        st = real.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"{_kind(st.st_mode)}, not a regular file; skipped")
+        if st.st_size > MAX_SKILL_BYTES:
+            raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size}); skipped")
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):   # replaced since the stat
+                raise _Refused("not a regular file; skipped")
+            data = fh.read(MAX_SKILL_BYTES + 1)
+    except OSError as exc:
+        raise _Refused(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_SKILL_BYTES:
+        raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes; skipped")
+    return data
+
+
 def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
     """Every ``<directory>/<name>/SKILL.md``: hashed, parsed when its hash differs from ``known``."""
     root = Path(directory).resolve()
@@ -86,17 +127,12 @@ def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[
         return out
     for child in children:
         file = child / SKILL_FILE
-        if not child.is_dir() or not file.is_file():
-            continue
-        real = file.resolve()
-        if not _inside(real, root):
-            errors.append({"file": str(file), "message": f"leads outside the skills directory {directory} "
-                                                         f"(to {real}); skipped"})
-            continue
+        if not child.is_dir() or not (file.is_symlink() or file.exists()):
+            continue   # not a skill folder
         try:
-            data = real.read_bytes()
-        except OSError as exc:
-            errors.append({"file": str(file), "message": f"cannot read: {exc.strerror or exc}"})
+            data = read_skill_file(file, root)
+        except _Refused as exc:
+            errors.append({"file": str(file), "message": str(exc)})
             continue
         folder = str(child.absolute())
         digest = content_hash(data)
