@@ -162,3 +162,26 @@ def test_a_huge_skill_md_is_refused_from_its_size_without_reading_it(small, skil
     out = k.skills_sync([str(skills_dir)])
     assert out["added"] == ["beta"] and read == []
     assert any("larger than 1000000 bytes (314572800)" in e["message"] for e in out["errors"])
+
+
+def test_renaming_a_skill_reports_the_old_name_removed(small, skills_dir):
+    k, _ = small
+    k.skills_sync([str(skills_dir)])
+    write(skills_dir, "alpha", "alpha-two", "Alpha things")
+    out = k.skills_sync()
+    assert out["added"] == ["alpha-two"] and out["removed"] == ["alpha"] and out["updated"] == []
+    assert [s["name"] for s in k.skills_list()["skills"]] == ["alpha-two", "beta"]
+
+
+def test_a_skill_dropped_by_sync_leaves_every_session(small, skills_dir):
+    import shutil
+
+    k, _ = small
+    write(skills_dir, "tv", "samsung-smart-tv", "Control Samsung smart TVs, power and volume.")
+    k.skills_sync([str(skills_dir)])
+    assert k.skills_match("turn the samsung tv off", session="s")["session"]["loaded"] == ["samsung-smart-tv"]
+    shutil.rmtree(skills_dir / "tv")
+    assert k.skills_sync()["removed"] == ["samsung-smart-tv"]
+    shown = k.skills_session("s")
+    assert shown["loaded"] == [] and shown["skills"] == []
+    assert k.skills_load("s")["left_out"] == []

@@ -200,20 +200,35 @@ def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None) -> dic
             conn.execute("INSERT OR IGNORE INTO skill_dirs (path) VALUES (?)", (d,))
         existing = conn.execute("SELECT name, folder, source_dir, content_hash FROM skills").fetchall()
         by_folder = {r["folder"]: r for r in existing}
-        removed = [r["name"] for r in existing if r["source_dir"] in scanned and r["folder"] not in kept_folders]
-        moved = [f for f in write if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name]
-        drop = removed + [by_folder[f.folder]["name"] for f in moved]
-        conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in drop])
-        added = [f.skill.name for f in write if f.folder not in by_folder or f in moved]
-        updated = [f.skill.name for f in write if f.folder in by_folder and f not in moved]
-        for f in write:
-            _write(conn, f)
+        gone = {r["name"] for r in existing if r["source_dir"] in scanned and r["folder"] not in kept_folders}
+        renamed = {by_folder[f.folder]["name"] for f in write
+                   if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
+        counts = _apply(conn, existing, gone | renamed, write)
         conn.executemany("UPDATE skill_dirs SET synced_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE path = ?",
                          [(d,) for d in scanned])
-        if write or drop:
-            bump_version(conn)
-    return {"dirs": dirs, "added": sorted(added), "updated": sorted(updated), "removed": sorted(removed),
-            "unchanged": len(keep) - len(write), "skills": _count(conn), "duplicates": dups, "errors": errors}
+    return {"dirs": dirs, **counts, "unchanged": len(keep) - len(write), "skills": _count(conn),
+            "duplicates": dups, "errors": errors}
+
+
+def _apply(conn: sqlite3.Connection, existing: list[sqlite3.Row], drop: set[str], write: list[Found]) -> dict:
+    """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
+    its new name added and its old name removed; a name written again is updated)."""
+    before = {r["name"] for r in existing}
+    written = {f.skill.name for f in write}
+    removed = drop - written
+    drop_skills(conn, sorted(removed))
+    conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in sorted(drop & written)])
+    for f in write:
+        _write(conn, f)
+    if write or drop:
+        bump_version(conn)
+    return {"added": sorted(written - before), "updated": sorted(written & before), "removed": sorted(removed)}
+
+
+def drop_skills(conn: sqlite3.Connection, names: list[str]) -> None:
+    """Delete skills from the index and from every session (``skills remove`` and ``skills sync``)."""
+    conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in names])
+    conn.executemany("DELETE FROM skill_session_skills WHERE skill_name = ?", [(n,) for n in names])
 
 
 def bump_version(conn: sqlite3.Connection) -> None:
@@ -259,7 +274,6 @@ def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
     """Drop a skill from the index (its folder stays on disk: the next sync indexes it again)."""
     with transaction(conn):
         r = require_skill(conn, name)
-        conn.execute("DELETE FROM skills WHERE id = ?", (r["id"],))
-        conn.execute("DELETE FROM skill_session_skills WHERE skill_name = ?", (r["name"],))
+        drop_skills(conn, [r["name"]])
         bump_version(conn)
     return {"action": "removed", "name": r["name"], "folder": r["folder"]}
