@@ -176,3 +176,12 @@ def test_cli_with_scripted_backend_through_a_process(run, env, tmp_path):
     out = res.json()
     assert out["method"] == "llm" and names(out) == ["weather"] and out["matched"][0]["source"] == "llm"
     assert "warning" not in res.stderr
+
+
+def test_an_answer_longer_than_top_is_cut_not_rejected(env):
+    db, _ = env
+    answer = {"skills": [{"name": n, "reason": "r"} for n in ("samsung-smart-tv", "home-lights", "spotify-player")]}
+    out, fake = _match(db, "smart home: samsung tv off, lights on, play songs on spotify", answer, top=2)
+    assert len(fake.calls) == 1 and out["fallback_reason"] is None and out["method"] == "llm"
+    assert names(out) == ["samsung-smart-tv", "home-lights"]
+    assert "at most 2" in fake.calls[0]["messages"][-1]["content"]
