@@ -57,6 +57,7 @@ class LLMPick:
     cached: bool
     dropped: list[str]            # names the model gave that were not candidates
     prompt_tokens_estimate: int
+    model: str | None = None      # the model that answered (on a cache hit: the one of the cache key)
 
 
 def estimate_tokens(text: str) -> int:
@@ -122,7 +123,8 @@ def pick(client: Any, message: str, candidates: list[dict[str, Any]], top: int) 
     if dropped and not matched:
         raise LLMMatchFailed("every skill the model named is not a candidate (invented: "
                              + ", ".join(dropped[:5]) + ")", estimate)
-    return LLMPick(matched=matched, cached=result.cached, dropped=dropped, prompt_tokens_estimate=estimate)
+    return LLMPick(matched=matched, cached=result.cached, dropped=dropped, prompt_tokens_estimate=estimate,
+                   model=result.model)
 
 
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND): keyword result"
@@ -134,7 +136,8 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
 
     ``llm`` are :class:`kb_indexer.llm.config.LLMOptions`; ``client`` an :class:`LLMClient` (tests).
     Bad settings (an unknown backend) raise ``UsageError``; every LLM failure leaves the keyword result
-    with ``fallback_reason``.
+    with ``fallback_reason``. Whenever the model was asked (or its cached answer looked up), ``candidates``
+    is what was sent: the pool, not the keyword result's candidates.
     """
     from kb_indexer.llm.config import is_configured
     from kb_indexer.llm.structured import LLMClient
@@ -155,6 +158,7 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
     except LLMMatchFailed as exc:
         out["fallback_reason"] = f"{who} not used: {exc.reason}; keyword result"
         out["prompt_tokens_estimate"] = exc.prompt_tokens_estimate
+        out["candidates"] = pool   # what was sent
         out["llm"] = {"called": True, "backend": client.config.backend, "model": client.model}
         return
     finally:
@@ -162,5 +166,5 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
             client.close()
     out.update(matched=chosen.matched, method="llm", candidates=pool, cache={"hit": chosen.cached},
                prompt_tokens_estimate=chosen.prompt_tokens_estimate)
-    out["llm"] = {"called": not chosen.cached, "backend": client.config.backend, "model": client.model,
-                  "dropped": chosen.dropped}
+    out["llm"] = {"called": not chosen.cached, "backend": client.config.backend,
+                  "model": chosen.model or client.model, "dropped": chosen.dropped}
