@@ -106,3 +106,23 @@ def test_installed_command_runs_skills(run, setup):
     res = run("skills", "match", "weather forecast for Paris", "--no-llm", "--db", db, "--format", "json", env=env)
     assert res.returncode == 0, res.stderr
     assert [m["name"] for m in res.json()["matched"]] == ["weather"]
+
+
+def test_readme_command_table_lists_every_skills_command_and_option():
+    import click
+    import typer.main
+
+    from kb_indexer.cli.skills import skills_app
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Commands", 1)[1].split("\n\n", 2)[1]
+    row = next(line for line in table.splitlines() if "`skills sync" in line)
+    group = typer.main.get_group(skills_app)
+    for name, command in group.commands.items():
+        assert f"skills {name}" in row, name
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name not in ("db", "kb", "format", "llm_backend",
+                                                                      "llm_model", "no_cache", "llm_timeout"):
+                assert param.opts[0] in row, (name, param.opts[0])
+    skills = " ".join(readme.split("## Skills", 1)[1].split("\n## ", 1)[0].split())
+    assert "not in the installed package" in skills and "`warning: ...`" in skills

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kb_indexer.skills.parse import SkillParseError, parse_skill
@@ -56,3 +58,45 @@ def test_bad_yaml_names_the_line():
 def test_non_utf8_file_is_an_error():
     with pytest.raises(SkillParseError, match="not UTF-8"):
         parse_skill(b"---\nname: x\ndescription: caf\xe9\n---\n")
+
+
+def _alias_bomb() -> str:
+    lines = ["---", "name: bomb", "description: A billion laughs.",
+             "a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 6)]
+    return "\n".join(lines + ["---", ""])
+
+
+def test_yaml_aliases_are_refused():
+    text = _alias_bomb()
+    assert len(text) < 500
+    with pytest.raises(SkillParseError, match="YAML aliases are not allowed in SKILL.md front matter"):
+        parse(text)
+    with pytest.raises(SkillParseError, match=r"line 5.*aliases are not allowed"):
+        parse("---\nname: x\ndescription: d\nbase: &b {k: v}\nother: *b\n---\n")
+
+
+def test_oversized_metadata_is_refused():
+    with pytest.raises(SkillParseError, match=r"as JSON \(at most 65536\)"):
+        parse("---\nname: big\ndescription: d\nnotes: " + "x" * 70_000 + "\n---\n")
+    assert parse("---\nname: ok\ndescription: d\nnotes: " + "x" * 60_000 + "\n---\n").metadata["notes"]
+
+
+@pytest.mark.parametrize("name, code", [('"evil\\x1b[31mred"', "U+001B"), ('"zero\\u200bwidth"', "U+200B"),
+                                        ('"bidi\\u202eoverride"', "U+202E"), ('"tab\\there"', "U+0009")])
+def test_control_and_format_characters_in_names_are_refused(name, code):
+    with pytest.raises(SkillParseError, match=re.escape(f"control or format characters ({code}")):
+        parse(f"---\nname: {name}\ndescription: d\n---\n")
+
+
+def test_slashes_in_names_are_still_refused():
+    with pytest.raises(SkillParseError, match="slashes"):
+        parse("---\nname: a/b\ndescription: d\n---\n")
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"])
+def test_crlf_and_cr_line_ends_become_lf(eol):
+    text = "---\nname: notes\ndescription: |\n  One.\n  Two.\nextra: |\n  x\n  y\n---\n# Notes\n\nStep one.\nStep two.\n"
+    s = parse(text.replace("\n", eol))
+    assert s.body == "# Notes\n\nStep one.\nStep two." and "\r" not in s.body
+    assert s.description == "One.\nTwo." and s.metadata == {"extra": "x\ny\n"}

@@ -176,3 +176,41 @@ def test_cli_with_scripted_backend_through_a_process(run, env, tmp_path):
     out = res.json()
     assert out["method"] == "llm" and names(out) == ["weather"] and out["matched"][0]["source"] == "llm"
     assert "warning" not in res.stderr
+
+
+def test_an_answer_longer_than_top_is_cut_not_rejected(env):
+    db, _ = env
+    answer = {"skills": [{"name": n, "reason": "r"} for n in ("samsung-smart-tv", "home-lights", "spotify-player")]}
+    out, fake = _match(db, "smart home: samsung tv off, lights on, play songs on spotify", answer, top=2)
+    assert len(fake.calls) == 1 and out["fallback_reason"] is None and out["method"] == "llm"
+    assert names(out) == ["samsung-smart-tv", "home-lights"]
+    assert "at most 2" in fake.calls[0]["messages"][-1]["content"]
+
+
+def test_cache_hit_names_the_model_too(env):
+    """No model configured (the server's default answers): a hit is answered without a backend, and
+    names the model of its cache key instead of null."""
+    import dataclasses
+
+    db, _ = env
+    answer = {"skills": [{"name": "samsung-smart-tv", "reason": "tv"}]}
+    config = dataclasses.replace(resolve(LLMOptions(backend="fake", retries=0)), model=None)
+    with _open(db) as kb:
+        client = LLMClient(config, conn=kb.conn, backend=FakeBackend([answer]), sleep=lambda s: None)
+        first = kb.skills_match("turn the samsung tv off", use_llm=True, client=client)
+    with _open(db) as kb:
+        client = LLMClient(config, conn=kb.conn, sleep=lambda s: None)     # no backend is made for a hit
+        again = kb.skills_match("turn the samsung tv off", use_llm=True, client=client)
+    assert first["llm"]["model"] == "fake-model" and first["cache"] == {"hit": False}
+    assert again["cache"] == {"hit": True} and again["llm"]["model"] == "server-default@" + str(config.base_url)
+
+
+def test_candidates_after_a_fallback_are_what_was_sent(env):
+    db, _ = env
+    message = "could you play something relaxing"
+    keyword = _open(db).skills_match(message)
+    out, fake = _match(db, message, LLMTimeout("no answer in 5s"))
+    sent = fake.calls[0]["messages"][-1]["content"].split("Skills:", 1)[1]
+    assert out["method"] == "keyword" and out["fallback_reason"]
+    assert [c["name"] for c in out["candidates"]] != [c["name"] for c in keyword["candidates"]]
+    assert out["candidates"] and all(f". {c['name']}:" in sent for c in out["candidates"])

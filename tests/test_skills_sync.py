@@ -133,3 +133,55 @@ def test_sync_writes_in_one_transaction(small, skills_dir, monkeypatch):
     assert info.value.code == "io_error"
     monkeypatch.setattr(mod, "_write", real)
     assert k.skills_list()["count"] == 0 and k.skills_list()["dirs"] == []
+
+
+def test_special_files_named_skill_md_are_reported_not_skipped_silently(small, skills_dir):
+    import os
+
+    k, _ = small
+    (skills_dir / "fifo").mkdir()
+    os.mkfifo(skills_dir / "fifo" / "SKILL.md")          # never opened: a sync would block on it
+    (skills_dir / "dir" / "SKILL.md").mkdir(parents=True)
+    (skills_dir / "dangling").mkdir()
+    (skills_dir / "dangling" / "SKILL.md").symlink_to(skills_dir / "nowhere.md")
+    (skills_dir / "no-skill-here").mkdir()                # a folder without SKILL.md is not a skill
+    out = k.skills_sync([str(skills_dir)])
+    assert out["added"] == ["alpha", "beta"]
+    files = {Path(e["file"]).parent.name: e["message"] for e in out["errors"]}
+    assert set(files) == {"fifo", "dir", "dangling"}
+    assert "a FIFO" in files["fifo"] and "a directory" in files["dir"] and "dangling symlink" in files["dangling"]
+
+
+def test_a_huge_skill_md_is_refused_from_its_size_without_reading_it(small, skills_dir, monkeypatch):
+    k, _ = small
+    with open(skills_dir / "alpha" / "SKILL.md", "r+b") as fh:
+        fh.truncate(300 * 1024 * 1024)                    # sparse: 300 MB on paper
+    read = []
+    real_read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real_read_bytes(self))
+    out = k.skills_sync([str(skills_dir)])
+    assert out["added"] == ["beta"] and read == []
+    assert any("larger than 1000000 bytes (314572800)" in e["message"] for e in out["errors"])
+
+
+def test_renaming_a_skill_reports_the_old_name_removed(small, skills_dir):
+    k, _ = small
+    k.skills_sync([str(skills_dir)])
+    write(skills_dir, "alpha", "alpha-two", "Alpha things")
+    out = k.skills_sync()
+    assert out["added"] == ["alpha-two"] and out["removed"] == ["alpha"] and out["updated"] == []
+    assert [s["name"] for s in k.skills_list()["skills"]] == ["alpha-two", "beta"]
+
+
+def test_a_skill_dropped_by_sync_leaves_every_session(small, skills_dir):
+    import shutil
+
+    k, _ = small
+    write(skills_dir, "tv", "samsung-smart-tv", "Control Samsung smart TVs, power and volume.")
+    k.skills_sync([str(skills_dir)])
+    assert k.skills_match("turn the samsung tv off", session="s")["session"]["loaded"] == ["samsung-smart-tv"]
+    shutil.rmtree(skills_dir / "tv")
+    assert k.skills_sync()["removed"] == ["samsung-smart-tv"]
+    shown = k.skills_session("s")
+    assert shown["loaded"] == [] and shown["skills"] == []
+    assert k.skills_load("s")["left_out"] == []

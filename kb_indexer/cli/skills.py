@@ -22,11 +22,13 @@ def skills_sync(
     dirs: Annotated[Optional[list[str]], typer.Argument(
         help="Skills directories holding <name>/SKILL.md (remembered; also read: those given before and "
              "KBINDEX_SKILLS).", show_default=False)] = None,
+    forget: Annotated[Optional[list[str]], typer.Option("--forget", help="Forget this remembered directory "
+                                                        "and drop its skills (repeatable).")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the skills of the given and remembered directories (only changed files are read again)."""
     with open_kb(db, kb) as k:
-        result = k.skills_sync(list(dirs or []))
+        result = k.skills_sync(list(dirs or []), forget=list(forget or []))
     if format is Format.json:
         emit_json(result)
         return

@@ -38,12 +38,13 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
 class SkillsAPI:
     conn: Any
 
-    def skills_sync(self, dirs: list[str] | None = None) -> dict:
-        """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories."""
+    def skills_sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
+        """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories;
+        ``forget``: remembered directories to forget (their skills are dropped, in ``removed``)."""
         from kb_indexer.skills.sync import sync_skills
-        for d in dirs or []:
+        for d in [*(dirs or []), *(forget or [])]:
             _check_text(str(d), "a skills directory")
-        return sync_skills(self.conn, [str(d) for d in dirs or []])
+        return sync_skills(self.conn, [str(d) for d in dirs or []], [str(d) for d in forget or []])
 
     def skills_list(self) -> dict:
         from kb_indexer.skills.sync import list_skills

@@ -3,13 +3,15 @@
 The keyword matcher's wide pre-filter (:func:`kb_indexer.skills.match.candidate_pool`: the ``K`` best raw
 scores, no threshold) picks the candidates; their name and description (never the whole catalog, never a
 body) go with the message to the model in one :meth:`LLMClient.structured` call, whose answer is
-``{"skills": [{"name", "reason"}, ...]}`` with at most ``top`` items (may be empty: a message no skill
-serves). Names that are not candidates are dropped; when every name is invented the answer is not used.
+``{"skills": [{"name", "reason"}, ...]}`` (may be empty: a message no skill serves). The prompt asks for
+at most ``top`` items and only the first ``top`` are used; the schema's bound is not ``top`` but
+``MAX_ANSWER_ITEMS`` (the LLM layer requires every array to be bounded), so a longer answer is cut, not
+rejected. Names that are not candidates are dropped; when every name is invented the answer is not used.
 
 The answer is cached by :mod:`kb_indexer.llm.cache`: its key hashes the prompt, which holds the normalised
 message (whitespace collapsed, NFC) and every candidate's name and description (the skill-set version that
-matters: a changed description is a new key), with the backend, the model, ``top`` (in the schema) and the
-generation settings.
+matters: a changed description is a new key) and ``top``, with the backend, the model and the generation
+settings.
 
 Any failure (no answer in time, server down, invalid JSON or schema after the repair attempt, only invented
 names) raises :class:`LLMMatchFailed`; the caller answers with the keyword result and says why.
@@ -28,6 +30,7 @@ from kb_indexer.llm.schema import schema_text
 TASK = "skills_match"
 MAX_DESCRIPTION_CHARS = 400   # a candidate's description in the prompt (the catalog's longest run to ~1,000)
 MAX_REASON_CHARS = 300
+MAX_ANSWER_ITEMS = 100        # the schema's array bound (as many as --candidates allows), not --top
 CHARS_PER_TOKEN = 4           # the token estimate: characters / 4 (no tokenizer dependency)
 
 SYSTEM_PROMPT = (
@@ -54,6 +57,7 @@ class LLMPick:
     cached: bool
     dropped: list[str]            # names the model gave that were not candidates
     prompt_tokens_estimate: int
+    model: str | None = None      # the model that answered (on a cache hit: the one of the cache key)
 
 
 def estimate_tokens(text: str) -> int:
@@ -77,11 +81,12 @@ def build_messages(message: str, candidates: list[dict[str, Any]], top: int) -> 
     return [Message("system", SYSTEM_PROMPT.format(top=top)), Message("user", user)]
 
 
-def schema_for(top: int) -> dict[str, Any]:
+def schema_for() -> dict[str, Any]:
     item = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 200},
                                              "reason": {"type": "string", "maxLength": MAX_REASON_CHARS}},
             "required": ["name", "reason"], "additionalProperties": False}
-    return {"type": "object", "properties": {"skills": {"type": "array", "items": item, "maxItems": top}},
+    skills = {"type": "array", "items": item, "maxItems": MAX_ANSWER_ITEMS}
+    return {"type": "object", "properties": {"skills": skills},
             "required": ["skills"], "additionalProperties": False}
 
 
@@ -96,7 +101,7 @@ def prompt_tokens(messages: list[Message], schema: dict[str, Any]) -> int:
 
 def pick(client: Any, message: str, candidates: list[dict[str, Any]], top: int) -> LLMPick:
     """The candidates the model chose, best first, with its reasons; :class:`LLMMatchFailed` otherwise."""
-    msgs, schema = build_messages(message, candidates, top), schema_for(top)
+    msgs, schema = build_messages(message, candidates, top), schema_for()
     estimate = prompt_tokens(msgs, schema)
     try:
         result = client.structured(TASK, msgs, schema, max_tokens=max_tokens_for(top), temperature=0.0)
@@ -118,7 +123,8 @@ def pick(client: Any, message: str, candidates: list[dict[str, Any]], top: int) 
     if dropped and not matched:
         raise LLMMatchFailed("every skill the model named is not a candidate (invented: "
                              + ", ".join(dropped[:5]) + ")", estimate)
-    return LLMPick(matched=matched, cached=result.cached, dropped=dropped, prompt_tokens_estimate=estimate)
+    return LLMPick(matched=matched, cached=result.cached, dropped=dropped, prompt_tokens_estimate=estimate,
+                   model=result.model)
 
 
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND): keyword result"
@@ -130,7 +136,8 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
 
     ``llm`` are :class:`kb_indexer.llm.config.LLMOptions`; ``client`` an :class:`LLMClient` (tests).
     Bad settings (an unknown backend) raise ``UsageError``; every LLM failure leaves the keyword result
-    with ``fallback_reason``.
+    with ``fallback_reason``. Whenever the model was asked (or its cached answer looked up), ``candidates``
+    is what was sent: the pool, not the keyword result's candidates.
     """
     from kb_indexer.llm.config import is_configured
     from kb_indexer.llm.structured import LLMClient
@@ -151,6 +158,7 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
     except LLMMatchFailed as exc:
         out["fallback_reason"] = f"{who} not used: {exc.reason}; keyword result"
         out["prompt_tokens_estimate"] = exc.prompt_tokens_estimate
+        out["candidates"] = pool   # what was sent
         out["llm"] = {"called": True, "backend": client.config.backend, "model": client.model}
         return
     finally:
@@ -158,5 +166,5 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
             client.close()
     out.update(matched=chosen.matched, method="llm", candidates=pool, cache={"hit": chosen.cached},
                prompt_tokens_estimate=chosen.prompt_tokens_estimate)
-    out["llm"] = {"called": not chosen.cached, "backend": client.config.backend, "model": client.model,
-                  "dropped": chosen.dropped}
+    out["llm"] = {"called": not chosen.cached, "backend": client.config.backend,
+                  "model": chosen.model or client.model, "dropped": chosen.dropped}

@@ -1,9 +1,10 @@
 """Reading one ``SKILL.md``: YAML front matter (``name``, ``description``) and the markdown body.
 
 The front matter is the block between a first line ``---`` and the next line ``---``, parsed with
-PyYAML's ``safe_load`` (quoted strings, block scalars ``|`` and ``>``, unicode). ``name`` and
-``description`` are required non-empty strings; every other key is kept as metadata (JSON-ready: dates
-become ISO strings). Anything else is a :class:`SkillParseError` naming the file and what is wrong.
+PyYAML's safe loader (quoted strings, block scalars ``|`` and ``>``, unicode) with aliases refused (a
+few hundred bytes of nested aliases expand to millions of items). ``name`` and ``description`` are
+required non-empty strings; every other key is kept as metadata (JSON-ready: dates become ISO strings; at
+most ``MAX_METADATA_BYTES`` of JSON). Anything else is a :class:`SkillParseError` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SKILL_BYTES = 1_000_000   # a SKILL.md larger than this is refused (skills are meant to be short)
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4_000
+MAX_METADATA_BYTES = 65_536   # the stored metadata (every key but name and description) as JSON
+ALIAS_ERROR = "YAML aliases are not allowed in SKILL.md front matter"
 
 
 class SkillParseError(ValueError):
@@ -43,6 +47,25 @@ def _split_front_matter(text: str) -> tuple[str, str]:
         if lines[i].rstrip("\r\n").rstrip() in ("---", "..."):
             return "".join(lines[1:i]), "".join(lines[i + 1:])
     raise SkillParseError("the YAML front matter is not closed by a line '---'")
+
+
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """A ``yaml.SafeLoader`` that refuses aliases (built on first use: PyYAML is imported lazily)."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class NoAliasLoader(yaml.SafeLoader):
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent):
+                    raise yaml.composer.ComposerError(None, None, ALIAS_ERROR, self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+
+        _LOADER = NoAliasLoader
+    return _LOADER
 
 
 def _jsonable(value: Any) -> Any:
@@ -73,6 +96,16 @@ def _required_text(meta: dict, key: str, limit: int) -> str:
     return value
 
 
+def _check_name(name: str) -> str:
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise SkillParseError(f"'name' must not contain control or format characters (U+{ord(bad):04X} "
+                              f"at position {name.index(bad) + 1}): {name!r:.80}")
+    if any(c in name for c in "/\\"):
+        raise SkillParseError(f"'name' must not contain slashes: {name!r:.80}")
+    return name
+
+
 def parse_skill(data: bytes) -> ParsedSkill:
     """A SKILL.md's bytes as a skill; raises :class:`SkillParseError`."""
     import yaml  # only `skills sync` needs it
@@ -85,9 +118,10 @@ def parse_skill(data: bytes) -> ParsedSkill:
         raise SkillParseError(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
     if "\x00" in text:
         raise SkillParseError("contains NUL characters (a binary file?)")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")   # CRLF and CR line ends are LF
     head, body = _split_front_matter(text)
     try:
-        meta = yaml.safe_load(head)
+        meta = yaml.load(head, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 2}, column {where.column + 1})" if where is not None else ""
@@ -95,13 +129,14 @@ def parse_skill(data: bytes) -> ParsedSkill:
         raise SkillParseError(f"invalid YAML front matter{at}: {problem}") from None
     if not isinstance(meta, dict):
         raise SkillParseError("the front matter is not a mapping of keys to values")
-    name = _required_text(meta, "name", MAX_NAME_CHARS)
-    if any(c in name for c in "\r\n\t/\\"):
-        raise SkillParseError(f"'name' must be one line without slashes or tabs: {name!r:.80}")
+    name = _check_name(_required_text(meta, "name", MAX_NAME_CHARS))
     description = _required_text(meta, "description", MAX_DESCRIPTION_CHARS)
     metadata = _jsonable({k: v for k, v in meta.items() if k not in ("name", "description")})
     try:
-        json.dumps(metadata)
+        size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
     except (TypeError, ValueError) as exc:  # pragma: no cover - safe_load gives only plain types
         raise SkillParseError(f"front matter value that is not JSON data: {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise SkillParseError(f"the front matter's other keys are {size} bytes as JSON (at most "
+                              f"{MAX_METADATA_BYTES})")
     return ParsedSkill(name=name, description=description, body=body.strip("\n"), metadata=metadata)

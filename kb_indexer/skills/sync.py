@@ -1,12 +1,16 @@
 """`skills sync`: index Agent Skills folders (``<dir>/<name>/SKILL.md``) into the ``skills`` table.
 
-The directories synced are those given, the ones given before (remembered in ``skill_dirs``) and those
-of ``KBINDEX_SKILLS`` (a path list, ``os.pathsep``-separated). Every folder's SKILL.md is read and hashed
-first; then one transaction writes what changed: new and changed skills (by content hash), and drops
-skills whose folder is gone or whose SKILL.md became invalid. Nothing is refused silently: an invalid
-file, a SKILL.md reached by a symlink that leads outside its directory, a duplicate name and a missing
-remembered directory are each reported (``errors``, ``duplicates``). A remembered directory that is
-missing keeps its skills (an unmounted disk does not wipe them); ``skills remove`` drops one.
+The directories synced (:mod:`kb_indexer.skills.dirs`, all resolved) are those remembered (given before),
+those given now (then remembered) and those of ``KBINDEX_SKILLS`` (never remembered); ``forget`` removes
+remembered ones. Every folder's SKILL.md is checked (a regular file inside its directory, at most 1 MB:
+stat first), read and hashed first; then one transaction writes what changed: new and changed skills (by
+content hash), and drops skills whose folder is gone, whose SKILL.md became invalid, or whose directory is
+no longer synced at all (forgotten, or only in ``KBINDEX_SKILLS`` and no longer there); a dropped skill
+leaves every session too. Nothing is refused silently: an invalid file, a SKILL.md that is a FIFO, a
+directory or a dangling symlink, one reached by a symlink leading outside its directory, a duplicate name
+and a missing directory are each reported (``errors``, ``duplicates``). A remembered directory that is
+missing keeps its skills (an unmounted disk does not wipe them). Of two folders with one name, the copy
+indexed now stays while it is present and valid; else the first in the directories' order wins.
 """
 
 from __future__ import annotations
@@ -14,17 +18,18 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.skills.parse import ParsedSkill, SkillParseError, content_hash, parse_skill
+from kb_indexer.errors import NotFoundError, ValidationError
+from kb_indexer.skills.dirs import SyncDirs, env_dirs, resolve_dirs, resolved, store_dirs
+from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseError, content_hash, parse_skill
 from kb_indexer.skills.terms import VERSION, tokens
 from kb_indexer.store.connection import transaction
 
 SKILL_FILE = "SKILL.md"
-ENV_VAR = "KBINDEX_SKILLS"
 MAX_BODY_TOKENS = 4_000   # body tokens kept for matching (the body itself is stored whole)
 
 
@@ -42,37 +47,52 @@ def skill_terms(name: str, description: str, body: str) -> str:
                        "body": tokens(body)[:MAX_BODY_TOKENS]}, ensure_ascii=False, separators=(",", ":"))
 
 
-def _env_dirs() -> list[str]:
-    raw = os.environ.get(ENV_VAR, "")
-    return [p for p in raw.split(os.pathsep) if p.strip()]
-
-
-def _absolute(path: str | os.PathLike) -> str:
-    return str(Path(path).expanduser().absolute())
-
-
-def resolve_dirs(conn: sqlite3.Connection, given: list[str]) -> tuple[list[str], list[str]]:
-    """(directories to sync in order, the given ones to remember). A given directory must exist."""
-    new: list[str] = []
-    for d in given:
-        p = Path(d).expanduser()
-        if not p.is_dir():
-            raise NotFoundError(f"Skills directory not found: {d}")
-        new.append(_absolute(p))
-    remembered = [r[0] for r in conn.execute("SELECT path FROM skill_dirs ORDER BY added_at, path")]
-    env = [_absolute(p) for p in _env_dirs()]
-    ordered = list(dict.fromkeys([*new, *remembered, *env]))
-    if not ordered:
-        raise UsageError("No skills directory: give one (`kbindex skills sync DIR`) or set KBINDEX_SKILLS")
-    return ordered, new
-
-
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
         return True
     except ValueError:
         return False
+
+
+class _Refused(Exception):
+    """A SKILL.md that is not read; ``str()`` says why."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def read_skill_file(file: Path, root: Path) -> bytes:
+    """A SKILL.md's bytes, checked before it is opened: inside ``root``, a regular file (a FIFO is never
+    opened), at most ``MAX_SKILL_BYTES`` (only that much plus one byte is read); :class:`_Refused`."""
+    if file.is_symlink() and not file.exists():
+        raise _Refused(f"a dangling symlink (to {os.readlink(file)}); skipped")
+    real = file.resolve()
+    if not _inside(real, root):
+        raise _Refused(f"leads outside the skills directory {root} (to {real}); skipped")
+    try:
+        st = real.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"{_kind(st.st_mode)}, not a regular file; skipped")
+        if st.st_size > MAX_SKILL_BYTES:
+            raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size}); skipped")
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):   # replaced since the stat
+                raise _Refused("not a regular file; skipped")
+            data = fh.read(MAX_SKILL_BYTES + 1)
+    except OSError as exc:
+        raise _Refused(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_SKILL_BYTES:
+        raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes; skipped")
+    return data
 
 
 def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
@@ -86,17 +106,12 @@ def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[
         return out
     for child in children:
         file = child / SKILL_FILE
-        if not child.is_dir() or not file.is_file():
-            continue
-        real = file.resolve()
-        if not _inside(real, root):
-            errors.append({"file": str(file), "message": f"leads outside the skills directory {directory} "
-                                                         f"(to {real}); skipped"})
-            continue
+        if not child.is_dir() or not (file.is_symlink() or file.exists()):
+            continue   # not a skill folder
         try:
-            data = real.read_bytes()
-        except OSError as exc:
-            errors.append({"file": str(file), "message": f"cannot read: {exc.strerror or exc}"})
+            data = read_skill_file(file, root)
+        except _Refused as exc:
+            errors.append({"file": str(file), "message": str(exc)})
             continue
         folder = str(child.absolute())
         digest = content_hash(data)
@@ -123,61 +138,96 @@ def _write(conn: sqlite3.Connection, f: Found) -> None:
          f.digest, skill_terms(s.name, s.description, s.body)))
 
 
-def _plan(conn: sqlite3.Connection, dirs: list[str], errors: list[dict]) -> tuple[list[Found], list[Found], list[dict]]:
-    """(found skills, those to write, duplicates) over every directory, first name wins."""
-    rows = conn.execute("SELECT name, folder, source_dir, content_hash FROM skills").fetchall()
-    known = {r["folder"]: r["content_hash"] for r in rows}
-    name_of = {r["folder"]: r["name"] for r in rows}
+def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """The indexed skills with their paths resolved (rows of older versions may hold ``a/../a``)."""
+    dirs: dict[str, str] = {}
+    out = []
+    for r in conn.execute("SELECT name, folder, source_dir, content_hash FROM skills ORDER BY id"):
+        src = dirs.setdefault(r["source_dir"], resolved(r["source_dir"]))
+        out.append({"name": r["name"], "folder": os.path.join(src, os.path.basename(r["folder"])),
+                    "source_dir": src, "content_hash": r["content_hash"], "stored": (r["folder"], r["source_dir"])})
+    return out
+
+
+def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Found]:
     found: list[Found] = []
-    for d in dirs:
+    for d in dirs.ordered:
         if not Path(d).is_dir():
             errors.append({"file": d, "message": "skills directory not found; its skills are kept"})
             continue
         found.extend(scan_dir(d, known, errors))
-    scanned = {d for d in dirs if Path(d).is_dir()}
-    # Skills of directories not scanned now (missing, or no longer listed) keep their names.
-    owner = {r["name"]: r["folder"] for r in rows if r["source_dir"] not in scanned}
+    return found
+
+
+def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict]) -> tuple[list[Found], list[Found], list[dict]]:
+    """(found skills, those to write, duplicates). Of two folders with one name, the one indexed now
+    wins while it is present and valid; else the first in the directories' order (see ``dirs``)."""
+    rows = _rows(conn)
+    found = _scan(dirs, {r["folder"]: r["content_hash"] for r in rows}, errors)
+    name_of = {r["folder"]: r["name"] for r in rows}
+    found_name = {f.folder: f.skill.name if f.skill else name_of[f.folder] for f in found}
+    listed, scanned = set(dirs.ordered), set(dirs.scanned)
+    owner: dict[str, str] = {}
+    for r in rows:   # kept copies: in a listed directory not scanned now, or found again with the same name
+        if r["source_dir"] in listed and (r["source_dir"] not in scanned or found_name.get(r["folder"]) == r["name"]):
+            owner[r["name"]] = r["folder"]
     keep, write, dups = [], [], []
     for f in found:
-        name = f.skill.name if f.skill else name_of[f.folder]
-        if name in owner and owner[name] != f.folder:
+        name = found_name[f.folder]
+        if owner.setdefault(name, f.folder) != f.folder:
             dups.append({"name": name, "kept": owner[name], "skipped": f.folder})
             continue
-        owner[name] = f.folder
         keep.append(f)
         if f.skill is not None:
             write.append(f)
     return keep, write, dups
 
 
-def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None) -> dict[str, Any]:
-    dirs, new = resolve_dirs(conn, list(given or []))
+def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
+                forget: list[str] | None = None) -> dict[str, Any]:
+    dirs = resolve_dirs(conn, list(given or []), list(forget or []))
     errors: list[dict] = []
     keep, write, dups = _plan(conn, dirs, errors)
     for d in dups:
         errors.append({"file": str(Path(d["skipped"]) / SKILL_FILE),
                        "message": f"duplicate skill name {d['name']!r} (already indexed from {d['kept']}); skipped"})
-    scanned = [d for d in dirs if Path(d).is_dir()]
+    listed, scanned = set(dirs.ordered), set(dirs.scanned)
     kept_folders = {f.folder for f in keep}
     with transaction(conn):
-        for d in new:
-            conn.execute("INSERT OR IGNORE INTO skill_dirs (path) VALUES (?)", (d,))
-        existing = conn.execute("SELECT name, folder, source_dir, content_hash FROM skills").fetchall()
+        store_dirs(conn, dirs)
+        existing = _rows(conn)
+        conn.executemany("UPDATE skills SET folder = ?, source_dir = ? WHERE name = ?",
+                         [(r["folder"], r["source_dir"], r["name"]) for r in existing
+                          if r["stored"] != (r["folder"], r["source_dir"])])
         by_folder = {r["folder"]: r for r in existing}
-        removed = [r["name"] for r in existing if r["source_dir"] in scanned and r["folder"] not in kept_folders]
-        moved = [f for f in write if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name]
-        drop = removed + [by_folder[f.folder]["name"] for f in moved]
-        conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in drop])
-        added = [f.skill.name for f in write if f.folder not in by_folder or f in moved]
-        updated = [f.skill.name for f in write if f.folder in by_folder and f not in moved]
-        for f in write:
-            _write(conn, f)
-        conn.executemany("UPDATE skill_dirs SET synced_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE path = ?",
-                         [(d,) for d in scanned])
-        if write or drop:
-            bump_version(conn)
-    return {"dirs": dirs, "added": sorted(added), "updated": sorted(updated), "removed": sorted(removed),
-            "unchanged": len(keep) - len(write), "skills": _count(conn), "duplicates": dups, "errors": errors}
+        gone = {r["name"] for r in existing if r["source_dir"] not in listed   # forgotten, or from KBINDEX_SKILLS
+                or (r["source_dir"] in scanned and r["folder"] not in kept_folders)}
+        renamed = {by_folder[f.folder]["name"] for f in write
+                   if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
+        counts = _apply(conn, existing, gone | renamed, write)
+    return {"dirs": dirs.ordered, "forgotten": dirs.forget, **counts, "unchanged": len(keep) - len(write),
+            "skills": _count(conn), "duplicates": dups, "errors": errors}
+
+
+def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict:
+    """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
+    its new name added and its old name removed; a name written again is updated)."""
+    before = {r["name"] for r in existing}
+    written = {f.skill.name for f in write}
+    removed = drop - written
+    drop_skills(conn, sorted(removed))
+    conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in sorted(drop & written)])
+    for f in write:
+        _write(conn, f)
+    if write or drop:
+        bump_version(conn)
+    return {"added": sorted(written - before), "updated": sorted(written & before), "removed": sorted(removed)}
+
+
+def drop_skills(conn: sqlite3.Connection, names: list[str]) -> None:
+    """Delete skills from the index and from every session (``skills remove`` and ``skills sync``)."""
+    conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in names])
+    conn.executemany("DELETE FROM skill_session_skills WHERE skill_name = ?", [(n,) for n in names])
 
 
 def bump_version(conn: sqlite3.Connection) -> None:
@@ -198,8 +248,8 @@ def _count(conn: sqlite3.Connection) -> int:
 def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
     rows = [dict(r) for r in conn.execute(
         "SELECT name, description, folder, source_dir, updated_at FROM skills ORDER BY name")]
-    dirs = [dict(r) for r in conn.execute("SELECT path, added_at, synced_at FROM skill_dirs ORDER BY added_at, path")]
-    return {"skills": rows, "count": len(rows), "dirs": dirs, "env_dirs": [_absolute(p) for p in _env_dirs()]}
+    dirs = [dict(r) for r in conn.execute("SELECT path, added_at, synced_at FROM skill_dirs ORDER BY added_at, rowid")]
+    return {"skills": rows, "count": len(rows), "dirs": dirs, "env_dirs": env_dirs()}
 
 
 def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
@@ -223,7 +273,6 @@ def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
     """Drop a skill from the index (its folder stays on disk: the next sync indexes it again)."""
     with transaction(conn):
         r = require_skill(conn, name)
-        conn.execute("DELETE FROM skills WHERE id = ?", (r["id"],))
-        conn.execute("DELETE FROM skill_session_skills WHERE skill_name = ?", (r["name"],))
+        drop_skills(conn, [r["name"]])
         bump_version(conn)
     return {"action": "removed", "name": r["name"], "folder": r["folder"]}
