@@ -185,3 +185,21 @@ def test_a_skill_dropped_by_sync_leaves_every_session(small, skills_dir):
     shown = k.skills_session("s")
     assert shown["loaded"] == [] and shown["skills"] == []
     assert k.skills_load("s")["left_out"] == []
+
+
+def test_tokens_of_an_older_tokenizer_are_computed_again_by_the_next_sync(small, tmp_path):
+    from kb_indexer.skills.terms import VERSION
+
+    handle, _ = small
+    root = tmp_path / "old-tokens"
+    (root / "meetings").mkdir(parents=True)
+    (root / "meetings" / "SKILL.md").write_text("---\nname: meetings\ndescription: Meeting recordings.\n---\n",
+                                                encoding="utf-8")
+    handle.skills_sync([str(root)])
+    handle.conn.execute("UPDATE skills SET terms = json_set(terms, '$.v', ?, '$.name', json('[\"old\"]'))",
+                        (VERSION - 1,))
+    handle.conn.commit()
+    out = handle.skills_sync()
+    assert out["unchanged"] == 1 and out["updated"] == []   # the file did not change: nothing to report
+    row = handle.conn.execute("SELECT json_extract(terms, '$.v'), json_extract(terms, '$.name') FROM skills").fetchone()
+    assert row[0] == VERSION and row[1] == '["meet"]'

@@ -205,8 +205,19 @@ def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
         renamed = {by_folder[f.folder]["name"] for f in write
                    if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
         counts = _apply(conn, existing, gone | renamed, write)
+        _refresh_terms(conn)
     return {"dirs": dirs.ordered, "forgotten": dirs.forget, **counts, "unchanged": len(keep) - len(write),
             "skills": _count(conn), "duplicates": dups, "errors": errors}
+
+
+def _refresh_terms(conn: sqlite3.Connection) -> None:
+    """Tokens stored by another tokenizer version are computed again (else every match would redo them)."""
+    stale = conn.execute("SELECT name, description, body FROM skills WHERE json_valid(terms) = 0 "
+                         "OR json_extract(terms, '$.v') IS NOT ?", (VERSION,)).fetchall()
+    conn.executemany("UPDATE skills SET terms = ? WHERE name = ?",
+                     [(skill_terms(r[0], r[1], r[2]), r[0]) for r in stale])
+    if stale:
+        bump_version(conn)
 
 
 def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict:
