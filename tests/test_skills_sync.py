@@ -149,7 +149,7 @@ def test_special_files_named_skill_md_are_reported_not_skipped_silently(small, s
     assert out["added"] == ["alpha", "beta"]
     files = {Path(e["file"]).parent.name: e["message"] for e in out["errors"]}
     assert set(files) == {"fifo", "dir", "dangling"}
-    assert "a FIFO" in files["fifo"] and "a directory" in files["dir"] and "dangling symlink" in files["dangling"]
+    assert "a FIFO" in files["fifo"] and "a folder" in files["dir"] and "dangling symlink" in files["dangling"]
 
 
 def test_a_huge_skill_md_is_refused_from_its_size_without_reading_it(small, skills_dir, monkeypatch):

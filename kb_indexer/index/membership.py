@@ -52,6 +52,11 @@ def regular_file_problem(path: str | os.PathLike) -> str | None:
         return "not found (deleted, or a dangling symlink)"
     except OSError as exc:  # a symlink loop, a name too long, permissions
         return f"cannot be read: {exc.strerror or exc}"
+    return mode_problem(mode)
+
+
+def mode_problem(mode: int) -> str | None:
+    """None for a regular file's ``st_mode``; else what the file is."""
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):

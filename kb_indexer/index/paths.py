@@ -12,7 +12,8 @@ from kb_indexer.errors import ValidationError
 KEYWORDS_SUFFIX = ".keywords.json"
 
 
-def _inside(root: Path, path: Path) -> bool:
+def is_inside(root: Path, path: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it (both as given: resolve them first where links matter)."""
     try:
         path.relative_to(root)
         return True
@@ -48,19 +49,19 @@ def _to_relative(kb_root: Path, path: str | os.PathLike, must_exist: bool) -> st
     for cand in candidates:
         if cand.exists():
             resolved = cand.resolve()
-            if _inside(root, resolved):
+            if is_inside(root, resolved):
                 return resolved.relative_to(root).as_posix()
             outside.append(cand)
     refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}", code="outside_kb")
     if must_exist:
-        if outside or not _inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
+        if outside or not is_inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
             raise refuse
         raise ValidationError(f"File not found: {path}", code="not_found")
     # Not on disk inside the KB (e.g. already deleted): accept a clean path as the stored form, unless the
     # KB-root candidate itself exists and leads outside (a symlink).
     if raw.is_absolute():
         resolved = Path(os.path.normpath(raw))
-        if outside or not _inside(root, resolved):
+        if outside or not is_inside(root, resolved):
             raise refuse
         return resolved.relative_to(root).as_posix()
     if candidates[-1] in outside:
@@ -114,7 +115,7 @@ def store_keywords_file(kb_root: Path, kw_path: Path) -> str:
     """How a keywords file is remembered: relative to the KB root (POSIX) when inside it, else absolute."""
     resolved = kw_path.expanduser().resolve()
     root = kb_root.resolve()
-    if _inside(root, resolved):
+    if is_inside(root, resolved):
         return resolved.relative_to(root).as_posix()
     return str(resolved)
 

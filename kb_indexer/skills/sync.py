@@ -25,6 +25,8 @@ from typing import Any
 
 from kb_indexer.errors import NotFoundError, ValidationError
 from kb_indexer.skills.dirs import SyncDirs, env_dirs, resolve_dirs, resolved, store_dirs
+from kb_indexer.index.membership import mode_problem
+from kb_indexer.index.paths import is_inside
 from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseError, content_hash, parse_skill
 from kb_indexer.skills.terms import VERSION, tokens
 from kb_indexer.store.connection import transaction
@@ -47,26 +49,8 @@ def skill_terms(name: str, description: str, body: str) -> str:
                        "body": tokens(body)[:MAX_BODY_TOKENS]}, ensure_ascii=False, separators=(",", ":"))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-        return True
-    except ValueError:
-        return False
-
-
 class _Refused(Exception):
     """A SKILL.md that is not read; ``str()`` says why."""
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
 
 
 def read_skill_file(file: Path, root: Path) -> bytes:
@@ -75,12 +59,12 @@ def read_skill_file(file: Path, root: Path) -> bytes:
     if file.is_symlink() and not file.exists():
         raise _Refused(f"a dangling symlink (to {os.readlink(file)}); skipped")
     real = file.resolve()
-    if not _inside(real, root):
+    if not is_inside(root, real):
         raise _Refused(f"leads outside the skills directory {root} (to {real}); skipped")
     try:
         st = real.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise _Refused(f"{_kind(st.st_mode)}, not a regular file; skipped")
+        if mode_problem(st.st_mode):
+            raise _Refused(f"{mode_problem(st.st_mode)}; skipped")
         if st.st_size > MAX_SKILL_BYTES:
             raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size}); skipped")
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
