@@ -8,6 +8,7 @@ kept (batches stay deterministic), and only a bounded window of read documents w
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sys
 import threading
@@ -55,9 +56,87 @@ def keywords_source(kb_root: Path, rel: str, stored: str | None) -> Path | None:
     return explicit
 
 
-def _read_chunk(root: str, items: list[tuple[str, str | None]]) -> list[Read]:
-    base = Path(root)
-    return [read_one(base, rel, kw) for rel, kw in items]
+READ_SECONDS_ENV = "KBINDEX_READ_SECONDS"
+DEFAULT_READ_SECONDS = 30.0
+
+
+def read_seconds() -> float:
+    """The time budget for reading one file (``KBINDEX_READ_SECONDS``, default 30 s)."""
+    configured = os.environ.get(READ_SECONDS_ENV, "").strip()
+    try:
+        value = float(configured) if configured else DEFAULT_READ_SECONDS
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        print(f"warning: {READ_SECONDS_ENV}={configured!r} is not a positive number of seconds; "
+              f"using {DEFAULT_READ_SECONDS:g}", file=sys.stderr)
+        return DEFAULT_READ_SECONDS
+    return value
+
+
+TIMED_CHUNK = 16  # files a helper thread reads while the caller waits (no two threads run Python at once)
+
+
+class _Chunk:
+    """Files read by one helper thread; ``since`` is when its current file's read began."""
+
+    def __init__(self, root: Path, items: list[tuple[str, str | None]]):
+        self.root, self.items = root, items
+        self.done: list[Any] = []
+        self.since = time.monotonic()
+        self.finished, self.abandoned = threading.Event(), False
+
+    def run(self) -> None:
+        for rel, kw in self.items:
+            self.since = time.monotonic()
+            try:
+                result: Any = read_one(self.root, rel, kw)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                result = exc
+            if self.abandoned:
+                return
+            self.done.append(result)
+            if isinstance(result, BaseException):
+                break
+        self.finished.set()
+
+    def wait(self, seconds: float) -> bool:
+        """True when every file is read; False when one read has taken longer than ``seconds``."""
+        while not self.finished.wait(timeout=seconds / 4):
+            if time.monotonic() - self.since > seconds:
+                self.abandoned = True  # the stuck thread is left behind and ends if its read returns
+                return False
+        return True
+
+
+def timed_reads(root: Path, items: list[tuple[str, str | None]], seconds: float) -> Iterator[tuple[str, Read]]:
+    """``(rel, document or message)`` for ``items`` (``(rel, stored keywords file)``) in order, each read by
+    a helper thread while this one waits. A read that does not return within ``seconds`` (a cloud-synced
+    placeholder still downloading, a stuck FUSE or network mount) becomes that file's message; its thread
+    is left behind and a new one reads on from the next file."""
+    i = 0
+    while i < len(items):
+        chunk = _Chunk(root, items[i:i + TIMED_CHUNK])
+        threading.Thread(target=chunk.run, daemon=True, name="kbindex-reader").start()
+        complete = chunk.wait(seconds)
+        done = list(chunk.done)
+        for result in done:
+            if isinstance(result, BaseException):  # a bug, or an interrupt: raised here, as without a thread
+                raise result
+            yield items[i][0], result
+            i += 1
+        if not complete:
+            yield items[i][0], _stalled(seconds)
+            i += 1
+
+
+def _stalled(seconds: float) -> str:
+    return (f"reading took longer than {seconds:g} s (a file still being fetched, or a stuck network or FUSE "
+            f"mount?); skipped, the index keeps what it had (limit: {READ_SECONDS_ENV})")
+
+
+def _read_chunk(root: str, items: list[tuple[str, str | None]], seconds: float) -> list[Read]:
+    return [doc for _, doc in timed_reads(Path(root), items, seconds)]
 
 
 def _start_worker(parent: int) -> None:
@@ -92,24 +171,24 @@ def read_all(root: Path, todo: list[str], stored: dict[str, str | None]) -> Iter
     """Yield ``(rel, document or message)`` for ``todo`` in order. ``stored`` maps a path to the keywords
     file it was indexed with. A pool that breaks (a worker killed) hands the rest back to this process."""
     workers = worker_count(len(todo))
+    seconds = read_seconds() if todo else DEFAULT_READ_SECONDS
     done = 0
     if workers:
         try:
-            for item in _pooled(root, todo, stored, workers):
+            for item in _pooled(root, todo, stored, workers, seconds):
                 done += 1
                 yield item
         except _PoolBroken as exc:
             print(f"warning: the sync's reader processes stopped ({exc}); reading in this process",
                   file=sys.stderr)
-    for rel in todo[done:]:
-        yield rel, read_one(root, rel, stored.get(rel))
+    yield from timed_reads(root, [(rel, stored.get(rel)) for rel in todo[done:]], seconds)
 
 
 class _PoolBroken(Exception):
     pass
 
 
-def _pooled(root: Path, todo: list[str], stored: dict, workers: int) -> Iterator[tuple[str, Read]]:
+def _pooled(root: Path, todo: list[str], stored: dict, workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -117,7 +196,7 @@ def _pooled(root: Path, todo: list[str], stored: dict, workers: int) -> Iterator
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))
 
     def submit(chunk: list[str]) -> tuple[list[str], Any]:
-        return chunk, pool.submit(_read_chunk, str(root), [(r, stored.get(r)) for r in chunk])
+        return chunk, pool.submit(_read_chunk, str(root), [(r, stored.get(r)) for r in chunk], seconds)
 
     try:
         pending = deque(submit(c) for c in islice(chunks, WINDOW_CHUNKS))
