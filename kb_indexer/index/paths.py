@@ -87,6 +87,11 @@ def keywords_path_for(md_path: Path) -> Path:
         md_path.with_name(md_path.name + KEYWORDS_SUFFIX)
 
 
+def sig_of(st: os.stat_result) -> str:
+    """A file's stat signature, ``"{mtime_ns}:{size}"``: what sync records and the stale checks compare."""
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
 def stat_sig(md_path: Path, kw_path: Path | None) -> str:
     """``"{mtime_ns}:{size}"`` of the markdown file, plus ``"|{mtime_ns}:{size}"`` of its keywords file if any.
 
@@ -100,14 +105,14 @@ def stat_sig(md_path: Path, kw_path: Path | None) -> str:
                               code="not_found") from None
     except OSError as exc:
         raise ValidationError(f"Cannot read {md_path}: {exc.strerror or exc}") from None
-    sig = f"{st.st_mtime_ns}:{st.st_size}"
+    sig = sig_of(st)
     if kw_path is not None:
         try:
             kst = kw_path.stat()
         except OSError:
             return sig
         if stat.S_ISREG(kst.st_mode):
-            sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
+            sig += "|" + sig_of(kst)
     return sig
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
+from kb_indexer.index.paths import sig_of
 from kb_indexer.store.connection import savepoint, transaction
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
@@ -251,7 +252,7 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
         hashes.add(key)
         digest = None
         try:
-            sig = _stat_sig(path)
+            sig = sig_of(path.stat())
             digest = hashlib.sha1(path.read_bytes()).hexdigest()
             _remember_seen(conn, path, sig, digest)
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -286,11 +287,6 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
     return out
 
 
-def _stat_sig(path: Path) -> str:
-    st = path.stat()
-    return f"{st.st_mtime_ns}:{st.st_size}"
-
-
 def _remember_seen(conn: sqlite3.Connection, path: Path, sig: str, digest: str) -> None:
     key, value = SEEN_KEY + str(path.resolve()), f"{sig} {digest}"
     if conn.execute("SELECT 1 FROM meta WHERE key = ? AND value = ?", (key, value)).fetchone() is None:
@@ -300,7 +296,7 @@ def _remember_seen(conn: sqlite3.Connection, path: Path, sig: str, digest: str) 
 def _digest_for_check(path: Path, seen: str | None) -> str:
     """The file's digest; from what sync recorded when its size and modification time are unchanged (the
     stale check runs before every query: a large similarities file is not read again each time)."""
-    sig = _stat_sig(path)
+    sig = sig_of(path.stat())
     if seen and seen.split(" ", 1)[0] == sig:
         return seen.split(" ", 1)[1]
     return hashlib.sha1(path.read_bytes()).hexdigest()

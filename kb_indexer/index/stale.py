@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.index.paths import KEYWORDS_SUFFIX
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
 from kb_indexer.index.walk import scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
@@ -186,14 +186,14 @@ def _disk_sig(root: Path, rel: str) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    sig = f"{st.st_mtime_ns}:{st.st_size}"
+    sig = sig_of(st)
     stem = rel.rsplit("/", 1)[-1]
     lower = stem.lower()
     stem = stem[: -len(".markdown")] if lower.endswith(".markdown") else stem[: -len(".md")]
     try:
         kst = os.stat(os.path.join(os.path.dirname(md), stem + KEYWORDS_SUFFIX))
         if stat.S_ISREG(kst.st_mode):
-            sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
+            sig += "|" + sig_of(kst)
     except OSError:
         pass
     return sig

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb_indexer.index.membership import MARKDOWN_SUFFIXES, is_document_name, is_skipped_dir, regular_file_problem
-from kb_indexer.index.paths import KEYWORDS_SUFFIX
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
 
 
 @dataclass
@@ -57,8 +57,6 @@ def _valid_name(name: str) -> bool:
         return False
 
 
-def _sig(st: os.stat_result) -> str:
-    return f"{st.st_mtime_ns}:{st.st_size}"
 
 
 def scan(root: Path, base: str = "", *, recursive: bool = True) -> Walk:
@@ -163,12 +161,12 @@ def _add_document(walk: Walk, e: os.DirEntry, pre: str, root_real: str, kw: os.D
         walk.problems.append({"file": rel, "message": f"is {regular_file_problem(e.path)}"})
         walk.unreadable.add(rel)
         return
-    sig = _sig(st)
+    sig = sig_of(st)
     if kw is not None:
         try:
             kst = kw.stat()
             if stat.S_ISREG(kst.st_mode):
-                sig += "|" + _sig(kst)
+                sig += "|" + sig_of(kst)
         except OSError:
             pass
     walk.files[rel] = sig
