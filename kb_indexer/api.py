@@ -16,7 +16,7 @@ from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.limits import check_id, check_keyword
+from kb_indexer.limits import check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
@@ -42,11 +42,7 @@ def _text(value: Any, what: str, *, keyword: bool = False) -> None:
     if keyword:
         check_keyword(value, what)
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(f"{what} is not valid UTF-8 text: {value[:60].encode('utf-8', 'backslashreplace')!r}; "
-                                  "pass it as UTF-8") from None
+        check_utf8(value, what)
 
 
 def _keywords(values: Any, what: str = "keyword") -> None:

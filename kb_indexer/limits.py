@@ -72,6 +72,17 @@ def parse_json(text: str, name: str) -> Any:
     return value
 
 
+def check_utf8(value: str, what: str) -> str:
+    """User text that can be encoded as UTF-8 (an argument with bytes that are not UTF-8 arrives with lone
+    surrogates): refused here, before SQLite or JSON."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{what} is not valid UTF-8 text: {value[:60].encode('utf-8', 'backslashreplace')!r}; "
+                              "pass it as UTF-8") from None
+    return value
+
+
 def check_keyword(value: str, where: str = "keyword") -> str:
     """A keyword as given: a string of at most ``MAX_KEYWORD_CHARS`` characters with no NUL."""
     if not isinstance(value, str):

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.limits import check_utf8
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -22,11 +23,7 @@ MAX_SESSION_CHARS = 200
 def _check_text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{what} must be text")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(f"{what} is not valid UTF-8 text; pass it as UTF-8") from None
-    return value
+    return check_utf8(value, what)
 
 
 def _check_int(value: Any, what: str, low: int, high: int) -> int:
