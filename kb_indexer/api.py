@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import NotFoundError, UsageError, ValidationError
+from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.limits import check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI

@@ -8,7 +8,6 @@ kept (batches stay deterministic), and only a bounded window of read documents w
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import sys
 import threading
