@@ -21,3 +21,26 @@ def kw(summary: str, *keywords: str, **extra) -> dict:
     data = {"summary": summary, "keywords": list(keywords)}
     data.update(extra)
     return data
+
+
+def write_skills(root: Path, skills: dict[str, str | tuple[str, str]]) -> Path:
+    """``<root>/<name>/SKILL.md`` for each ``name: description`` or ``name: (description, body)``."""
+    for name, value in skills.items():
+        description, body = value if isinstance(value, tuple) else (value, "")
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {json.dumps(description, ensure_ascii=False)}\n---\n{body}\n",
+            encoding="utf-8")
+    return root
+
+
+def skills_index(tmp_path: Path, skills: dict[str, str | tuple[str, str]]) -> Path:
+    """A closed index at ``tmp_path/kbindex.db`` with ``skills`` written under ``tmp_path/skills`` and synced."""
+    from kb_indexer.api import KnowledgeBase
+
+    root = write_skills(tmp_path / "skills", skills)
+    db = tmp_path / "kbindex.db"
+    handle, _ = KnowledgeBase.init(db, tmp_path / "kb")
+    assert handle.skills_sync([str(root)])["errors"] == []
+    handle.close()
+    return db

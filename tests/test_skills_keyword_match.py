@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
+
+from helpers import write_skills
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.skills.terms import tokens
@@ -24,10 +25,7 @@ SKILLS = {
 @pytest.fixture
 def k(small, tmp_path):
     handle, _ = small
-    root = tmp_path / "skills"
-    for name, desc in SKILLS.items():
-        (root / name).mkdir(parents=True)
-        (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: \"{desc}\"\n---\n", encoding="utf-8")
+    root = write_skills(tmp_path / "skills", SKILLS)
     (root / "pdf-forms" / "SKILL.md").write_text(
         "---\nname: pdf-forms\ndescription: Fill PDF forms.\n---\nUse pdftk to flatten an acroform; "
         "check the acroform fields first.\n", encoding="utf-8")

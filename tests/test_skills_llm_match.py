@@ -8,6 +8,7 @@ import json
 import pytest
 
 from fake_llm import FakeBackend
+from helpers import skills_index
 from kb_indexer.llm.base import LLMTimeout, LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.structured import LLMClient
@@ -24,18 +25,8 @@ SKILLS = {
 
 @pytest.fixture
 def env(tmp_path):
-    from kb_indexer.api import KnowledgeBase
-
-    root = tmp_path / "skills"
-    for name, desc in SKILLS.items():
-        (root / name).mkdir(parents=True)
-        (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: \"{desc}\"\n---\nBody of {name}.\n",
-                                              encoding="utf-8")
-    db = tmp_path / "kbindex.db"
-    handle, _ = KnowledgeBase.init(db, tmp_path / "kb")
-    assert handle.skills_sync([str(root)])["errors"] == []
-    handle.close()
-    return db, root
+    db = skills_index(tmp_path, {name: (desc, f"Body of {name}.") for name, desc in SKILLS.items()})
+    return db, tmp_path / "skills"
 
 
 def _open(db):

@@ -10,6 +10,8 @@ import threading
 
 import pytest
 
+from helpers import skills_index
+
 from kb_indexer.errors import NotFoundError, UsageError
 from tests.conftest import REPO
 
@@ -25,18 +27,7 @@ SKILLS = {
 
 @pytest.fixture
 def db(tmp_path):
-    from kb_indexer.api import KnowledgeBase
-
-    root = tmp_path / "skills"
-    for name, (desc, body) in SKILLS.items():
-        (root / name).mkdir(parents=True)
-        (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: \"{desc}\"\n---\n{body}\n",
-                                              encoding="utf-8")
-    path = tmp_path / "kbindex.db"
-    handle, _ = KnowledgeBase.init(path, tmp_path / "kb")
-    assert handle.skills_sync([str(root)])["errors"] == []
-    handle.close()
-    return path
+    return skills_index(tmp_path, SKILLS)
 
 
 @pytest.fixture
