@@ -3,7 +3,7 @@
 Imports are read with ``ast`` from every module of kb_indexer, including imports inside functions and
 ``TYPE_CHECKING`` blocks (a deferred import is still a dependency). Layers, lowest first:
 
-    errors/limits/text/config  <  store  <  index  <  search  <  learn  <  llm  <  chat/skills/context
+    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  chat/skills/context
     <  api  <  cli
 
 (llm may use store for its cache: it is lower, so that is allowed by the order.)
@@ -19,7 +19,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("kb_indexer", "kb_indexer.errors", "kb_indexer.limits", "kb_indexer.text", "kb_indexer.config"),
+    ("kb_indexer", "kb_indexer.errors", "kb_indexer.limits", "kb_indexer.text", "kb_indexer.config",
+     "kb_indexer.tokens"),
     ("kb_indexer.store",),
     ("kb_indexer.index",),
     ("kb_indexer.search",),

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
     "import-similarities": "similarity",
     "skills": "skills",
+    "context": "context",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

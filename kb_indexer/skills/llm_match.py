@@ -19,19 +19,18 @@ names) raises :class:`LLMMatchFailed`; the caller answers with the keyword resul
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from kb_indexer.llm.base import LLMError, Message
 from kb_indexer.llm.schema import schema_text
+from kb_indexer.tokens import estimate_tokens
 
 TASK = "skills_match"
 MAX_DESCRIPTION_CHARS = 400   # a candidate's description in the prompt (the catalog's longest run to ~1,000)
 MAX_REASON_CHARS = 300
 MAX_ANSWER_ITEMS = 100        # the schema's array bound (as many as --candidates allows), not --top
-CHARS_PER_TOKEN = 4           # the token estimate: characters / 4 (no tokenizer dependency)
 
 SYSTEM_PROMPT = (
     "You decide which agent skills a user's chat message needs.\n"
@@ -58,10 +57,6 @@ class LLMPick:
     dropped: list[str]            # names the model gave that were not candidates
     prompt_tokens_estimate: int
     model: str | None = None      # the model that answered (on a cache hit: the one of the cache key)
-
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def normalise(message: str) -> str:

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb_indexer.errors import NotFoundError
-from kb_indexer.skills.llm_match import estimate_tokens
 from kb_indexer.skills.match import SkillIndex, relevant_names
 from kb_indexer.store.connection import transaction
+from kb_indexer.tokens import estimate_tokens
 
 DEFAULT_EVICT_AFTER = 3
 DEFAULT_MAX_LOADED = 5

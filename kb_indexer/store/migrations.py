@@ -344,6 +344,36 @@ def m070_skills(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m080_context(conn: sqlite3.Connection) -> None:
+    # Conversation sessions (`kbindex context`; see kb_indexer.context.store): agents drive a chat turn
+    # by turn from separate processes, so the messages and the rolling summary live here. ``seq`` orders
+    # a session's messages (given out inside the adding transaction, so two processes adding at once
+    # both land). ``summary_through`` is the last seq the rolling summary covers. Per conversation and
+    # reset by design (chat-context-strategy.md, "Reset Behavior"): not exported.
+    run_script(conn, """
+    CREATE TABLE context_sessions (
+        id TEXT PRIMARY KEY,
+        summary TEXT NOT NULL DEFAULT '',
+        summary_source TEXT CHECK (summary_source IN ('llm', 'extractive', 'truncation')),
+        summary_through INTEGER NOT NULL DEFAULT 0,
+        summary_updated_at TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE context_messages (
+        session_id TEXT NOT NULL REFERENCES context_sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        content TEXT NOT NULL,
+        normalised TEXT,
+        is_question INTEGER NOT NULL DEFAULT 0 CHECK (is_question IN (0, 1)),
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        PRIMARY KEY (session_id, seq)
+    );
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

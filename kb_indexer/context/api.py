@@ -1,0 +1,205 @@
+"""The context half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+
+    with KnowledgeBase.open() as kb:
+        kb.context_add("s1", role="user", text="how about workspace workspace 5")
+        kb.context_build("s1", "open it")["prompt"]
+        kb.context_compress({"messages": [...], "skills": [...]}, window=8192)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.limits import check_utf8
+
+MAX_MESSAGE_CHARS = 1_000_000
+MAX_MESSAGES = 100_000
+MAX_SESSION_CHARS = 200
+ROLES_IN = ("system", "user", "assistant", "tool")
+PRIORITIES = ("active", "relevant")
+NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND): extractive summary"
+
+
+def _text(value: Any, what: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be text, got {type(value).__name__}")
+    check_utf8(value, what)
+    if len(value) > limit:
+        raise ValidationError(f"{what} is longer than {limit:,} characters")
+    return value
+
+
+def _int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_session(session: Any) -> str:
+    _text(session, "the session id", MAX_SESSION_CHARS * 4)
+    sid = session.strip()
+    if not sid or len(sid) > MAX_SESSION_CHARS:
+        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {session!r}")
+    return sid
+
+
+def check_messages(items: Any, roles: tuple[str, ...], what: str = "messages") -> list[dict[str, Any]]:
+    """A JSON message list: objects with a known ``role`` and text ``content`` (an assistant message
+    with ``tool_calls`` may have none). Refused whole, before anything is written."""
+    if not isinstance(items, list):
+        raise ValidationError(f"{what} must be a JSON list of {{\"role\", \"content\"}} objects")
+    if len(items) > MAX_MESSAGES:
+        raise ValidationError(f"{what}: more than {MAX_MESSAGES:,} messages")
+    out = []
+    for i, m in enumerate(items):
+        if not isinstance(m, dict):
+            raise ValidationError(f"{what}[{i}] must be an object with role and content")
+        if m.get("role") not in roles:
+            raise ValidationError(f"{what}[{i}].role must be one of {', '.join(roles)}, got {m.get('role')!r}")
+        content = m.get("content")
+        if content is None and m.get("role") == "assistant" and m.get("tool_calls"):
+            out.append(dict(m))
+            continue
+        _text(content, f"{what}[{i}].content")
+        if "is_question" in m and not isinstance(m["is_question"], bool):
+            raise ValidationError(f"{what}[{i}].is_question must be true or false")
+        out.append(dict(m))
+    return out
+
+
+def check_skills(items: Any) -> list[dict[str, Any]]:
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ValidationError("skills must be a JSON list of {\"name\", \"content\", \"priority\"} objects")
+    out = []
+    for i, s in enumerate(items):
+        if not isinstance(s, dict):
+            raise ValidationError(f"skills[{i}] must be an object with name, content and priority")
+        _text(s.get("name"), f"skills[{i}].name", 200)
+        _text(s.get("content", ""), f"skills[{i}].content")
+        priority = s.get("priority", "active")
+        if priority not in PRIORITIES:
+            raise ValidationError(f"skills[{i}].priority must be active or relevant, got {priority!r}")
+        out.append({**s, "content": s.get("content", ""), "priority": priority})
+    return out
+
+
+class ContextAPI:
+    conn: Any
+
+    def _context_client(self, use_llm: bool, llm: Any, client: Any) -> tuple[Any, str | None]:
+        """(an LLMClient or None, why none)."""
+        if not use_llm:
+            return None, "--no-llm: extractive summary"
+        if client is not None:
+            return client, None
+        from kb_indexer.llm.config import is_configured
+        if not is_configured(llm):
+            return None, NO_BACKEND
+        from kb_indexer.llm.structured import LLMClient
+        return LLMClient.from_options(llm, self.conn), None
+
+    def context_add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
+                    text: str | None = None, is_question: bool = False) -> dict:
+        """Append one message (``role`` and ``text``) or a list, in one transaction."""
+        from kb_indexer.context.store import add_messages
+        sid = check_session(session)
+        if messages is None:
+            if role not in ("user", "assistant"):
+                raise UsageError(f"--role must be user or assistant, got {role!r}")
+            messages = [{"role": role, "content": text, "is_question": bool(is_question)}]
+        items = check_messages(messages, ("user", "assistant"))
+        if not items:
+            raise ValidationError("no messages to add")
+        return add_messages(self.conn, sid, items)
+
+    def context_build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
+                      summary_after: int = 12, use_llm: bool = True, llm: Any = None, client: Any = None,
+                      record: bool = False) -> dict:
+        """The chat context for ``message`` (see :mod:`kb_indexer.context.assemble`); with ``record``, the
+        message is then added to the session as the user's."""
+        from kb_indexer.context.assemble import BuildOptions, build
+        from kb_indexer.context.store import add_messages
+        sid = check_session(session)
+        _text(message, "the message")
+        opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
+                                                                                     10_000_000),
+                            summary_after=_int(summary_after, "--summary-after", 1, 100_000))
+        opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
+        try:
+            out = build(self.conn, sid, message, opts)
+        finally:
+            if opts.client is not None and client is None:
+                opts.client.close()
+        out["recorded"] = None
+        if record:
+            out["recorded"] = add_messages(self.conn, sid, [{"role": "user", "content": message}])["added"][0]
+        return out
+
+    def context_show(self, session: str) -> dict:
+        from kb_indexer.context.store import show_session
+        return show_session(self.conn, check_session(session))
+
+    def context_reset(self, session: str) -> dict:
+        from kb_indexer.context.store import reset_session
+        return reset_session(self.conn, check_session(session))
+
+    def context_sessions(self) -> dict:
+        from kb_indexer.context.store import list_sessions
+        return list_sessions(self.conn)
+
+    def context_compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
+                         window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: Any = None,
+                         client: Any = None) -> dict:
+        """``{messages, skills, stats}``: the input compressed to fit ``window`` (see
+        :mod:`kb_indexer.context.compress`). With ``session``, the messages are the session's (after the
+        payload's system messages) and the skills, unless given, the skill session's loaded skills."""
+        from kb_indexer.context.compress import CompressOptions, compress
+        from kb_indexer.context.window import resolve_window
+        payload = {} if payload is None else payload
+        if not isinstance(payload, dict):
+            raise ValidationError("the input must be a JSON object {\"messages\": [...], \"skills\": [...]}")
+        messages = check_messages(payload.get("messages", [] if session else None), ROLES_IN)
+        skills = check_skills(payload.get("skills"))
+        if session is not None:
+            messages, skills = self._session_input(check_session(session), messages, skills, "skills" in payload)
+        if not messages:
+            raise ValidationError("no messages to compress")
+        opts = CompressOptions(window=0, keep_last=_int(keep_last, "--keep-last", 0, 1000))
+        opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
+        backend = opts.client.config.backend if opts.client is not None else (getattr(llm, "backend", None))
+        opts.window, source = resolve_window(window, backend, opts.client.model if opts.client else None)
+        try:
+            out = compress(messages, skills, opts)
+        finally:
+            if opts.client is not None and client is None:
+                opts.client.close()
+        out["stats"]["window_source"] = source
+        out["llm"] = (opts.client.report(used=out["stats"]["llm_calls"] + out["stats"]["cache_hits"] > 0,
+                                         fallback="extractive" if out["stats"]["fallback"] else None,
+                                         error=out["stats"]["fallback"])
+                      if opts.client is not None else None)
+        return out
+
+    def _session_input(self, sid: str, given: list[dict[str, Any]], skills: list[dict[str, Any]],
+                       skills_given: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        from kb_indexer.context.store import load_messages, require_session
+        require_session(self.conn, sid)
+        stored = [{"role": m["role"], "content": m["content"], "is_question": m["is_question"]}
+                  for m in load_messages(self.conn, sid)]
+        messages = [m for m in given if m["role"] == "system"] + stored
+        if not skills_given:
+            skills = self._loaded_skills(sid)
+        return messages, skills
+
+    def _loaded_skills(self, sid: str) -> list[dict[str, Any]]:
+        """The skill session ``sid``'s loaded skills, most important first (none if there is none)."""
+        from kb_indexer.errors import NotFoundError
+        from kb_indexer.skills.session import load_skills
+        try:
+            loaded = load_skills(self.conn, sid)
+        except NotFoundError:
+            return []
+        return [{"name": s["name"], "content": s["markdown"], "priority": s["priority"]} for s in loaded["skills"]]

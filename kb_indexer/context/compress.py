@@ -1,0 +1,283 @@
+"""Compression of a chat context (messages and loaded skills) at 80 / 90 / 95% of the model's window.
+
+The level is the highest threshold the estimated usage reaches (``tokens * 100 >= threshold * window``,
+so 80% of the window is level 80, one token less is not). Each level has its stages, run in order; the
+usage is estimated again after each and compression stops as soon as it is under 80% of the window:
+
+====== ===================================================================================
+level  stages
+====== ===================================================================================
+80     ``history`` to about 50% of its tokens
+90     ``history`` to about 30%; ``drop_relevant_skills`` (least important first)
+95     ``history`` to about 20% (the summary at most 15%); ``drop_relevant_skills`` (only
+       active skills stay); ``compress_skills`` (active skills' content to about half)
+====== ===================================================================================
+
+When a level's stages are not enough, the next level's run too; after the 95% stages the ``history``
+stage runs once more with no recent messages kept beyond the last assistant question and the latest user
+message. What is left over the window is reported (``stats.over_window``), never cut from the system
+message or the latest user message.
+
+The history stage never touches the system messages, the latest user message or the last ``keep_last``
+messages; the tail kept verbatim starts with an assistant message (extended backwards if needed), so the
+summary, one ``user`` message marked ``[Summary of the earlier conversation ...]``, keeps the roles
+alternating and no tool result loses its call. The summary comes from the LLM (chunked so each call fits
+the model, cached), else the extractive summariser (:mod:`kb_indexer.context.extractive`), else the
+newest older messages that fit (truncation) with a note of how many were dropped; ``stats.fallback`` and
+``stats.stages`` say which. A summary is never longer than what it replaces.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_indexer.context import extractive
+from kb_indexer.context.extractive import SUMMARY_MARK
+from kb_indexer.context.llm_summary import SummaryFailed, compress_skill, summarise_history
+from kb_indexer.tokens import estimate_tokens, message_tokens, messages_tokens
+
+THRESHOLDS = (80, 90, 95)
+TARGET = 80                         # compression stops once usage is under this percentage
+RATIOS = {80: 0.50, 90: 0.30, 95: 0.15}
+SKILL_RATIO = 0.5
+DEFAULT_KEEP_LAST = 4
+LEVEL_STAGES = {80: ("history",), 90: ("history", "drop_relevant_skills"),
+                95: ("history", "drop_relevant_skills", "compress_skills")}
+
+
+@dataclass
+class CompressOptions:
+    window: int
+    keep_last: int = DEFAULT_KEEP_LAST
+    client: Any = None               # an LLMClient, or None: extractive only
+    no_llm_reason: str | None = None
+
+
+@dataclass
+class State:
+    messages: list[dict[str, Any]]
+    skills: list[dict[str, Any]]
+    opts: CompressOptions
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    fallback: list[str] = field(default_factory=list)
+    dropped_skills: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    cache_hits: int = 0
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    llm_failed: str | None = None
+
+
+def skill_tokens(skill: dict[str, Any]) -> int:
+    return estimate_tokens(f"## Skill: {skill.get('name', '')}\n\n{skill.get('content', '')}") + 4
+
+
+def total_tokens(messages: list[dict[str, Any]], skills: list[dict[str, Any]]) -> int:
+    return messages_tokens(messages) + sum(skill_tokens(s) for s in skills)
+
+
+def level_of(tokens: int, window: int) -> int:
+    """The highest threshold reached (0: none)."""
+    return max((t for t in THRESHOLDS if tokens * 100 >= t * window), default=0)
+
+
+def _under_target(st: State) -> bool:
+    return total_tokens(st.messages, st.skills) * 100 < TARGET * st.opts.window
+
+
+def compress(messages: list[dict[str, Any]], skills: list[dict[str, Any]], opts: CompressOptions) -> dict[str, Any]:
+    """The compressed ``{messages, skills, stats}`` (see the module docstring)."""
+    before = total_tokens(messages, skills)
+    level = level_of(before, opts.window)
+    st = State([dict(m) for m in messages], [dict(s) for s in skills], opts)
+    if level:
+        _run_ladder(st, messages, level)
+    after = total_tokens(st.messages, st.skills)
+    stats = {"tokens_before": before, "tokens_after": after, "ratio": round(after / before, 4) if before else 1.0,
+             "window": opts.window, "usage_before": round(before / opts.window, 4),
+             "usage_after": round(after / opts.window, 4), "level": level, "stages": st.stages,
+             "llm_calls": st.llm_calls, "cache_hits": st.cache_hits,
+             "fallback": "; ".join(dict.fromkeys(st.fallback)) or None, "dropped_skills": st.dropped_skills,
+             "over_window": after > opts.window, "token_counts": st.usage, "estimator": "tokens.estimate_tokens"}
+    return {"messages": st.messages, "skills": st.skills, "stats": stats}
+
+
+def _run_ladder(st: State, original: list[dict[str, Any]], level: int) -> None:
+    for lvl in (t for t in THRESHOLDS if t >= level):
+        for stage in LEVEL_STAGES[lvl]:
+            if stage == "history":
+                _history(st, original, lvl, st.opts.keep_last)
+            elif stage == "drop_relevant_skills":
+                _drop_relevant(st)
+            elif stage == "compress_skills":
+                _compress_skills(st)
+            if _under_target(st):
+                return
+    _history(st, original, 95, 0)
+
+
+# -- history -------------------------------------------------------------------------------------------
+
+def split_history(messages: list[dict[str, Any]], keep_last: int) -> tuple[list[int], int]:
+    """(indexes of the older, replaceable messages; index where the verbatim tail starts)."""
+    n = len(messages)
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return [], n
+    start = min(max(0, n - keep_last), users[-1])
+    assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if assistants and assistants[-1] < start and extractive_is_question(messages[assistants[-1]]):
+        start = assistants[-1]
+    while start > 0 and messages[start].get("role") != "assistant":
+        start -= 1                           # the tail starts with an assistant message
+    if messages[start].get("role") != "assistant":
+        return [], n
+    older = [i for i in range(start) if messages[i].get("role") != "system"]
+    return older, start
+
+
+def extractive_is_question(message: dict[str, Any]) -> bool:
+    from kb_indexer.context.store import ends_with_question
+    content = message.get("content")
+    return bool(message.get("is_question")) or (isinstance(content, str) and ends_with_question(content))
+
+
+def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: int) -> None:
+    older_idx, start = split_history(original, keep_last)
+    if not older_idx:
+        st.stages.append({"stage": "history", "level": level, "skipped": "no older messages to replace"})
+        return
+    older = [original[i] for i in older_idx]
+    replaced = messages_tokens(older)
+    budget = max(8, math.floor(RATIOS[level] * replaced))
+    text, source = _summary_text(st, older, budget, level)
+    note = f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n"
+    summary = {"role": "user", "content": note + text}
+    if message_tokens(summary) >= replaced:   # never longer than what it replaces
+        text, source = _truncated(older, budget)
+        summary = {"role": "user", "content": f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n{text}"}
+    systems = [original[i] for i in range(start) if original[i].get("role") == "system"]
+    st.messages = systems + [summary] + [dict(m) for m in original[start:]]
+    st.stages.append({"stage": "history", "level": level, "ratio": RATIOS[level], "keep_last": keep_last,
+                      "replaced_messages": len(older), "replaced_tokens": replaced, "budget": budget,
+                      "summary_tokens": message_tokens(summary), "source": source,
+                      "tokens_after": total_tokens(st.messages, st.skills)})
+
+
+def _summary_text(st: State, older: list[dict[str, Any]], budget: int, level: int) -> tuple[str, str]:
+    """(text, source): the LLM's, else the extractive one, else truncation."""
+    if st.opts.client is not None and st.llm_failed is None:
+        text = _llm_history(st, older, budget, level)
+        if text is not None:
+            return text, "llm"
+    elif st.opts.client is None and st.opts.no_llm_reason:
+        st.fallback.append(st.opts.no_llm_reason)
+    text, kept = extractive.summarise(older, budget - 12)
+    if kept:
+        return text, "extractive"
+    st.fallback.append("no sentence worth keeping for an extractive summary: truncation")
+    return _truncated(older, budget)
+
+
+def _truncated(older: list[dict[str, Any]], budget: int) -> tuple[str, str]:
+    from kb_indexer.context.llm_summary import transcript
+    kept, dropped = extractive.truncate(older, max(0, budget - 16))
+    text = f"({dropped} earlier messages dropped)\n" + transcript(kept)
+    if estimate_tokens(text) > budget:
+        text = f"({len(older)} earlier messages dropped)"
+    return text, "truncation"
+
+
+def chunks(messages: list[dict[str, Any]], max_tokens: int) -> list[list[dict[str, Any]]]:
+    """Consecutive groups of at most ``max_tokens`` (a longer message is a group of its own, cut)."""
+    out: list[list[dict[str, Any]]] = [[]]
+    used = 0
+    for m in messages:
+        cost = message_tokens(m)
+        if cost > max_tokens:
+            cut = dict(m, content=str(m.get("content") or "")[:max_tokens * 4] + " …")
+            out += [[cut], []]
+            used = 0
+            continue
+        if used + cost > max_tokens and out[-1]:
+            out.append([])
+            used = 0
+        out[-1].append(m)
+        used += cost
+    return [c for c in out if c]
+
+
+def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int) -> str | None:
+    """The LLM's summary, one call per chunk; a failed chunk gets the extractive summary (and later
+    chunks too: a server that failed once is not waited for again). None if no chunk succeeded."""
+    client = st.opts.client
+    cap = client.config.max_tokens_cap
+    size = max(256, min(st.opts.window // 2, int(cap / RATIOS[level] * 0.8)))
+    parts, used_llm = [], False
+    groups = chunks(older, size)
+    for group in groups:
+        share = max(8, math.floor(budget * messages_tokens(group) / max(1, messages_tokens(older))) - 2)
+        if st.llm_failed is None:
+            try:
+                text, info = summarise_history(client, group, share, level=level, ratio=RATIOS[level])
+                _count(st, info)
+                parts.append(text)
+                used_llm = True
+                continue
+            except SummaryFailed as exc:
+                st.llm_failed = exc.reason
+                st.fallback.append(f"LLM {client.config.backend} failed: {exc.reason}; extractive summary")
+        parts.append(extractive.summarise(group, share)[0])
+    return "\n".join(p for p in parts if p) if used_llm else None
+
+
+def _count(st: State, info: dict[str, Any]) -> None:
+    if info["cached"]:
+        st.cache_hits += 1
+    else:
+        st.llm_calls += 1
+    if info.get("usage"):
+        st.usage.append({"estimate": info["prompt_tokens_estimate"], **info["usage"]})
+
+
+# -- skills --------------------------------------------------------------------------------------------
+
+def _drop_relevant(st: State) -> None:
+    """Drop ``relevant`` skills, the last given (least important) first, until under the target."""
+    dropped = []
+    for skill in reversed(list(st.skills)):
+        if _under_target(st):
+            break
+        if skill.get("priority", "active") == "relevant":
+            st.skills.remove(skill)
+            dropped.append(skill["name"])
+    st.dropped_skills += dropped
+    st.stages.append({"stage": "drop_relevant_skills", "dropped": dropped,
+                      "tokens_after": total_tokens(st.messages, st.skills)})
+
+
+def _compress_skills(st: State) -> None:
+    """Active skills' content to about half, by the LLM or the extractive cut, largest first."""
+    done = []
+    for skill in sorted(st.skills, key=lambda s: -skill_tokens(s)):
+        if _under_target(st):
+            break
+        content = str(skill.get("content") or "")
+        budget = max(16, math.floor(estimate_tokens(content) * SKILL_RATIO))
+        text, source = None, "extractive"
+        if st.opts.client is not None and st.llm_failed is None:
+            try:
+                text, info = compress_skill(st.opts.client, skill["name"], content, budget)
+                _count(st, info)
+                source = "llm"
+            except SummaryFailed as exc:
+                st.llm_failed = exc.reason
+                st.fallback.append(f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary")
+        if text is None:
+            text = extractive.compress_text(content, budget)
+        if estimate_tokens(text) < estimate_tokens(content):
+            skill.update(content=text, compressed=source)
+            done.append({"name": skill["name"], "source": source})
+    st.stages.append({"stage": "compress_skills", "compressed": done,
+                      "tokens_after": total_tokens(st.messages, st.skills)})

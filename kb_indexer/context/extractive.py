@@ -1,0 +1,244 @@
+"""The deterministic summariser: pick the sentences that carry facts, within a token budget.
+
+Used when no LLM is configured or the LLM fails (compression, the rolling summary), and for skills
+content at the 95% level. The design says what a compressed history must keep: user preferences,
+decisions, results and the active context; and what it may drop: redundancy, chit-chat, long
+explanations. Each sentence of the replaced messages is scored by what it says, not by where it is:
+
+* a first-person statement with a verb of wanting, choosing or committing ("I prefer ...", "we chose
+  ...", "let's go with ...", "my colleague ... owns ..."): +3;
+* a standing instruction ("always", "never", "only", "from now on", "remember", "make sure"): +2;
+* a decision or choice word ("decided", "chose", "instead of", "rather than", "switched to"): +2;
+* numbers (with units, decimals, percentages): +1.5 for the first, +0.5 for each further (at most
+  +2.5); a result word with a number ("scored", "dropped to", "latency", "accuracy"): +1.5;
+* names (capitalised words inside the sentence, CamelCase, ACRONYMS, paths, `code`, quoted text):
+  +1 each, at most +3;
+* said by the user: +1; a question from the user: +0.5 more (it states the intent);
+* an acknowledgement or chit-chat ("thanks", "ok, makes sense"): 0.
+
+Sentences scoring under ``MIN_SCORE`` are never kept, so filler is not added just to fill the budget.
+The rest are taken best value first (score per token, shorter sentences win ties), skipping a sentence
+that mostly repeats one already taken, until the budget is used; they are printed in their original
+order, each run of one speaker under one label ("User:", "Assistant:"). Truncation (the last fallback)
+keeps the newest messages that fit and says how many were dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kb_indexer.tokens import estimate_tokens
+
+MIN_SCORE = 2.0
+MAX_SENTENCE_CHARS = 600     # a longer "sentence" (a paragraph with no full stop) is cut to this
+REDUNDANT = 0.6              # Jaccard overlap of content words above which a sentence repeats another
+
+_I = re.IGNORECASE
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|me|us|let's)\b", _I)
+_COMMIT = re.compile(
+    r"\b(prefer\w*|want\w*|need\w*|like|love|hate|dislike|use|using|chose|choose|chosen|decid\w*|agree\w*|"
+    r"go(?:ing)? with|went with|pick\w*|switch\w*|settl\w*|plan\w*|stick with|own\w*|lead\w*|manag\w*|"
+    r"work(?:s|ing)? (?:on|with|at)|call(?:ed)?|named?)\b", _I)
+_STANDING = re.compile(r"\b(always|never|only|from now on|going forward|remember|make sure|avoid|"
+                       r"don't|do not|no more|stop|keep)\b", _I)
+_DECISION = re.compile(r"\b(decid\w*|chose|chosen|choose|picked|selected|agreed|settled|"
+                       r"go(?:ing)? with|went with|instead of|rather than|switch\w* to|replac\w*|adopt\w*|"
+                       r"final(?:ly)?|verdict|conclu\w*)\b", _I)
+_RESULT = re.compile(r"\b(scor\w*|achiev\w*|reach\w*|dropp\w*|drop|fell|rose|improv\w*|increas\w*|"
+                     r"decreas\w*|measur\w*|results?|accuracy|precision|recall|f1|latency|throughput|took|"
+                     r"cost\w*|came (?:in|out)|ended|finished|passed|failed|p\d\d|ndcg\w*|loss|error rate)\b", _I)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:\s?(?:%|ms|s|sec|seconds|minutes|hours|days|weeks|gb|mb|kb|"
+                     r"tb|k|m|x|×|usd|eur|\$))?(?![\w])", _I)
+_NAME = re.compile(r"`[^`]{1,80}`|\"[^\"]{2,80}\"|“[^”]{2,80}”|(?<!\w)(?:[~./]?[\w-]+/)+[\w.-]+|"
+                   r"\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\w*|(?<=[^.!?]\s)[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*")
+_ACK = re.compile(r"^(ok(ay)?|sure|thanks?( you)?|thx|great|cool|nice|got it|makes sense|i see|yes|yeah|yep|"
+                  r"no|nope|right|hmm+|go on|continue|interesting|perfect|awesome|understood)\b[\s\w,.!]*$", _I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9가-힣])|\n+")
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)
+
+
+@dataclass
+class Unit:
+    """One sentence of one message."""
+    index: int          # position among all units (original order)
+    message: int        # index of its message in the list given
+    role: str
+    text: str
+    score: float
+    tokens: int
+    words: frozenset[str]
+
+
+def score_sentence(text: str, role: str) -> float:
+    """How much a sentence says that must survive (see the module docstring)."""
+    if len(_WORD.findall(text)) < 2 or _ACK.match(text.strip()):
+        return 0.0
+    score = 0.0
+    if _FIRST_PERSON.search(text) and _COMMIT.search(text):
+        score += 3.0
+    if _STANDING.search(text):
+        score += 2.0
+    if _DECISION.search(text):
+        score += 2.0
+    numbers = len(_NUMBER.findall(text))
+    if numbers:
+        score += min(2.5, 1.5 + 0.5 * (numbers - 1))
+        if _RESULT.search(text):
+            score += 1.5
+    score += min(3, len({m.group(0) for m in _NAME.finditer(text)}))
+    if role == "user":
+        score += 1.5 if text.rstrip().endswith("?") else 1.0
+    return score
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a message; a code block counts as one line naming it (its body is not summarised)."""
+    text = _CODE_BLOCK.sub(lambda m: " [code: " + (m.group(0)[3:].split("\n", 1)[0].strip() or "block") + "] ",
+                           text)
+    parts = []
+    for raw in _SENTENCE.split(text):
+        s = " ".join(raw.strip().lstrip("-*•>#").split())
+        if s:
+            parts.append(s if len(s) <= MAX_SENTENCE_CHARS else s[:MAX_SENTENCE_CHARS - 1] + "…")
+    return parts
+
+
+SUMMARY_MARK = "[Summary of the earlier conversation"
+_LABELLED = re.compile(r"^(User|Assistant|Tool|Earlier): (.*)$")
+
+
+def _summary_lines(content: str) -> list[tuple[str, str]]:
+    """(role, text) of an earlier summary's labelled lines (its first line, the mark, is skipped)."""
+    lines = content.split("\n")[1:] if content.startswith(SUMMARY_MARK) else content.split("\n")
+    out = []
+    for line in lines:
+        m = _LABELLED.match(line.strip())
+        if m:
+            role = {v: k for k, v in LABELS.items()}.get(m.group(1), "user")
+            out.append((role, m.group(2)))
+        elif line.strip():
+            out.append(("summary", line.strip()))
+    return out
+
+
+def units_of(messages: list[dict[str, Any]]) -> list[Unit]:
+    """Sentences of the messages; an earlier summary (role ``summary``, or a message starting with the
+    summary mark) keeps its lines' speakers, and its sentences always qualify (they were chosen before)."""
+    units: list[Unit] = []
+    for i, m in enumerate(messages):
+        role = str(m.get("role") or "user")
+        content = m.get("content")
+        if not isinstance(content, str) or role == "system":
+            continue
+        earlier = role == "summary" or content.startswith(SUMMARY_MARK)
+        parts = _summary_lines(content) if earlier else [(role, content)]
+        for who, text in parts:
+            for s in split_sentences(text):
+                score = score_sentence(s, who)
+                units.append(Unit(len(units), i, who, s, max(score, MIN_SCORE) if earlier else score,
+                                  estimate_tokens(s) + 1, frozenset(w.lower() for w in _WORD.findall(s))))
+    return units
+
+
+def _repeats(unit: Unit, chosen: list[Unit]) -> bool:
+    if not unit.words:
+        return False
+    for c in chosen:
+        union = len(unit.words | c.words)
+        if union and len(unit.words & c.words) / union > REDUNDANT:
+            return True
+    return False
+
+
+LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "summary": "Earlier"}
+
+
+def render(units: list[Unit]) -> str:
+    """Units in original order, each run of one speaker on one labelled line."""
+    lines: list[str] = []
+    role = None
+    for u in sorted(units, key=lambda u: u.index):
+        if u.role == role:
+            lines[-1] += " " + u.text
+        else:
+            role = u.role
+            lines.append(f"{LABELS.get(u.role, u.role.title())}: {u.text}")
+    return "\n".join(lines)
+
+
+def select(units: list[Unit], budget_tokens: int, header_tokens: int = 0) -> list[Unit]:
+    """The best units that fit ``budget_tokens`` (with a header of ``header_tokens``)."""
+    ranked = sorted((u for u in units if u.score >= MIN_SCORE),
+                    key=lambda u: (-u.score / math.sqrt(u.tokens), u.tokens, u.index))
+    chosen: list[Unit] = []
+    used = header_tokens
+    for u in ranked:
+        cost = u.tokens + 2   # the label or separator it may need
+        if used + cost > budget_tokens or _repeats(u, chosen):
+            continue
+        chosen.append(u)
+        used += cost
+    return chosen
+
+
+def summarise(messages: list[dict[str, Any]], budget_tokens: int, previous: str = "") -> tuple[str, int]:
+    """The fact-carrying sentences of ``messages`` (and of an earlier summary ``previous``) that fit
+    ``budget_tokens``; returns (text, how many sentences were kept). Empty text when none qualifies."""
+    units = units_of(([{"role": "summary", "content": previous}] if previous else []) + messages)
+    chosen = select(units, budget_tokens)
+    return render(chosen), len(chosen)
+
+
+def truncate(messages: list[dict[str, Any]], budget_tokens: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest messages whose estimated tokens fit ``budget_tokens``, and how many were dropped."""
+    from kb_indexer.tokens import message_tokens
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for m in reversed(messages):
+        cost = message_tokens(m)
+        if used + cost > budget_tokens:
+            break
+        kept.append(m)
+        used += cost
+    kept.reverse()
+    return kept, len(messages) - len(kept)
+
+
+def compress_text(text: str, budget_tokens: int) -> str:
+    """A long instruction text (a skill) cut to ``budget_tokens``: headings, list items and each
+    paragraph's first sentence first, the rest as room allows, in the original order."""
+    lines = text.splitlines()
+    ranked: list[tuple[int, int, str]] = []
+    first_of_paragraph = True
+    in_code = False
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith("```"):
+            in_code = not in_code
+            continue
+        if not s:
+            first_of_paragraph = True
+            continue
+        if in_code:
+            rank = 4
+        elif s.startswith("#"):
+            rank = 0
+        elif re.match(r"^([-*•]|\d+[.)])\s", s):
+            rank = 1
+        else:
+            rank = 2 if first_of_paragraph else 3
+            if rank == 2:
+                s = split_sentences(s)[0] if split_sentences(s) else s
+        first_of_paragraph = False
+        ranked.append((rank, i, s if rank != 1 else line.rstrip()))
+    chosen, used = [], 0
+    for rank, i, s in sorted(ranked):
+        cost = estimate_tokens(s) + 1
+        if used + cost <= budget_tokens:
+            chosen.append((i, s))
+            used += cost
+    return "\n".join(s for _, s in sorted(chosen))

@@ -1,0 +1,99 @@
+"""Input normalisation: the one function every front end uses before a message reaches an LLM or a matcher.
+
+``normalise(text)`` (design: chat-context-strategy.md, "Client-side normalization"):
+
+1. strip filler phrases: the LEADING ones of ``LEADING_FILLERS`` (repeatedly: "hey, can you please
+   open ..." loses all three), the TRAILING ones of ``TRAILING_FILLERS`` ("..., please", "... thanks"),
+   and the word "please" anywhere. A filler is removed only as whole words at those places: "what can
+   you do?" keeps its "can you" (it is not at the start), "pleased" is not "please";
+2. collapse immediately repeated words, ignoring case ("workspace workspace 5" -> "workspace 5"): only
+   words of letters (numbers and codes repeat for a reason: "1 1 2 3"), never inside `code` spans,
+   and not the grammatical doublings of ``KEEP_DOUBLED`` ("he had had enough");
+3. collapse runs of whitespace and trim.
+
+A message is never emptied: if nothing but filler would be left ("please", "thanks"), the original
+(trimmed) is returned. The caller always keeps the original beside the normalised text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Leading filler phrases, stripped repeatedly from the start (longest first, case-insensitive), each
+# followed by optional punctuation. Documented in the README ("Context").
+LEADING_FILLERS = (
+    "could you please", "can you please", "would you please", "will you please",
+    "i would like to", "i'd like to", "i want to", "i wanna", "i need you to",
+    "how about", "what about",
+    "can you", "could you", "would you", "will you", "can u", "pls", "plz",
+    "please", "kindly", "let's", "let us", "lets",
+    "hey there", "hey", "hi there", "hi", "hello",
+    "um", "uh", "umm", "uhh", "hmm", "ok so", "okay so", "so", "well",
+)
+TRAILING_FILLERS = ("please", "pls", "plz", "thanks", "thank you", "thx", "for me")
+
+_WORD_END = r"(?![\w'-])"
+_LEADING = re.compile(
+    r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True)) + r")"
+    + _WORD_END + r"[\s,;:!.\-]*", re.IGNORECASE)
+_TRAILING = re.compile(
+    r"[\s,;]*\b(?:" + "|".join(re.escape(f) for f in sorted(TRAILING_FILLERS, key=len, reverse=True)) + r")"
+    + r"(?P<end>[\s.!?]*)$", re.IGNORECASE)
+_PLEASE = re.compile(r"(?<![\w'])please(?![\w'])[\s,]*", re.IGNORECASE)
+_CODE = re.compile(r"`[^`]*`")
+_REPEAT = re.compile(r"(?<![\w'-])([^\W\d_]+)(?:\s+\1(?![\w'-]))+", re.IGNORECASE)
+# English words whose doubling is grammatical ("he had had enough", "he said that that was fine").
+KEEP_DOUBLED = frozenset({"had", "that"})
+_WS = re.compile(r"\s+")
+
+
+def _strip_leading(text: str) -> str:
+    while True:
+        stripped = _LEADING.sub("", text, count=1)
+        if stripped == text or not stripped.strip():
+            return text
+        text = stripped
+
+
+def _strip_trailing(text: str) -> str:
+    while True:
+        match = _TRAILING.search(text)
+        if not match or not text[:match.start()].strip():
+            return text
+        text = text[:match.start()] + match.group("end").strip()
+
+
+def _one(m: re.Match) -> str:
+    return m.group(0) if m.group(1).lower() in KEEP_DOUBLED else m.group(1)
+
+
+def _collapse_repeats(text: str) -> str:
+    """Repeated words outside `code` spans."""
+    out, last = [], 0
+    for m in _CODE.finditer(text):
+        out.append(_REPEAT.sub(_one, text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(_REPEAT.sub(_one, text[last:]))
+    return "".join(out)
+
+
+def normalise(text: str) -> str:
+    """The normalised message (see the module docstring); never empty unless ``text`` is blank."""
+    original = _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    result = _strip_leading(original)
+    result = _strip_trailing(result)
+    result = _PLEASE.sub("", result)
+    result = _collapse_repeats(result)
+    result = _WS.sub(" ", result).strip(" ,;:-")
+    if not re.search(r"\w", result):
+        return original
+    if result[:1].islower() and original[:1].isupper() and result != original:
+        result = result[0].upper() + result[1:]
+    return result
+
+
+def normalised_pair(text: str) -> dict[str, str]:
+    """``{"original", "normalised"}``: the form every JSON answer uses."""
+    return {"original": text, "normalised": normalise(text)}
