@@ -93,6 +93,7 @@ def _window(messages: list[dict[str, Any]], message: str, recent: int) -> tuple[
 
 
 def render(summary: str, recent: list[str], question: str | None, current: str) -> str:
+    summary = "\n    ".join(line.strip() for line in summary.splitlines() if line.strip())
     lines = ["Context:", f"- Summary: {summary}".rstrip(), "- Recent user messages:"]
     lines += [f"  {i}) {' '.join(text.split())}" for i, text in enumerate(recent, 1)]
     if question:
