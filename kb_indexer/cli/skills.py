@@ -128,7 +128,7 @@ class LoadFormat(str, Enum):
 def skills_load(
     session: Annotated[str, typer.Option("--session", help="The session whose loaded skills to print.")],
     budget: Annotated[Optional[int], typer.Option("--budget", help="At most this many tokens (estimated as "
-                                                  "characters / 4; default: no limit).")] = None,
+                                                  "characters / 4, CJK characters one each; default: no limit).")] = None,
     db: DbOpt = None, kb: KbOpt = None,
     format: Annotated[LoadFormat, typer.Option("--format", "-f", case_sensitive=False,
                                                help="markdown (to inject into a prompt) or json.")
