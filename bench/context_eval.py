@@ -20,7 +20,9 @@ on a throw-away index, which holds the LLM cache):
    * the configured backend (``--llm-backend``), when given.
 3. A fact survives when every one of its strings occurs (ignoring case) in the compressed context
    (messages and skills). ``truncation`` keeps the system message, the same skills, and the newest messages
-   that fit in the same number of tokens as the compressed output: the baseline.
+   that fit in the same number of tokens as the compressed output: the baseline. Because the extractive
+   summary stops when no sentence qualifies (it does not pad to the level's target), a second column
+   gives truncation the level's whole budget (as if the summary had used all of it): a stricter baseline.
 4. The same compression is run a second time: every LLM request must come from the cache (``repeat hits``).
 
 Printed per family and level: tokens before/after and ratio, facts kept by the method and by truncation to
@@ -92,15 +94,25 @@ def kept_facts(facts: list[dict[str, Any]], text: str) -> int:
     return sum(all(s.lower() in text for s in f["must_survive"]) for f in facts)
 
 
-def truncation(conv: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
-    """System message + the compressed output's skills + the newest messages in the same token budget."""
+def truncation(conv: dict[str, Any], out: dict[str, Any], tokens: int | None = None) -> dict[str, Any]:
+    """System message + the compressed output's skills + the newest messages in ``tokens`` in all (default:
+    as many as the compressed output has)."""
     from kb_indexer.context.compress import total_tokens
     from kb_indexer.context.extractive import truncate
     systems = [m for m in conv["messages"] if m["role"] == "system"]
     rest = [m for m in conv["messages"] if m["role"] != "system"]
-    budget = out["stats"]["tokens_after"] - total_tokens(systems, out["skills"])
+    budget = (out["stats"]["tokens_after"] if tokens is None else tokens) - total_tokens(systems, out["skills"])
     kept, _ = truncate(rest, budget)
     return {"messages": systems + kept, "skills": out["skills"]}
+
+
+def level_budget(out: dict[str, Any]) -> int:
+    """The tokens the output would have had if the first history stage had used its whole budget."""
+    st = out["stats"]
+    first = next((s for s in st["stages"] if s["stage"] == "history" and "budget" in s), None)
+    if first is None:
+        return st["tokens_after"]
+    return st["tokens_after"] + max(0, first["budget"] - first["summary_tokens"])
 
 
 def make_client(kind: str, kb: Any, args: argparse.Namespace):
@@ -136,7 +148,9 @@ def run_one(kb: Any, conv: dict[str, Any], level: int, kind: str, args: argparse
     return {"id": conv["id"], "family": conv["family"], "level": level, "method": kind, "window": window,
             "achieved_level": st["level"], "tokens_before": st["tokens_before"], "tokens_after": st["tokens_after"],
             "ratio": st["ratio"], "facts": len(facts), "kept": kept_facts(facts, context_text(out)),
-            "kept_truncation": kept_facts(facts, context_text(trunc)), "within_target": within,
+            "kept_truncation": kept_facts(facts, context_text(trunc)),
+            "kept_truncation_target": kept_facts(facts, context_text(truncation(conv, out, level_budget(out)))),
+            "within_target": within,
             "llm_calls": st["llm_calls"], "repeat_requests": requests, "repeat_hits": again["stats"]["cache_hits"],
             "fallback": st["fallback"], "ms": round(elapsed, 1),
             "sources": sorted({s.get("source") for s in history if s.get("source")})}
@@ -150,6 +164,7 @@ def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "after": statistics.mean(r["tokens_after"] for r in rows),
             "ratio": statistics.mean(r["ratio"] for r in rows), "kept": kept / facts if facts else 0.0,
             "kept_truncation": trunc / facts if facts else 0.0, "x": (kept / trunc) if trunc else float("inf"),
+            "kept_truncation_target": sum(r["kept_truncation_target"] for r in rows) / facts if facts else 0.0,
             "within": sum(r["within_target"] for r in rows), "llm_calls": sum(r["llm_calls"] for r in rows),
             "repeat_hit_rate": (sum(r["repeat_hits"] for r in rows) / requests) if requests else None,
             "ms": statistics.median(r["ms"] for r in rows)}
@@ -157,8 +172,9 @@ def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print("| family | level | method | convs | tokens before → after | ratio | facts kept | truncation, same "
-          "budget | × | within target | LLM calls | repeat cache hits | ms (median) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "budget | × | truncation, level's full budget | within target | LLM calls | repeat cache hits | "
+          "ms (median) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     keys = sorted({(r["family"], r["level"], r["method"]) for r in rows},
                   key=lambda k: (k[0] != "dev", k[1], k[2]))
     for family, level, method in keys:
@@ -166,6 +182,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         hits = "–" if s["repeat_hit_rate"] is None else f"{s['repeat_hit_rate']:.0%}"
         print(f"| {family} | {level}% | {method} | {s['n']} | {s['before']:,.0f} → {s['after']:,.0f} | "
               f"{s['ratio']:.3f} | {s['kept']:.1%} | {s['kept_truncation']:.1%} | {s['x']:.2f} | "
+              f"{s['kept_truncation_target']:.1%} | "
               f"{s['within']}/{s['n']} | {s['llm_calls']} | {hits} | {s['ms']:.1f} |")
 
 

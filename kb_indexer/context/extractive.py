@@ -6,13 +6,15 @@ decisions, results and the active context; and what it may drop: redundancy, chi
 explanations. Each sentence of the replaced messages is scored by what it says, not by where it is:
 
 * a first-person statement with a verb of wanting, choosing or committing ("I prefer ...", "we chose
-  ...", "let's go with ...", "my colleague ... owns ..."): +3;
+  ...", "let's go with ...", "my colleague ... owns ...") or saying what something of ours is ("our team
+  channel is ..."): +3;
 * a standing instruction ("always", "never", "only", "from now on", "remember", "make sure"): +2;
 * a decision or choice word ("decided", "chose", "instead of", "rather than", "switched to"): +2;
 * numbers (with units, decimals, percentages): +1.5 for the first, +0.5 for each further (at most
-  +2.5); a result word with a number ("scored", "dropped to", "latency", "accuracy"): +1.5;
-* names (capitalised words inside the sentence, CamelCase, ACRONYMS, paths, `code`, quoted text):
-  +1 each, at most +3;
+  +2.5); a result word with a number ("scored", "dropped to", "converged", "latency", "accuracy"): +1.5;
+* names (capitalised words inside the sentence, CamelCase, ACRONYMS, paths, `code`, quoted text,
+  #channels and @handles, hyphenated codes with a digit): +1 each, +2 for a name of several capitalised
+  words (a person's full name), at most +3;
 * said by the user: +1; a question from the user: +0.5 more (it states the intent);
 * an acknowledgement or chit-chat ("thanks", "ok, makes sense"): 0.
 
@@ -47,12 +49,16 @@ _STANDING = re.compile(r"\b(always|never|only|from now on|going forward|remember
 _DECISION = re.compile(r"\b(decid\w*|chose|chosen|choose|picked|selected|agreed|settled|"
                        r"go(?:ing)? with|went with|instead of|rather than|switch\w* to|replac\w*|adopt\w*|"
                        r"final(?:ly)?|verdict|conclu\w*)\b", _I)
-_RESULT = re.compile(r"\b(scor\w*|achiev\w*|reach\w*|dropp\w*|drop|fell|rose|improv\w*|increas\w*|"
+_POSSESSIVE = re.compile(r"\b(my|our)\s+(?:[\w-]+\s+){0,3}(is|are|was|were|will be)\b", _I)
+_RESULT = re.compile(r"\b(scor\w*|achiev\w*|reach\w*|dropp\w*|drop|fell|rose|improv\w*|increas\w*|converg\w*|"
+                     r"peak\w*|averag\w*|hit|total\w*|"
                      r"decreas\w*|measur\w*|results?|accuracy|precision|recall|f1|latency|throughput|took|"
                      r"cost\w*|came (?:in|out)|ended|finished|passed|failed|p\d\d|ndcg\w*|loss|error rate)\b", _I)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:\s?(?:%|ms|s|sec|seconds|minutes|hours|days|weeks|gb|mb|kb|"
-                     r"tb|k|m|x|×|usd|eur|\$))?(?![\w])", _I)
+                     r"tb|k|m|x|×|usd|eur|\$|steps|epochs|iterations|tokens|requests|users|rows|documents|docs|"
+                     r"files|queries))?(?![\w])", _I)
 _NAME = re.compile(r"`[^`]{1,80}`|\"[^\"]{2,80}\"|“[^”]{2,80}”|(?<!\w)(?:[~./]?[\w-]+/)+[\w.-]+|"
+                   r"[#@][\w-]{2,}|\b[a-z][\w]*-[\w-]*\d[\w-]*|"
                    r"\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\w*|(?<=[^.!?]\s)[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*")
 _ACK = re.compile(r"^(ok(ay)?|sure|thanks?( you)?|thx|great|cool|nice|got it|makes sense|i see|yes|yeah|yep|"
                   r"no|nope|right|hmm+|go on|continue|interesting|perfect|awesome|understood)\b[\s\w,.!]*$", _I)
@@ -78,7 +84,7 @@ def score_sentence(text: str, role: str) -> float:
     if len(_WORD.findall(text)) < 2 or _ACK.match(text.strip()):
         return 0.0
     score = 0.0
-    if _FIRST_PERSON.search(text) and _COMMIT.search(text):
+    if (_FIRST_PERSON.search(text) and _COMMIT.search(text)) or _POSSESSIVE.search(text):
         score += 3.0
     if _STANDING.search(text):
         score += 2.0
@@ -89,7 +95,8 @@ def score_sentence(text: str, role: str) -> float:
         score += min(2.5, 1.5 + 0.5 * (numbers - 1))
         if _RESULT.search(text):
             score += 1.5
-    score += min(3, len({m.group(0) for m in _NAME.finditer(text)}))
+    names = {m.group(0) for m in _NAME.finditer(text)}
+    score += min(3, sum(2 if " " in n and n[:1].isupper() else 1 for n in names))
     if role == "user":
         score += 1.5 if text.rstrip().endswith("?") else 1.0
     return score
