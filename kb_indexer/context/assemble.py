@@ -71,6 +71,8 @@ def _refresh_summary(conn: Any, sid: str, row: Any, aged: list[dict[str, Any]],
         try:
             text, llm = summarise_history(opts.client, new, budget, level=0, ratio=None, previous=previous)
             info.update(source="llm", cached=llm["cached"])
+            if llm.get("usage"):   # the server's own count beside kbindex's estimate
+                info["token_counts"] = {"estimate": llm["prompt_tokens_estimate"], **llm["usage"]}
         except SummaryFailed as exc:
             info["fallback"] = f"LLM {opts.client.config.backend} failed: {exc.reason}; extractive summary"
     elif opts.no_llm_reason:
