@@ -62,7 +62,10 @@ def _strip_trailing(text: str) -> str:
         match = _TRAILING.search(text)
         if not match or not text[:match.start()].strip():
             return text
-        text = text[:match.start()] + match.group("end").strip()
+        head, end = text[:match.start()], match.group("end").strip()
+        if head.rstrip().endswith((".", "!", "?", "…")):
+            end = ""                         # "Done! Thanks." -> "Done!", not "Done!."
+        text = head + end
 
 
 def _one(m: re.Match) -> str:
