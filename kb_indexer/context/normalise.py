@@ -29,7 +29,7 @@ LEADING_FILLERS = (
     "how about", "what about",
     "can you", "could you", "would you", "will you", "can u", "pls", "plz",
     "please", "kindly", "let's", "let us", "lets",
-    "hey there", "hey", "hi there", "hi", "hello",
+    "hey there", "hey", "hi there", "hi", "hello there", "hello",
     "um", "uh", "umm", "uhh", "hmm", "ok so", "okay so", "so", "well",
 )
 TRAILING_FILLERS = ("please", "pls", "plz", "thanks", "thank you", "thx", "for me")
