@@ -109,7 +109,7 @@ def _run_ladder(st: State, original: list[dict[str, Any]], level: int) -> None:
             if stage == "history":
                 _history(st, original, lvl, st.opts.keep_last)
             elif stage == "drop_relevant_skills":
-                _drop_relevant(st)
+                _drop_relevant(st, everything=lvl >= 95)
             elif stage == "compress_skills":
                 _compress_skills(st)
             if _under_target(st):
@@ -243,11 +243,12 @@ def _count(st: State, info: dict[str, Any]) -> None:
 
 # -- skills --------------------------------------------------------------------------------------------
 
-def _drop_relevant(st: State) -> None:
-    """Drop ``relevant`` skills, the last given (least important) first, until under the target."""
+def _drop_relevant(st: State, everything: bool = False) -> None:
+    """Drop ``relevant`` skills, the last given (least important) first: until under the target (90%), or
+    all of them (``everything``, the 95% level: only active skills stay)."""
     dropped = []
     for skill in reversed(list(st.skills)):
-        if _under_target(st):
+        if not everything and _under_target(st):
             break
         if skill.get("priority", "active") == "relevant":
             st.skills.remove(skill)
