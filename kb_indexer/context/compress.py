@@ -157,6 +157,10 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
     if message_tokens(summary) >= replaced:   # never longer than what it replaces
         text, source = _truncated(older, budget)
         summary = {"role": "user", "content": f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n{text}"}
+    if message_tokens(summary) >= replaced:   # even the note is not shorter: leave the history as it is
+        st.stages.append({"stage": "history", "level": level, "skipped": f"a summary would not be shorter than "
+                          f"the {len(older)} older messages ({replaced} tokens) it replaces"})
+        return
     systems = [original[i] for i in range(start) if original[i].get("role") == "system"]
     st.messages = systems + [summary] + [dict(m) for m in original[start:]]
     st.stages.append({"stage": "history", "level": level, "ratio": RATIOS[level], "keep_last": keep_last,
