@@ -150,6 +150,12 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
         return
     older = [original[i] for i in older_idx]
     replaced = messages_tokens(older)
+    shortest = {"role": "user", "content": f"{SUMMARY_MARK} ({len(older)} messages, truncation; kbindex)]\n"
+                                           f"({len(older)} earlier messages dropped)"}
+    if message_tokens(shortest) >= replaced:  # no summary could be shorter: do not ask the LLM for one
+        st.stages.append({"stage": "history", "level": level, "skipped": f"a summary would not be shorter than "
+                          f"the {len(older)} older messages ({replaced} tokens) it replaces"})
+        return
     budget = max(8, math.floor(RATIOS[level] * replaced))
     text, source = _summary_text(st, older, budget, level)
     note = f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n"
