@@ -120,6 +120,7 @@ def test_compress_a_session(kbx):
     assert out["stats"]["level"] == 80
     assert out["messages"][-1]["content"] == body[-1]["content"]
     assert out["messages"][0]["content"].startswith("[Summary of the earlier conversation")
+    assert all(set(m) == {"role", "content"} for m in out["messages"])     # ready for a chat API
 
 
 def test_compress_table_format_prints_the_stats(kbx):
