@@ -177,6 +177,8 @@ class ContextAPI:
             if opts.client is not None and client is None:
                 opts.client.close()
         out["stats"]["window_source"] = source
+        if session is not None:   # the stored question flag is kbindex's, not a chat API field: plain messages
+            out["messages"] = [{k: v for k, v in m.items() if k != "is_question"} for m in out["messages"]]
         out["llm"] = (opts.client.report(used=out["stats"]["llm_calls"] + out["stats"]["cache_hits"] > 0,
                                          fallback="extractive" if out["stats"]["fallback"] else None,
                                          error=out["stats"]["fallback"])

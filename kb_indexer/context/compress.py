@@ -109,7 +109,7 @@ def _run_ladder(st: State, original: list[dict[str, Any]], level: int) -> None:
             if stage == "history":
                 _history(st, original, lvl, st.opts.keep_last)
             elif stage == "drop_relevant_skills":
-                _drop_relevant(st)
+                _drop_relevant(st, everything=lvl >= 95)
             elif stage == "compress_skills":
                 _compress_skills(st)
             if _under_target(st):
@@ -150,6 +150,12 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
         return
     older = [original[i] for i in older_idx]
     replaced = messages_tokens(older)
+    shortest = {"role": "user", "content": f"{SUMMARY_MARK} ({len(older)} messages, truncation; kbindex)]\n"
+                                           f"({len(older)} earlier messages dropped)"}
+    if message_tokens(shortest) >= replaced:  # no summary could be shorter: do not ask the LLM for one
+        st.stages.append({"stage": "history", "level": level, "skipped": f"a summary would not be shorter than "
+                          f"the {len(older)} older messages ({replaced} tokens) it replaces"})
+        return
     budget = max(8, math.floor(RATIOS[level] * replaced))
     text, source = _summary_text(st, older, budget, level)
     note = f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n"
@@ -157,6 +163,10 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
     if message_tokens(summary) >= replaced:   # never longer than what it replaces
         text, source = _truncated(older, budget)
         summary = {"role": "user", "content": f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n{text}"}
+    if message_tokens(summary) >= replaced:   # even the note is not shorter: leave the history as it is
+        st.stages.append({"stage": "history", "level": level, "skipped": f"a summary would not be shorter than "
+                          f"the {len(older)} older messages ({replaced} tokens) it replaces"})
+        return
     systems = [original[i] for i in range(start) if original[i].get("role") == "system"]
     st.messages = systems + [summary] + [dict(m) for m in original[start:]]
     st.stages.append({"stage": "history", "level": level, "ratio": RATIOS[level], "keep_last": keep_last,
@@ -243,11 +253,12 @@ def _count(st: State, info: dict[str, Any]) -> None:
 
 # -- skills --------------------------------------------------------------------------------------------
 
-def _drop_relevant(st: State) -> None:
-    """Drop ``relevant`` skills, the last given (least important) first, until under the target."""
+def _drop_relevant(st: State, everything: bool = False) -> None:
+    """Drop ``relevant`` skills, the last given (least important) first: until under the target (90%), or
+    all of them (``everything``, the 95% level: only active skills stay)."""
     dropped = []
     for skill in reversed(list(st.skills)):
-        if _under_target(st):
+        if not everything and _under_target(st):
             break
         if skill.get("priority", "active") == "relevant":
             st.skills.remove(skill)

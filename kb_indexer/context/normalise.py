@@ -4,8 +4,9 @@
 
 1. strip filler phrases: the LEADING ones of ``LEADING_FILLERS`` (repeatedly: "hey, can you please
    open ..." loses all three), the TRAILING ones of ``TRAILING_FILLERS`` ("..., please", "... thanks"),
-   and the word "please" anywhere. A filler is removed only as whole words at those places: "what can
-   you do?" keeps its "can you" (it is not at the start), "pleased" is not "please";
+   and the word "please" anywhere outside `code` spans. A filler is removed only as whole words at those
+   places: "what can you do?" keeps its "can you" (it is not at the start), "pleased" is not "please",
+   nor is "Please-no";
 2. collapse immediately repeated words, ignoring case ("workspace workspace 5" -> "workspace 5"): only
    words of letters (numbers and codes repeat for a reason: "1 1 2 3"), never inside `code` spans,
    and not the grammatical doublings of ``KEEP_DOUBLED`` ("he had had enough");
@@ -28,7 +29,7 @@ LEADING_FILLERS = (
     "how about", "what about",
     "can you", "could you", "would you", "will you", "can u", "pls", "plz",
     "please", "kindly", "let's", "let us", "lets",
-    "hey there", "hey", "hi there", "hi", "hello",
+    "hey there", "hey", "hi there", "hi", "hello there", "hello",
     "um", "uh", "umm", "uhh", "hmm", "ok so", "okay so", "so", "well",
 )
 TRAILING_FILLERS = ("please", "pls", "plz", "thanks", "thank you", "thx", "for me")
@@ -40,7 +41,7 @@ _LEADING = re.compile(
 _TRAILING = re.compile(
     r"[\s,;]*\b(?:" + "|".join(re.escape(f) for f in sorted(TRAILING_FILLERS, key=len, reverse=True)) + r")"
     + r"(?P<end>[\s.!?]*)$", re.IGNORECASE)
-_PLEASE = re.compile(r"(?<![\w'])please(?![\w'])[\s,]*", re.IGNORECASE)
+_PLEASE = re.compile(r"(?<![\w'-])please(?![\w'-])[\s,]*", re.IGNORECASE)
 _CODE = re.compile(r"`[^`]*`")
 _REPEAT = re.compile(r"(?<![\w'-])([^\W\d_]+)(?:\s+\1(?![\w'-]))+", re.IGNORECASE)
 # English words whose doubling is grammatical ("he had had enough", "he said that that was fine").
@@ -61,22 +62,30 @@ def _strip_trailing(text: str) -> str:
         match = _TRAILING.search(text)
         if not match or not text[:match.start()].strip():
             return text
-        text = text[:match.start()] + match.group("end").strip()
+        head, end = text[:match.start()], match.group("end").strip()
+        if head.rstrip().endswith((".", "!", "?", "…")):
+            end = ""                         # "Done! Thanks." -> "Done!", not "Done!."
+        text = head + end
 
 
 def _one(m: re.Match) -> str:
     return m.group(0) if m.group(1).lower() in KEEP_DOUBLED else m.group(1)
 
 
-def _collapse_repeats(text: str) -> str:
-    """Repeated words outside `code` spans."""
+def _outside_code(edit, text: str) -> str:
+    """``edit`` applied to the parts of ``text`` outside `code` spans (those are kept verbatim)."""
     out, last = [], 0
     for m in _CODE.finditer(text):
-        out.append(_REPEAT.sub(_one, text[last:m.start()]))
+        out.append(edit(text[last:m.start()]))
         out.append(m.group(0))
         last = m.end()
-    out.append(_REPEAT.sub(_one, text[last:]))
+    out.append(edit(text[last:]))
     return "".join(out)
+
+
+def _collapse_repeats(text: str) -> str:
+    """Repeated words outside `code` spans."""
+    return _outside_code(lambda part: _REPEAT.sub(_one, part), text)
 
 
 def normalise(text: str) -> str:
@@ -84,7 +93,7 @@ def normalise(text: str) -> str:
     original = _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
     result = _strip_leading(original)
     result = _strip_trailing(result)
-    result = _PLEASE.sub("", result)
+    result = _outside_code(lambda part: _PLEASE.sub("", part), result)
     result = _collapse_repeats(result)
     result = _WS.sub(" ", result).strip(" ,;:-")
     if not re.search(r"\w", result):
