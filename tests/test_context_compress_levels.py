@@ -300,3 +300,22 @@ def test_compress_a_session_through_the_api(empty_kb):
     assert out["messages"][1]["content"].startswith(MARK)
     assert out["messages"][-1]["content"] == msgs[-1]["content"]
     assert out["stats"]["window_source"] == "--window"
+
+
+def test_a_result_that_differs_only_in_its_number_is_not_a_repeat():
+    from kb_indexer.context.extractive import summarise
+    msgs = [{"role": "assistant", "content": f"The PPO run with batch size {b} scored 0.{b}."} for b in (16, 32, 64, 80)]
+    text, kept = summarise(msgs, 300)
+    assert kept == 4 and all(f"0.{b}" in text for b in (16, 32, 64, 80))
+    same = [{"role": "assistant", "content": "The PPO run with batch size 16 scored 0.73."}] * 3
+    assert summarise(same, 300)[1] == 1
+
+
+def test_a_message_longer_than_a_chunk_is_split_not_cut():
+    from kb_indexer.context.compress import chunks
+    from kb_indexer.tokens import message_tokens
+    korean = "강화 학습은 보상으로 배운다. " * 400                 # one token per Hangul character
+    groups = chunks([{"role": "user", "content": korean}, {"role": "assistant", "content": "ok"}], 300)
+    pieces = [g[0]["content"] for g in groups[:-1]]
+    assert len(groups) > 2 and all(message_tokens(g[0]) <= 300 for g in groups)
+    assert "".join(pieces).replace(" ", "") == korean.replace(" ", "")   # nothing dropped

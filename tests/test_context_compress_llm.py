@@ -245,3 +245,14 @@ def test_cli_with_a_working_fake_uses_the_llm_and_the_cache(cli, k, tmp_path, mo
     res = cli(*args, "--no-cache")
     assert res.exit_code == 0
     assert "warning" in res.stderr and json.loads(res.stdout)["stats"]["stages"][0]["source"] == "extractive"
+
+
+def test_an_invalid_answer_costs_only_its_chunk(k):
+    """A too-long or malformed answer is the model's, not an outage: the next chunk is still asked."""
+    messages = conversation(40)
+    out, fake = compress(k, messages, 85, "not json", "still not json",
+                         *[{"summary": f"Part {i}: PPO over DQN."} for i in range(10)])
+    assert len(fake.calls) >= 3                         # the failed chunk (and its repair), then the next
+    assert out["stats"]["stages"][0]["source"] == "llm"
+    assert "Part 0: PPO over DQN." in out["messages"][1]["content"]
+    assert out["stats"]["fallback"] and "failed" in out["stats"]["fallback"]

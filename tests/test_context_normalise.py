@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kb_indexer.context.normalise import LEADING_FILLERS, TRAILING_FILLERS, normalise, normalised_pair
+from kb_indexer.context.normalise import (LEADING_FILLERS, TRAILING_FILLERS, TRAILING_THANKS, normalise,
+                                          normalised_pair)
 
 CHANGED = [
     # the design's examples (chat-context-strategy.md)
@@ -25,8 +26,9 @@ CHANGED = [
     # trailing filler
     ("open workspace 5 please", "open workspace 5"),
     ("open workspace 5, please!", "open workspace 5!"),
-    ("open workspace 5 thanks", "open workspace 5"),
-    ("open workspace 5 for me", "open workspace 5"),
+    ("open workspace 5, thanks", "open workspace 5"),
+    ("Hi, open the report", "Open the report"),
+    ("hey can you open X", "open X"),
     ("Is it fixed? thanks", "Is it fixed?"),
     ("Fixed it; thank you", "Fixed it"),
     # "please" anywhere
@@ -135,8 +137,21 @@ def test_the_pair_keeps_the_original_beside_the_normalised_text():
 def test_the_documented_lists_hold_the_designs_phrases():
     for phrase in ("how about", "please", "can you", "could you", "i want to", "let's"):
         assert phrase in LEADING_FILLERS
-    assert "please" in TRAILING_FILLERS and "thanks" in TRAILING_FILLERS
+    assert "please" in TRAILING_FILLERS and "thanks" in TRAILING_THANKS
 
 
 def test_blank_text_stays_blank():
     assert normalise("   ") == ""
+
+
+# Words that look like fillers but carry meaning where they stand: unchanged.
+MEANINGFUL = [
+    "Well done", "Well said", "so what?", "hello world", "type thanks", "is this good for me",
+    "open workspace 5 thanks", "hi-fi speakers", "Let's Encrypt certificates", "can you not do that?",
+    "ok", "okay",
+]
+
+
+@pytest.mark.parametrize("text", MEANINGFUL)
+def test_filler_like_words_that_carry_meaning_stay(text):
+    assert normalise(text) == text

@@ -421,3 +421,36 @@ def test_two_processes_adding_to_one_session_lose_nothing(k, tmp_path):
     for who in ("p1", "p2"):                      # each writer's messages in its own order
         mine = [c for c in contents if c.startswith(who + "-")]
         assert mine == [f"{who}-{i}" for i in range(50)]
+
+
+def test_an_answered_question_is_not_repeated_as_pending(k):
+    k.context_add("q", [{"role": "user", "content": "open it"},
+                        {"role": "assistant", "content": "Which workspace?"},
+                        {"role": "user", "content": "the research one"}])
+    out = k.context_build("q", "and close the old one", use_llm=False)
+    assert out["last_assistant_question"] is None
+    k.context_add("q", role="user", text="open workspace 5")        # record first, then build
+    out = k.context_build("q", "open workspace 5", use_llm=False)
+    assert out["stats"]["current_recorded"] and out["last_assistant_question"] is None
+
+
+def test_a_question_recorded_then_built_is_still_pending(k):
+    k.context_add("q2", [{"role": "user", "content": "open it"},
+                         {"role": "assistant", "content": "Which workspace?!"},
+                         {"role": "user", "content": "5"}])
+    out = k.context_build("q2", "5", use_llm=False)                 # the agent recorded "5" first
+    assert out["stats"]["current_recorded"] and out["last_assistant_question"] == "Which workspace?!"
+
+
+def test_an_empty_message_is_refused_and_nothing_is_written(k):
+    with pytest.raises(ValidationError, match="no text"):
+        k.context_add("e", [{"role": "user", "content": "fine"}, {"role": "assistant", "content": "   "}])
+    with pytest.raises(Exception):
+        k.context_show("e")
+
+
+def test_a_current_message_longer_than_the_cap_is_flagged(k):
+    out = k.context_build("cap", " ".join(f"item{i}" for i in range(100)), max_chars=200, use_llm=False)
+    assert out["message"]["normalised"] in out["prompt"]
+    assert out["stats"]["over_max_chars"] is True
+    assert k.context_build("cap", "short", max_chars=200, use_llm=False)["stats"]["over_max_chars"] is False

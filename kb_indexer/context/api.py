@@ -113,6 +113,9 @@ class ContextAPI:
         items = check_messages(messages, ("user", "assistant"))
         if not items:
             raise ValidationError("no messages to add")
+        for i, m in enumerate(items):
+            if not str(m.get("content") or "").strip():
+                raise ValidationError(f"message {i + 1} has no text (an empty message is not recorded)")
         return add_messages(self.conn, sid, items)
 
     def context_build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,

@@ -18,8 +18,11 @@ The design (chat-context-strategy.md): on every user message, send the LLM a bou
   plus the messages it does not cover yet), by the LLM when one is configured (cached), else by the
   extractive summariser; at most ``SUMMARY_CHARS`` characters. It is stored, so the next build only
   folds in what aged out since.
+* Last assistant question: the session's last message, when it is an assistant message that asked one
+  (a question the user already answered is not repeated).
 * Size cap ``max_chars`` on the whole block: the oldest recent messages are dropped first, then the
-  summary is shortened, then the last question; the current message is never cut.
+  summary is shortened, then the last question; the current message is never cut (``over_max_chars``
+  says when it alone overflows the cap).
 """
 
 from __future__ import annotations
@@ -94,6 +97,13 @@ def _window(messages: list[dict[str, Any]], message: str, recent: int) -> tuple[
     return (users[-recent:] if recent else []), recorded
 
 
+def _open_question(messages: list[dict[str, Any]]) -> str | None:
+    """The last assistant message if it asked a question the user has not answered yet (it is the
+    session's last message): once the user replied, the question is no longer pending."""
+    last = messages[-1] if messages else None
+    return last["content"] if last and last["role"] == "assistant" and last["is_question"] else None
+
+
 def render(summary: str, recent: list[str], question: str | None, current: str) -> str:
     summary = "\n    ".join(line.strip() for line in summary.splitlines() if line.strip())
     lines = ["Context:", f"- Summary: {summary}".rstrip(), "- Recent user messages:"]
@@ -135,14 +145,14 @@ def build(conn: Any, sid: str, message: str, opts: BuildOptions) -> dict[str, An
         refresh = _refresh_summary(conn, sid, row, aged, opts)
         row = store.session_row(conn, sid)
     summary = store.summary_of(row)
-    assistants = [m for m in messages if m["role"] == "assistant"]
-    question = assistants[-1]["content"] if assistants and assistants[-1]["is_question"] else None
+    question = _open_question(messages[:-1] if recorded else messages)
     current = normalise(message)
     text, recent, question, fit = _fit(summary["text"] if summary else "", [m["content"] for m in window],
                                        question, current, opts.max_chars)
     prompt = render(text, recent, question, current)
     stats = {"session_messages": len(messages), "recent_used": len(recent), "recent_limit": opts.recent,
              "current_recorded": recorded, "summary_refresh": refresh, **fit, "prompt_chars": len(prompt),
+             "over_max_chars": len(prompt) > opts.max_chars,
              "prompt_tokens_estimate": estimate_tokens(prompt), "max_chars": opts.max_chars}
     return {"session": sid, "summary": dict(summary, text=text) if summary else None,
             "recent_user_messages": recent, "last_assistant_question": question,

@@ -30,6 +30,7 @@ newest older messages that fit (truncation) with a note of how many were dropped
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,15 +200,47 @@ def _truncated(older: list[dict[str, Any]], budget: int) -> tuple[str, str]:
     return text, "truncation"
 
 
+def _prefix_within(text: str, max_tokens: int) -> int:
+    """Length of the longest prefix of ``text`` estimated at most ``max_tokens`` (at least 1)."""
+    low, high = 1, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if estimate_tokens(text[:mid]) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def split_text(text: str, max_tokens: int) -> list[str]:
+    """``text`` in consecutive pieces of at most ``max_tokens`` estimated tokens, cut between sentences
+    where possible (CJK text, one token per character, is cut by tokens, not by characters)."""
+    parts: list[str] = []
+    current = ""
+    for piece in re.split(r"(?<=[.!?。！？\n])\s+", text):
+        if current and estimate_tokens(current + " " + piece) > max_tokens:
+            parts.append(current)
+            current = ""
+        while estimate_tokens(piece) > max_tokens:
+            n = _prefix_within(piece, max_tokens)
+            parts.append(piece[:n])
+            piece = piece[n:]
+        current = f"{current} {piece}" if current else piece
+    if current:
+        parts.append(current)
+    return parts
+
+
 def chunks(messages: list[dict[str, Any]], max_tokens: int) -> list[list[dict[str, Any]]]:
-    """Consecutive groups of at most ``max_tokens`` (a longer message is a group of its own, cut)."""
+    """Consecutive groups of at most ``max_tokens``; a longer message is split into several groups (its
+    pieces keep its role), so nothing of it is hidden from the summariser."""
     out: list[list[dict[str, Any]]] = [[]]
     used = 0
     for m in messages:
         cost = message_tokens(m)
         if cost > max_tokens:
-            cut = dict(m, content=str(m.get("content") or "")[:max_tokens * 4] + " …")
-            out += [[cut], []]
+            pieces = split_text(str(m.get("content") or ""), max(16, max_tokens - 8))
+            out += [[dict(m, content=p)] for p in pieces] + [[]]
             used = 0
             continue
         if used + cost > max_tokens and out[-1]:
@@ -219,8 +252,9 @@ def chunks(messages: list[dict[str, Any]], max_tokens: int) -> list[list[dict[st
 
 
 def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int) -> str | None:
-    """The LLM's summary, one call per chunk; a failed chunk gets the extractive summary (and later
-    chunks too: a server that failed once is not waited for again). None if no chunk succeeded."""
+    """The LLM's summary, one call per chunk; a failed chunk gets the extractive summary. After an outage
+    (server down, timeout) later chunks get it too: a server that failed so is not waited for again; an
+    invalid or too-long answer only costs its own chunk. None if no chunk succeeded."""
     client = st.opts.client
     cap = client.config.max_tokens_cap
     size = max(256, min(st.opts.window // 2, int(cap / RATIOS[level] * 0.8)))
@@ -236,10 +270,15 @@ def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int
                 used_llm = True
                 continue
             except SummaryFailed as exc:
-                st.llm_failed = exc.reason
-                st.fallback.append(f"LLM {client.config.backend} failed: {exc.reason}; extractive summary")
+                _failed(st, exc)
         parts.append(extractive.summarise(group, share)[0])
     return "\n".join(p for p in parts if p) if used_llm else None
+
+
+def _failed(st: State, exc: SummaryFailed) -> None:
+    if exc.outage:
+        st.llm_failed = exc.reason
+    st.fallback.append(f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary")
 
 
 def _count(st: State, info: dict[str, Any]) -> None:
@@ -283,8 +322,7 @@ def _compress_skills(st: State) -> None:
                 _count(st, info)
                 source = "llm"
             except SummaryFailed as exc:
-                st.llm_failed = exc.reason
-                st.fallback.append(f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary")
+                _failed(st, exc)
         if text is None:
             text = extractive.compress_text(content, budget)
         if estimate_tokens(text) < estimate_tokens(content):

@@ -20,7 +20,7 @@ explanations. Each sentence of the replaced messages is scored by what it says, 
 
 Sentences scoring under ``MIN_SCORE`` are never kept, so filler is not added just to fill the budget.
 The rest are taken best value first (score per token, shorter sentences win ties), skipping a sentence
-that mostly repeats one already taken, until the budget is used; they are printed in their original
+that mostly repeats one already taken (most words shared and no number of its own), until the budget is used; they are printed in their original
 order, each run of one speaker under one label ("User:", "Assistant:"). Truncation (the last fallback)
 keeps the newest messages that fit and says how many were dropped.
 """
@@ -77,6 +77,7 @@ class Unit:
     score: float
     tokens: int
     words: frozenset[str]
+    numbers: frozenset[str] = frozenset()
 
 
 def score_sentence(text: str, role: str) -> float:
@@ -147,14 +148,19 @@ def units_of(messages: list[dict[str, Any]]) -> list[Unit]:
             for s in split_sentences(text):
                 score = score_sentence(s, who)
                 units.append(Unit(len(units), i, who, s, max(score, MIN_SCORE) if earlier else score,
-                                  estimate_tokens(s) + 1, frozenset(w.lower() for w in _WORD.findall(s))))
+                                  estimate_tokens(s) + 1, frozenset(w.lower() for w in _WORD.findall(s)),
+                                  frozenset(m.group(0).lower() for m in _NUMBER.finditer(s))))
     return units
 
 
 def _repeats(unit: Unit, chosen: list[Unit]) -> bool:
+    """Whether ``unit`` mostly repeats a chosen sentence: most words shared and no number of its own
+    ("PPO scored 0.81" does not repeat "PPO scored 0.73")."""
     if not unit.words:
         return False
     for c in chosen:
+        if not unit.numbers <= c.numbers:
+            continue
         union = len(unit.words | c.words)
         if union and len(unit.words & c.words) / union > REDUNDANT:
             return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb_indexer.llm.base import LLMError, Message
+from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.tokens import estimate_tokens
 
 SLACK = 1.10
@@ -38,11 +38,14 @@ SKILL_SYSTEM = (
 
 
 class SummaryFailed(Exception):
-    """No usable summary from the LLM; ``reason`` says why (for ``stats.fallback``)."""
+    """No usable summary from the LLM; ``reason`` says why (for ``stats.fallback``). ``outage``: the
+    server could not be used at all (down, timeout, refused credentials), so asking again in the same
+    run would only wait again; an invalid or too-long answer is not an outage."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, outage: bool = True):
         super().__init__(reason)
         self.reason = reason
+        self.outage = outage
 
 
 def transcript(messages: list[dict[str, Any]]) -> str:
@@ -83,6 +86,8 @@ def _ask(client: Any, task: str, system: str, user: str, budget_tokens: int,
     try:
         result = client.structured(task, msgs, schema_for(), max_tokens=int(budget_tokens * SLACK) + 40,
                                    temperature=0.0, check=_checker(budget_tokens, replaced_tokens))
+    except LLMBadResponse as exc:
+        raise SummaryFailed(exc.message, outage=False) from None
     except LLMError as exc:
         raise SummaryFailed(exc.message) from None
     info = {"cached": result.cached, "prompt_tokens_estimate": estimate_tokens(system + user),

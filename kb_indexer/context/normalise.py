@@ -29,17 +29,28 @@ LEADING_FILLERS = (
     "how about", "what about",
     "can you", "could you", "would you", "will you", "can u", "pls", "plz",
     "please", "kindly", "let's", "let us", "lets",
-    "hey there", "hey", "hi there", "hi", "hello there", "hello",
-    "um", "uh", "umm", "uhh", "hmm", "ok so", "okay so", "so", "well",
+    "um", "uh", "umm", "uhh", "hmm", "ok so", "okay so",
 )
-TRAILING_FILLERS = ("please", "pls", "plz", "thanks", "thank you", "thx", "for me")
+# Leading words that are filler only when punctuation or another filler follows them: "Hi, open X" and
+# "hey can you open X" lose them, "hello world", "Well done", "so what?" and "hi-fi" keep them.
+LEADING_INTERJECTIONS = ("hey there", "hey", "hi there", "hi", "hello there", "hello", "so", "well")
+TRAILING_FILLERS = ("please", "pls", "plz")
+# Thanks at the end only after punctuation ("Open it, thanks"): "type thanks" keeps its object.
+TRAILING_THANKS = ("thanks", "thank you", "thx")
 
 _WORD_END = r"(?![\w'-])"
+# Not a filler when followed by "not" ("can you not do that?") or, for "let's", by a capitalised word
+# ("Let's Encrypt certificates").
 _LEADING = re.compile(
     r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True)) + r")"
-    + _WORD_END + r"[\s,;:!.\-]*", re.IGNORECASE)
+    + _WORD_END + r"(?<!let's(?=\s(?-i:[A-Z])))(?<!lets(?=\s(?-i:[A-Z])))(?!\s+not\b)[\s,;:!.\-]*", re.IGNORECASE)
+_FILLER_AHEAD = "|".join(re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True))
+_INTERJECTION = re.compile(
+    r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(LEADING_INTERJECTIONS, key=len, reverse=True)) + r")"
+    + r"(?:\s*[,;:!.]+\s*|\s+(?=(?:" + _FILLER_AHEAD + r")" + _WORD_END + r"))", re.IGNORECASE)
 _TRAILING = re.compile(
-    r"[\s,;]*\b(?:" + "|".join(re.escape(f) for f in sorted(TRAILING_FILLERS, key=len, reverse=True)) + r")"
+    r"(?:[\s,;]*\b(?:" + "|".join(re.escape(f) for f in sorted(TRAILING_FILLERS, key=len, reverse=True)) + r")"
+    + r"|(?<=[,;.!?])\s*\b(?:" + "|".join(re.escape(f) for f in TRAILING_THANKS) + r"))"
     + r"(?P<end>[\s.!?]*)$", re.IGNORECASE)
 _PLEASE = re.compile(r"(?<![\w'-])please(?![\w'-])[\s,]*", re.IGNORECASE)
 _CODE = re.compile(r"`[^`]*`")
@@ -52,6 +63,8 @@ _WS = re.compile(r"\s+")
 def _strip_leading(text: str) -> str:
     while True:
         stripped = _LEADING.sub("", text, count=1)
+        if stripped == text:
+            stripped = _INTERJECTION.sub("", text, count=1)
         if stripped == text or not stripped.strip():
             return text
         text = stripped
@@ -62,7 +75,7 @@ def _strip_trailing(text: str) -> str:
         match = _TRAILING.search(text)
         if not match or not text[:match.start()].strip():
             return text
-        head, end = text[:match.start()], match.group("end").strip()
+        head, end = text[:match.start()].rstrip(" ,;"), match.group("end").strip()
         if head.rstrip().endswith((".", "!", "?", "…")):
             end = ""                         # "Done! Thanks." -> "Done!", not "Done!."
         text = head + end

@@ -21,9 +21,9 @@ _TRAILING = re.compile(r"[\s*_`\"'”’»)\]」』]+$")
 
 
 def ends_with_question(text: str) -> bool:
-    """Whether a message asks something: its text ends with a question mark (closing quotes, brackets
-    and markdown emphasis after it do not count)."""
-    return _TRAILING.sub("", text).endswith(("?", "？"))
+    """Whether a message asks something: its text ends with a question mark (closing quotes, brackets,
+    markdown emphasis and exclamation marks after it do not count: "Really?!")."""
+    return _TRAILING.sub("", text).rstrip("!！").endswith(("?", "？"))
 
 
 def _touch(conn: sqlite3.Connection, sid: str) -> None:
