@@ -145,6 +145,12 @@ def run_one(kb: Any, conv: dict[str, Any], level: int, kind: str, args: argparse
     facts = conv["facts"]
     trunc = truncation(conv, out)
     requests = again["stats"]["llm_calls"] + again["stats"]["cache_hits"]
+    text = context_text(out)
+    by_kind: dict[str, list[int]] = {}
+    for f in facts:
+        seen = by_kind.setdefault(f["kind"], [0, 0])
+        seen[0] += all(s.lower() in text for s in f["must_survive"])
+        seen[1] += 1
     return {"id": conv["id"], "family": conv["family"], "level": level, "method": kind, "window": window,
             "achieved_level": st["level"], "tokens_before": st["tokens_before"], "tokens_after": st["tokens_after"],
             "ratio": st["ratio"], "facts": len(facts), "kept": kept_facts(facts, context_text(out)),
@@ -153,7 +159,7 @@ def run_one(kb: Any, conv: dict[str, Any], level: int, kind: str, args: argparse
             "within_target": within,
             "llm_calls": st["llm_calls"], "repeat_requests": requests, "repeat_hits": again["stats"]["cache_hits"],
             "fallback": st["fallback"], "ms": round(elapsed, 1),
-            "sources": sorted({s.get("source") for s in history if s.get("source")})}
+            "sources": sorted({s.get("source") for s in history if s.get("source")}), "by_kind": by_kind}
 
 
 def summarise_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -186,6 +192,19 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{s['within']}/{s['n']} | {s['llm_calls']} | {hits} | {s['ms']:.1f} |")
 
 
+def print_kinds(rows: list[dict[str, Any]]) -> None:
+    """Facts kept by kind, per family and method, all levels together."""
+    print("\n| family | method | preference | decision | result | name |")
+    print("|---|---|---|---|---|---|")
+    for family, method in sorted({(r["family"], r["method"]) for r in rows}, key=lambda k: (k[0] != "dev", k[1])):
+        cells = []
+        for kind in ("preference", "decision", "result", "name"):
+            kept = sum(r["by_kind"].get(kind, [0, 0])[0] for r in rows if (r["family"], r["method"]) == (family, method))
+            total = sum(r["by_kind"].get(kind, [0, 0])[1] for r in rows if (r["family"], r["method"]) == (family, method))
+            cells.append(f"{kept / total:.0%} of {total}" if total else "–")
+        print(f"| {family} | {method} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.context_conv import generate_set
     from kb_indexer.api import KnowledgeBase
@@ -215,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         rows.append(run_one(kb, conv, level, method, args))
         kb.close()
     print_table(rows)
+    print_kinds(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0
