@@ -171,7 +171,7 @@ def test_a_failing_llm_falls_back_to_the_extractive_summary(k, answers, reason):
     assert_valid(out, messages)
     assert stats["stages"][0]["source"] == "extractive"
     assert stats["fallback"] and reason in stats["fallback"] and "LLM fake failed" in stats["fallback"]
-    assert stats["llm_calls"] == 0
+    assert stats["llm_calls"] == 1 and stats["llm_failures"] == 1     # the request was sent, and failed
     assert out["llm"]["fallback"] == "extractive" and reason in out["llm"]["error"]
     assert len(fake.calls) == len(answers)                   # one repair attempt for a bad answer, no more
     assert "Korean" in out["messages"][1]["content"]         # the facts survive the fallback

@@ -43,12 +43,13 @@ CHANGED = [
     ("no no no", "no"),
     ("The result is is 0.73", "The result is 0.73"),
     # spaces
-    ("  lots   of \t  space \n here ", "lots of space here"),
+    ("  lots   of \t  space  here ", "lots of space here"),
+    ("  list:  \n- a   b\n- c\n\n\n\nend ", "list:\n- a b\n- c\n\nend"),      # lines stay lines
     # Unicode: Korean and accented repeated words
     ("워크스페이스 워크스페이스 5", "워크스페이스 5"),
     ("워크스페이스 워크스페이스 워크스페이스 열어줘", "워크스페이스 열어줘"),
     ("été été chaud", "été chaud"),
-    ("Gruß Gruß aus Köln", "Gruß aus Köln"),
+    ("gruß gruß aus Köln", "gruß aus Köln"),
 ]
 
 UNCHANGED = [
@@ -148,7 +149,9 @@ def test_blank_text_stays_blank():
 MEANINGFUL = [
     "Well done", "Well said", "so what?", "hello world", "type thanks", "is this good for me",
     "open workspace 5 thanks", "hi-fi speakers", "Let's Encrypt certificates", "can you not do that?",
-    "ok", "okay",
+    "ok", "okay", "I wanna die", "uh huh", "Let us know when ready", "what about it?",
+    "Would you rather be rich or famous?", "so so", "Bora Bora trip", "Duran Duran concert",
+    "fix this:\n```python\nfor x in xs:\n    print(x)\n```",
 ]
 
 

@@ -106,7 +106,8 @@ def test_a_user_message_is_never_a_question(k):
     out = k.context_add("q", [{"role": "user", "content": "what can you do?"},
                               {"role": "user", "content": "open it", "is_question": True}])
     assert [a["is_question"] for a in out["added"]] == [False, False]
-    assert k.context_add("q", role="user", text="really?", is_question=True)["added"][0]["is_question"] is False
+    with pytest.raises(UsageError, match="--question flags an assistant message"):
+        k.context_add("q", role="user", text="really?", is_question=True)       # --question on a user message
     assert not any(m["is_question"] for m in k.context_show("q")["messages"])
 
 
@@ -454,3 +455,30 @@ def test_a_current_message_longer_than_the_cap_is_flagged(k):
     assert out["message"]["normalised"] in out["prompt"]
     assert out["stats"]["over_max_chars"] is True
     assert k.context_build("cap", "short", max_chars=200, use_llm=False)["stats"]["over_max_chars"] is False
+
+
+def test_record_after_record_then_build_does_not_store_it_twice(k):
+    k.context_add("rr", role="user", text="open workspace 5")
+    out = k.context_build("rr", "open workspace 5", record=True, use_llm=False)
+    assert out["stats"]["current_recorded"] and out["recorded"] == {"seq": None, "already": True}
+    assert k.context_show("rr")["count"] == 1
+
+
+@pytest.mark.parametrize("sid", ["   ", "a\nb", "tab\there", "zero\u200bwidth"])
+def test_a_blank_or_control_character_session_id_is_bad_usage(k, sid):
+    with pytest.raises(UsageError):
+        k.context_add(sid, role="user", text="hello")
+
+
+def test_the_rolling_summary_fills_its_600_characters_with_facts(k):
+    facts = [f"I prefer option {c} for the {w} stage." for c, w in zip("ABCDEFGHIJ", (
+        "ingest", "parse", "index", "rank", "cache", "serve", "log", "alert", "backup", "deploy"))]
+    msgs = []
+    for i, fact in enumerate(facts):
+        msgs += [{"role": "user", "content": f"small talk {i}. {fact}"}, {"role": "assistant", "content": "Noted."}]
+    k.context_add("fill", msgs + turns(8, start=50))
+    summary = k.context_build("fill", "next", use_llm=False)["summary"]["text"]
+    kept = [f for f in facts if f in summary]
+    assert len(summary) <= SUMMARY_CHARS
+    assert "small talk" not in summary                       # a bare count is not a fact
+    assert len(summary) + len(min(facts, key=len)) + 8 > SUMMARY_CHARS or len(kept) == len(facts)

@@ -34,7 +34,7 @@ def read_json_input(path: Path) -> Any:
     if len(raw) > MAX_JSON_FILE_BYTES:
         raise ValidationError(f"{name} is larger than {MAX_JSON_FILE_BYTES:,} bytes")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")   # a byte-order mark (Windows tools write one) is not content
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{name} is not UTF-8 text (byte {exc.start})") from None
     return parse_json(text, name)

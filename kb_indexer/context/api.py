@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
@@ -39,8 +40,12 @@ def _int(value: Any, what: str, low: int, high: int) -> int:
 def check_session(session: Any) -> str:
     _text(session, "the session id", MAX_SESSION_CHARS * 4)
     sid = session.strip()
-    if not sid or len(sid) > MAX_SESSION_CHARS:
-        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {session!r}")
+    if not sid:
+        raise UsageError("a session id must not be empty or blank")
+    if len(sid) > MAX_SESSION_CHARS:
+        raise UsageError(f"a session id must be at most {MAX_SESSION_CHARS} characters, got {len(sid)}")
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in sid):
+        raise UsageError(f"a session id must not contain control characters, got {sid!r}")
     return sid
 
 
@@ -86,6 +91,16 @@ def check_skills(items: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
+    """(backend, model) of the configured LLM settings, whether or not this call uses the LLM: the
+    window belongs to the model the context is for (``--no-llm`` does not change it)."""
+    if client is not None:
+        return client.config.backend, client.model
+    from kb_indexer.llm.config import resolve
+    config = resolve(llm)
+    return config.backend, config.model
+
+
 class ContextAPI:
     conn: Any
 
@@ -109,6 +124,9 @@ class ContextAPI:
         if messages is None:
             if role not in ("user", "assistant"):
                 raise UsageError(f"--role must be user or assistant, got {role!r}")
+            if is_question and role != "assistant":
+                raise UsageError("--question flags an assistant message (the design tracks the assistant's "
+                                 "questions); a user message is never one")
             messages = [{"role": role, "content": text, "is_question": bool(is_question)}]
         items = check_messages(messages, ("user", "assistant"))
         if not items:
@@ -137,7 +155,9 @@ class ContextAPI:
             if opts.client is not None and client is None:
                 opts.client.close()
         out["recorded"] = None
-        if record:
+        if record and out["stats"]["current_recorded"]:   # record-then-build already stored it
+            out["recorded"] = {"seq": None, "already": True}
+        elif record:
             out["recorded"] = add_messages(self.conn, sid, [{"role": "user", "content": message}])["added"][0]
         return out
 
@@ -167,13 +187,15 @@ class ContextAPI:
         messages = check_messages(payload.get("messages", [] if session else None), ROLES_IN)
         skills = check_skills(payload.get("skills"))
         if session is not None:
+            if any(m["role"] != "system" for m in messages):
+                raise UsageError("with --session the messages are the session's: the input may add system "
+                                 "messages and skills only")
             messages, skills = self._session_input(check_session(session), messages, skills, "skills" in payload)
         if not messages:
             raise ValidationError("no messages to compress")
         opts = CompressOptions(window=0, keep_last=_int(keep_last, "--keep-last", 0, 1000))
+        opts.window, source = resolve_window(window, *_chat_model(llm, client))
         opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
-        backend = opts.client.config.backend if opts.client is not None else (getattr(llm, "backend", None))
-        opts.window, source = resolve_window(window, backend, opts.client.model if opts.client else None)
         try:
             out = compress(messages, skills, opts)
         finally:

@@ -81,7 +81,7 @@ def _refresh_summary(conn: Any, sid: str, row: Any, aged: list[dict[str, Any]],
     elif opts.no_llm_reason:
         info["fallback"] = opts.no_llm_reason
     if text is None:
-        text = extractive.summarise(new, budget, previous=previous)[0]
+        text = extractive.summarise(new, SUMMARY_CHARS, previous=previous, max_chars=SUMMARY_CHARS)[0]
         info["source"] = "extractive"
     text = cap_chars(text, SUMMARY_CHARS)
     store.save_summary(conn, sid, text, info["source"], new[-1]["seq"])

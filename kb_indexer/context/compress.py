@@ -64,7 +64,8 @@ class State:
     stages: list[dict[str, Any]] = field(default_factory=list)
     fallback: list[str] = field(default_factory=list)
     dropped_skills: list[str] = field(default_factory=list)
-    llm_calls: int = 0
+    llm_calls: int = 0               # requests sent to the server (answered or failed), not cache hits
+    llm_failures: int = 0
     cache_hits: int = 0
     usage: list[dict[str, Any]] = field(default_factory=list)
     llm_failed: str | None = None
@@ -98,7 +99,7 @@ def compress(messages: list[dict[str, Any]], skills: list[dict[str, Any]], opts:
     stats = {"tokens_before": before, "tokens_after": after, "ratio": round(after / before, 4) if before else 1.0,
              "window": opts.window, "usage_before": round(before / opts.window, 4),
              "usage_after": round(after / opts.window, 4), "level": level, "stages": st.stages,
-             "llm_calls": st.llm_calls, "cache_hits": st.cache_hits,
+             "llm_calls": st.llm_calls, "llm_failures": st.llm_failures, "cache_hits": st.cache_hits,
              "fallback": "; ".join(dict.fromkeys(st.fallback)) or None, "dropped_skills": st.dropped_skills,
              "over_window": after > opts.window, "token_counts": st.usage, "estimator": "tokens.estimate_tokens"}
     return {"messages": st.messages, "skills": st.skills, "stats": stats}
@@ -120,6 +121,14 @@ def _run_ladder(st: State, original: list[dict[str, Any]], level: int) -> None:
 
 # -- history -------------------------------------------------------------------------------------------
 
+def _tail_can_start(messages: list[dict[str, Any]], i: int) -> bool:
+    """Whether the verbatim tail may start at ``i`` after a ``user`` summary without breaking what the
+    input did: at an assistant message, or at a user message the input already put after a user message
+    (runs of user messages, e.g. an agent that records only the user's turns). Never at a tool result."""
+    role = messages[i].get("role")
+    return role == "assistant" or (role == "user" and i > 0 and messages[i - 1].get("role") == "user")
+
+
 def split_history(messages: list[dict[str, Any]], keep_last: int) -> tuple[list[int], int]:
     """(indexes of the older, replaceable messages; index where the verbatim tail starts)."""
     n = len(messages)
@@ -130,9 +139,9 @@ def split_history(messages: list[dict[str, Any]], keep_last: int) -> tuple[list[
     assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     if assistants and assistants[-1] < start and extractive_is_question(messages[assistants[-1]]):
         start = assistants[-1]
-    while start > 0 and messages[start].get("role") != "assistant":
-        start -= 1                           # the tail starts with an assistant message
-    if messages[start].get("role") != "assistant":
+    while start > 0 and not _tail_can_start(messages, start):
+        start -= 1
+    if start == 0 or not _tail_can_start(messages, start):
         return [], n
     older = [i for i in range(start) if messages[i].get("role") != "system"]
     return older, start
@@ -276,6 +285,8 @@ def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int
 
 
 def _failed(st: State, exc: SummaryFailed) -> None:
+    st.llm_calls += 1
+    st.llm_failures += 1
     if exc.outage:
         st.llm_failed = exc.reason
     st.fallback.append(f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary")

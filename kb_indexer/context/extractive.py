@@ -10,8 +10,8 @@ explanations. Each sentence of the replaced messages is scored by what it says, 
   channel is ..."): +3;
 * a standing instruction ("always", "never", "only", "from now on", "remember", "make sure"): +2;
 * a decision or choice word ("decided", "chose", "instead of", "rather than", "switched to"): +2;
-* numbers (with units, decimals, percentages): +1.5 for the first, +0.5 for each further (at most
-  +2.5); a result word with a number ("scored", "dropped to", "converged", "latency", "accuracy"): +1.5;
+* numbers that measure or identify (decimals, grouped digits, units, percentages, three digits or
+  more): +1.5, +0.5 for each further number (at most +2.5); a small bare count ("turn 3") only +0.5; a result word with a number ("scored", "dropped to", "converged", "latency", "accuracy"): +1.5;
 * names (capitalised words inside the sentence, CamelCase, ACRONYMS, paths, `code`, quoted text,
   #channels and @handles, hyphenated codes with a digit): +1 each, +2 for a name of several capitalised
   words (a person's full name), at most +3;
@@ -20,7 +20,8 @@ explanations. Each sentence of the replaced messages is scored by what it says, 
 
 Sentences scoring under ``MIN_SCORE`` are never kept, so filler is not added just to fill the budget.
 The rest are taken best value first (score per token, shorter sentences win ties), skipping a sentence
-that mostly repeats one already taken (most words shared and no number of its own), until the budget is used; they are printed in their original
+that repeats one already taken (fewer than a fifth of its content words new, and no number of its
+own), until the budget is used; they are printed in their original
 order, each run of one speaker under one label ("User:", "Assistant:"). Truncation (the last fallback)
 keeps the newest messages that fit and says how many were dropped.
 """
@@ -36,7 +37,10 @@ from kb_indexer.tokens import estimate_tokens
 
 MIN_SCORE = 2.0
 MAX_SENTENCE_CHARS = 600     # a longer "sentence" (a paragraph with no full stop) is cut to this
-REDUNDANT = 0.6              # Jaccard overlap of content words above which a sentence repeats another
+NEW_WORDS = 0.2              # a sentence with fewer new content words than this share repeats another
+STOPWORDS = frozenset("the and for with that this these those are was were you your our but not have has had "
+                      "can will from into about what which then than also just its it's there their they them "
+                      "been being would could should does did".split())
 
 _I = re.IGNORECASE
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|me|us|let's)\b", _I)
@@ -80,6 +84,12 @@ class Unit:
     numbers: frozenset[str] = frozenset()
 
 
+def _strong_number(number: str) -> bool:
+    """A measurement or an identifier: decimals, grouped digits, a unit, or three digits or more."""
+    digits = sum(c.isdigit() for c in number)
+    return digits >= 3 or any(c in number for c in ".,:") or not number[-1].isdigit()
+
+
 def score_sentence(text: str, role: str) -> float:
     """How much a sentence says that must survive (see the module docstring)."""
     if len(_WORD.findall(text)) < 2 or _ACK.match(text.strip()):
@@ -91,11 +101,14 @@ def score_sentence(text: str, role: str) -> float:
         score += 2.0
     if _DECISION.search(text):
         score += 2.0
-    numbers = len(_NUMBER.findall(text))
-    if numbers:
-        score += min(2.5, 1.5 + 0.5 * (numbers - 1))
-        if _RESULT.search(text):
-            score += 1.5
+    found = [m.group(0) for m in _NUMBER.finditer(text)]
+    strong = sum(1 for n in found if _strong_number(n))
+    if strong:
+        score += min(2.5, 1.5 + 0.5 * (len(found) - 1))
+    elif found:
+        score += 0.5          # a small bare count ("step 2", "turn 3") says little on its own
+    if found and _RESULT.search(text):
+        score += 1.5
     names = {m.group(0) for m in _NAME.finditer(text)}
     score += min(3, sum(2 if " " in n and n[:1].isupper() else 1 for n in names))
     if role == "user":
@@ -133,6 +146,10 @@ def _summary_lines(content: str) -> list[tuple[str, str]]:
     return out
 
 
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in (w.lower() for w in _WORD.findall(text)) if w not in STOPWORDS)
+
+
 def units_of(messages: list[dict[str, Any]]) -> list[Unit]:
     """Sentences of the messages; an earlier summary (role ``summary``, or a message starting with the
     summary mark) keeps its lines' speakers, and its sentences always qualify (they were chosen before)."""
@@ -148,21 +165,19 @@ def units_of(messages: list[dict[str, Any]]) -> list[Unit]:
             for s in split_sentences(text):
                 score = score_sentence(s, who)
                 units.append(Unit(len(units), i, who, s, max(score, MIN_SCORE) if earlier else score,
-                                  estimate_tokens(s) + 1, frozenset(w.lower() for w in _WORD.findall(s)),
+                                  estimate_tokens(s) + 1, _content_words(s),
                                   frozenset(m.group(0).lower() for m in _NUMBER.finditer(s))))
     return units
 
 
 def _repeats(unit: Unit, chosen: list[Unit]) -> bool:
-    """Whether ``unit`` mostly repeats a chosen sentence: most words shared and no number of its own
-    ("PPO scored 0.81" does not repeat "PPO scored 0.73")."""
+    """Whether ``unit`` repeats a chosen sentence: fewer than ``NEW_WORDS`` of its content words are new
+    and it has no number of its own ("PPO scored 0.81" does not repeat "PPO scored 0.73", nor "option G
+    for the log stage" "option A for the ingest stage")."""
     if not unit.words:
         return False
     for c in chosen:
-        if not unit.numbers <= c.numbers:
-            continue
-        union = len(unit.words | c.words)
-        if union and len(unit.words & c.words) / union > REDUNDANT:
+        if unit.numbers <= c.numbers and len(unit.words - c.words) < NEW_WORDS * len(unit.words):
             return True
     return False
 
@@ -183,26 +198,31 @@ def render(units: list[Unit]) -> str:
     return "\n".join(lines)
 
 
-def select(units: list[Unit], budget_tokens: int, header_tokens: int = 0) -> list[Unit]:
-    """The best units that fit ``budget_tokens`` (with a header of ``header_tokens``)."""
+def select(units: list[Unit], budget_tokens: int, max_chars: int | None = None) -> list[Unit]:
+    """The best units that fit ``budget_tokens`` (and, when given, whose rendering fits ``max_chars``:
+    the rolling summary's cap is in characters, so it is checked on the text itself)."""
     ranked = sorted((u for u in units if u.score >= MIN_SCORE),
                     key=lambda u: (-u.score / math.sqrt(u.tokens), u.tokens, u.index))
     chosen: list[Unit] = []
-    used = header_tokens
+    used = 0
     for u in ranked:
         cost = u.tokens + 2   # the label or separator it may need
         if used + cost > budget_tokens or _repeats(u, chosen):
+            continue
+        if max_chars is not None and len(render(chosen + [u])) > max_chars:
             continue
         chosen.append(u)
         used += cost
     return chosen
 
 
-def summarise(messages: list[dict[str, Any]], budget_tokens: int, previous: str = "") -> tuple[str, int]:
+def summarise(messages: list[dict[str, Any]], budget_tokens: int, previous: str = "",
+              max_chars: int | None = None) -> tuple[str, int]:
     """The fact-carrying sentences of ``messages`` (and of an earlier summary ``previous``) that fit
-    ``budget_tokens``; returns (text, how many sentences were kept). Empty text when none qualifies."""
+    ``budget_tokens`` (and ``max_chars``); returns (text, how many sentences were kept). Empty text when
+    none qualifies."""
     units = units_of(([{"role": "summary", "content": previous}] if previous else []) + messages)
-    chosen = select(units, budget_tokens)
+    chosen = select(units, budget_tokens, max_chars)
     return render(chosen), len(chosen)
 
 

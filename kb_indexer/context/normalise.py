@@ -39,11 +39,13 @@ TRAILING_FILLERS = ("please", "pls", "plz")
 TRAILING_THANKS = ("thanks", "thank you", "thx")
 
 _WORD_END = r"(?![\w'-])"
-# Not a filler when followed by "not" ("can you not do that?") or, for "let's", by a capitalised word
-# ("Let's Encrypt certificates").
+# Not a filler when followed by "not" ("can you not do that?"), "rather" ("would you rather ..."), "huh"
+# ("uh huh" is a yes), "know" ("let us know"), by a lone pronoun ("what about it?") or, for "let's", by a
+# capitalised word ("Let's Encrypt certificates").
 _LEADING = re.compile(
     r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True)) + r")"
-    + _WORD_END + r"(?<!let's(?=\s(?-i:[A-Z])))(?<!lets(?=\s(?-i:[A-Z])))(?!\s+not\b)[\s,;:!.\-]*", re.IGNORECASE)
+    + _WORD_END + r"(?<!let's(?=\s(?-i:[A-Z])))(?<!lets(?=\s(?-i:[A-Z])))" + r"(?!\s+(?:not|rather|huh|know)\b)"
+    + r"(?!\s+(?:it|this|that|them|him|her|you|me|us)\s*[?.!]*\s*$)[\s,;:!.\-]*", re.IGNORECASE)
 _FILLER_AHEAD = "|".join(re.escape(f) for f in sorted(LEADING_FILLERS, key=len, reverse=True))
 _INTERJECTION = re.compile(
     r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(LEADING_INTERJECTIONS, key=len, reverse=True)) + r")"
@@ -53,11 +55,17 @@ _TRAILING = re.compile(
     + r"|(?<=[,;.!?])\s*\b(?:" + "|".join(re.escape(f) for f in TRAILING_THANKS) + r"))"
     + r"(?P<end>[\s.!?]*)$", re.IGNORECASE)
 _PLEASE = re.compile(r"(?<![\w'-])please(?![\w'-])[\s,]*", re.IGNORECASE)
-_CODE = re.compile(r"`[^`]*`")
-_REPEAT = re.compile(r"(?<![\w'-])([^\W\d_]+)(?:\s+\1(?![\w'-]))+", re.IGNORECASE)
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_REPEAT = re.compile(r"(?<![\w'-])([^\W\d_]+)(?:[ \t]+\1(?![\w'-]))+", re.IGNORECASE)
 # English words whose doubling is grammatical ("he had had enough", "he said that that was fine").
-KEEP_DOUBLED = frozenset({"had", "that"})
+KEEP_DOUBLED = frozenset({"had", "that", "so"})
 _WS = re.compile(r"\s+")
+_SPACES = re.compile(r"[^\S\n]+")
+
+
+# First-person fillers kept when a single word would be left: "I want to open workspace 5" -> "open
+# workspace 5", but "I wanna die" is not "Die".
+SPEAKER_FILLERS = ("i would like to", "i'd like to", "i want to", "i wanna", "i need you to")
 
 
 def _strip_leading(text: str) -> str:
@@ -66,6 +74,8 @@ def _strip_leading(text: str) -> str:
         if stripped == text:
             stripped = _INTERJECTION.sub("", text, count=1)
         if stripped == text or not stripped.strip():
+            return text
+        if text.strip().lower().startswith(SPEAKER_FILLERS) and len(stripped.split()) < 2:
             return text
         text = stripped
 
@@ -82,7 +92,21 @@ def _strip_trailing(text: str) -> str:
 
 
 def _one(m: re.Match) -> str:
-    return m.group(0) if m.group(1).lower() in KEEP_DOUBLED else m.group(1)
+    """One of the repeated words, unless the doubling is grammatical or a name ("Bora Bora", "Duran
+    Duran": every occurrence capitalised)."""
+    if m.group(1).lower() in KEEP_DOUBLED or all(w[:1].isupper() for w in m.group(0).split()):
+        return m.group(0)
+    return m.group(1)
+
+
+def _tidy_spaces(text: str) -> str:
+    """Runs of spaces and tabs become one space and blank-line runs one blank line, outside code: the
+    lines of a list, a log or a pasted table stay lines."""
+    def tidy(part: str) -> str:
+        part = _SPACES.sub(" ", part)
+        part = re.sub(r" ?\n ?", "\n", part)
+        return re.sub(r"\n{3,}", "\n\n", part)
+    return _outside_code(tidy, text)
 
 
 def _outside_code(edit, text: str) -> str:
@@ -103,12 +127,12 @@ def _collapse_repeats(text: str) -> str:
 
 def normalise(text: str) -> str:
     """The normalised message (see the module docstring); never empty unless ``text`` is blank."""
-    original = _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    original = _tidy_spaces(unicodedata.normalize("NFC", text)).strip()
     result = _strip_leading(original)
     result = _strip_trailing(result)
     result = _outside_code(lambda part: _PLEASE.sub("", part), result)
     result = _collapse_repeats(result)
-    result = _WS.sub(" ", result).strip(" ,;:-")
+    result = _tidy_spaces(result).strip(" ,;:-\n")
     if not re.search(r"\w", result):
         return original
     if result[:1].islower() and original[:1].isupper() and result != original:

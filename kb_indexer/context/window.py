@@ -46,6 +46,10 @@ def resolve_window(window: int | None, backend: str | None = None, model: str | 
         if model and model.lower().startswith(prefix):
             return size, f"model {model}"
     backend = backend or "none"
-    if backend == "ollama" and os.environ.get("OLLAMA_CONTEXT_LENGTH", "").strip().isdigit():
-        return int(os.environ["OLLAMA_CONTEXT_LENGTH"]), "OLLAMA_CONTEXT_LENGTH"
-    return BACKEND_WINDOWS.get(backend, 8192), f"{backend} default"
+    note = ""
+    if backend == "ollama" and os.environ.get("OLLAMA_CONTEXT_LENGTH", "").strip():
+        raw = os.environ["OLLAMA_CONTEXT_LENGTH"].strip()
+        if raw.isdigit() and MIN_WINDOW <= int(raw) <= MAX_WINDOW:
+            return int(raw), "OLLAMA_CONTEXT_LENGTH"
+        note = f" (OLLAMA_CONTEXT_LENGTH={raw!r} is not a usable token count: ignored)"
+    return BACKEND_WINDOWS.get(backend, 8192), f"{backend} default{note}"
