@@ -217,3 +217,32 @@ def test_two_command_loops_adding_to_one_session_lose_nothing(empty_kb, tmp_path
     contents = [m["content"] for m in shown["messages"]]
     for who in ("a", "b"):
         assert [c for c in contents if c.startswith(who + "-")] == [f"{who}-{i}" for i in range(1, 13)]
+
+
+def test_a_byte_order_mark_in_the_input_is_not_content(kbx, tmp_path):
+    f = tmp_path / "bom.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"role": "user", "content": "hi there, open it"}]).encode())
+    res = kbx("context", "add", "-s", "bom", "--input", str(f), "-f", "json")
+    assert res.code == 0, res.stderr
+    assert res.json()["added"][0]["normalised"] == "open it"
+
+
+def test_session_input_may_add_only_system_messages_and_skills(kbx, tmp_path):
+    kbx("context", "add", "-s", "si", "-r", "user", "hello")
+    f = tmp_path / "extra.json"
+    f.write_text(json.dumps({"messages": [{"role": "user", "content": "not the session's"}]}))
+    res = kbx("context", "compress", "--session", "si", "--input", str(f), "--window", "4096", "-f", "json")
+    assert res.code == 2 and res.error()["code"] == "usage"
+    f.write_text(json.dumps({"messages": [{"role": "system", "content": "Be brief."}]}))
+    res = kbx("context", "compress", "--session", "si", "--input", str(f), "--window", "4096", "-f", "json")
+    assert res.code == 0 and res.json()["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+def test_no_llm_keeps_the_configured_models_window(kbx, tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"messages": conversation(3)}))
+    base = ("context", "compress", "--input", str(f), "--llm-model", "gpt-4o", "--llm-backend", "openai", "-f", "json")
+    with_llm_settings = kbx(*base, "--no-llm").json()["stats"]
+    assert with_llm_settings["window"] == 128_000 and with_llm_settings["window_source"] == "model gpt-4o"
+    res = kbx("context", "compress", "--input", str(f), "--llm-backend", "bogus", "--no-llm", "-f", "json")
+    assert res.code == 2                                       # a bad backend is bad usage with or without --no-llm

@@ -319,3 +319,30 @@ def test_a_message_longer_than_a_chunk_is_split_not_cut():
     pieces = [g[0]["content"] for g in groups[:-1]]
     assert len(groups) > 2 and all(message_tokens(g[0]) <= 300 for g in groups)
     assert "".join(pieces).replace(" ", "") == korean.replace(" ", "")   # nothing dropped
+
+
+def test_a_run_of_user_only_messages_is_compressed():
+    """An agent that records only the user's turns: no assistant message to start the tail at."""
+    notes = [{"role": "system", "content": "Keep notes."}]
+    notes += [{"role": "user", "content": f"Note {i}: we decided to ship build {1000 + i} on day {i}."}
+              for i in range(40)]
+    window = total_tokens(notes, []) * 100 // 150            # 150% of the window
+    out = compress(notes, [], CompressOptions(window=window))
+    stats = out["stats"]
+    assert stats["tokens_after"] < window and not stats["over_window"]
+    assert out["messages"][0] == notes[0] and out["messages"][-1] == notes[-1]
+    assert out["messages"][1]["content"].startswith("[Summary of the earlier conversation")
+    assert [s for s in stats["stages"] if s["stage"] == "history"][0]["replaced_messages"] >= 30
+
+
+def test_a_long_run_of_user_messages_after_a_dialogue_keeps_the_dialogue_facts():
+    msgs = [{"role": "system", "content": "Assistant."}]
+    for i in range(6):
+        msgs += [{"role": "user", "content": f"We chose option {i} with batch size {100 + i}."},
+                 {"role": "assistant", "content": "Noted."}]
+    msgs += [{"role": "user", "content": f"ping {i}, nothing important here at all"} for i in range(40)]
+    window = total_tokens(msgs, []) * 100 // 97
+    out = compress(msgs, [], CompressOptions(window=window))
+    text = " ".join(m["content"] for m in out["messages"])
+    assert out["stats"]["tokens_after"] * 100 < 80 * window
+    assert all(f"batch size {100 + i}" in text for i in range(6))   # not "(11 earlier messages dropped)"
