@@ -136,7 +136,8 @@ _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.S)
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
-    """Parse a model's JSON answer, tolerating a code fence or text around one object.
+    """Parse a model's JSON answer, tolerating a code fence, text around one object and raw control
+    characters inside strings.
 
     Returns ``(value, None)``, or ``(None, error message)``.
     """
@@ -146,14 +147,16 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     m = _FENCE.match(raw)
     if m:
         raw = m.group(1).strip()
+    # strict=False: a raw newline or tab inside a string (small models write multi-line summaries so)
+    # is taken as the character it is, not refused
     try:
-        return json.loads(raw), None
+        return json.loads(raw, strict=False), None
     except json.JSONDecodeError as exc:
-        first_error = f"invalid JSON ({exc.msg} at character {exc.pos})"
+        first_error = f"invalid JSON ({exc})"
     start, end = raw.find("{"), raw.rfind("}")
     if 0 <= start < end:
         try:
-            return json.loads(raw[start:end + 1]), None
+            return json.loads(raw[start:end + 1], strict=False), None
         except json.JSONDecodeError:
             pass
     return None, first_error

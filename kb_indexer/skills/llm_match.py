@@ -8,8 +8,8 @@ at most ``top`` items and only the first ``top`` are used; the schema's bound is
 ``MAX_ANSWER_ITEMS`` (the LLM layer requires every array to be bounded), so a longer answer is cut, not
 rejected. Names that are not candidates are dropped; when every name is invented the answer is not used.
 
-The answer is cached by :mod:`kb_indexer.llm.cache`: its key hashes the prompt, which holds the normalised
-message (whitespace collapsed, NFC) and every candidate's name and description (the skill-set version that
+The answer is cached by :mod:`kb_indexer.llm.cache`: its key hashes the prompt, which holds the
+message with whitespace collapsed (NFC) and every candidate's name and description (the skill-set version that
 matters: a changed description is a new key) and ``top``, with the backend, the model and the generation
 settings.
 
@@ -59,7 +59,9 @@ class LLMPick:
     model: str | None = None      # the model that answered (on a cache hit: the one of the cache key)
 
 
-def normalise(message: str) -> str:
+def collapse_space(message: str) -> str:
+    """Whitespace collapsed, NFC: the message as the prompt (and so the cache key) holds it. Not the
+    chat input normalisation (filler phrases, repeats), which is kb_indexer.context.normalise."""
     return " ".join(unicodedata.normalize("NFC", message).split())
 
 
@@ -70,7 +72,7 @@ def _describe(text: str) -> str:
 
 def build_messages(message: str, candidates: list[dict[str, Any]], top: int) -> list[Message]:
     lines = "\n".join(f"{i + 1}. {c['name']}: {_describe(c['description'])}" for i, c in enumerate(candidates))
-    user = (f"Message: {normalise(message)}\n\nSkills:\n{lines}\n\n"
+    user = (f"Message: {collapse_space(message)}\n\nSkills:\n{lines}\n\n"
             f"Answer with {{\"skills\": [{{\"name\": ..., \"reason\": ...}}]}}: the skills this message needs "
             f"(at most {top}, possibly none).")
     return [Message("system", SYSTEM_PROMPT.format(top=top)), Message("user", user)]

@@ -67,3 +67,12 @@ def test_parse_json_tolerates_fences_and_chatter(text, expected):
 def test_parse_json_reports_errors(text):
     value, error = parse_json(text)
     assert value is None and error
+
+
+def test_a_raw_newline_inside_a_string_is_accepted():
+    """Small models write multi-line text inside a JSON string without escaping the newline."""
+    from kb_indexer.llm.schema import parse_json
+    value, error = parse_json('{"summary": "User prefers Korean.\nThey chose PPO."}')
+    assert error is None and value == {"summary": "User prefers Korean.\nThey chose PPO."}
+    value, error = parse_json('{"summary": ')
+    assert value is None and error.startswith("invalid JSON (")
