@@ -51,3 +51,13 @@ def non_system_roles(messages: list[dict[str, Any]]) -> list[str]:
 
 def alternates(roles: list[str]) -> bool:
     return all(a != b for a, b in zip(roles, roles[1:]))
+
+
+def scripted_client(kb: Any, *answers: Any):
+    """(an LLMClient over the scripted fake backend with ``answers`` queued, the fake), no retries or sleeps."""
+    from fake_llm import FakeBackend
+    from kb_indexer.llm.config import LLMOptions, resolve
+    from kb_indexer.llm.structured import LLMClient
+    fake = FakeBackend(list(answers))
+    config = resolve(LLMOptions(backend="fake", retries=0))
+    return LLMClient(config, conn=kb.conn, backend=fake, sleep=lambda s: None), fake

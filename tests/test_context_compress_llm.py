@@ -9,12 +9,9 @@ import re
 
 import pytest
 
-from context_helpers import alternates, conversation, non_system_roles, pad_to, skill
-from fake_llm import FakeBackend
+from context_helpers import alternates, conversation, non_system_roles, pad_to, scripted_client, skill
 from kb_indexer.context.compress import total_tokens
 from kb_indexer.llm.base import LLMTimeout, LLMUnavailable
-from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.structured import LLMClient
 from tests.conftest import REPO
 
 MARK = "[Summary of the earlier conversation"
@@ -27,9 +24,7 @@ def k(empty_kb):
 
 
 def client_for(kb, *answers):
-    fake = FakeBackend(list(answers))
-    config = resolve(LLMOptions(backend="fake", retries=0))
-    return LLMClient(config, conn=kb.conn, backend=fake, sleep=lambda s: None), fake
+    return scripted_client(kb, *answers)
 
 
 def history(total: int = 2000) -> list[dict]:

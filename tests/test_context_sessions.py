@@ -11,12 +11,10 @@ import time
 
 import pytest
 
-from fake_llm import FakeBackend
+from context_helpers import scripted_client
 from kb_indexer.context.assemble import SUMMARY_CHARS
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.llm.base import LLMTimeout
-from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.structured import LLMClient
 from tests.conftest import REPO
 
 BUILD_KEYS = {"summary", "recent_user_messages", "last_assistant_question", "message", "prompt", "stats"}
@@ -28,9 +26,7 @@ def k(empty_kb):
 
 
 def client_for(kb, *answers):
-    fake = FakeBackend(list(answers))
-    config = resolve(LLMOptions(backend="fake", retries=0))
-    return LLMClient(config, conn=kb.conn, backend=fake, sleep=lambda s: None), fake
+    return scripted_client(kb, *answers)
 
 
 def turns(n: int, start: int = 0) -> list[dict]:
