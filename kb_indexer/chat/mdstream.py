@@ -36,7 +36,8 @@ class MarkdownStream:
                                          pad=False, new_lines=False)
 
     @staticmethod
-    def _renderable(lines: list):
+    def _renderable(lines: list, end: bool = False):
+        """The lines as one renderable; ``end`` adds the last newline (printing Segments adds none)."""
         from rich.segment import Segment, Segments
 
         flat: list = []
@@ -44,6 +45,8 @@ class MarkdownStream:
             if i:
                 flat.append(Segment.line())
             flat.extend(line)
+        if end and lines:
+            flat.append(Segment.line())
         return Segments(flat)
 
     def add(self, chunk: str) -> None:
@@ -65,7 +68,7 @@ class MarkdownStream:
             self._live.start()
         if stable > self.printed:
             # printed above the live region (Live moves itself down)
-            self.console.print(self._renderable(lines[self.printed:stable]))
+            self.console.print(self._renderable(lines[self.printed:stable], end=True))
             self.printed = stable
         self._live.update(self._renderable(lines[self.printed:]), refresh=True)
 
