@@ -95,7 +95,8 @@ class ChatEngine:
 
     @property
     def model_label(self) -> str:
-        return f"{self.client.config.backend}/{self.client.model or 'server default'}"
+        model = self.client.model or "server default"
+        return f"{self.client.config.backend}/{model.rsplit('/', 1)[-1]}"   # a model file's path: its name
 
     def check_llm(self, timeout: float = 5.0) -> None:
         """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
