@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kb_indexer.chat.view import source_dict
 from kb_indexer.errors import KbError, UsageError
 
 _COMMAND = re.compile(r"^/([A-Za-z?][A-Za-z-]*)(?:\s+(.*))?$", re.DOTALL)
@@ -82,7 +83,7 @@ def _history(engine, args: list[str]) -> Outcome:
 
 
 def _source(engine, args: list[str]) -> Outcome:
-    src = dict(engine.source)
+    src = source_dict(engine)
     if src.get("mode") == "kb":
         text = (f"knowledge base {src.get('name')}: index {src.get('db')}"
                 + (f", files in {src['kb_root']}" if src.get("kb_root") else ""))
@@ -125,7 +126,7 @@ def _feedback(helpful: bool) -> Callable[[Any, list[str]], Outcome]:
 
 def _resume(engine, args: list[str]) -> Outcome:
     if not args:
-        src = engine.source
+        src = source_dict(engine)
         listing = engine.list_sessions(src.get("db") if src.get("mode") == "kb" else None,
                                        free=src.get("mode") == "free")
         return Outcome("resume", listing, sessions_text(listing.get("sessions") or []) +

@@ -24,7 +24,7 @@ from prompt_toolkit.key_binding import KeyBindings
 
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.render import RichRenderer, failure, run_turn
-from kb_indexer.chat.view import toolbar_text
+from kb_indexer.chat.view import source_dict, toolbar_text
 
 
 def history_path() -> Path:
@@ -112,7 +112,7 @@ class Terminal:
             pass
 
     def banner(self) -> None:
-        src = getattr(self.engine, "source", {}) or {}
+        src = source_dict(self.engine)
         where = (f"knowledge base {src.get('name')}" if src.get("mode") == "kb"
                  else "free mode (no knowledge base)")
         self.dim(f"kbindex chat · {where} · {getattr(self.engine, 'model_label', '?')} · "

@@ -53,7 +53,8 @@ def _retrieval_line(d: dict) -> str:
     results = d.get("results") or []
     total = d.get("total", len(results))
     qid = d.get("query_id")
-    head = f"retrieved {len(results)} of {total} documents" + (f" (query {qid})" if qid is not None else "")
+    noun = "document" if total == 1 else "documents"
+    head = f"retrieved {len(results)} of {total} {noun}" + (f" (query {qid})" if qid is not None else "")
     if not results:
         return head
     shown = []
@@ -75,6 +76,8 @@ def _compression_line(d: dict) -> str:
 
 
 def _tool_call_line(d: dict) -> str:
+    if d.get("label"):
+        return f"tool {_short(d['label'], MAX_ARGS_CHARS + 20)}"
     args = d.get("arguments")
     if isinstance(args, dict):
         shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -97,6 +100,14 @@ _LINES: dict[str, Callable[[dict], str | None]] = {
     "tool_call": _tool_call_line,
     "tool_result": _tool_result_line,
 }
+
+
+def source_dict(engine: Any) -> dict:
+    """The engine's source as a dict (the engine may hold a dict or an object with ``to_dict()``)."""
+    src = getattr(engine, "source", None)
+    if hasattr(src, "to_dict"):
+        return dict(src.to_dict())
+    return dict(src or {})
 
 
 def event_line(kind: str, data: dict | None) -> str | None:
