@@ -111,6 +111,19 @@ def test_ctrl_c_during_an_answer_cancels_it_and_returns_to_the_prompt(chat):
     assert _logged(chat) == ["cancelled: slow answer please", "saved: hello"]
 
 
+def test_alt_enter_starts_a_new_line_of_the_same_message(chat):
+    term = chat("kb")
+    ready(term)
+    term.send(b"line one\x1b\rline two\r")     # Alt-Enter is Esc, Enter
+    term.expect("Answer to: line one")
+    ready(term)
+    term.send(b"/history\r")
+    term.expect("[1] user: line one\n    line two")
+    ready(term)
+    term.send(b"\x04")
+    assert term.wait() == 0
+
+
 def test_ctrl_c_at_the_prompt_clears_the_line(chat):
     term = chat("kb")
     ready(term)

@@ -24,7 +24,7 @@ def unpack(event: Any) -> tuple[str, dict]:
 
 class TurnRecord:
     """One turn as a JSON object: ``{input, answer, citations, skills, retrieval, tools, compression, notes,
-    usage, error, session}``."""
+    error, session}``."""
 
     def __init__(self, text: str, session: str | None):
         self.input = {"original": text, "normalised": text}
@@ -78,8 +78,8 @@ class TurnRecord:
         done = self.done or {}
         return {"input": self.input, "answer": self.answer, "citations": list(done.get("citations") or []),
                 "skills": self.skills, "retrieval": self.retrieval, "tools": self.tools,
-                "compression": self.compression, "notes": self.notes, "usage": done.get("usage"),
-                "error": self.error, "session": self.session}
+                "compression": self.compression, "notes": self.notes, "error": self.error,
+                "session": self.session}
 
 
 class PlainRenderer:
