@@ -53,7 +53,7 @@ def test_a_failed_turn_is_reported_the_rest_answered_and_the_exit_code_is_1():
 
 
 def test_slash_commands_work_piped_and_exit_stops_reading():
-    code, out, err, engine = _run("hello\n/history\n/exit\nnever sent\n")
+    code, out, _, engine = _run("hello\n/history\n/exit\nnever sent\n")
     assert code == 0 and engine.turns == ["hello"]
     assert out.splitlines()[1:] == ["[1] user: hello", "[2] assistant: **Answer** to: hello"]
     code, out, _, engine = _run("/source\n/nope\n", "json")

@@ -84,9 +84,10 @@ def test_free_mode_has_the_plain_prompt(chat):
 def test_slash_commands_and_an_unknown_one_never_start_a_turn(chat):
     term = chat("kb")
     ready(term)
-    for line, shown in [("/sauce", "unknown command /sauce"), ("/source", "knowledge base notes: index "
-                         "/tmp/notes/kbindex.db"), ("/helpful notes/alpha.md", "error: no retrieval yet in this "
-                         "session"), ("/help", "Ctrl-D leaves.")]:
+    for line, shown in [("/sauce", "unknown command /sauce"),
+                        ("/source", "knowledge base notes: index /tmp/notes/kbindex.db"),
+                        ("/helpful notes/alpha.md", "error: no retrieval yet in this session"),
+                        ("/help", "Ctrl-D leaves.")]:
         term.send(line.encode() + b"\r")
         term.expect(shown)
         ready(term)                        # keys are sent only while the prompt reads them

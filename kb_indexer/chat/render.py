@@ -129,14 +129,30 @@ class PlainRenderer:
 
 
 class RichRenderer:
-    """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``."""
+    """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``; a spinner
+    while the model has not started answering (and again after a tool call)."""
 
-    def __init__(self, console: Any, err_console: Any):
+    def __init__(self, console: Any, err_console: Any, *, spinner: bool = True):
         self.console, self.err_console = console, err_console
         self.stream = None          # the MarkdownStream of the answer segment being written
         self.answered = False
+        self.spinner = spinner
+        self.waiting = None         # the rich Status shown while waiting
+        self._wait()
+
+    def _wait(self) -> None:
+        if self.spinner and self.waiting is None and self.stream is None:
+            self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
+            self.waiting.start()
+
+    def _stop_waiting(self) -> None:
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None:
+            waiting.stop()
 
     def event(self, kind: str, data: dict) -> None:
+        if kind in ("text", "done", "error"):
+            self._stop_waiting()
         if kind == "text":
             chunk = str(data.get("text") or "")
             if chunk:
@@ -157,7 +173,9 @@ class RichRenderer:
             line = event_line(kind, data)
             if line:
                 self._end_segment()
-                self.dim(line)
+                self.dim(line)          # above the spinner, when it spins
+            if kind == "tool_result":
+                self._wait()            # the model is asked again
 
     def _segment(self):
         if self.stream is None:
@@ -182,6 +200,7 @@ class RichRenderer:
         self.err_console.print(Text(line, style="red"))
 
     def close(self, cancelled: bool = False) -> None:
+        self._stop_waiting()
         self._end_segment()
         if cancelled:
             self.dim("^C answer cancelled")

@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,28 @@ class SlashCompleter(Completer):
             for name in NAMES:
                 if name.startswith(text.lower()):
                     yield Completion(name, start_position=-len(text))
+
+
+@contextlib.contextmanager
+def keys_not_echoed(stream: Any = None):
+    """While an answer is written, keys typed (and the ``^C`` of Ctrl-C) are not echoed into it by the
+    terminal; they still reach the next prompt. Nothing changes when the stream is not a terminal."""
+    try:
+        import termios
+
+        fd = (stream or sys.stdin).fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError, AttributeError):   # not a terminal, or no termios (Windows)
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def _key_bindings() -> KeyBindings:
@@ -148,7 +172,9 @@ class Terminal:
                 outcome = Outcome(text.split()[0], error=failure(exc))
             self.show(outcome)
             return not outcome.exit
-        run_turn(self.engine, text, RichRenderer(self.console, self.err_console))
+        with keys_not_echoed():
+            run_turn(self.engine, text, RichRenderer(self.console, self.err_console))
+        self.console.print()        # a blank line between the answer and the next prompt
         return True
 
     def run(self) -> int:
