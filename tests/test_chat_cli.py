@@ -182,3 +182,57 @@ def test_in_a_terminal_free_mode_has_the_plain_prompt(terminal, tmp_path, chat_e
     ready(term, "kbindex>")
     term.send(b"\x04")
     assert term.wait() == 0
+
+
+def test_feedback_on_the_last_retrieval_and_a_compression_line(run, kb, chat_env):
+    env = chat_env({"text": ANSWER}, {"text": "Both networks guide the search."})
+    res = _chat(run, env, "--db", kb.db_path, "--window", "600",
+                input="monte carlo tree search\n/helpful alphago-architecture.md\n/unhelpful not-indexed.md\n"
+                      "what about the policy network and the value network in detail\n")
+    assert res.returncode == 1                                   # the second feedback failed
+    out = res.stdout.splitlines()
+    assert out[0] == ANSWER
+    assert re.fullmatch(r"marked helpful: alphago-architecture\.md \(query \d+; `kbindex learn` applies it\)", out[1])
+    assert "error: Not in the index: not-indexed.md" in res.stderr
+    assert "context compressed (level " in res.stderr            # a 600-token window overflows at once
+    assert out[-1] == "Both networks guide the search."
+
+
+def test_a_killed_chat_resumes_with_every_finished_turn(terminal, run, kb, chat_env):
+    env = chat_env({"text": ANSWER}, {"text": " ".join(["slow"] * 400), "delay": 0.05})
+    term = terminal(env, "--db", str(kb.db_path), cwd=kb.db_path.parent)
+    ready(term)
+    term.send(b"monte carlo tree search\r")
+    term.expect("sources: alphago-architecture.md")
+    ready(term)
+    term.send(b"and now a long one\r")
+    term.expect("slow slow")
+    term.proc.kill()                                  # kill -9 in the middle of an answer
+    term.wait()
+    sessions = run("chat", "--list", "--db", kb.db_path, "-f", "json", env=env).json()["sessions"]
+    assert [s["messages"] for s in sessions] == [2]
+    res = _chat(run, chat_env(), "--db", kb.db_path, "--resume", sessions[0]["session"], input="/history\n")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["[1] user: monte carlo tree search", f"[2] assistant: {ANSWER}"]
+
+
+def test_a_program_can_converse_line_by_line_through_pipes(kb, chat_env):
+    # each answer is flushed before the next line is read: a script can wait for it, then ask again
+    import subprocess
+
+    env = {**os.environ, **chat_env({"text": ANSWER}, {"text": "Second."})}
+    proc = subprocess.Popen([*kbindex_exe(), "chat", "--llm-backend", "fake", "--db", str(kb.db_path), "-f", "json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        proc.stdin.write("monte carlo tree search\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["answer"] == ANSWER
+        proc.stdin.write("and then?\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["answer"] == "Second."
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
