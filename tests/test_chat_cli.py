@@ -142,7 +142,7 @@ def ready(term: PtySession, prompt: str = KB_PROMPT) -> None:
 
 
 def test_in_a_terminal_answers_stream_and_ctrl_c_cancels_one(terminal, run, kb, chat_env):
-    env = chat_env({"text": ANSWER}, {"text": " ".join(["step"] * 400), "delay": 0.05}, {"text": "Back again."})
+    env = chat_env({"text": ANSWER}, {"text": " ".join(["step"] * 2000), "delay": 0.05}, {"text": "Back again."})
     term = terminal(env, "--db", str(kb.db_path), cwd=kb.db_path.parent)
     term.expect("kbindex chat · knowledge base knowledge-base · fake/fake-model")
     ready(term)
@@ -199,7 +199,7 @@ def test_feedback_on_the_last_retrieval_and_a_compression_line(run, kb, chat_env
 
 
 def test_a_killed_chat_resumes_with_every_finished_turn(terminal, run, kb, chat_env):
-    env = chat_env({"text": ANSWER}, {"text": " ".join(["slow"] * 400), "delay": 0.05})
+    env = chat_env({"text": ANSWER}, {"text": " ".join(["slow"] * 2000), "delay": 0.05})
     term = terminal(env, "--db", str(kb.db_path), cwd=kb.db_path.parent)
     ready(term)
     term.send(b"monte carlo tree search\r")
