@@ -18,8 +18,9 @@ A turn, in order:
 7. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
    turn in flight), with the answer's citations (retrieved paths it names).
 
-An LLM failure is an ``error`` event (the turn is not saved; the session goes on). A front end that stops
-iterating (Ctrl-C) closes the generator: nothing of that turn is saved.
+An LLM failure is an ``error`` event (the turn is not saved; the session goes on). A turn cancelled by a
+front end (Ctrl-C: ``KeyboardInterrupt`` raised inside the generator while it waits on the LLM, or the
+generator closed) saves nothing either.
 """
 
 from __future__ import annotations
@@ -134,11 +135,17 @@ class ChatEngine:
         retrieved = self._retrieve(norm)
         if retrieved is not None:
             yield Event("retrieval", retrieved["event"])
+        before = self.context_tokens
         messages, compression = self._messages(norm, retrieved)
-        if compression is not None:
-            yield Event("compression", compression)
-        answer = yield from self._answer(messages)
+        try:
+            if compression is not None:
+                yield Event("compression", compression)
+            answer = yield from self._answer(messages)
+        except (GeneratorExit, KeyboardInterrupt):    # cancelled: nothing of this turn is kept
+            self.context_tokens = before
+            raise
         if answer is None:
+            self.context_tokens = before
             return
         self.kb.context_add(self.session_id, [{"role": "user", "content": text},
                                               {"role": "assistant", "content": answer or "(no answer)"}])
@@ -294,7 +301,10 @@ class ChatEngine:
         return self.session_id
 
     def resume(self, session_id: str) -> dict[str, Any]:
-        shown = self.kb.context_show(session_id)            # NotFoundError for an unknown session
+        try:
+            shown = self.kb.context_show(session_id)
+        except NotFoundError:
+            raise NotFoundError(f"Unknown chat session: {session_id!r} (`kbindex chat --list` lists them)") from None
         self.session_id = shown["session"]
         self.last_query_id, self.last_paths = None, []
         return {"session": self.session_id, "messages": shown["count"]}
