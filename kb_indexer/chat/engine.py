@@ -84,10 +84,19 @@ class ChatEngine:
             engine = cls(kb, source, note, llm, stream=stream, window=window, client=client)
             if resume:
                 engine.resume(resume)
+            engine.sync_skills()
         except BaseException:
             kb.close()
             raise
         return engine
+
+    def sync_skills(self) -> dict[str, Any] | None:
+        """Bring the skills up to date at start (the remembered directories and ``KBINDEX_SKILLS``; only
+        changed files are read). A failure leaves the indexed skills as they are."""
+        try:
+            return self.kb.skills_sync()
+        except KbError:
+            return None
 
     # -- identity ----------------------------------------------------------------------------------------
     @property
