@@ -228,3 +228,22 @@ def test_check_llm_explains_an_unusable_backend(kb, chat_store, monkeypatch):
     with pytest.raises(LLMUnavailable, match="not reachable|cannot be used"):
         down.check_llm(timeout=2)
     down.close()
+
+
+def test_skills_from_kbindex_skills_are_synced_at_start_and_loaded_into_the_prompt(kb, chat_store, tmp_path,
+                                                                                monkeypatch):
+    from helpers import write_skills
+    write_skills(tmp_path / "skills", {"weather-report": ("Get the weather forecast for a city.",
+                                                          "Call the forecast API with the city name.")})
+    monkeypatch.setenv("KBINDEX_SKILLS", str(tmp_path / "skills"))
+    fake = FakeBackend(["Sunny."])
+    eng = ChatEngine.open(kb.db_path, client=None, llm=LLMOptions(backend="fake"))
+    eng.client._backend = fake
+    try:
+        events = list(eng.turn("what is the weather forecast for Paris"))
+        skills = next(e for e in events if e.kind == "skills").data
+        assert skills["newly_loaded"] == ["weather-report"]
+        assert "Call the forecast API" in fake.calls[0]["messages"][0]["content"]
+        assert eng.status()["loaded_skills"] == ["weather-report"]
+    finally:
+        eng.close()
