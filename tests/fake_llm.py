@@ -21,6 +21,9 @@ file holding a list of steps, ``{"text": "..."}``, ``{"json": value}`` or
 ``{"error": "unavailable" | "timeout" | "auth" | "model_not_found" |
 "rate_limited" | "server_error", "message": "..."}``. Each call removes the
 first step from the file and appends the request to ``<file>.calls.jsonl``.
+A text step may add ``"tool_calls": [{"name", "arguments", "id"?}]`` (the
+model asks for tools) and ``"delay": SECONDS`` (a streamed answer waits that
+long before each word: time to press Ctrl-C in a terminal test).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, Iterator
 from kb_indexer.llm.registry import register
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMConfigError, LLMError, LLMModelNotFound,
                                  LLMRateLimited, LLMServerError, LLMTimeout, LLMUnavailable, Message, ProbeResult,
-                                 Tool)
+                                 Tool, ToolCall)
 
 ERRORS = {"unavailable": LLMUnavailable, "timeout": LLMTimeout, "auth": LLMAuthError,
           "model_not_found": LLMModelNotFound, "rate_limited": LLMRateLimited, "server_error": LLMServerError}
@@ -47,6 +50,7 @@ class FakeBackend:
         self.answers: list[Any] = list(answers or [])
         self.calls: list[dict[str, Any]] = []
         self.script = script
+        self.delay = 0.0         # seconds before each streamed word (a script step's "delay")
 
     @classmethod
     def from_env(cls, config: Any = None) -> "FakeBackend":
@@ -79,6 +83,11 @@ class FakeBackend:
             if "error" in step:
                 cls = ERRORS.get(step["error"], LLMError)
                 raise cls(step.get("message") or f"fake {step['error']}")
+            self.delay = float(step.get("delay") or 0)
+            if step.get("tool_calls"):
+                calls = [ToolCall(c["name"], c.get("arguments") or {}, c.get("id") or f"call-{i}")
+                         for i, c in enumerate(step["tool_calls"])]
+                return Completion(text=step.get("text") or "", finish_reason="tool_calls", tool_calls=calls)
             return step["text"] if "text" in step else json.dumps(step.get("json"))
         if not self.answers:
             raise LLMError("fake backend: no answer queued", code="fake_exhausted")
@@ -110,10 +119,13 @@ class FakeBackend:
             return completion
         return self._chunks(completion)
 
-    @staticmethod
-    def _chunks(completion: Completion) -> Iterator[ChatChunk]:
-        words = completion.text.split(" ")
+    def _chunks(self, completion: Completion) -> Iterator[ChatChunk]:
+        import time
+
+        delay, words = self.delay, completion.text.split(" ")
         for i, word in enumerate(words):
+            if delay and i:
+                time.sleep(delay)
             yield ChatChunk(text=word if i == len(words) - 1 else word + " ")
         yield ChatChunk(finish_reason=completion.finish_reason or "stop", tool_calls=completion.tool_calls,
                         usage=completion.usage)

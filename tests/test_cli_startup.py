@@ -62,3 +62,20 @@ def test_help_lists_every_command(run):
     assert res.returncode == 0
     listed = [line.split()[0] for line in res.stdout.split("Commands:", 1)[1].splitlines() if line.strip()]
     assert listed == list(COMMANDS)
+
+
+_THIRD_PARTY = r"""
+import sys
+from kb_indexer.cli import app
+from typer.testing import CliRunner
+res = CliRunner().invoke(app, sys.argv[1:])
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def test_only_an_interactive_chat_imports_prompt_toolkit():
+    for args in (["search", "--help"], ["query", "--help"], ["chat", "--help"], ["--help"]):
+        proc = subprocess.run([sys.executable, "-c", _THIRD_PARTY, *args], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert "prompt_toolkit" not in proc.stdout.split(), args

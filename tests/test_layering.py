@@ -3,8 +3,10 @@
 Imports are read with ``ast`` from every module of kb_indexer, including imports inside functions and
 ``TYPE_CHECKING`` blocks (a deferred import is still a dependency). Layers, lowest first:
 
-    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  chat/skills/context
-    <  api  <  cli
+    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  skills/context
+    <  api  <  chat  <  cli
+
+(chat is a front end over the Python API, like the CLI.)
 
 (llm may use store for its cache: it is lower, so that is allowed by the order.)
 """
@@ -26,8 +28,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("kb_indexer.search",),
     ("kb_indexer.learn",),
     ("kb_indexer.llm",),
-    ("kb_indexer.chat", "kb_indexer.skills", "kb_indexer.context"),
+    ("kb_indexer.skills", "kb_indexer.context"),
     ("kb_indexer.api",),
+    ("kb_indexer.chat",),
     ("kb_indexer.cli", "kb_indexer.__main__"),
 ]
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "import-similarities": "similarity",
     "skills": "skills",
     "context": "context",
+    "chat": "chat",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -133,3 +133,20 @@ def test_context_compression_with_the_real_model(real, empty_kb):
     assert all(a != b for a, b in zip(roles, roles[1:]))
     print(f"\nreal context compression: {stats['tokens_before']} -> {stats['tokens_after']} tokens, "
           f"source {history['source']}, fallback {stats['fallback']}, usage {stats['token_counts']}")
+
+
+def test_chat_turn_with_the_real_model(real, kb, tmp_path, monkeypatch):
+    """One chat turn end to end: the server is checked, the answer streams, the turn is saved."""
+    from kb_indexer.chat.engine import ChatEngine
+    monkeypatch.setenv("KBINDEX_CHAT_DB", str(tmp_path / "chat.db"))
+    engine = ChatEngine.open(kb.db_path, llm=LLMOptions(retries=0), window=2048)
+    try:
+        engine.check_llm()
+        events = list(engine.turn("What is Monte Carlo tree search?"))
+        kinds = [e.kind for e in events]
+        assert kinds[0] == "input" and "retrieval" in kinds and kinds[-1] in ("done", "error")
+        if kinds[-1] == "done":
+            assert events[-1].data["answer"].strip() and len(engine.history()) == 2
+        print(f"\nreal chat turn: {kinds[-1]}, {events[-1].data.get('answer', events[-1].data)!r:.120}")
+    finally:
+        engine.close()

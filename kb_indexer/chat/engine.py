@@ -1,0 +1,337 @@
+"""The chat engine: one user turn in, events out. Front ends (the terminal, piped scripts, tests, an agent)
+only render the events; everything a turn does happens here.
+
+A turn, in order:
+
+1. ``input``: the message normalised (:mod:`kb_indexer.context.normalise`), the original kept;
+2. ``note`` in free mode when the message asks to search a knowledge base: there is none to search;
+3. ``skills``: the session's skills matched (keyword matcher, one turn of the skill session with the same
+   id: loaded, newly loaded, evicted);
+4. ``retrieval`` in knowledge-base mode: ``query`` on the normalised message (a short follow-up together
+   with the previous user message; recorded like any query, so ``feedback`` can follow), its results
+   injected into the system message in the markdown context format;
+5. the messages: the system message (instructions, source, loaded skills, retrieved documents, the rolling
+   summary of older turns), the recent turns verbatim, the normalised message; ``compression`` when they
+   reach 80/90/95% of the model's window (:mod:`kb_indexer.context.compress`);
+6. the answer, streamed as ``text`` events; in knowledge-base mode the model may call the tools of
+   :mod:`kb_indexer.chat.tools` (``tool_call`` / ``tool_result``), at most ``MAX_TOOL_ROUNDS`` rounds;
+7. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
+   turn in flight), with the answer's citations (retrieved paths it names).
+
+An LLM failure is an ``error`` event (the turn is not saved; the session goes on). A turn cancelled by a
+front end (Ctrl-C: ``KeyboardInterrupt`` raised inside the generator while it waits on the LLM, or the
+generator closed) saves nothing either.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from kb_indexer.chat.source import Source, open_source
+from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
+from kb_indexer.errors import KbError, NotFoundError, UsageError
+from kb_indexer.llm.base import LLMError, Message, ToolCall
+
+RETRIEVE = 5
+FOLLOW_UP_WORDS = 4          # a message with fewer words of 3+ letters is searched with the previous one
+SKILLS_SHARE = 0.25          # at most this share of the window for loaded skills' bodies
+SYSTEM_KB = ("You are kbindex chat, an assistant over the knowledge base {name!r}. Answer from the retrieved "
+             "documents below when they are relevant and cite their paths in square brackets, e.g. "
+             "[notes/setup.md]; if they do not answer the question, say so. You may call the tools to search "
+             "or read documents. Be concise.")
+SYSTEM_FREE = ("You are kbindex chat in free mode: no knowledge base is selected, so you cannot search one. If "
+               "the user asks you to search a knowledge base, their notes or documents, tell them to restart with "
+               "`kbindex chat --db PATH`. Be concise.")
+FREE_KB_NOTE = ("No knowledge base is selected (free mode), so none can be searched: restart with "
+                "`kbindex chat --db PATH`, or run `kbindex init && kbindex sync` in the folder of your notes.")
+_KB_REQUEST = re.compile(r"\b(knowledge ?base|my notes|our notes|the notes|my docs|our docs|documents?|wiki)\b.*"
+                         r"|\b(search|look up|find|query)\b.*\b(notes|docs|documents|kb|index)\b", re.IGNORECASE)
+
+
+@dataclass
+class Event:
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def new_session_id() -> str:
+    return f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+class ChatEngine:
+    def __init__(self, kb: Any, source: Source, note: str | None, llm: Any = None, *, stream: bool = True,
+                 window: int | None = None, client: Any = None):
+        from kb_indexer.context.window import resolve_window
+        from kb_indexer.llm.structured import LLMClient
+        self.kb, self.source, self.note, self.stream = kb, source, note, stream
+        self.client = client if client is not None else LLMClient.from_options(llm, kb.conn)
+        self.window, self.window_source = resolve_window(window, self.client.config.backend, self.client.model)
+        self.session_id = new_session_id()
+        self.last_query_id: int | None = None
+        self.last_paths: list[str] = []
+        self.context_tokens = 0
+        self.tools_ok = True
+
+    @classmethod
+    def open(cls, db: Any = None, *, free: bool = False, resume: str | None = None, llm: Any = None,
+             stream: bool = True, window: int | None = None, client: Any = None) -> "ChatEngine":
+        kb, source, note = open_source(db, free)
+        try:
+            engine = cls(kb, source, note, llm, stream=stream, window=window, client=client)
+            if resume:
+                engine.resume(resume)
+            engine.sync_skills()
+        except BaseException:
+            kb.close()
+            raise
+        return engine
+
+    def sync_skills(self) -> dict[str, Any] | None:
+        """Bring the skills up to date at start (the remembered directories and ``KBINDEX_SKILLS``; only
+        changed files are read). A failure leaves the indexed skills as they are."""
+        try:
+            return self.kb.skills_sync()
+        except KbError:
+            return None
+
+    # -- identity ----------------------------------------------------------------------------------------
+    @property
+    def prompt(self) -> str:
+        return self.source.prompt
+
+    @property
+    def model_label(self) -> str:
+        model = self.client.model or "server default"
+        return f"{self.client.config.backend}/{model.rsplit('/', 1)[-1]}"   # a model file's path: its name
+
+    def check_llm(self, timeout: float = 5.0) -> None:
+        """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
+        from kb_indexer.llm.base import LLMModelNotFound, LLMUnavailable
+        config = self.client.config
+        fix = "choose one with --llm-backend/--llm-model (or KBINDEX_LLM_BACKEND); `kbindex doctor` checks the set-up"
+        if not config.enabled:
+            raise UsageError(f"chat needs an LLM, and the backend is 'none': {fix}")
+        try:
+            probe = self.client.backend.probe(timeout)
+        except LLMError as exc:
+            raise LLMUnavailable(f"LLM {config.backend} at {config.base_url or 'its default URL'} cannot be used: "
+                                 f"{exc.message}; {fix}") from None
+        if not probe.reachable or probe.error:
+            raise LLMUnavailable(f"LLM {config.backend} at {probe.url or config.base_url} is not reachable"
+                                 f"{': ' + probe.error if probe.error else ''}; start it (for Ollama: `ollama serve`) "
+                                 f"or {fix}")
+        if probe.model_available is False:
+            raise LLMModelNotFound(f"model {self.client.model!r} is not on the {config.backend} server at {probe.url}"
+                                   f" (it has: {', '.join(probe.models[:8]) or 'none'}); pull it (for Ollama: "
+                                   f"`ollama pull {self.client.model}`) or {fix}")
+
+    # -- a turn --------------------------------------------------------------------------------------------
+    def turn(self, text: str) -> Iterator[Event]:
+        from kb_indexer.context.normalise import normalise
+        if not text.strip():
+            return
+        norm = normalise(text)
+        yield Event("input", {"original": text, "normalised": norm})
+        if self.source.mode == "free" and _KB_REQUEST.search(norm):
+            yield Event("note", {"message": FREE_KB_NOTE})
+        skills = self.kb.skills_match(norm, session=self.session_id, use_llm=False)["session"]
+        if skills["newly_loaded"] or skills["evicted"]:
+            yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
+        retrieved = self._retrieve(norm)
+        if retrieved is not None:
+            yield Event("retrieval", retrieved["event"])
+        before = self.context_tokens
+        messages, compression = self._messages(norm, retrieved)
+        try:
+            if compression is not None:
+                yield Event("compression", compression)
+            answer = yield from self._answer(messages)
+        except (GeneratorExit, KeyboardInterrupt):    # cancelled: nothing of this turn is kept
+            self.context_tokens = before
+            raise
+        if answer is None:
+            self.context_tokens = before
+            return
+        self.kb.context_add(self.session_id, [{"role": "user", "content": text},
+                                              {"role": "assistant", "content": answer or "(no answer)"}])
+        cited = [p for p in dict.fromkeys(self.last_paths) if p in answer]
+        yield Event("done", {"answer": answer, "citations": cited, "session": self.session_id,
+                             "context_tokens": self.context_tokens, "window": self.window})
+
+    def _retrieve(self, norm: str) -> dict[str, Any] | None:
+        if self.source.mode != "kb":
+            return None
+        from kb_indexer.search.markdown import render_query
+        out = self.kb.query(self._retrieval_question(norm), limit=RETRIEVE)
+        self.last_query_id = out.get("query_id")
+        self.last_paths = [r["filepath"] for r in out["results"]]
+        if not out["results"]:
+            return None
+        results = [{"path": r["filepath"], "title": r["title"], "score": r["relevance_score"]} for r in out["results"]]
+        return {"markdown": render_query(out), "event": {"query_id": self.last_query_id, "results": results,
+                                                          "total": out.get("total", len(results))}}
+
+    def _retrieval_question(self, norm: str) -> str:
+        """A short follow-up ("and the networks?") is searched together with the previous user message."""
+        if len(re.findall(r"\w{3,}", norm)) >= FOLLOW_UP_WORDS:
+            return norm
+        previous = [m for m in self.history() if m["role"] == "user"]
+        return f"{previous[-1]['normalised'] or previous[-1]['content']} {norm}" if previous else norm
+
+    def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
+        parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
+        loaded = self.kb.skills_load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+        if loaded["markdown"]:
+            parts.append("# Skills loaded for this conversation\n\n" + loaded["markdown"])
+        if retrieved is not None:
+            parts.append(retrieved["markdown"])
+        if summary:
+            parts.append("# Summary of the earlier conversation\n\n" + summary)
+        return "\n\n".join(parts)
+
+    def _messages(self, norm: str, retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict | None]:
+        """System + recent turns + the message, compressed when over 80% of the window."""
+        built = self.kb.context_build(self.session_id, norm, use_llm=False)
+        summary = built["summary"]
+        through = summary["covers_through"] if summary else 0
+        recent = []
+        if built["stats"]["session_messages"]:
+            recent = [{"role": m["role"], "content": m["content"]}
+                      for m in self.kb.context_show(self.session_id)["messages"] if m["seq"] > through]
+        messages = [{"role": "system", "content": self._system(retrieved, summary["text"] if summary else None)},
+                    *recent, {"role": "user", "content": norm}]
+        out = self.kb.context_compress({"messages": messages}, window=self.window, client=self.client)
+        self.context_tokens = out["stats"]["tokens_after"]
+        stats = out["stats"]
+        if not stats["level"]:
+            return messages, None
+        return out["messages"], {k: stats[k] for k in ("level", "tokens_before", "tokens_after", "stages",
+                                                       "fallback")}
+
+    def _answer(self, messages: list[dict[str, Any]]) -> Iterator[Event]:
+        """Stream the model's answer, running its tool calls; the answer, or None after an error event."""
+        msgs = [Message(m["role"], m.get("content") or "") for m in messages]
+        answer = ""
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            tools = TOOLS if self.source.mode == "kb" and self.tools_ok and round_ < MAX_TOOL_ROUNDS else None
+            try:
+                text, calls = yield from self._ask(msgs, tools)
+            except LLMError as exc:
+                if tools and not answer and self._tools_refused(exc):
+                    self.tools_ok = False
+                    continue
+                yield Event("error", {"message": exc.message, "code": exc.code})
+                return None
+            answer += text
+            if not calls:
+                return answer
+            msgs.append(Message("assistant", text, tool_calls=calls))
+            for call in calls:
+                yield Event("tool_call", {"name": call.name, "arguments": call.arguments,
+                                          "label": describe_call(call.name, call.arguments)})
+                result, info = run_tool(self.kb, call.name, call.arguments)
+                self._remember(info)
+                yield Event("tool_result", {"name": call.name, "ok": info["ok"], "summary": info["summary"]})
+                msgs.append(Message("tool", result, tool_call_id=call.id, name=call.name))
+        return answer
+
+    @staticmethod
+    def _tools_refused(exc: LLMError) -> bool:
+        """A model or server without tool calling (e.g. Ollama's "does not support tools")."""
+        return exc.status in (400, 404, 422) and "tool" in exc.message.lower()
+
+    def _remember(self, info: dict[str, Any]) -> None:
+        if info.get("query_id"):
+            self.last_query_id = info["query_id"]
+        self.last_paths += info.get("paths") or []
+
+    def _ask(self, msgs: list[Message], tools: list | None) -> Iterator[Event]:
+        """One model call: (text, tool calls), streaming text events."""
+        if not self.stream:
+            completion = self.client.chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap)
+            if completion.text:
+                yield Event("text", {"text": completion.text})
+            return completion.text or "", list(completion.tool_calls)
+        text, calls = [], []
+        for chunk in self.client.stream_chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap):
+            if chunk.text:
+                text.append(chunk.text)
+                yield Event("text", {"text": chunk.text})
+            calls += chunk.tool_calls
+        return "".join(text), calls
+
+    # -- slash commands' data ------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        loaded = self._loaded_skills()
+        return {"model": self.model_label, "window": self.window, "context_tokens": self.context_tokens,
+                "context_pct": round(100 * self.context_tokens / self.window, 1), "loaded_skills": loaded,
+                "session": self.session_id, "source": self.source.to_dict()}
+
+    def _loaded_skills(self) -> list[str]:
+        try:
+            return self.kb.skills_session(self.session_id)["loaded"]
+        except NotFoundError:
+            return []
+
+    def context_preview(self) -> dict[str, Any]:
+        built = self.kb.context_build(self.session_id, "(next message)", use_llm=False)
+        return {"summary": built["summary"]["text"] if built["summary"] else None,
+                "recent_user_messages": built["recent_user_messages"],
+                "last_assistant_question": built["last_assistant_question"], "tokens": self.context_tokens,
+                "window": self.window, "pct": round(100 * self.context_tokens / self.window, 1)}
+
+    def skills_state(self) -> dict[str, Any]:
+        try:
+            state = self.kb.skills_session(self.session_id)
+        except NotFoundError:
+            return {"loaded": [], "skills": []}
+        return {"loaded": state["loaded"], "skills": state["skills"]}
+
+    def history(self) -> list[dict[str, Any]]:
+        try:
+            return self.kb.context_show(self.session_id)["messages"]
+        except NotFoundError:
+            return []
+
+    def feedback(self, helpful: list[str], not_helpful: list[str]) -> dict[str, Any]:
+        if self.source.mode != "kb":
+            raise UsageError("feedback needs a knowledge base: free mode retrieves nothing")
+        if self.last_query_id is None:
+            raise UsageError("no retrieval yet in this chat: ask something first")
+        return self.kb.feedback(self.last_query_id, helpful=list(helpful), not_helpful=list(not_helpful))
+
+    def clear(self) -> str:
+        self.session_id = new_session_id()
+        self.last_query_id, self.last_paths, self.context_tokens = None, [], 0
+        return self.session_id
+
+    def resume(self, session_id: str) -> dict[str, Any]:
+        try:
+            shown = self.kb.context_show(session_id)
+        except NotFoundError:
+            raise NotFoundError(f"Unknown chat session: {session_id!r} (`kbindex chat --list` lists them)") from None
+        self.session_id = shown["session"]
+        self.last_query_id, self.last_paths = None, []
+        return {"session": self.session_id, "messages": shown["count"]}
+
+    @staticmethod
+    def list_sessions(db: Any = None, *, free: bool = False) -> dict[str, Any]:
+        kb, source, _ = open_source(db, free)
+        try:
+            sessions = [s for s in kb.context_sessions()["sessions"] if s["session"].startswith("chat-")]
+        finally:
+            kb.close()
+        return {"source": source.to_dict(), "sessions": sessions, "count": len(sessions)}
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            self.kb.close()
+
+
+__all__ = ["ChatEngine", "Event", "KbError", "ToolCall"]

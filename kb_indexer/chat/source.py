@@ -1,0 +1,67 @@
+"""Which source a chat talks to: a knowledge base (an index) or none (free mode), and where its state lives.
+
+* ``--db PATH`` (or ``KBINDEX_DB``, or ``kbindex.db`` found in the current folder or a parent): knowledge-
+  base mode. The prompt is ``kbindex[<name>]> `` where the name is the KB root's folder name, or the index
+  file's stem when the root does not exist.
+* ``--free``, or no index found: free mode, prompt ``kbindex> ``. Conversation and skills work, knowledge-
+  base tools and retrieval do not. Its sessions and skills live in a per-user index, the chat store:
+  ``KBINDEX_CHAT_DB``, else ``$XDG_DATA_HOME/kbindex/chat.db`` (``~/.local/share/kbindex/chat.db``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.errors import UsageError
+
+FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mode, conversation and skills "
+             "only; select one with `kbindex chat --db PATH` (or `kbindex init && kbindex sync` here)")
+
+
+@dataclass
+class Source:
+    mode: str                  # "kb" | "free"
+    name: str | None
+    db: Path
+    kb_root: Path | None
+
+    @property
+    def prompt(self) -> str:
+        return f"kbindex[{self.name}]> " if self.mode == "kb" else "kbindex> "
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "name": self.name, "db": str(self.db),
+                "kb_root": str(self.kb_root) if self.kb_root else None}
+
+
+def chat_store_path() -> Path:
+    env = os.environ.get("KBINDEX_CHAT_DB", "").strip()
+    if env:
+        return Path(env).expanduser().absolute()
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
+
+
+def open_source(db: str | os.PathLike | None, free: bool) -> tuple[Any, Source, str | None]:
+    """(KnowledgeBase, Source, note for the user or None)."""
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.config import find_db
+
+    if free and db:
+        raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
+    if not free:
+        path = find_db(db)
+        if path.is_file():
+            kb = KnowledgeBase.open(path)
+            root = kb.kb_root
+            name = root.name if root.is_dir() else path.stem
+            return kb, Source("kb", name, path, root), None
+        if db or os.environ.get("KBINDEX_DB"):
+            raise UsageError(f"no index at {path}: create it with `kbindex init --db {path}` (or chat --free)")
+    store = chat_store_path()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    kb, _ = KnowledgeBase.init(store, store.parent)
+    return kb, Source("free", None, store, None), None if free else FREE_NOTE

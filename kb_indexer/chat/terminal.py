@@ -1,0 +1,194 @@
+"""The interactive ``kbindex chat``: a prompt_toolkit prompt over the chat engine, whose events it only renders.
+
+* The prompt is exactly ``engine.prompt`` (``kbindex[<kb-name>]> `` or ``kbindex> ``); a bottom toolbar shows
+  the model, the context's use of the model's window and the loaded skills.
+* Line editing and input history kept across runs in :func:`history_path` (Up/Down, Ctrl-R), suggestions
+  from it (Right accepts), Tab completes slash commands, Alt-Enter inserts a new line.
+* Answers stream as markdown (:mod:`kb_indexer.chat.mdstream`); skills, retrieval, tool calls and
+  compression in one dim line each; errors in red on stderr, and the chat goes on.
+* Ctrl-C during an answer cancels it (the turn is not saved) and returns to the prompt; at the prompt it
+  clears the line; Ctrl-D (on an empty line) or ``/exit`` leaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
+from kb_indexer.chat.render import RichRenderer, failure, run_turn
+from kb_indexer.chat.view import source_dict, toolbar_text
+
+
+def history_path() -> Path:
+    """Where the input history lives: ``KBINDEX_CHAT_HISTORY``, else ``$XDG_DATA_HOME/kbindex/chat_history``
+    (``~/.local/share/kbindex/chat_history``)."""
+    env = os.environ.get("KBINDEX_CHAT_HISTORY", "").strip()
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "kbindex" / "chat_history"
+
+
+def open_history(path: Path) -> tuple[History, str | None]:
+    """A file history at ``path``, or an in-memory one with a warning when the file cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+        return FileHistory(str(path)), None
+    except OSError as exc:
+        return InMemoryHistory(), f"input history not kept: cannot write {path} ({exc.strerror or exc})"
+
+
+class SlashCompleter(Completer):
+    """Completes the command name of a line starting with ``/``."""
+
+    def get_completions(self, document, complete_event):
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text:
+            for name in NAMES:
+                if name.startswith(text.lower()):
+                    yield Completion(name, start_position=-len(text))
+
+
+@contextlib.contextmanager
+def keys_not_echoed(stream: Any = None):
+    """While an answer is written, keys typed (and the ``^C`` of Ctrl-C) are not echoed into it by the
+    terminal; they still reach the next prompt. Nothing changes when the stream is not a terminal."""
+    try:
+        import termios
+
+        fd = (stream or sys.stdin).fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError, AttributeError):   # not a terminal, or no termios (Windows)
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _key_bindings() -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("escape", "enter")
+    def _newline(event) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+class Terminal:
+    """One interactive chat over ``engine``; ``input``/``output`` (prompt_toolkit) and the rich consoles can be
+    given for tests."""
+
+    def __init__(self, engine: Any, *, console: Any = None, err_console: Any = None,
+                 history: History | None = None, input: Any = None, output: Any = None):
+        from rich.console import Console
+
+        self.engine = engine
+        self.console = console or Console()
+        self.err_console = err_console or Console(stderr=True)
+        self.status: dict = {}
+        warning = None
+        if history is None:
+            history, warning = open_history(history_path())
+        self.prompt_session = PromptSession(
+            history=history, auto_suggest=AutoSuggestFromHistory(), completer=SlashCompleter(),
+            complete_while_typing=False, bottom_toolbar=self.toolbar, key_bindings=_key_bindings(),
+            enable_history_search=False, input=input, output=output)
+        if warning:
+            self.dim(f"warning: {warning}")
+
+    # -- output ----------------------------------------------------------------------------------------
+    def dim(self, line: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(line, style="dim"))
+
+    def error(self, line: str) -> None:
+        from rich.text import Text
+
+        self.err_console.print(Text(line, style="red"))
+
+    def toolbar(self) -> str:
+        return toolbar_text(self.status)
+
+    def refresh_status(self) -> None:
+        try:
+            self.status = dict(self.engine.status())
+        except Exception:  # noqa: BLE001 - the toolbar keeps its last figures
+            pass
+
+    def banner(self) -> None:
+        src = source_dict(self.engine)
+        where = (f"knowledge base {src.get('name')}" if src.get("mode") == "kb"
+                 else "free mode (no knowledge base)")
+        self.dim(f"kbindex chat · {where} · {getattr(self.engine, 'model_label', '?')} · "
+                 f"session {self.engine.session_id}")
+        self.dim("/help for commands · Ctrl-C cancels an answer · Ctrl-D leaves")
+
+    def show(self, outcome: Outcome) -> None:
+        from rich.text import Text
+
+        if outcome.error:
+            self.error(f"error: {outcome.error.get('message')}")
+        if outcome.text:
+            self.console.print(Text(outcome.text))
+
+    # -- the loop --------------------------------------------------------------------------------------
+    def read(self) -> str | None:
+        """The next input; None at Ctrl-D. Ctrl-C at the prompt gives a fresh, empty prompt."""
+        while True:
+            self.refresh_status()
+            try:
+                return self.prompt_session.prompt(self.engine.prompt)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return None
+
+    def handle(self, text: str) -> bool:
+        """Answer one input; False when the chat is to end."""
+        if is_command(text):
+            try:
+                outcome = run_command(self.engine, text)
+            except Exception as exc:  # noqa: BLE001 - a failing command must not end the chat
+                outcome = Outcome(text.split()[0], error=failure(exc))
+            self.show(outcome)
+            return not outcome.exit
+        with keys_not_echoed():
+            run_turn(self.engine, text, RichRenderer(self.console, self.err_console))
+        self.console.print()        # a blank line between the answer and the next prompt
+        return True
+
+    def run(self) -> int:
+        self.banner()
+        while True:
+            text = self.read()
+            if text is None:
+                return 0
+            try:
+                if text.strip() and not self.handle(text.strip()):
+                    return 0
+            except KeyboardInterrupt:      # during a slash command: back to the prompt
+                self.dim("^C")
+
+
+def run_interactive(engine: Any) -> int:
+    return Terminal(engine).run()

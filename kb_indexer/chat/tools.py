@@ -1,0 +1,80 @@
+"""The knowledge-base tools a chat model may call (knowledge-base mode only), and running them.
+
+Three tools, over the same Python API as the CLI: ``kb_query`` (ranked retrieval, recorded like any
+query, so feedback can follow), ``kb_show`` (one document's text, the first ``MAX_RESULT_CHARS``) and
+``kb_similar`` (related keywords). A tool's result goes back to the model as text of at most
+``MAX_RESULT_CHARS``; a failing call (unknown document, bad arguments) becomes an error text for the
+model, not an exception, so the loop can go on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kb_indexer.errors import KbError
+from kb_indexer.llm.base import Tool
+
+MAX_RESULT_CHARS = 4000
+MAX_TOOL_ROUNDS = 4          # model -> tools -> model rounds in one turn (the safe loop limit)
+
+TOOLS = [
+    Tool("kb_query", "Search the knowledge base; returns ranked documents with paths and snippets.",
+         {"type": "object", "properties": {"question": {"type": "string", "description": "what to look for"},
+                                           "limit": {"type": "integer", "minimum": 1, "maximum": 10}},
+          "required": ["question"]}),
+    Tool("kb_show", "Read one document of the knowledge base by its path.",
+         {"type": "object", "properties": {"path": {"type": "string", "description": "the document's path"}},
+          "required": ["path"]}),
+    Tool("kb_similar", "Keywords related to a keyword (synonyms, abbreviations, related concepts).",
+         {"type": "object", "properties": {"keyword": {"type": "string"}}, "required": ["keyword"]}),
+]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS - 1] + "…"
+
+
+def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    limit = args.get("limit") if isinstance(args.get("limit"), int) else 5
+    out = kb.query(str(args.get("question") or ""), limit=max(1, min(10, limit)))
+    from kb_indexer.search.markdown import render_query
+    paths = [r["filepath"] for r in out["results"]]
+    return render_query(out), {"query_id": out.get("query_id"), "paths": paths,
+                               "summary": f"{len(paths)} documents: {', '.join(paths[:5])}"}
+
+
+def _show(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from kb_indexer.store.documents import get_body, require_document
+    doc = kb.show(str(args.get("path") or ""))
+    path = doc["filepath"]
+    body = get_body(kb.conn, require_document(kb.conn, path)["id"]) or doc.get("summary") or ""
+    return f"# {doc.get('title') or path}\nPath: {path}\n\n{body}", {"paths": [path], "summary": f"read {path}"}
+
+
+def _similar(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    out = kb.similar(str(args.get("keyword") or ""))
+    items = out.get("similar_keywords") or []
+    lines = [f"- {i.get('keyword')} ({i.get('type')}, {i.get('score')})" for i in items[:20]]
+    return "\n".join(lines) or "no related keywords", {"summary": f"{len(items)} related keywords"}
+
+
+RUNNERS = {"kb_query": _query, "kb_show": _show, "kb_similar": _similar}
+
+
+def run_tool(kb: Any, name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
+    """(text for the model, info for the front end: ok, summary, paths, query_id)."""
+    runner = RUNNERS.get(name)
+    if runner is None:
+        return f"error: no tool named {name!r}", {"ok": False, "summary": f"unknown tool {name}"}
+    if not isinstance(arguments, dict):
+        return "error: the arguments must be a JSON object", {"ok": False, "summary": "bad arguments"}
+    try:
+        text, info = runner(kb, arguments)
+    except KbError as exc:
+        return f"error: {exc.message}", {"ok": False, "summary": exc.message}
+    return _cut(text), {"ok": True, **info}
+
+
+def describe_call(name: str, arguments: Any) -> str:
+    return f"{name}({json.dumps(arguments, ensure_ascii=False)[:200]})"

@@ -1,0 +1,78 @@
+"""chat: talk with an LLM over the knowledge base (or, in free mode, without one)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, app
+from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, llm_options
+from kb_indexer.cli.output import Format, emit
+from kb_indexer.errors import UsageError
+
+_SESSION_COLUMNS = ("session", "messages", "user_messages", "updated_at", "created_at", "title", "first_message")
+
+
+def _list(db, free: bool, format: Format) -> None:
+    from kb_indexer.chat.engine import ChatEngine
+
+    data = ChatEngine.list_sessions(db, free=free)
+    sessions = data.get("sessions") or []
+    columns = [c for c in _SESSION_COLUMNS if any(c in s for s in sessions)] or ["session"]
+    emit(data, format, rows="sessions", columns=columns)
+
+
+def _interactive(format: Format) -> bool:
+    """Whether to run the prompt_toolkit front end: a person at a terminal (stdin and stdout), table format."""
+    return format is Format.table and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@app.command("chat")
+def chat(
+    db: DbOpt = None,
+    free: Annotated[bool, typer.Option("--free", help="No knowledge base: conversation and skills only "
+                                       "(also the mode when no index is found).")] = False,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Continue a saved session (ids: --list).",
+                                                  show_default=False)] = None,
+    list_sessions: Annotated[bool, typer.Option("--list", help="List the saved sessions and exit.")] = False,
+    llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, llm_timeout: LlmTimeoutOpt = None,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Print each answer whole, not as it is "
+                                            "written.")] = False,
+    window: Annotated[Optional[int], typer.Option("--window", "-w", help="The model's context window in tokens "
+                                                  "(env KBINDEX_CONTEXT_WINDOW; default per backend).",
+                                                  show_default=False)] = None,
+    format: FormatOpt = Format.table,
+) -> None:
+    """Chat with an LLM over the knowledge base: retrieval and tools, skills, context compression, saved
+    sessions. At a terminal: line editing, history, slash commands (/help). Piped: one answer per input line
+    (--format json: one JSON object per turn)."""
+    if db is not None and free:
+        raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
+    if list_sessions:
+        if resume is not None:
+            raise UsageError("--list and --resume exclude each other")
+        _list(db, free, format)
+        return
+    opts = llm_options(llm_backend, llm_model, False, llm_timeout)
+    from kb_indexer.chat.engine import ChatEngine
+
+    engine = ChatEngine.open(db, free=free, resume=resume, llm=opts, stream=not no_stream, window=window)
+    try:
+        if engine.note:
+            sys.stderr.write(f"note: {engine.note}\n")
+            sys.stderr.flush()
+        engine.check_llm()
+        if _interactive(format):
+            from kb_indexer.chat.terminal import run_interactive
+
+            code = run_interactive(engine)
+        else:
+            from kb_indexer.chat.piped import run_lines
+
+            code = run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value)
+    finally:
+        engine.close()
+    if code:
+        raise typer.Exit(code)
