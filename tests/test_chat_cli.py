@@ -184,7 +184,7 @@ def test_in_a_terminal_free_mode_has_the_plain_prompt(terminal, tmp_path, chat_e
     assert term.wait() == 0
 
 
-def test_feedback_on_the_last_retrieval_and_a_compression_line(run, kb, chat_env):
+def test_feedback_on_the_last_retrieval_and_an_over_window_note(run, kb, chat_env):
     env = chat_env({"text": ANSWER}, {"text": "Both networks guide the search."})
     res = _chat(run, env, "--db", kb.db_path, "--window", "600",
                 input="monte carlo tree search\n/helpful alphago-architecture.md\n/unhelpful not-indexed.md\n"
@@ -194,7 +194,10 @@ def test_feedback_on_the_last_retrieval_and_a_compression_line(run, kb, chat_env
     assert out[0] == ANSWER
     assert re.fullmatch(r"marked helpful: alphago-architecture\.md \(query \d+; `kbindex learn` applies it\)", out[1])
     assert "error: Not in the index: not-indexed.md" in res.stderr
-    assert "context compressed (level " in res.stderr            # a 600-token window overflows at once
+    # a 600-token window leaves 450 for the prompt: the retrieved documents alone overflow it, nothing older
+    # can be summarised away, so the user is told instead of a "compressed N -> N" line
+    assert "the context is still" in res.stderr and "raise --window" in res.stderr
+    assert "context compressed (level " not in res.stderr
     assert out[-1] == "Both networks guide the search."
 
 

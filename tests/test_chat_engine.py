@@ -247,3 +247,66 @@ def test_skills_from_kbindex_skills_are_synced_at_start_and_loaded_into_the_prom
         assert eng.status()["loaded_skills"] == ["weather-report"]
     finally:
         eng.close()
+
+
+def test_only_a_follow_up_is_searched_with_the_previous_message(kbchat):
+    eng, _ = kbchat("A.", "B.", "C.")
+    list(eng.turn("tell me about alphago and monte carlo tree search"))
+    assert eng._retrieval_question("what is q learning") == "what is q learning"
+    assert eng._retrieval_question("explain DQN") == "explain DQN"
+    assert eng._retrieval_question("and the networks?").startswith("tell me about alphago")
+    assert eng._retrieval_question("why?").endswith("why?") and "alphago" in eng._retrieval_question("why?")
+
+
+@pytest.mark.parametrize("text,asks", [
+    ("search my notes for the retry policy", True), ("check our knowledge base for PPO", True),
+    ("what do my notes say about retries", True), ("Help me write a document for my boss", False),
+    ("what is a wiki?", False), ("find the max of a list and its index", False),
+])
+def test_free_mode_explains_only_real_knowledge_base_requests(text, asks):
+    from kb_indexer.chat.engine import _KB_REQUEST
+    assert bool(_KB_REQUEST.search(text)) is asks
+
+
+def test_a_message_longer_than_the_skill_matcher_takes_is_answered(kbchat):
+    eng, fake = kbchat("Read it all.", window=100_000)
+    long = " ".join(f"line{i} of a pasted log" for i in range(5000))           # ~100k characters
+    events = list(eng.turn(long))
+    assert events[-1].kind == "done" and fake.calls[0]["messages"][-1]["content"] == long
+
+
+def test_a_prompt_over_the_window_is_said_and_room_is_kept_for_the_answer(kbchat):
+    eng, fake = kbchat("Short.", window=600)
+    events = list(eng.turn("monte carlo tree search " + "with many details " * 200))
+    note = [e.data["message"] for e in events if e.kind == "note"]
+    assert note and "still" in note[0] and "raise --window" in note[0]
+    assert "compression" not in [e.kind for e in events]              # nothing could be compressed
+    assert eng.prompt_room() == 600 - 150
+
+
+def test_text_of_successive_tool_rounds_is_kept_apart(kbchat):
+    eng, _ = kbchat(Completion(text="Let me look.", tool_calls=[ToolCall("kb_similar", {"keyword": "mcts"}, "c1")]),
+                    "Found it.")
+    answer = list(eng.turn("what relates to mcts"))[-1].data["answer"]
+    assert answer == "Let me look.\n\nFound it."
+
+
+def test_the_context_estimate_after_resume_counts_the_saved_turns(kbchat):
+    eng, _ = kbchat("First answer " * 50)
+    list(eng.turn("we chose PPO over DQN for the agent"))
+    other, _ = kbchat()
+    other.resume(eng.session_id)
+    assert other.context_tokens > 100 and other.context_preview()["tokens"] == other.context_tokens
+
+
+def test_chat_answers_get_a_longer_default_deadline(kb, chat_store, monkeypatch):
+    from kb_indexer.chat.engine import CHAT_TIMEOUT
+    monkeypatch.delenv("KBINDEX_LLM_TIMEOUT", raising=False)
+    kbx, source, note = open_source(kb.db_path, False)
+    eng = ChatEngine(kbx, source, note, llm=LLMOptions(backend="fake"))
+    assert eng.client.config.timeout == CHAT_TIMEOUT
+    eng.close()
+    kbx, source, note = open_source(kb.db_path, False)
+    eng = ChatEngine(kbx, source, note, llm=LLMOptions(backend="fake", timeout=7))
+    assert eng.client.config.timeout == 7
+    eng.close()

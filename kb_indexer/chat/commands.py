@@ -119,6 +119,9 @@ def _feedback(helpful: bool) -> Callable[[Any, list[str]], Outcome]:
         text = f"marked {'helpful' if helpful else 'not helpful'}: {', '.join(args)}"
         if isinstance(result, dict) and result.get("query_id") is not None:
             text += f" (query {result['query_id']}; `kbindex learn` applies it)"
+        if isinstance(result, dict) and result.get("not_in_results"):
+            text += ("; not among that retrieval's results (recorded against it all the same): "
+                     + ", ".join(result["not_in_results"]))
         return Outcome(name, result, text)
 
     return run

@@ -37,7 +37,12 @@ from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.llm.base import LLMError, Message, ToolCall
 
 RETRIEVE = 5
-FOLLOW_UP_WORDS = 4          # a message with fewer words of 3+ letters is searched with the previous one
+CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
+MAX_MATCH_CHARS = 20_000     # skills are matched on the start of a longer message
+MAX_QUERY_CHARS = 2_000      # and retrieval searches the start of it
+# A follow-up ("and the networks?", "why?", "what about DQN") is searched with the previous user message.
+_FOLLOW_UP = re.compile(r"^\W*(and|or|but|also|then|so|what about|how about|it|its|it's|that|this|these|those|"
+                        r"they|them|why|how come|more|same|which one)\b", re.IGNORECASE)
 SKILLS_SHARE = 0.25          # at most this share of the window for loaded skills' bodies
 SYSTEM_KB = ("You are kbindex chat, an assistant over the knowledge base {name!r}. Answer from the retrieved "
              "documents below when they are relevant and cite their paths in square brackets, e.g. "
@@ -48,14 +53,21 @@ SYSTEM_FREE = ("You are kbindex chat in free mode: no knowledge base is selected
                "`kbindex chat --db PATH`. Be concise.")
 FREE_KB_NOTE = ("No knowledge base is selected (free mode), so none can be searched: restart with "
                 "`kbindex chat --db PATH`, or run `kbindex init && kbindex sync` in the folder of your notes.")
-_KB_REQUEST = re.compile(r"\b(knowledge ?base|my notes|our notes|the notes|my docs|our docs|documents?|wiki)\b.*"
-                         r"|\b(search|look up|find|query)\b.*\b(notes|docs|documents|kb|index)\b", re.IGNORECASE)
+_KB_REQUEST = re.compile(r"\b(search|look up|look through|find|query|check)\b.{0,40}\b(my|our|the) (knowledge ?base|"
+                         r"notes|docs|documentation|documents|wiki|kb|index)\b|\b(in|from) (my|our) (knowledge ?base|"
+                         r"notes|docs|wiki)\b|\b(my|our) (knowledge ?base|notes|docs|wiki) (says?|mentions?|has|have|contains?)\b",
+                         re.IGNORECASE)
 
 
 @dataclass
 class Event:
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def _default_timeout(llm: Any) -> bool:
+    import os
+    return getattr(llm, "timeout", None) is None and not os.environ.get("KBINDEX_LLM_TIMEOUT", "").strip()
 
 
 def new_session_id() -> str:
@@ -69,12 +81,16 @@ class ChatEngine:
         from kb_indexer.llm.structured import LLMClient
         self.kb, self.source, self.note, self.stream = kb, source, note, stream
         self.client = client if client is not None else LLMClient.from_options(llm, kb.conn)
+        if client is None and _default_timeout(llm):
+            from dataclasses import replace   # a streamed answer from a local CPU model takes minutes
+            self.client.config = replace(self.client.config, timeout=CHAT_TIMEOUT)
         self.window, self.window_source = resolve_window(window, self.client.config.backend, self.client.model)
         self.session_id = new_session_id()
         self.last_query_id: int | None = None
         self.last_paths: list[str] = []
         self.context_tokens = 0
         self.tools_ok = True
+        self._pending_note: str | None = None
 
     @classmethod
     def open(cls, db: Any = None, *, free: bool = False, resume: str | None = None, llm: Any = None,
@@ -112,22 +128,26 @@ class ChatEngine:
         """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
         from kb_indexer.llm.base import LLMModelNotFound, LLMUnavailable
         config = self.client.config
-        fix = "choose one with --llm-backend/--llm-model (or KBINDEX_LLM_BACKEND); `kbindex doctor` checks the set-up"
+        fix = "or choose another with --llm-backend/--llm-model; `kbindex doctor` checks the set-up"
+        start = {"ollama": "start it (`ollama serve`; OLLAMA_HOST names another host)",
+                 "openai": "start the server or point KBINDEX_OPENAI_BASE_URL at it",
+                 "gemini": "check GEMINI_API_KEY and the network"}.get(config.backend, "start it")
         if not config.enabled:
-            raise UsageError(f"chat needs an LLM, and the backend is 'none': {fix}")
+            raise UsageError("chat needs an LLM, and the backend is 'none': choose one with --llm-backend "
+                             "(or KBINDEX_LLM_BACKEND); `kbindex doctor` checks the set-up")
         try:
             probe = self.client.backend.probe(timeout)
         except LLMError as exc:
             raise LLMUnavailable(f"LLM {config.backend} at {config.base_url or 'its default URL'} cannot be used: "
-                                 f"{exc.message}; {fix}") from None
+                                 f"{exc.message}; {start}, {fix}") from None
         if not probe.reachable or probe.error:
             raise LLMUnavailable(f"LLM {config.backend} at {probe.url or config.base_url} is not reachable"
-                                 f"{': ' + probe.error if probe.error else ''}; start it (for Ollama: `ollama serve`) "
-                                 f"or {fix}")
+                                 f"{': ' + probe.error if probe.error else ''}; {start}, {fix}")
         if probe.model_available is False:
+            get = (f"pull it (`ollama pull {self.client.model}`)" if config.backend == "ollama"
+                   else "pass --llm-model with one it has")
             raise LLMModelNotFound(f"model {self.client.model!r} is not on the {config.backend} server at {probe.url}"
-                                   f" (it has: {', '.join(probe.models[:8]) or 'none'}); pull it (for Ollama: "
-                                   f"`ollama pull {self.client.model}`) or {fix}")
+                                   f" (it has: {', '.join(probe.models[:8]) or 'none'}); {get}, {fix}")
 
     # -- a turn --------------------------------------------------------------------------------------------
     def turn(self, text: str) -> Iterator[Event]:
@@ -138,17 +158,20 @@ class ChatEngine:
         yield Event("input", {"original": text, "normalised": norm})
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
-        skills = self.kb.skills_match(norm, session=self.session_id, use_llm=False)["session"]
+        skills = self.kb.skills_match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
         if skills["newly_loaded"] or skills["evicted"]:
             yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
         retrieved = self._retrieve(norm)
         if retrieved is not None:
             yield Event("retrieval", retrieved["event"])
         before = self.context_tokens
+        self._pending_note = None
         messages, compression = self._messages(norm, retrieved)
         try:
             if compression is not None:
                 yield Event("compression", compression)
+            if self._pending_note:
+                yield Event("note", {"message": self._pending_note})
             answer = yield from self._answer(messages)
         except (GeneratorExit, KeyboardInterrupt):    # cancelled: nothing of this turn is kept
             self.context_tokens = before
@@ -176,15 +199,20 @@ class ChatEngine:
                                                           "total": out.get("total", len(results))}}
 
     def _retrieval_question(self, norm: str) -> str:
-        """A short follow-up ("and the networks?") is searched together with the previous user message."""
-        if len(re.findall(r"\w{3,}", norm)) >= FOLLOW_UP_WORDS:
+        """A follow-up ("and the networks?", "why?") is searched together with the previous user message;
+        any other message on its own ("what is q learning")."""
+        norm = norm[:MAX_QUERY_CHARS]
+        if not _FOLLOW_UP.match(norm):
             return norm
         previous = [m for m in self.history() if m["role"] == "user"]
         return f"{previous[-1]['normalised'] or previous[-1]['content']} {norm}" if previous else norm
 
     def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
         parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
-        loaded = self.kb.skills_load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+        try:
+            loaded = self.kb.skills_load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+        except NotFoundError:          # no turn yet: no skill session
+            loaded = {"markdown": ""}
         if loaded["markdown"]:
             parts.append("# Skills loaded for this conversation\n\n" + loaded["markdown"])
         if retrieved is not None:
@@ -195,6 +223,24 @@ class ChatEngine:
 
     def _messages(self, norm: str, retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict | None]:
         """System + recent turns + the message, compressed when over 80% of the window."""
+        summary, recent = self._conversation(norm)
+        messages = [{"role": "system", "content": self._system(retrieved, summary)},
+                    *recent, {"role": "user", "content": norm}]
+        room = self.prompt_room()
+        out = self.kb.context_compress({"messages": messages}, window=room, client=self.client)
+        stats = out["stats"]
+        self.context_tokens = stats["tokens_after"]
+        event = None
+        if stats["level"] and stats["tokens_after"] < stats["tokens_before"]:
+            event = {k: stats[k] for k in ("level", "tokens_before", "tokens_after", "stages", "fallback")}
+        if stats["over_window"]:
+            self._pending_note = (f"the context is still {stats['tokens_after']:,} tokens for the {room:,} the "
+                                  f"model's window leaves the prompt (window {self.window:,}, minus room for the "
+                                  "answer): the server may refuse it; raise --window or send less")
+        return (out["messages"] if stats["level"] else messages), event
+
+    def _conversation(self, norm: str) -> tuple[str | None, list[dict[str, Any]]]:
+        """(the rolling summary, refreshed; the turns it does not cover, verbatim)."""
         built = self.kb.context_build(self.session_id, norm, use_llm=False)
         summary = built["summary"]
         through = summary["covers_through"] if summary else 0
@@ -202,15 +248,18 @@ class ChatEngine:
         if built["stats"]["session_messages"]:
             recent = [{"role": m["role"], "content": m["content"]}
                       for m in self.kb.context_show(self.session_id)["messages"] if m["seq"] > through]
-        messages = [{"role": "system", "content": self._system(retrieved, summary["text"] if summary else None)},
-                    *recent, {"role": "user", "content": norm}]
-        out = self.kb.context_compress({"messages": messages}, window=self.window, client=self.client)
-        self.context_tokens = out["stats"]["tokens_after"]
-        stats = out["stats"]
-        if not stats["level"]:
-            return messages, None
-        return out["messages"], {k: stats[k] for k in ("level", "tokens_before", "tokens_after", "stages",
-                                                       "fallback")}
+        return (summary["text"] if summary else None), recent
+
+    def estimate_next(self) -> int:
+        """Tokens the next turn sends before its message and retrieval: system, skills, summary, recent turns."""
+        from kb_indexer.context.compress import total_tokens
+        summary, recent = self._conversation("(next message)")
+        return total_tokens([{"role": "system", "content": self._system(None, summary)}, *recent], [])
+
+    def prompt_room(self) -> int:
+        """Tokens the prompt may use: the window minus room for the answer (the answer cap, at most a
+        quarter of the window): servers that count both refuse a prompt that leaves none."""
+        return max(256, self.window - min(self.client.config.max_tokens_cap, self.window // 4))
 
     def _answer(self, messages: list[dict[str, Any]]) -> Iterator[Event]:
         """Stream the model's answer, running its tool calls; the answer, or None after an error event."""
@@ -226,7 +275,7 @@ class ChatEngine:
                     continue
                 yield Event("error", {"message": exc.message, "code": exc.code})
                 return None
-            answer += text
+            answer += ("\n\n" if answer and text else "") + text
             if not calls:
                 return answer
             msgs.append(Message("assistant", text, tool_calls=calls))
@@ -281,8 +330,8 @@ class ChatEngine:
         built = self.kb.context_build(self.session_id, "(next message)", use_llm=False)
         return {"summary": built["summary"]["text"] if built["summary"] else None,
                 "recent_user_messages": built["recent_user_messages"],
-                "last_assistant_question": built["last_assistant_question"], "tokens": self.context_tokens,
-                "window": self.window, "pct": round(100 * self.context_tokens / self.window, 1)}
+                "last_assistant_question": built["last_assistant_question"], "tokens": (tokens := self.estimate_next()),
+                "window": self.window, "pct": round(100 * tokens / self.window, 1)}
 
     def skills_state(self) -> dict[str, Any]:
         try:
@@ -306,7 +355,8 @@ class ChatEngine:
 
     def clear(self) -> str:
         self.session_id = new_session_id()
-        self.last_query_id, self.last_paths, self.context_tokens = None, [], 0
+        self.last_query_id, self.last_paths = None, []
+        self.context_tokens = self.estimate_next()
         return self.session_id
 
     def resume(self, session_id: str) -> dict[str, Any]:
@@ -316,6 +366,7 @@ class ChatEngine:
             raise NotFoundError(f"Unknown chat session: {session_id!r} (`kbindex chat --list` lists them)") from None
         self.session_id = shown["session"]
         self.last_query_id, self.last_paths = None, []
+        self.context_tokens = self.estimate_next()
         return {"session": self.session_id, "messages": shown["count"]}
 
     @staticmethod
