@@ -173,7 +173,7 @@ class RichRenderer:
             line = event_line(kind, data)
             if line:
                 self._end_segment()
-                self.dim(line)          # above the spinner, when it spins
+                self.dim(line, wrap=kind == "note")   # a note (how to fix something) is never cut
             if kind == "tool_result":
                 self._wait()            # the model is asked again
 
@@ -189,10 +189,14 @@ class RichRenderer:
         if stream is not None:
             stream.close()
 
-    def dim(self, line: str) -> None:
+    def dim(self, line: str, wrap: bool = False) -> None:
+        """A dim line above the spinner; one screen line (cut with an ellipsis) unless ``wrap``."""
         from rich.text import Text
 
-        self.console.print(Text(line, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
+        if wrap:
+            self.console.print(Text(line, style="dim"))
+        else:
+            self.console.print(Text(line, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
 
     def error(self, line: str) -> None:
         from rich.text import Text
