@@ -245,6 +245,7 @@ def test_other_commands_do_not_import_the_sdk():
              "CliRunner().invoke(app, sys.argv[1:])\n"
              "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n")
     for args in (["search", "--help"], ["query", "--help"], ["--help"], ["mcp", "--help"]):
-        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
         assert proc.returncode == 0, proc.stderr
         assert "mcp" not in proc.stdout.split() and "mcp_types" not in proc.stdout.split(), args
