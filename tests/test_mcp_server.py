@@ -249,3 +249,22 @@ def test_other_commands_do_not_import_the_sdk():
                               env={**os.environ, "PYTHONPATH": str(REPO)})
         assert proc.returncode == 0, proc.stderr
         assert "mcp" not in proc.stdout.split() and "mcp_types" not in proc.stdout.split(), args
+
+
+def test_kb_query_pages_its_results_with_a_cursor(db, monkeypatch):
+    """In process, with a small budget: the pages of a query are its results in order, one query_id."""
+    from kb_indexer.mcp import paging
+    from kb_indexer.mcp.server import kb_query_impl
+
+    monkeypatch.setattr(paging, "BUDGET", 500)
+    first = kb_query_impl(db, "reinforcement learning reward", None, "auto", 10, None, None)
+    pages = [first]
+    while pages[-1]["next_cursor"] and len(pages) < 20:
+        pages.append(kb_query_impl(db, "reinforcement learning reward", None, "auto", 10, None,
+                                   pages[-1]["next_cursor"]))
+    assert len(pages) >= 2 and pages[-1]["next_cursor"] is None
+    assert {p["query_id"] for p in pages} == {first["query_id"]}
+    with KnowledgeBase.open(db) as kb:
+        full = kb.query("reinforcement learning reward", limit=10, record=False)
+        assert kb.history()["count"] == 1  # the continuations were not recorded
+    assert [r["filepath"] for p in pages for r in p["results"]] == [r["filepath"] for r in full["results"]]

@@ -35,8 +35,10 @@ def make_cursor(offset: int, tag: Any = None) -> str:
     return f"{offset}:{tag}" if tag is not None else str(offset)
 
 
-def page_items(items: list[Any], offset: int, budget: int = BUDGET - ENVELOPE) -> tuple[list[Any], int | None]:
-    """The items from ``offset`` that fit ``budget`` tokens (at least one), and the next offset (None: done)."""
+def page_items(items: list[Any], offset: int, budget: int | None = None) -> tuple[list[Any], int | None]:
+    """The items from ``offset`` that fit ``budget`` tokens (default: the result budget less its envelope;
+    at least one item), and the next offset (None: done)."""
+    budget = BUDGET - ENVELOPE if budget is None else budget
     page: list[Any] = []
     used = 0
     for i in range(offset, len(items)):
@@ -48,9 +50,10 @@ def page_items(items: list[Any], offset: int, budget: int = BUDGET - ENVELOPE) -
     return page, None
 
 
-def page_text(text: str, offset: int, budget: int = BUDGET - ENVELOPE) -> tuple[str, int | None]:
+def page_text(text: str, offset: int, budget: int | None = None) -> tuple[str, int | None]:
     """The slice of ``text`` from ``offset`` within ``budget`` tokens, cut at a line or word end when one is
     near, and the next offset (None: the end)."""
+    budget = BUDGET - ENVELOPE if budget is None else budget
     if offset > len(text):
         raise UsageError(f"cursor {offset} is past the end of the text ({len(text)} characters)")
     end = min(len(text), offset + budget * 4)

@@ -10,6 +10,7 @@ keyword) become MCP tool errors. Nothing here writes to stdout: stdio belongs to
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Any, Iterator, Literal, Optional
@@ -44,6 +45,18 @@ def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
             yield kb
     except KbError as exc:
         raise ToolError(str(exc)) from exc
+
+
+def _tool(fn):
+    """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
+    cursor) are tool errors too."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KbError as exc:
+            raise ToolError(str(exc)) from exc
+    return wrapper
 
 
 def _compact(result: dict) -> dict:
@@ -136,7 +149,7 @@ def _register_tools(server: MCPServer, db: Any) -> None:
 
     for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
                       (kb_feedback, WRITES), (skills_match, WRITES)):
-        server.add_tool(fn, annotations=notes)
+        server.add_tool(_tool(fn), annotations=notes)
 
 
 class KbMCPServer(MCPServer):
