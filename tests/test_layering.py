@@ -4,9 +4,9 @@ Imports are read with ``ast`` from every module of kb_indexer, including imports
 ``TYPE_CHECKING`` blocks (a deferred import is still a dependency). Layers, lowest first:
 
     errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  skills/context
-    <  api  <  chat  <  cli
+    <  api  <  chat/mcp  <  cli
 
-(chat is a front end over the Python API, like the CLI.)
+(chat and mcp are front ends over the Python API, like the CLI.)
 
 (llm may use store for its cache: it is lower, so that is allowed by the order.)
 """
@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kb_indexer.llm",),
     ("kb_indexer.skills", "kb_indexer.context"),
     ("kb_indexer.api",),
-    ("kb_indexer.chat",),
+    ("kb_indexer.chat", "kb_indexer.mcp"),
     ("kb_indexer.cli", "kb_indexer.__main__"),
 ]
 

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "skills": "skills",
     "context": "context",
     "chat": "chat",
+    "mcp": "mcp",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

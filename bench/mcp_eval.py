@@ -1,0 +1,117 @@
+"""The MCP server: start to first response, and `kb_query` through the protocol beside the in-process call.
+
+    python3 bench/mcp_eval.py                  # ../shared/data/cranfield next to the repo
+    python3 bench/mcp_eval.py --queries 100 --starts 7
+
+What it measures (the code path an MCP client uses: the SDK's stdio client against a `kbindex mcp --db`
+subprocess, this checkout's code):
+
+1. Start to first response: spawn `kbindex mcp`, `initialize`, first `tools/list` answered; median of
+   ``--starts`` runs, beside `python -c pass` and `kbindex --version` in the same run. Target: ≤ 500 ms.
+2. `kb_query` p50 / p95 over Cranfield questions through the protocol (one long-running server), beside
+   `KnowledgeBase.query` in-process on the same index with the same options (the baseline: what the
+   protocol, the JSON and opening the index per request add).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def server_params(db: Path):
+    from mcp.client.stdio import StdioServerParameters
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return StdioServerParameters(command=sys.executable, args=["-m", "kb_indexer", "mcp", "--db", str(db)], env=env)
+
+
+async def first_response(db: Path) -> float:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+    started = time.perf_counter()
+    async with stdio_client(server_params(db)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            return (time.perf_counter() - started) * 1000
+
+
+async def protocol_queries(db: Path, questions: list[str], limit: int) -> list[float]:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+    times = []
+    async with stdio_client(server_params(db)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for q in questions[:5]:                                   # warm-up
+                await session.call_tool("kb_query", {"question": q, "limit": limit})
+            for q in questions:
+                t = time.perf_counter()
+                result = await session.call_tool("kb_query", {"question": q, "limit": limit})
+                times.append((time.perf_counter() - t) * 1000)
+                if getattr(result, "is_error", False) or getattr(result, "isError", False):
+                    raise SystemExit(f"kb_query failed: {result}")
+    return times
+
+
+def cold(cmd: list[str], runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(out)
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.cranfield import build_kb, load
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--starts", type=int, default=7)
+    ap.add_argument("--limit", type=int, default=10)
+    args = ap.parse_args(argv)
+    corpus, queries, _ = load(args.data)
+    questions = [q["text"] for q in queries[:args.queries]]
+    with tempfile.TemporaryDirectory(prefix="kbindex-mcp-") as tmp:
+        kb, n_docs, _ = build_kb(corpus, Path(tmp))
+        db = kb.db_path
+        for q in questions[:5]:
+            kb.query(q, limit=args.limit, record=False)
+        local = []
+        for q in questions:
+            t = time.perf_counter()
+            kb.query(q, limit=args.limit)
+            local.append((time.perf_counter() - t) * 1000)
+        kb.close()
+        starts = [asyncio.run(first_response(db)) for _ in range(args.starts)]
+        remote = asyncio.run(protocol_queries(db, questions, args.limit))
+        py = cold([sys.executable, "-c", "pass"], args.starts)
+        version = cold([sys.executable, "-m", "kb_indexer", "--version"], args.starts)
+    print(f"Cranfield: {n_docs} documents, {len(questions)} questions, limit {args.limit}")
+    print("| measure | MCP (stdio, SDK client) | baseline, same run | target |")
+    print("|---|---|---|---|")
+    print(f"| server start to first tools/list answer, median of {args.starts} | {statistics.median(starts):.0f} ms | "
+          f"`python -c pass` {py:.0f} ms; `kbindex --version` {version:.0f} ms | ≤ 500 ms |")
+    print(f"| `kb_query` p50 / p95 | {statistics.median(remote):.1f} / {pct(remote, 0.95):.1f} ms | in-process "
+          f"`KnowledgeBase.query` {statistics.median(local):.1f} / {pct(local, 0.95):.1f} ms | – |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""The MCP server: five tools and two kinds of resources over :class:`kb_indexer.api.KnowledgeBase`.
+
+The index is opened per request (and closed after), so a long-running server sees ``sync``s made by
+other processes, and concurrent requests (the SDK runs these synchronous tools in worker threads) each
+have their own SQLite connection. Every tool result fits about ``paging.BUDGET`` estimated tokens and
+carries ``next_cursor`` when there is more. Errors of kbindex (bad arguments, unknown document or
+keyword) become MCP tool errors. Nothing here writes to stdout: stdio belongs to the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from pathlib import Path
+from typing import Any, Iterator, Literal, Optional
+from urllib.parse import quote, unquote
+
+from mcp.server import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import Resource as MCPResource
+from mcp_types import ToolAnnotations
+
+from kb_indexer.api import KnowledgeBase
+from kb_indexer.errors import KbError
+from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
+from kb_indexer.store.documents import get_body, require_document
+
+INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents (give kb_feedback on its "
+                "query_id: it improves later answers), kb_get reads one, kb_similar lists related keywords, "
+                "skills_match picks skills for a message. Results are paged: pass next_cursor back as cursor.")
+_RESULT_FIELDS = ("filepath", "title", "relevance_score", "snippet", "matched_keywords", "keyword_expansions",
+                  "sources")
+Method = Literal["auto", "keyword", "fulltext", "hybrid"]
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+@contextlib.contextmanager
+def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
+    """The index for one request; a kbindex error becomes a tool error (the message, not a traceback)."""
+    try:
+        with KnowledgeBase.open(db) as kb:
+            yield kb
+    except KbError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _tool(fn):
+    """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
+    cursor) are tool errors too."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KbError as exc:
+            raise ToolError(str(exc)) from exc
+    return wrapper
+
+
+def _compact(result: dict) -> dict:
+    out = {k: result[k] for k in _RESULT_FIELDS if k in result}
+    out["summary"] = clip(result.get("summary"), 300)
+    return out
+
+
+def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: str, limit: int,
+                  context: Optional[str], cursor: Optional[str]) -> dict:
+    offset, tag = parse_cursor(cursor)
+    with _opened(db) as kb:
+        # A continuation re-runs the query without recording it again, and keeps the first query_id.
+        out = kb.query(question, keywords, method=method, limit=limit, context=context, record=cursor is None)
+    query_id = out.get("query_id") if cursor is None else (int(tag) if tag and tag.isdigit() else None)
+    results = [_compact(r) for r in out.get("results", [])]
+    page, nxt = page_items(results, offset)
+    q = out.get("query", {})
+    return {"query_id": query_id, "keywords": q.get("keywords"), "expanded_keywords": q.get("expanded_keywords"),
+            "method": q.get("method"), "total": out.get("total"), "results": page,
+            "next_cursor": None if nxt is None else make_cursor(nxt, query_id)}
+
+
+def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> dict:
+    offset, _ = parse_cursor(cursor)
+    with _opened(db) as kb:
+        info = kb.show(path)
+        body = get_body(kb.conn, require_document(kb.conn, info["filepath"])["id"])
+    text, nxt = page_text(body, offset)
+    out: dict[str, Any] = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
+                           "total_chars": len(body), "text": text,
+                           "next_cursor": None if nxt is None else make_cursor(nxt)}
+    if offset == 0:
+        out["keywords"] = [k["keyword"] for k in info["keywords"]][:40]
+    return out
+
+
+def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str], cursor: Optional[str]) -> dict:
+    offset, _ = parse_cursor(cursor)
+    with _opened(db) as kb:
+        out = kb.similar(keyword, user_context=user_context)
+    items = out.get("similar_keywords") or []
+    page, nxt = page_items(items, offset)
+    rest = {k: v for k, v in out.items() if k != "similar_keywords" and not isinstance(v, (list, dict))}
+    return {**rest, "similar_keywords": page, "next_cursor": None if nxt is None else make_cursor(nxt)}
+
+
+def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> dict:
+    with _opened(db) as kb:
+        out = kb.feedback(query_id, helpful, not_helpful)
+    return {k: (clip(v, 500) if isinstance(v, str) else v) for k, v in out.items()}
+
+
+def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> dict:
+    offset, _ = parse_cursor(cursor)
+    with _opened(db) as kb:
+        out = kb.skills_match(message, session=session)
+    matched = [{**m, "description": clip(m.get("description"), 300)} if isinstance(m, dict) else m
+               for m in out.get("matched") or []]
+    page, nxt = page_items(matched, offset)
+    sess = out.get("session")
+    if isinstance(sess, dict):
+        sess = {k: v for k, v in sess.items() if not isinstance(v, list) or len(v) <= 20}
+    return {"matched": page, "session": sess,
+            "next_cursor": None if nxt is None else make_cursor(nxt)}
+
+
+def _register_tools(server: MCPServer, db: Any) -> None:
+    def kb_query(question: str, keywords: Optional[list[str]] = None, method: Method = "auto", limit: int = 10,
+                 context: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+        """Search the knowledge base: ranked documents with snippets and provenance, and a query_id."""
+        return kb_query_impl(db, question, keywords, method, limit, context, cursor)
+
+    def kb_get(path: str, cursor: Optional[str] = None) -> dict[str, Any]:
+        """Read one document's text (paged: pass next_cursor as cursor)."""
+        return kb_get_impl(db, path, cursor)
+
+    def kb_similar(keyword: str, user_context: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+        """Keywords related to a keyword, optionally only those fitting user_context."""
+        return kb_similar_impl(db, keyword, user_context, cursor)
+
+    def kb_feedback(query_id: int, helpful: Optional[list[str]] = None,
+                    not_helpful: Optional[list[str]] = None) -> dict[str, Any]:
+        """Say which documents of a kb_query (by path) helped; `kbindex learn` uses it."""
+        return kb_feedback_impl(db, query_id, helpful or [], not_helpful or [])
+
+    def skills_match(message: str, session: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+        """The skills a chat message needs (a session id tracks a conversation)."""
+        return skills_match_impl(db, message, session, cursor)
+
+    for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
+                      (kb_feedback, WRITES), (skills_match, WRITES)):
+        server.add_tool(_tool(fn), annotations=notes)
+
+
+class KbMCPServer(MCPServer):
+    """MCPServer whose resources are listed from the index on each request: ``skill://<name>/SKILL.md``
+    for every indexed skill, ``kb://<path>`` for every document."""
+
+    def __init__(self, db: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._db = db
+
+    async def list_resources(self) -> list[MCPResource]:
+        with _opened(self._db) as kb:
+            skills = kb.skills_list()["skills"]
+            docs = kb.list_docs()["documents"]
+        out = [MCPResource(uri=f"skill://{quote(s['name'])}/SKILL.md", name=s["name"],
+                           description=clip(s.get("description"), 200), mime_type="text/markdown")
+               for s in skills]
+        out += [MCPResource(uri=f"kb://{quote(d['filepath'])}", name=d["filepath"], title=d.get("title"),
+                            mime_type="text/markdown") for d in docs]
+        return out
+
+    async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
+        uri = str(uri)
+        try:
+            with _opened(self._db) as kb:
+                text = _read(kb, uri)
+        except ToolError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        return [ReadResourceContents(content=text, mime_type="text/markdown")]
+
+
+def _read(kb: KnowledgeBase, uri: str) -> str:
+    if uri.startswith("skill://") and uri.endswith("/SKILL.md"):
+        skill = kb.skills_show(unquote(uri[len("skill://"):-len("/SKILL.md")]))
+        path = Path(skill["file"])
+        return path.read_text(encoding="utf-8") if path.is_file() else skill["body"]
+    if uri.startswith("kb://"):
+        doc = require_document(kb.conn, kb.show(unquote(uri[len("kb://"):]))["filepath"])
+        return get_body(kb.conn, doc["id"])
+    raise ToolError(f"Unknown resource: {uri}")
+
+
+def build_server(db: str | os.PathLike | None = None) -> MCPServer:
+    """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
+    from kb_indexer import __version__
+
+    server = KbMCPServer(db, name="kbindex", version=__version__, instructions=INSTRUCTIONS,
+                         log_level="WARNING")
+    _register_tools(server, db)
+    return server
