@@ -66,9 +66,12 @@ def test_tool_catalog_is_small_and_typed(db):
         return (await s.list_tools()).tools
     tools = _session(db, body)
     assert {t.name for t in tools} == TOOLS
-    catalog = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    # As on the wire: pydantic writes each JSON-RPC message in compact JSON (the raw tools/list line is
+    # measured too, in test_stdout_holds_nothing_but_protocol).
+    catalog = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+                         separators=(",", ":"), ensure_ascii=False)
     size = estimate_tokens(catalog)
-    print(f"MCP tool catalog: {len(tools)} tools, {size} estimated tokens")
+    print(f"MCP tool catalog: {len(tools)} tools, {size} estimated tokens ({len(catalog)} characters)")
     assert size <= 1500
     by_name = {t.name: t for t in tools}
     assert by_name["kb_query"].input_schema["required"] == ["question"]
@@ -79,6 +82,41 @@ def test_tool_catalog_is_small_and_typed(db):
     assert by_name["kb_similar"].annotations.read_only_hint is True
     assert by_name["kb_query"].annotations.read_only_hint is False
     assert all(t.description and len(t.description) < 200 for t in tools)
+
+
+def _string_titles(schema) -> list:
+    if isinstance(schema, list):
+        return [t for item in schema for t in _string_titles(item)]
+    if not isinstance(schema, dict):
+        return []
+    own = [v for k, v in schema.items() if k == "title" and isinstance(v, str)]
+    return own + [t for v in schema.values() for t in _string_titles(v)]
+
+
+def test_every_tool_declares_the_shape_of_its_result(db):
+    async def body(s):
+        return (await s.list_tools()).tools
+    by_name = {t.name: t.output_schema for t in _session(db, body)}
+    assert set(by_name) == TOOLS
+    for name, schema in by_name.items():
+        assert schema["type"] == "object" and schema.get("additionalProperties") is not True, name
+        assert "next_cursor" in schema["properties"] or name == "kb_feedback", name
+        assert not _string_titles(schema), name  # annotations compacted away; a `title` property stays
+    hit = by_name["kb_query"]["$defs"]["QueryHit"]["properties"]
+    assert {"filepath", "title", "relevance_score", "snippet", "sources", "keyword_expansions"} <= set(hit)
+    assert by_name["kb_query"]["properties"]["query_id"]["type"] == ["integer", "null"]
+    assert by_name["kb_get"]["properties"]["total_chars"]["type"] == "integer"
+    assert by_name["kb_feedback"]["required"] == ["query_id", "recorded"]
+    assert set(by_name["skills_match"]["properties"]) >= {"matched", "loaded", "evicted"}
+
+
+def test_the_text_copy_of_a_result_is_the_same_data_in_compact_json(db):
+    async def body(s):
+        return await s.call_tool("kb_query", {"question": "reinforcement learning", "limit": 3})
+    result = _session(db, body)
+    text = result.content[0].text
+    assert json.loads(text) == result.structured_content
+    assert "\n  " not in text and not text.startswith("{\n")
 
 
 def test_each_tool_and_the_feedback_round_trip(db):
@@ -100,7 +138,8 @@ def test_each_tool_and_the_feedback_round_trip(db):
     assert similar["similar_keywords"] and "keyword" in similar["similar_keywords"][0]
     assert doc["text"] and doc["filepath"] == top["filepath"]
     assert [m["name"] for m in skills["matched"]] == ["pdf-tools"]
-    assert fb
+    assert fb == {"query_id": q["query_id"], "recorded": 2}
+    assert skills["loaded"] == ["pdf-tools"] and skills["evicted"] == []
     with KnowledgeBase.open(db) as kb:
         shown = kb.feedback_show(q["query_id"])
         assert {r["filepath"] for r in shown["feedback"]} >= {top["filepath"]}
@@ -222,6 +261,10 @@ def test_stdout_holds_nothing_but_protocol(db):
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
     assert {1, 2, 3, 4, 5, 6} <= {m.get("id") for m in messages}, messages
     by_id = {m.get("id"): m for m in messages}
+    catalog_line = next(line for line in lines if json.loads(line).get("id") == 2)
+    print(f"tools/list response on the wire: {len(catalog_line)} bytes, "
+          f"{estimate_tokens(catalog_line.decode())} estimated tokens")
+    assert estimate_tokens(catalog_line.decode()) <= 1550  # the catalog (≤ 1,500) and the JSON-RPC envelope
     assert by_id[4]["result"]["isError"] is True
     assert by_id[3]["result"].get("isError") is not True
 
@@ -268,3 +311,55 @@ def test_kb_query_pages_its_results_with_a_cursor(db, monkeypatch):
         full = kb.query("reinforcement learning reward", limit=10, record=False)
         assert kb.history()["count"] == 1  # the continuations were not recorded
     assert [r["filepath"] for p in pages for r in p["results"]] == [r["filepath"] for r in full["results"]]
+
+
+def test_the_http_transport_serves_the_same_tools(db):
+    import socket
+    import time
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([*kbindex_exe(), "mcp", "--db", str(db), "--transport", "http", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # wait until the server listens (a poll, not a timing assertion)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the http server did not start"
+                time.sleep(0.1)
+
+        async def main():
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    tools = (await session.list_tools()).tools
+                    found = await session.call_tool("kb_query", {"question": "reinforcement learning", "limit": 2})
+                    return tools, found
+        tools, found = anyio.run(main)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert {t.name for t in tools} == TOOLS
+    assert _data(found)["results"] and isinstance(_data(found)["query_id"], int)
+    assert out == b""  # over http too, the server prints nothing on stdout
+
+
+def test_a_deterministic_answer_says_it_is_the_fallback(db, monkeypatch):
+    """No LLM backend configured: `kb_similar` with a user context, and `kb_query` with a context, answer
+    with the lexical fit and say so in `fallback` (never passed off as an LLM's judgement)."""
+    from kb_indexer.mcp.server import kb_query_impl, kb_similar_impl
+
+    monkeypatch.setenv("KBINDEX_LLM_BACKEND", "none")
+    similar = kb_similar_impl(db, "reinforcement learning", "training agents", None)
+    found = kb_query_impl(db, "reinforcement learning", None, "auto", 3, "training agents", None)
+    plain = kb_query_impl(db, "reinforcement learning", None, "auto", 3, None, None)
+    assert similar["fallback"].startswith("lexical")
+    assert found["fallback"].startswith("lexical") and found["results"]
+    assert "fallback" not in plain  # no context asked for: nothing fell back

@@ -11,28 +11,39 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Literal, Optional
+from typing import Annotated, Any, Iterator, Literal, Optional
 from urllib.parse import quote, unquote
 
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import CallToolResult, TextContent
 from mcp_types import Resource as MCPResource
+from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import KbError
+from kb_indexer.mcp import outputs
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 from kb_indexer.store.documents import get_body, require_document
 
 INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents (give kb_feedback on its "
                 "query_id: it improves later answers), kb_get reads one, kb_similar lists related keywords, "
                 "skills_match picks skills for a message. Results are paged: pass next_cursor back as cursor.")
-_RESULT_FIELDS = ("filepath", "title", "relevance_score", "snippet", "matched_keywords", "keyword_expansions",
-                  "sources")
+_RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
+_RELATED_FIELDS = tuple(outputs.Related.__annotations__)
+_SKILL_FIELDS = tuple(outputs.Skill.__annotations__)
 Method = Literal["auto", "keyword", "fulltext", "hybrid"]
+# A tool returns its CallToolResult (see _result); the SDK checks the structured part against the model.
+QueryOut = Annotated[CallToolResult, outputs.QueryOut]
+DocumentOut = Annotated[CallToolResult, outputs.DocumentOut]
+SimilarOut = Annotated[CallToolResult, outputs.SimilarOut]
+FeedbackOut = Annotated[CallToolResult, outputs.FeedbackOut]
+SkillsOut = Annotated[CallToolResult, outputs.SkillsOut]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -59,14 +70,27 @@ def _tool(fn):
     return wrapper
 
 
-def _compact(result: dict) -> dict:
-    out = {k: result[k] for k in _RESULT_FIELDS if k in result}
+def _pick(item: dict, fields: tuple[str, ...]) -> dict:
+    return {k: item[k] for k in fields if k in item}
+
+
+def _compact(result: dict) -> outputs.QueryHit:
+    out = _pick(result, _RESULT_FIELDS)
     out["summary"] = clip(result.get("summary"), 300)
-    return out
+    return out  # type: ignore[return-value]
+
+
+def _fallback(llm: Any) -> dict:
+    """``{"fallback": "<kind>: <why>"}`` when an LLM was asked for but did not judge (clipped), else nothing:
+    a deterministic answer is never passed off as the LLM's."""
+    if not isinstance(llm, dict) or llm.get("used"):
+        return {}
+    why = llm.get("reason") or llm.get("error")
+    return {"fallback": clip(f"{llm.get('fallback') or 'none'}: {why}" if why else llm.get("fallback"), 200)}
 
 
 def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: str, limit: int,
-                  context: Optional[str], cursor: Optional[str]) -> dict:
+                  context: Optional[str], cursor: Optional[str]) -> outputs.QueryOut:
     offset, tag = parse_cursor(cursor)
     with _opened(db) as kb:
         # A continuation re-runs the query without recording it again, and keeps the first query_id.
@@ -75,18 +99,19 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     results = [_compact(r) for r in out.get("results", [])]
     page, nxt = page_items(results, offset)
     q = out.get("query", {})
-    return {"query_id": query_id, "keywords": q.get("keywords"), "expanded_keywords": q.get("expanded_keywords"),
-            "method": q.get("method"), "total": out.get("total"), "results": page,
+    return {"query_id": query_id, "keywords": q.get("keywords") or [],
+            "expanded_keywords": q.get("expanded_keywords") or [], "method": q.get("method"),
+            "total": out.get("total") or 0, "results": page, **_fallback(out.get("llm") if context else None),
             "next_cursor": None if nxt is None else make_cursor(nxt, query_id)}
 
 
-def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> dict:
+def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOut:
     offset, _ = parse_cursor(cursor)
     with _opened(db) as kb:
         info = kb.show(path)
         body = get_body(kb.conn, require_document(kb.conn, info["filepath"])["id"])
     text, nxt = page_text(body, offset)
-    out: dict[str, Any] = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
+    out: Any = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
                            "total_chars": len(body), "text": text,
                            "next_cursor": None if nxt is None else make_cursor(nxt)}
     if offset == 0:
@@ -94,58 +119,69 @@ def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> dict:
     return out
 
 
-def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str], cursor: Optional[str]) -> dict:
+def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
+                    cursor: Optional[str]) -> outputs.SimilarOut:
     offset, _ = parse_cursor(cursor)
     with _opened(db) as kb:
         out = kb.similar(keyword, user_context=user_context)
-    items = out.get("similar_keywords") or []
+    items = [_pick(item, _RELATED_FIELDS) for item in out.get("similar_keywords") or []]
     page, nxt = page_items(items, offset)
-    rest = {k: v for k, v in out.items() if k != "similar_keywords" and not isinstance(v, (list, dict))}
-    return {**rest, "similar_keywords": page, "next_cursor": None if nxt is None else make_cursor(nxt)}
+    head = {"keyword": out["keyword"], "count": out.get("count", len(items))}
+    if user_context is not None:
+        head["user_context"] = out.get("user_context")
+    return {**head, "similar_keywords": page, **_fallback(out.get("llm")),  # type: ignore[typeddict-item]
+            "next_cursor": None if nxt is None else make_cursor(nxt)}
 
 
-def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> dict:
+def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> outputs.FeedbackOut:
     with _opened(db) as kb:
         out = kb.feedback(query_id, helpful, not_helpful)
-    return {k: (clip(v, 500) if isinstance(v, str) else v) for k, v in out.items()}
+    return {"query_id": out["query_id"], "recorded": len(out.get("recorded") or [])}
 
 
-def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> dict:
+def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> outputs.SkillsOut:
     offset, _ = parse_cursor(cursor)
     with _opened(db) as kb:
         out = kb.skills_match(message, session=session)
-    matched = [{**m, "description": clip(m.get("description"), 300)} if isinstance(m, dict) else m
+    matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
                for m in out.get("matched") or []]
     page, nxt = page_items(matched, offset)
-    sess = out.get("session")
-    if isinstance(sess, dict):
-        sess = {k: v for k, v in sess.items() if not isinstance(v, list) or len(v) <= 20}
-    return {"matched": page, "session": sess,
+    sess = out.get("session") if isinstance(out.get("session"), dict) else {}
+    why = out.get("fallback_reason")
+    return {"matched": page, "method": out.get("method"), **({"fallback": clip(why, 200)} if why else {}),
+            "loaded": sess.get("loaded") or [], "evicted": sess.get("evicted") or [],
             "next_cursor": None if nxt is None else make_cursor(nxt)}
+
+
+def _result(data: Any) -> CallToolResult:
+    """The structured result, and its text copy for clients that read only text, in compact JSON (the SDK's
+    own copy is indented: a quarter more tokens for nothing)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _register_tools(server: MCPServer, db: Any) -> None:
     def kb_query(question: str, keywords: Optional[list[str]] = None, method: Method = "auto", limit: int = 10,
-                 context: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+                 context: Optional[str] = None, cursor: Optional[str] = None) -> QueryOut:
         """Search the knowledge base: ranked documents with snippets and provenance, and a query_id."""
-        return kb_query_impl(db, question, keywords, method, limit, context, cursor)
+        return _result(kb_query_impl(db, question, keywords, method, limit, context, cursor))
 
-    def kb_get(path: str, cursor: Optional[str] = None) -> dict[str, Any]:
+    def kb_get(path: str, cursor: Optional[str] = None) -> DocumentOut:
         """Read one document's text (paged: pass next_cursor as cursor)."""
-        return kb_get_impl(db, path, cursor)
+        return _result(kb_get_impl(db, path, cursor))
 
-    def kb_similar(keyword: str, user_context: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+    def kb_similar(keyword: str, user_context: Optional[str] = None, cursor: Optional[str] = None) -> SimilarOut:
         """Keywords related to a keyword, optionally only those fitting user_context."""
-        return kb_similar_impl(db, keyword, user_context, cursor)
+        return _result(kb_similar_impl(db, keyword, user_context, cursor))
 
     def kb_feedback(query_id: int, helpful: Optional[list[str]] = None,
-                    not_helpful: Optional[list[str]] = None) -> dict[str, Any]:
+                    not_helpful: Optional[list[str]] = None) -> FeedbackOut:
         """Say which documents of a kb_query (by path) helped; `kbindex learn` uses it."""
-        return kb_feedback_impl(db, query_id, helpful or [], not_helpful or [])
+        return _result(kb_feedback_impl(db, query_id, helpful or [], not_helpful or []))
 
-    def skills_match(message: str, session: Optional[str] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+    def skills_match(message: str, session: Optional[str] = None, cursor: Optional[str] = None) -> SkillsOut:
         """The skills a chat message needs (a session id tracks a conversation)."""
-        return skills_match_impl(db, message, session, cursor)
+        return _result(skills_match_impl(db, message, session, cursor))
 
     for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
                       (kb_feedback, WRITES), (skills_match, WRITES)):
@@ -159,6 +195,13 @@ class KbMCPServer(MCPServer):
     def __init__(self, db: Any, **kwargs: Any):
         super().__init__(**kwargs)
         self._db = db
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The catalog with compacted schemas (see :func:`outputs.compact_schema`): it is read before every
+        conversation, so each token counts."""
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": outputs.compact_schema(t.input_schema),
+                                     "output_schema": outputs.compact_schema(t.output_schema)}) for t in tools]
 
     async def list_resources(self) -> list[MCPResource]:
         with _opened(self._db) as kb:
