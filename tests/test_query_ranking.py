@@ -139,14 +139,15 @@ def test_keyword_method_uses_identifiers_and_tags(kb):
 
 
 RESULT_KEYS = {"filepath", "title", "summary", "matched_keywords", "user_keywords", "keyword_expansions",
-               "relevance_score", "sources", "snippet"}
+               "relevance_score", "sources", "source", "reasoning", "snippet"}
 QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "expansion_map", "context", "threshold",
               "expand_depth", "method", "method_requested", "method_reason"}
 
 
 def test_output_shape(kb):
     out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
-    assert set(out) == {"query", "results", "count", "total", "query_id", "attempt_id", "llm"}
+    assert set(out) == {"query", "results", "count", "keyword_search_count", "grep_search_count", "total",
+                        "query_id", "attempt_id", "llm"}
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
     assert set(out["query"]) == QUERY_KEYS
     q = out["query"]

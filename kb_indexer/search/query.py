@@ -35,6 +35,7 @@ from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
                                       fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
+from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.text import normalize_keyword
@@ -179,7 +180,8 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
-    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
+    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, fts_query.terms)
+               for c in ranked]
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned)
 
 
@@ -210,6 +212,7 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
         },
         "results": found.results,
         "count": len(found.results),
+        **search_counts(found.results),
         "total": found.total,
     }
 
@@ -302,7 +305,7 @@ def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]
                 c.evidence.append(Evidence(seed, names[kid], "exact", tag_weight))
             else:
                 c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR * tag_weight,
-                                           e.weight, e.similarity_type, e.relation_id))
+                                           e.weight, e.similarity_type, e.relation_id, e.via, e.context_match))
     return candidates
 
 
@@ -358,7 +361,7 @@ def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
 
 
 def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
-            channel_weights: dict[str, float]) -> dict[str, Any]:
+            channel_weights: dict[str, float], terms: tuple[str, ...]) -> dict[str, Any]:
     matched: list[str] = []
     users: list[str] = []
     expansions: list[dict[str, Any]] = []
@@ -383,6 +386,8 @@ def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
         "keyword_expansions": expansions,
         "relevance_score": round(c.score, 4),
         "sources": c.sources,
+        "source": design_source(c.sources),
+        "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms),
         "snippet": snippet,
     }
     if explain:
