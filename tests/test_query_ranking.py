@@ -141,7 +141,7 @@ def test_keyword_method_uses_identifiers_and_tags(kb):
 RESULT_KEYS = {"filepath", "title", "summary", "matched_keywords", "user_keywords", "keyword_expansions",
                "relevance_score", "sources", "source", "reasoning", "snippet"}
 QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "expansion_map", "context", "threshold",
-              "expand_depth", "method", "method_requested", "method_reason"}
+              "min_weight", "context_threshold", "expand_depth", "method", "method_requested", "method_reason"}
 
 
 def test_output_shape(kb):
@@ -154,7 +154,8 @@ def test_output_shape(kb):
     assert q["keywords"] == ["RL", "AlphaGo"] and q["keywords_from"] == "given"
     assert set(q["expansion_map"]) == {"rl", "alphago"}
     assert q["expanded_keywords"][:2] == ["rl", "alphago"]
-    assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == 0.35
+    assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == q["min_weight"] == 0.35
+    assert q["context_threshold"] == 0.7
     assert out["count"] == len(out["results"]) and 0 < out["count"] <= 5
     assert out["total"] >= out["count"]
     scores = [r["relevance_score"] for r in out["results"]]

@@ -11,7 +11,8 @@ import typer
 from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import emit, warn, warn_shown
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
+from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+                                       MAX_DEPTH, MAX_LIMIT)
 
 
 class ResultFormat(str, Enum):
@@ -45,14 +46,19 @@ def query(
         "--keywords", "-k", help="Keywords to search for (default: known keywords found in the question).",
         show_default=False)] = None,
     context: Annotated[Optional[str], typer.Option(
-        "--context", "-c", help="Your context; relations whose stored context does not fit it are down-weighted.",
-        show_default=False)] = None,
+        "--context", "-c", help="Your context; relations whose stored context does not fit it (context match "
+        "below --context-threshold) are down-weighted.", show_default=False)] = None,
+    context_threshold: Annotated[float, typer.Option(
+        "--context-threshold", min=0.0, max=1.0,
+        help="Context-match score (0..1, LLM or lexical) from which a relation fits --context and keeps its "
+             "full weight; below it, its weight falls to half at 0.")] = DEFAULT_CONTEXT_THRESHOLD,
     expand_depth: Annotated[int, typer.Option(
         "--expand-depth", "-d", min=0, max=MAX_DEPTH,
         help="Similarity hops to expand keywords (0 = none).")] = DEFAULT_DEPTH,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", "-t", min=0.0, max=1.0,
-        help="Minimum expansion weight (type weight x relation score x hop decay x context fit).")] = DEFAULT_THRESHOLD,
+    min_weight: Annotated[float, typer.Option(
+        "--min-weight", "--threshold", "-t", min=0.0, max=1.0,
+        help="Minimum expansion weight (type weight x relation score x hop decay x context fit); "
+             "--threshold is its older name.")] = DEFAULT_MIN_WEIGHT,
     types: Annotated[Optional[list[str]], typer.Option(
         "--types", help="Only expand through these similarity types (repeatable or comma-separated; "
                         "contrast never expands).", show_default=False)] = None,
@@ -90,8 +96,8 @@ def query(
     weights = parse_weight_options(weight or [])
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
-        data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
-                       types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
+        data = k.query(question, keywords, context=context, expand_depth=expand_depth, min_weight=min_weight,
+                       context_threshold=context_threshold, types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
                        llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])

@@ -49,7 +49,7 @@ from typing import Any, Iterable
 
 from kb_indexer.errors import UsageError
 from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
+from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
 from kb_indexer.store.similarities import SIMILARITY_TYPES
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
@@ -173,8 +173,11 @@ def _edges_from(conn: sqlite3.Connection, node_ids: set[int], allowed: set[str])
 def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
            threshold: float = DEFAULT_THRESHOLD, types: set[str] | None = None,
            weights: dict[str, float] | None = None, context: str | None = None,
-           context_scorer: ContextScorer | None = None) -> list[Expansion]:
+           context_scorer: ContextScorer | None = None,
+           context_threshold: float = DEFAULT_CONTEXT_THRESHOLD) -> list[Expansion]:
     """Expand ``seeds`` (``(normalised user keyword, keyword id or None)``); best path per pair.
+    ``threshold`` is the minimum expansion weight; ``context_threshold`` the context-match score from
+    which a relation fits ``context`` (see :func:`kb_indexer.search.context.context_factor`).
 
     Returns expansions ordered by seed order, then weight (desc), then keyword.
     """
@@ -207,7 +210,7 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
                 if other == seed_ids[seed]:
                     continue
                 match = matches.get(r["id"]) if use_context else None
-                factor = context_factor(match) if match is not None else 1.0
+                factor = context_factor(match, context_threshold) if match is not None else 1.0
                 w = w_path * weights[r["similarity_type"]] * float(r["score"]) * factor * decay
                 if w + _EPS < threshold:
                     continue

@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterable
 from kb_indexer.errors import UsageError
 from kb_indexer.search import fulltext
 from kb_indexer.search.context import ContextScorer
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
+from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+                                       MAX_DEPTH, MAX_LIMIT)
 from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
                                          resolve_weights)
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
@@ -66,13 +67,23 @@ def _phrase(text: str) -> str:
     return " ".join(t for chunk in text.split() for t in split_term(chunk))
 
 
-def _validate(limit: int, expand_depth: int, threshold: float) -> None:
+def _validate(limit: int, expand_depth: int, thresholds: dict[str, float]) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, or 0 for all, got {limit!r}")
     if isinstance(expand_depth, bool) or not isinstance(expand_depth, int) or not 0 <= expand_depth <= MAX_DEPTH:
         raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {expand_depth!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise UsageError(f"threshold must be between 0 and 1, got {threshold!r}")
+    for name, value in thresholds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
+
+
+def min_weight_of(min_weight: float | None, threshold: float | None) -> float:
+    """The minimum expansion weight from ``min_weight`` or its older name ``threshold`` (not two values)."""
+    if min_weight is not None and threshold is not None and min_weight != threshold:
+        raise UsageError(f"min_weight {min_weight!r} and threshold {threshold!r} are the same setting "
+                         "(threshold is its older name); give one")
+    value = min_weight if min_weight is not None else threshold
+    return DEFAULT_MIN_WEIGHT if value is None else value
 
 
 # Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
@@ -89,7 +100,8 @@ class _Spec:
     given: list[tuple[str, str]]
     context: str | None
     expand_depth: int
-    threshold: float
+    threshold: float           # the minimum expansion weight
+    context_threshold: float   # context-match score from which a relation fits the context
     allowed_types: set[str] | None
     type_weights: dict[str, float]
     weights: dict[str, float] | None
@@ -114,17 +126,19 @@ class _Found:
 
 
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
-              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, threshold: float = DEFAULT_THRESHOLD,
-              types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
+              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, min_weight: float | None = None,
+              threshold: float | None = None, context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
               explain: bool = False, weights: dict[str, float] | None = None,
               column_weights: tuple[float, float, float, float] | None = None,
               context_scorer: ContextScorer | None = None, record: bool = True,
               use_learned: bool = True, query_id: int | None = None,
               learned: LearnedBoosts | None = None, recorder: Recorder | None = None) -> dict[str, Any]:
-    """Run one query; returns the JSON-ready result. ``learned`` (when ``use_learned``) lifts or lowers
+    """Run one query; returns the JSON-ready result. ``min_weight`` (older name ``threshold``, default
+    0.35) is the minimum expansion weight; ``context_threshold`` (default 0.7) the context-match score
+    from which a relation fits ``context``. ``learned`` (when ``use_learned``) lifts or lowers
     documents by learned associations; ``recorder`` (when ``record``) records the attempt."""
-    spec = _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
-                 column_weights)
+    spec = _spec(question, keywords, context, expand_depth, (min_weight_of(min_weight, threshold), context_threshold),
+                 types, method, limit, weights, column_weights)
     found = _find(conn, spec, context_scorer, learned if use_learned else None, explain)
     out = _output(spec, found)
     if explain:
@@ -134,15 +148,16 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
     return out
 
 
-def _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
+def _spec(question, keywords, context, expand_depth, thresholds, types, method, limit, weights,
           column_weights) -> _Spec:
-    _validate(limit, expand_depth, threshold)
+    threshold, context_threshold = thresholds
+    _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
     question = question if isinstance(question, str) else ""
     given = _dedupe_keywords(keywords or [])
     return _Spec(
         question=question, given=given,
         context=context.strip() if isinstance(context, str) and context.strip() else None,
-        expand_depth=expand_depth, threshold=threshold, allowed_types=resolve_types(types),
+        expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=resolve_types(types),
         type_weights=resolve_weights(weights), weights=weights,
         col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
         choice=choose_method(method, question, [g for g, _ in given]))
@@ -161,7 +176,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     if ids and spec.expand_depth > 0:
         expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
                             types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
-                            context_scorer=context_scorer)
+                            context_scorer=context_scorer, context_threshold=spec.context_threshold)
     candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
     boosts = learned(conn, spec.question) if learned is not None else {}
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
@@ -205,6 +220,8 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
             "expansion_map": expansion_map(found.seeds, found.expansions),
             "context": spec.context,
             "threshold": spec.threshold,
+            "min_weight": spec.threshold,
+            "context_threshold": spec.context_threshold,
             "expand_depth": spec.expand_depth,
             "method": spec.choice.method,
             "method_requested": spec.choice.requested,
@@ -240,7 +257,8 @@ def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _
     options = {"method_requested": spec.choice.requested,
                "types": sorted(spec.allowed_types) if spec.allowed_types else None,
                "weights": spec.weights or None, "limit": spec.limit, "keywords_from": found.keywords_from,
-               "identifiers": [i.text for i in spec.choice.identifiers]}
+               "identifiers": [i.text for i in spec.choice.identifiers],
+               "context_threshold": spec.context_threshold}
     try:
         qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
                             keywords=[u for u, _ in found.user], expand_depth=spec.expand_depth,
