@@ -109,6 +109,6 @@ def test_installed_command(run, kb):
     r = run("query", "How does AlphaGo work?", "--format", "json", "--db", kb.db_path, "--kb", kb.kb_root)
     assert r.returncode == 0, r.stderr
     data = r.json()
-    assert data["query"]["method"] == "keyword" and data["results"][0]["filepath"] == "alphago-architecture.md"
+    assert data["query"]["method"] == "hybrid" and data["results"][0]["filepath"] == "alphago-architecture.md"
     r = run("query", "x", "--method", "nope", "--format", "json", "--db", kb.db_path)
     assert r.returncode == 2 and r.error()["code"] == "usage"

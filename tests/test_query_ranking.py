@@ -130,10 +130,9 @@ def test_fulltext_method_does_not_expand(kb):
 
 
 def test_keyword_method_uses_identifiers_and_tags(kb):
-    out = kb.query("How does AlphaGo work?")
+    out = kb.query("How does AlphaGo work?", method="keyword")
     assert out["query"]["method"] == "keyword"
-    assert out["query"]["method_requested"] == "auto"
-    assert "AlphaGo" in out["query"]["method_reason"]
+    assert "alphago" in out["query"]["keywords"]
     assert paths(out)[0] == "alphago-architecture.md"
     assert "keyword" in out["results"][0]["sources"]
 

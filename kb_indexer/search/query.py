@@ -3,7 +3,8 @@
 Pipeline (see the modules for each step):
 
 1. method (:mod:`.method`): ``auto`` picks ``keyword`` for identifier-like
-   queries, else ``hybrid``;
+   queries, else ``hybrid`` (a known keyword or a proper noun in a question is
+   a name, not an identifier);
 2. user keywords: ``--keywords`` as given, else the known keywords found in
    the question (longest n-gram match against the keywords table), plus, for
    the keyword method, the identifiers found in the question;
@@ -13,7 +14,9 @@ Pipeline (see the modules for each step):
    expansion of it (file, front-matter and learned tags alike);
 5. full text (:mod:`.fulltext`): quoted phrases and known keywords of the
    question as phrases, the other content words as single terms (hybrid and
-   fulltext); only keywords and identifiers (keyword method);
+   fulltext), and in hybrid every identifier-like word (names too) once more as
+   an exact phrase (double query weight: exact matches are boosted, full text
+   stays on); only keywords and identifiers (keyword method);
 6. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
    one ``query_attempts`` row, written by the recorder the API layer passes in
    (:func:`kb_indexer.learn.history.record`; search never imports learn).
@@ -138,7 +141,7 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
     from which a relation fits ``context``. ``learned`` (when ``use_learned``) lifts or lowers
     documents by learned associations; ``recorder`` (when ``record``) records the attempt."""
     spec = _spec(question, keywords, context, expand_depth, (min_weight_of(min_weight, threshold), context_threshold),
-                 types, method, limit, weights, column_weights)
+                 types, method, limit, weights, column_weights, lambda norms: set(_keyword_ids(conn, norms)))
     found = _find(conn, spec, context_scorer, learned if use_learned else None, explain)
     out = _output(spec, found)
     if explain:
@@ -149,7 +152,7 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
 
 
 def _spec(question, keywords, context, expand_depth, thresholds, types, method, limit, weights,
-          column_weights) -> _Spec:
+          column_weights, known) -> _Spec:
     threshold, context_threshold = thresholds
     _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
     question = question if isinstance(question, str) else ""
@@ -160,7 +163,7 @@ def _spec(question, keywords, context, expand_depth, thresholds, types, method, 
         expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=resolve_types(types),
         type_weights=resolve_weights(weights), weights=weights,
         col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
-        choice=choose_method(method, question, [g for g, _ in given]))
+        choice=choose_method(method, question, [g for g, _ in given], known))
 
 
 def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer | None,
@@ -248,6 +251,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
         "presence": fulltext.PRESENCE,
         "expansions": [e.to_dict() for e in found.expansions],
         "identifiers": [{"text": i.text, "kind": i.kind} for i in spec.choice.identifiers],
+        "names": [{"text": i.text, "kind": i.kind} for i in spec.choice.names],
     }
 
 
@@ -282,12 +286,13 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
         user = _dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
         keywords_from = "question"
     terms: list[str] = list(parsed.phrases)
+    exact = choice.identifiers + choice.names
     if choice.method == "keyword":
         # exact matching: known keywords and identifiers only, each as a phrase
         if not given:
-            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in choice.identifiers])
+            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
         terms += [norm for _, _, _, norm in spans]
-        terms += [_phrase(i.text) for i in choice.identifiers]
+        terms += [_phrase(i.text) for i in exact]
     else:
         # known keywords as phrases, the other words as single terms
         starts = {s: norm for s, _, _, norm in spans}
@@ -297,6 +302,9 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
                 terms.append(starts[i])
             elif i not in inside:
                 terms += content_terms([w])
+        if choice.method == "hybrid":
+            # identifier-like words (names included) once more as exact phrases: double query weight
+            terms += [_phrase(i.text) for i in exact]
     terms += [_phrase(g) for g, _ in given]
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
