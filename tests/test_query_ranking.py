@@ -198,7 +198,7 @@ def test_limit_and_validation(kb):
 
     assert kb.query("learning", limit=1)["count"] == 1
     for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
-                {"method": "semantic"}, {"types": ["contrast"]}, {"weights": {"contrast": 1}}):
+                {"method": "semantic"}, {"types": ["bogus"]}, {"weights": {"contrast": 1.5}}):
         with pytest.raises(UsageError):
             kb.query("learning", **bad)
 

@@ -60,16 +60,19 @@ def query(
         help="Minimum expansion weight (type weight x relation score x hop decay x context fit); "
              "--threshold is its older name.")] = DEFAULT_MIN_WEIGHT,
     types: Annotated[Optional[list[str]], typer.Option(
-        "--types", help="Only expand through these similarity types (repeatable or comma-separated; "
-                        "contrast never expands).", show_default=False)] = None,
+        "--types", help="Only expand through these similarity types (repeatable or comma-separated). contrast "
+                        "expands only for comparison questions (A vs B, compare, difference between) or when "
+                        "named here.", show_default=False)] = None,
     weight: Annotated[Optional[list[str]], typer.Option(
         "--weight", help="Override a type's expansion weight, e.g. --weight narrower=0.9 (defaults: synonym, "
-                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite 0.5; "
-                         "broader 0.3; contrast 0, fixed).", show_default=False)] = None,
+                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite, broader "
+                         "0.5; contrast 0, or 1 for a comparison question or --types contrast).",
+        show_default=False)] = None,
     method: Annotated[Method, typer.Option(
         "--method", "-m", case_sensitive=False,
         help="auto: keyword for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, TypeError, 404), "
-             "else hybrid.")] = Method.auto,
+             "else hybrid; a known keyword or a proper noun in a question (How does AlphaGo work?) is not an "
+             "identifier.")] = Method.auto,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
                                        help="At most this many results (0: all); the JSON's total counts "
                                             "every document found.")] = DEFAULT_LIMIT,

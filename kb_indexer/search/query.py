@@ -34,8 +34,8 @@ from kb_indexer.search import fulltext
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
-from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
-                                         resolve_weights)
+from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison,
+                                         resolve_types, resolve_weights)
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
                                       fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
@@ -107,6 +107,7 @@ class _Spec:
     context_threshold: float   # context-match score from which a relation fits the context
     allowed_types: set[str] | None
     type_weights: dict[str, float]
+    comparison: bool           # the question compares things: contrast relations may expand
     weights: dict[str, float] | None
     col_w: tuple
     limit: int  # 0: all
@@ -157,11 +158,14 @@ def _spec(question, keywords, context, expand_depth, thresholds, types, method, 
     _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
     question = question if isinstance(question, str) else ""
     given = _dedupe_keywords(keywords or [])
+    allowed = resolve_types(types)
+    comparison = is_comparison(question)
     return _Spec(
         question=question, given=given,
         context=context.strip() if isinstance(context, str) and context.strip() else None,
-        expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=resolve_types(types),
-        type_weights=resolve_weights(weights), weights=weights,
+        expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=allowed,
+        type_weights=resolve_weights(weights, contrast=comparison or "contrast" in (allowed or ())),
+        weights=weights, comparison=comparison,
         col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
         choice=choose_method(method, question, [g for g, _ in given], known))
 
@@ -244,6 +248,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
         "fulltext_pruned": found.pruned,
         "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
         "type_weights": spec.type_weights,
+        "comparison": spec.comparison,
         "types": sorted(spec.allowed_types) if spec.allowed_types else None,
         "hop_decay": HOP_DECAY,
         "expansion_factor": EXPANSION_FACTOR,
