@@ -20,7 +20,7 @@ from kb_indexer.limits import check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.context.api import ContextAPI
-from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
+from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.errors import from_sqlite, translating
@@ -184,7 +184,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
 
     # -- similarities --------------------------------------------------------------------
     def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
-                context_threshold: float = 0.7, llm: Any = None) -> dict:
+                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: Any = None) -> dict:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
         _check_type(sim_type)
@@ -242,7 +242,8 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
     def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, **options: Any) -> dict:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
-        Options (see :func:`kb_indexer.search.query.run_query`): context, expand_depth, threshold, types,
+        Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
+        expand_depth, min_weight (0.35; ``threshold`` is its older name), types,
         method (auto|keyword|fulltext|hybrid), limit, explain, weights, context_scorer, record.
         With a ``context`` and an LLM backend configured (``llm`` options, ``KBINDEX_LLM_BACKEND`` or
         ``.env``), relations are judged against the context by the LLM; otherwise lexically. The

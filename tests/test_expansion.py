@@ -43,7 +43,7 @@ def graph(empty_kb):
 
 def test_depth_one_expands_direct_neighbours_with_type_weights(graph):
     got = weights_of(run(graph, "a", depth=1, threshold=0.0))
-    assert got == {"b": 1.0, "c": 0.64, "x": 0.3}
+    assert got == {"b": 1.0, "c": 0.64, "x": 0.5}   # broader: general context at 0.5
 
 
 def test_directional_relation_expands_only_from_its_source(graph):
@@ -54,16 +54,19 @@ def test_directional_relation_expands_only_from_its_source(graph):
     assert weights_of(run(graph, "f", threshold=0.0)) == {}
 
 
-def test_contrast_never_expands(graph):
+def test_contrast_expands_only_when_asked(graph):
     for depth in range(0, 6):
         assert "e" not in weights_of(run(graph, "a", depth=depth, threshold=0.0))
     assert "a" not in weights_of(run(graph, "e", depth=3, threshold=0.0))
-    with pytest.raises(UsageError):
-        resolve_types(["contrast"])
-    with pytest.raises(UsageError):
-        resolve_weights({"contrast": 0.5})
-    assert resolve_weights({"contrast": 0})["contrast"] == 0.0
     assert DEFAULT_TYPE_WEIGHTS["contrast"] == 0.0
+    comparing = resolve_weights(contrast=True)
+    assert comparing["contrast"] == 1.0
+    assert weights_of(run(graph, "a", threshold=0.0, weights=comparing))["e"] == pytest.approx(0.9)
+    assert resolve_types(["contrast"]) == {"contrast"}
+    assert resolve_weights({"contrast": 0.5})["contrast"] == 0.5
+    assert resolve_weights({"contrast": 0}, contrast=True)["contrast"] == 0.0
+    with pytest.raises(UsageError):
+        resolve_weights({"contrast": 1.5})
 
 
 def test_depth_zero_and_depth_two(graph):
@@ -80,12 +83,12 @@ def test_depth_zero_and_depth_two(graph):
 
 def test_threshold_cuts_and_stops_further_expansion(graph):
     got = weights_of(run(graph, "a", depth=3, threshold=0.35))
-    assert got == {"b": 1.0, "c": 0.64, "d": 0.36}
+    assert got == {"b": 1.0, "c": 0.64, "d": 0.36, "x": 0.5}
     # a weight exactly at the threshold is kept
     assert "c" in weights_of(run(graph, "a", threshold=0.64))
     assert "c" not in weights_of(run(graph, "a", threshold=0.65))
     # d is dropped at 0.4, so f (reached only through d) is not explored either
-    assert weights_of(run(graph, "a", depth=5, threshold=0.4)) == {"b": 1.0, "c": 0.64}
+    assert weights_of(run(graph, "a", depth=5, threshold=0.4)) == {"b": 1.0, "c": 0.64, "x": 0.5}
 
 
 def test_cycles_are_bounded_and_output_deterministic(empty_kb):
@@ -131,7 +134,7 @@ def test_weight_overrides_and_type_filter(graph):
 def test_unknown_seed_and_expansion_map(graph):
     s = seeds(graph, "a", "nope")
     exps = expand(graph.conn, s, threshold=0.5)
-    assert expansion_map(s, exps) == {"a": ["b", "c"], "nope": []}
+    assert expansion_map(s, exps) == {"a": ["b", "c", "x"], "nope": []}
 
 
 def test_each_seed_expands_separately(graph):

@@ -11,7 +11,7 @@ IDENTIFIER_QUERIES = [
     # query, identifier, kind
     ("Have I used useState before?", "useState", "camelCase"),
     ("handleClick fires twice", "handleClick", "camelCase"),
-    ("where is MyComponent rendered", "MyComponent", "PascalCase"),
+    ("MyComponent props", "MyComponent", "PascalCase"),
     ("XMLHttpRequest timeout", "XMLHttpRequest", "PascalCase"),
     ("rename snake_case_name", "snake_case_name", "snake_case"),
     ("MAX_RETRIES setting", "MAX_RETRIES", "snake_case"),

@@ -51,7 +51,7 @@ def test_all_options(cli, opts):
 
 @pytest.mark.parametrize("args", [
     ["--method", "semantic"], ["--threshold", "1.5"], ["--expand-depth", "9"], ["--limit", "-1"], ["--limit", "1001"],
-    ["--types", "contrast"], ["--types", "bogus"], ["--weight", "contrast=0.5"], ["--weight", "narrower"],
+    ["--types", "bogus"], ["--weight", "contrast=1.5"], ["--weight", "narrower"],
 ])
 def test_bad_options_exit_2_with_json_error(cli, opts, args):
     r = cli("query", "learning", *args, "--format", "json", *opts)
@@ -109,6 +109,6 @@ def test_installed_command(run, kb):
     r = run("query", "How does AlphaGo work?", "--format", "json", "--db", kb.db_path, "--kb", kb.kb_root)
     assert r.returncode == 0, r.stderr
     data = r.json()
-    assert data["query"]["method"] == "keyword" and data["results"][0]["filepath"] == "alphago-architecture.md"
+    assert data["query"]["method"] == "hybrid" and data["results"][0]["filepath"] == "alphago-architecture.md"
     r = run("query", "x", "--method", "nope", "--format", "json", "--db", kb.db_path)
     assert r.returncode == 2 and r.error()["code"] == "usage"

@@ -130,30 +130,31 @@ def test_fulltext_method_does_not_expand(kb):
 
 
 def test_keyword_method_uses_identifiers_and_tags(kb):
-    out = kb.query("How does AlphaGo work?")
+    out = kb.query("How does AlphaGo work?", method="keyword")
     assert out["query"]["method"] == "keyword"
-    assert out["query"]["method_requested"] == "auto"
-    assert "AlphaGo" in out["query"]["method_reason"]
+    assert "alphago" in out["query"]["keywords"]
     assert paths(out)[0] == "alphago-architecture.md"
     assert "keyword" in out["results"][0]["sources"]
 
 
 RESULT_KEYS = {"filepath", "title", "summary", "matched_keywords", "user_keywords", "keyword_expansions",
-               "relevance_score", "sources", "snippet"}
+               "relevance_score", "sources", "source", "reasoning", "snippet"}
 QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "expansion_map", "context", "threshold",
-              "expand_depth", "method", "method_requested", "method_reason"}
+              "min_weight", "context_threshold", "expand_depth", "method", "method_requested", "method_reason"}
 
 
 def test_output_shape(kb):
     out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
-    assert set(out) == {"query", "results", "count", "total", "query_id", "attempt_id", "llm"}
+    assert set(out) == {"query", "results", "count", "keyword_search_count", "grep_search_count", "total",
+                        "query_id", "attempt_id", "llm"}
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
     assert set(out["query"]) == QUERY_KEYS
     q = out["query"]
     assert q["keywords"] == ["RL", "AlphaGo"] and q["keywords_from"] == "given"
     assert set(q["expansion_map"]) == {"rl", "alphago"}
     assert q["expanded_keywords"][:2] == ["rl", "alphago"]
-    assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == 0.35
+    assert q["context"] == "game AI" and q["expand_depth"] == 1 and q["threshold"] == q["min_weight"] == 0.35
+    assert q["context_threshold"] == 0.7
     assert out["count"] == len(out["results"]) and 0 < out["count"] <= 5
     assert out["total"] >= out["count"]
     scores = [r["relevance_score"] for r in out["results"]]
@@ -197,7 +198,7 @@ def test_limit_and_validation(kb):
 
     assert kb.query("learning", limit=1)["count"] == 1
     for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
-                {"method": "semantic"}, {"types": ["contrast"]}, {"weights": {"contrast": 1}}):
+                {"method": "semantic"}, {"types": ["bogus"]}, {"weights": {"contrast": 1.5}}):
         with pytest.raises(UsageError):
             kb.query("learning", **bad)
 

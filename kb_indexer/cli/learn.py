@@ -45,8 +45,12 @@ def refine(
     keywords: Annotated[Optional[list[str]], typer.Option("--keywords", "-k", help="The new keywords.",
                                                           show_default=False)] = None,
     last: Annotated[bool, typer.Option("--last", help="Refine the most recent query.")] = False,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", "-t", min=0.0, max=1.0,
-                                                       help="Minimum expansion weight.")] = None,
+    min_weight: Annotated[Optional[float], typer.Option("--min-weight", "--threshold", "-t", min=0.0, max=1.0,
+                                                        help="Minimum expansion weight (--threshold is its "
+                                                             "older name).")] = None,
+    context_threshold: Annotated[Optional[float], typer.Option(
+        "--context-threshold", min=0.0, max=1.0, help="Context-match score from which a relation fits the "
+                                                      "query's context (default 0.7).")] = None,
     expand_depth: Annotated[Optional[int], typer.Option("--expand-depth", "-d", min=0, max=MAX_DEPTH,
                                                         help="Similarity hops.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT)] = DEFAULT_LIMIT,
@@ -67,8 +71,10 @@ def refine(
     if rest and not keywords:
         raise UsageError("keywords go after --keywords / -k")
     options = {"limit": limit}
-    if threshold is not None:
-        options["threshold"] = threshold
+    if min_weight is not None:
+        options["min_weight"] = min_weight
+    if context_threshold is not None:
+        options["context_threshold"] = context_threshold
     if expand_depth is not None:
         options["expand_depth"] = expand_depth
     with open_kb(db, kb) as k:

@@ -11,7 +11,8 @@ import typer
 from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import emit, warn, warn_shown
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
+from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+                                       MAX_DEPTH, MAX_LIMIT)
 
 
 class ResultFormat(str, Enum):
@@ -45,25 +46,33 @@ def query(
         "--keywords", "-k", help="Keywords to search for (default: known keywords found in the question).",
         show_default=False)] = None,
     context: Annotated[Optional[str], typer.Option(
-        "--context", "-c", help="Your context; relations whose stored context does not fit it are down-weighted.",
-        show_default=False)] = None,
+        "--context", "-c", help="Your context; relations whose stored context does not fit it (context match "
+        "below --context-threshold) are down-weighted.", show_default=False)] = None,
+    context_threshold: Annotated[float, typer.Option(
+        "--context-threshold", min=0.0, max=1.0,
+        help="Context-match score (0..1, LLM or lexical) from which a relation fits --context and keeps its "
+             "full weight; below it, its weight falls to half at 0.")] = DEFAULT_CONTEXT_THRESHOLD,
     expand_depth: Annotated[int, typer.Option(
         "--expand-depth", "-d", min=0, max=MAX_DEPTH,
         help="Similarity hops to expand keywords (0 = none).")] = DEFAULT_DEPTH,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", "-t", min=0.0, max=1.0,
-        help="Minimum expansion weight (type weight x relation score x hop decay x context fit).")] = DEFAULT_THRESHOLD,
+    min_weight: Annotated[float, typer.Option(
+        "--min-weight", "--threshold", "-t", min=0.0, max=1.0,
+        help="Minimum expansion weight (type weight x relation score x hop decay x context fit); "
+             "--threshold is its older name.")] = DEFAULT_MIN_WEIGHT,
     types: Annotated[Optional[list[str]], typer.Option(
-        "--types", help="Only expand through these similarity types (repeatable or comma-separated; "
-                        "contrast never expands).", show_default=False)] = None,
+        "--types", help="Only expand through these similarity types (repeatable or comma-separated). contrast "
+                        "expands only for comparison questions (A vs B, compare, difference between) or when "
+                        "named here.", show_default=False)] = None,
     weight: Annotated[Optional[list[str]], typer.Option(
         "--weight", help="Override a type's expansion weight, e.g. --weight narrower=0.9 (defaults: synonym, "
-                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite 0.5; "
-                         "broader 0.3; contrast 0, fixed).", show_default=False)] = None,
+                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite, broader "
+                         "0.5; contrast 0, or 1 for a comparison question or --types contrast).",
+        show_default=False)] = None,
     method: Annotated[Method, typer.Option(
         "--method", "-m", case_sensitive=False,
         help="auto: keyword for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, TypeError, 404), "
-             "else hybrid.")] = Method.auto,
+             "else hybrid; a known keyword or a proper noun in a question (How does AlphaGo work?) is not an "
+             "identifier.")] = Method.auto,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
                                        help="At most this many results (0: all); the JSON's total counts "
                                             "every document found.")] = DEFAULT_LIMIT,
@@ -90,8 +99,8 @@ def query(
     weights = parse_weight_options(weight or [])
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
-        data = k.query(question, keywords, context=context, expand_depth=expand_depth, threshold=threshold,
-                       types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
+        data = k.query(question, keywords, context=context, expand_depth=expand_depth, min_weight=min_weight,
+                       context_threshold=context_threshold, types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
                        llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])

@@ -9,6 +9,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import Format, emit
+from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.store.similarities import SIMILARITY_TYPES
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
@@ -22,7 +23,8 @@ def similar(
         "--user-context", help="Keep only relations whose context fits this description (scored by the LLM "
         "in one cached call; lexical overlap when no LLM answers).")] = None,
     context_threshold: Annotated[float, typer.Option(
-        "--context-threshold", help="Minimum context_match_score (0..1) with --user-context.")] = 0.7,
+        "--context-threshold", min=0.0, max=1.0,
+        help="Minimum context_match_score (0..1) with --user-context.")] = DEFAULT_CONTEXT_THRESHOLD,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,

@@ -23,15 +23,18 @@ relation's stored context or its two keywords, halved for ``contrast``
 relations; a user context without content words (only stopwords) carries no
 information and scores every relation 1.0.
 
-A relation's expansion weight is multiplied by :func:`context_factor`, so a
-relation that does not fit is down-weighted (by at most ``CONTEXT_FLOOR``), not
-dropped outright; the threshold then decides.
+A relation's expansion weight is multiplied by :func:`context_factor`: a
+relation whose score reaches the context threshold (``--context-threshold``,
+default 0.7, the design's) fits the user's context and keeps its full weight;
+one below it is down-weighted in proportion (to ``CONTEXT_FLOOR`` at a score of
+0), not dropped outright; the minimum expansion weight then decides.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.search.terms import is_stopword, split_term
 
 ContextScorer = Callable[[str, list[dict]], "Sequence[float] | Mapping[object, float]"]
@@ -41,20 +44,27 @@ CONTRAST_FACTOR = 0.5  # a contrast relation fits a context less than the same w
 NO_INFORMATION = 1.0   # the score of every relation when the user context has no content words
 
 
+# Suffixes a light stemmer strips (longest first), so that inflections and derivations of one word meet:
+# games/gaming/game, competitions/competitive/competition, players/playing/played, learner/learning.
+_SUFFIXES = ("ations", "ation", "ively", "ions", "ives", "ings", "ers", "ion", "ive", "ing", "ies", "ed", "er",
+             "es", "ly", "s")
+_MIN_STEM = 3
+
+
 def _stem(word: str) -> str:
-    """A deliberately light stemmer (plurals, -ing, -ed), enough to match 'games' with 'game'."""
-    if len(word) <= 3:
+    """A deliberately light stemmer: the longest suffix of :data:`_SUFFIXES` that leaves at least
+    ``_MIN_STEM`` letters, then a final ``e`` ("game" and "gaming" both give "gam"). Words of three
+    letters or fewer (AI, RL, Go) are kept as they are."""
+    if len(word) <= 3 or not word.isalpha():
         return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "ches", "shes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    if word.endswith("ing") and len(word) >= 6:
-        return word[:-3]
-    if word.endswith("ed") and len(word) >= 5:
-        return word[:-2]
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            word = word[:-len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    if word.endswith("e") and len(word) > _MIN_STEM:
+        word = word[:-1]
     return word
 
 
@@ -104,10 +114,13 @@ def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[flo
     return [lexical_score(user_context, c) for c in candidates]
 
 
-def context_factor(match: float) -> float:
-    """Weight multiplier for a context match in [0, 1]."""
+def context_factor(match: float, threshold: float = DEFAULT_CONTEXT_THRESHOLD) -> float:
+    """Weight multiplier for a context match in [0, 1]: 1 from ``threshold`` up (the relation fits the
+    user's context), rising linearly from ``CONTEXT_FLOOR`` at 0 below it."""
     match = min(1.0, max(0.0, float(match)))
-    return CONTEXT_FLOOR + (1.0 - CONTEXT_FLOOR) * match
+    if match >= threshold:
+        return 1.0
+    return CONTEXT_FLOOR + (1.0 - CONTEXT_FLOOR) * match / threshold
 
 
 def as_list(scores: "Sequence[float] | Mapping[object, float]", candidates: Sequence[Mapping]) -> list[float]:

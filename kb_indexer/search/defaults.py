@@ -1,6 +1,18 @@
-"""Query defaults, in a module of their own so the CLI can show them without importing the search code."""
+"""Query defaults, in a module of their own so the CLI can show them without importing the search code.
 
-DEFAULT_THRESHOLD = 0.35   # minimum expansion weight (see kb_indexer.search.expansion)
+Two thresholds, two meanings:
+
+- ``DEFAULT_MIN_WEIGHT``: the minimum expansion weight (type weight x relation score x hop decay x
+  context fit) a related keyword needs to be expanded to (``query --min-weight``; ``--threshold`` is
+  its older name, kept);
+- ``DEFAULT_CONTEXT_THRESHOLD``: the design's context-match threshold (``--context-threshold``): a
+  relation whose context-match score (LLM or lexical, 0..1) reaches it fits the user's context
+  (``similar --user-context`` keeps it; ``query --context`` keeps its full weight).
+"""
+
+DEFAULT_MIN_WEIGHT = 0.35          # minimum expansion weight (see kb_indexer.search.expansion)
+DEFAULT_THRESHOLD = DEFAULT_MIN_WEIGHT   # the older name of the minimum expansion weight
+DEFAULT_CONTEXT_THRESHOLD = 0.7    # context_match_score at which a relation fits the user's context
 DEFAULT_DEPTH = 1          # similarity hops
 MAX_DEPTH = 5
 DEFAULT_LIMIT = 10

@@ -9,8 +9,9 @@ further, up to ``depth`` hops.
 
 Default type weights, in the spirit of Lucene/Solr query-time synonym practice
 (an equivalent term is as good as the original; a narrower term is most of
-the way there; associated terms are worth about half; a broader term mostly
-brings noise; an opposite never helps):
+the way there; associated terms are worth about half; a broader term adds
+general context, the design's "include for general context"; an opposite
+helps only when the question compares):
 
 =================  ======  ==========================================
 type               weight  why
@@ -22,14 +23,20 @@ related_concept    0.5     same domain, different concept
 application        0.5     a use of the concept (examples)
 component          0.5     a part of the concept
 prerequisite       0.5     background for the concept
-broader            0.3     the general field: mostly noise
-contrast           0       never expands (an opposite concept)
+broader            0.5     the general field: general context
+contrast           0       an opposite concept: 1.0 when comparing
 =================  ======  ==========================================
 
-With the default threshold (0.35) that keeps synonyms and abbreviations,
-narrower relations with score >= 0.44, the associated types with score >= 0.7
-and no broader relation. ``type_weights`` overrides any weight except
-contrast's, which is always 0.
+With the default minimum weight (0.35) that keeps synonyms and abbreviations,
+narrower relations with score >= 0.44, and the associated types and broader
+relations with score >= 0.7 -- at an expansion weight of 0.35 to 0.5, so a
+document found only through a broader term ranks below the direct matches.
+
+Contrast: "usually exclude unless comparing" (the design). Its weight is 0,
+so it never expands, unless the question is a comparison (:func:`is_comparison`:
+"A vs B", "versus", "compare", "difference between", "비교", "차이") or
+``--types`` names contrast; then it is ``COMPARISON_CONTRAST_WEIGHT``. An
+explicit ``--weight contrast=W`` sets it in every case.
 
 Direction: an undirected relation expands both ways; a directional one only
 from its source side (``reinforcement learning -> alphago`` expands
@@ -43,13 +50,14 @@ deterministic.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kb_indexer.errors import UsageError
 from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
+from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
 from kb_indexer.store.similarities import SIMILARITY_TYPES
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
@@ -60,9 +68,14 @@ DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
     "application": 0.5,
     "component": 0.5,
     "prerequisite": 0.5,
-    "broader": 0.3,
+    "broader": 0.5,
     "contrast": 0.0,
 }
+COMPARISON_CONTRAST_WEIGHT = 1.0   # contrast's weight for a comparison question or --types contrast
+_COMPARISON = re.compile(
+    r"\b(?:vs\.?|versus|compar(?:e|ed|es|ing|ison|isons)|contrast(?:ed|ing|s)?(?:\s+\S+){0,4}?\s+(?:with|to|between|and)|"
+    r"differences?\s+between|differ(?:s|ed)?\s+from|better\s+than|(?:pros\s+and\s+cons))(?!\w)"
+    r"|비교|차이", re.IGNORECASE)
 HOP_DECAY = 0.8
 _EPS = 1e-9
 
@@ -92,16 +105,22 @@ class Expansion:
         return out
 
 
-def resolve_weights(overrides: dict[str, float] | None = None) -> dict[str, float]:
+def is_comparison(text: str | None) -> bool:
+    """Does the question compare things ("A vs B", "compare A and B", "difference between", "versus", 비교, 차이)?"""
+    return bool(text) and _COMPARISON.search(text) is not None
+
+
+def resolve_weights(overrides: dict[str, float] | None = None, contrast: bool = False) -> dict[str, float]:
+    """The type weights: defaults, contrast's comparison weight when ``contrast``, then ``overrides``."""
     weights = dict(DEFAULT_TYPE_WEIGHTS)
+    if contrast:
+        weights["contrast"] = COMPARISON_CONTRAST_WEIGHT
     for t, w in (overrides or {}).items():
         if t not in SIMILARITY_TYPES:
             raise UsageError(f"Unknown similarity type {t!r} in weights; expected one of: "
                              f"{', '.join(SIMILARITY_TYPES)}")
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
             raise UsageError(f"Weight for {t} must be a number between 0 and 1, got {w!r}")
-        if t == "contrast" and float(w) > 0:
-            raise UsageError("contrast relations never expand; their weight is always 0")
         weights[t] = float(w)
     return weights
 
@@ -134,8 +153,6 @@ def resolve_types(types: Iterable[str] | None) -> set[str] | None:
                 continue
             if name not in SIMILARITY_TYPES:
                 raise UsageError(f"Unknown similarity type {name!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
-            if name == "contrast":
-                raise UsageError("contrast relations never expand; leave contrast out of --types")
             chosen.add(name)
     return chosen or None
 
@@ -147,7 +164,6 @@ FROM keyword_similarities s
 JOIN keywords k1 ON k1.id = s.keyword_id_1
 JOIN keywords k2 ON k2.id = s.keyword_id_2
 WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 IN (SELECT value FROM json_each(:ids)))
-  AND s.similarity_type != 'contrast'
 """
 
 
@@ -173,8 +189,11 @@ def _edges_from(conn: sqlite3.Connection, node_ids: set[int], allowed: set[str])
 def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
            threshold: float = DEFAULT_THRESHOLD, types: set[str] | None = None,
            weights: dict[str, float] | None = None, context: str | None = None,
-           context_scorer: ContextScorer | None = None) -> list[Expansion]:
+           context_scorer: ContextScorer | None = None,
+           context_threshold: float = DEFAULT_CONTEXT_THRESHOLD) -> list[Expansion]:
     """Expand ``seeds`` (``(normalised user keyword, keyword id or None)``); best path per pair.
+    ``threshold`` is the minimum expansion weight; ``context_threshold`` the context-match score from
+    which a relation fits ``context`` (see :func:`kb_indexer.search.context.context_factor`).
 
     Returns expansions ordered by seed order, then weight (desc), then keyword.
     """
@@ -183,7 +202,7 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
     if not 0.0 <= threshold <= 1.0:
         raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
     weights = weights or DEFAULT_TYPE_WEIGHTS
-    allowed = {t for t in (types or SIMILARITY_TYPES) if t != "contrast" and weights.get(t, 0.0) > 0}
+    allowed = {t for t in (types or SIMILARITY_TYPES) if weights.get(t, 0.0) > 0}
     order = {s: i for i, (s, _) in enumerate(seeds)}
     seed_ids = {s: kid for s, kid in seeds if kid is not None}
     best: dict[tuple[str, int], Expansion] = {}
@@ -207,7 +226,7 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
                 if other == seed_ids[seed]:
                     continue
                 match = matches.get(r["id"]) if use_context else None
-                factor = context_factor(match) if match is not None else 1.0
+                factor = context_factor(match, context_threshold) if match is not None else 1.0
                 w = w_path * weights[r["similarity_type"]] * float(r["score"]) * factor * decay
                 if w + _EPS < threshold:
                     continue

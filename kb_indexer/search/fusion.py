@@ -42,6 +42,8 @@ class Evidence:
     weight: float = 1.0     # expansion weight (1 for exact)
     similarity_type: str | None = None
     relation_id: int | None = None
+    via: str | None = None              # the keyword the last hop expanded from
+    context_match: float | None = None  # how well the relation fitted the user's context
 
 
 @dataclass

@@ -6,13 +6,21 @@ extension, error codes such as ``ENOENT``, ``TypeError`` or ``404``) is
 answered by exact keyword/identifier matching; anything else by hybrid search
 (keyword tags with similarity expansion fused with full-text BM25). There is no
 vector index in kbindex, so the document's "semantic" branch is hybrid here.
+
+Names are not identifiers: a camelCase or PascalCase word that is a keyword of
+the index, or a PascalCase word inside a natural-language question (a proper
+noun: "How does AlphaGo work?", "where is DeepMind based"), leaves the method
+to hybrid; there, like every identifier-like word, it is searched as an exact
+phrase with double weight (see :mod:`kb_indexer.search.query`). Words in
+backticks are always identifiers.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 METHODS = ("auto", "keyword", "fulltext", "hybrid")
 
@@ -110,28 +118,28 @@ def classify(word: str) -> str | None:
     return None
 
 
-def find_identifiers(*texts: str) -> list[Identifier]:
-    """Identifier-like words in the texts, in order, without duplicates.
+def _scan(*texts: str) -> list[tuple[Identifier, bool, int, bool]]:
+    """Identifier-like words, in order, without duplicates: ``(identifier, certain, text index, in backticks)``.
 
-    A bare number that looks like an HTTP status (``404``) counts only when a hint word
-    (:data:`HTTP_HINTS`) is near it, in backticks, or when the texts hold another identifier.
+    A bare number that looks like an HTTP status (``404``) is certain only when a hint word
+    (:data:`HTTP_HINTS`) is near it or it is in backticks.
     """
-    found: list[tuple[Identifier, bool]] = []     # (identifier, certain)
+    found: list[tuple[Identifier, bool, int, bool]] = []
     seen: set[str] = set()
 
-    def _add(text: str, kind: str, certain: bool = True) -> None:
+    def _add(text: str, kind: str, where: int, certain: bool = True, code: bool = False) -> None:
         if text not in seen:
             seen.add(text)
-            found.append((Identifier(text, kind), certain))
+            found.append((Identifier(text, kind), certain, where, code))
 
-    for text in texts:
+    for where, text in enumerate(texts):
         if not text:
             continue
         text = unicodedata.normalize("NFKC", text)
         for m in _BACKTICK.finditer(text):
             inner = m.group(1).strip()
             if inner and len(inner) <= 200:
-                _add(inner, classify(inner) or "code span")
+                _add(inner, classify(inner) or "code span", where, code=True)
         chunks = _BACKTICK.sub(" ", text).split()
         words = [w.lower() for c in chunks for w in _WORD.findall(c)] if chunks else []
         pos = 0
@@ -141,13 +149,69 @@ def find_identifiers(*texts: str) -> list[Identifier]:
             kind = classify(word)
             if kind == "status code":
                 near = words[max(0, pos - HINT_WINDOW):pos] + words[pos + n:pos + n + HINT_WINDOW]
-                _add(word, kind, any(w in HTTP_HINTS for w in near))
+                _add(word, kind, where, any(w in HTTP_HINTS for w in near))
             elif kind:
-                _add(word, kind)
+                _add(word, kind, where)
             pos += n
-    if any(certain and i.kind != "status code" for i, certain in found):
-        return [i for i, _ in found]
-    return [i for i, certain in found if certain]
+    return found
+
+
+def _settle(found: list[tuple[Identifier, bool, int, bool]]) -> list[Identifier]:
+    """Uncertain status codes count only beside another (certain, non-status) identifier."""
+    if any(certain and i.kind != "status code" for i, certain, _, _ in found):
+        return [i for i, _, _, _ in found]
+    return [i for i, certain, _, _ in found if certain]
+
+
+def find_identifiers(*texts: str) -> list[Identifier]:
+    """Identifier-like words in the texts, in order, without duplicates.
+
+    A bare number that looks like an HTTP status (``404``) counts only when a hint word
+    (:data:`HTTP_HINTS`) is near it, in backticks, or when the texts hold another identifier.
+    """
+    return _settle(_scan(*texts))
+
+
+# -- names: identifier-shaped words that are not identifiers ---------------------------------------------
+
+NAME_KINDS = frozenset({"PascalCase", "camelCase"})
+PROSE_MIN_WORDS = 3        # ordinary words that make a natural-language question on their own
+PROSE_MIN_WITH_FUNCTION = 2  # ... or this many when one is a function word (how, is, the, does ...)
+_LETTER_WORD = re.compile(r"^[^\W\d_]+$")
+KnownKeywords = Callable[[list[str]], "set[str]"]
+
+
+def is_prose(text: str) -> bool:
+    """A natural-language question or sentence: ``PROSE_MIN_WORDS`` ordinary words (letters only, not
+    identifier-like), or ``PROSE_MIN_WITH_FUNCTION`` when one of them is a function word."""
+    from kb_indexer.search.terms import STOPWORDS
+
+    words = [w for w in (_clean(c) for c in _BACKTICK.sub(" ", unicodedata.normalize("NFKC", text or "")).split())
+             if w and _LETTER_WORD.match(w) and classify(w) is None]
+    if len(words) >= PROSE_MIN_WORDS:
+        return True
+    return len(words) >= PROSE_MIN_WITH_FUNCTION and any(w.lower() in STOPWORDS for w in words)
+
+
+def split_names(found: list[tuple[Identifier, bool, int, bool]], question: str,
+                known: KnownKeywords | None) -> tuple[list[tuple[Identifier, bool, int, bool]], list[Identifier]]:
+    """Separate names from identifiers: a camelCase/PascalCase word (not in backticks) is a name when it is
+    a known keyword of the index, or, PascalCase, a proper noun inside a natural-language question
+    ("How does AlphaGo work?"). Returns ``(identifiers, names)``."""
+    shaped = [f for f in found if f[0].kind in NAME_KINDS and not f[3]]
+    if not shaped:
+        return found, []
+    from kb_indexer.text import normalize_keyword
+
+    known_set = known([normalize_keyword(f[0].text) for f in shaped]) if known else set()
+    prose = is_prose(question)
+    names: dict[str, Identifier] = {}
+    for ident, _, where, _ in shaped:
+        if normalize_keyword(ident.text) in known_set:
+            names[ident.text] = Identifier(ident.text, "known keyword")
+        elif prose and where == 0 and ident.kind == "PascalCase":
+            names[ident.text] = Identifier(ident.text, "proper noun")
+    return [f for f in found if f[0].text not in names], list(names.values())
 
 
 @dataclass
@@ -156,21 +220,29 @@ class MethodChoice:
     requested: str         # what the caller asked for (auto included)
     reason: str
     identifiers: list[Identifier]
+    names: list[Identifier] = field(default_factory=list)   # kind: "known keyword" or "proper noun"
 
 
-def choose_method(requested: str, question: str, keywords: list[str] | None = None) -> MethodChoice:
-    """Resolve ``auto``; an explicit method is kept as given."""
+def choose_method(requested: str, question: str, keywords: list[str] | None = None,
+                  known: KnownKeywords | None = None) -> MethodChoice:
+    """Resolve ``auto``; an explicit method is kept as given. ``known`` maps normalised words to those
+    that are keywords of the index (a known keyword is a name, not an identifier)."""
     from kb_indexer.errors import UsageError
 
     if requested not in METHODS:
         raise UsageError(f"Unknown method {requested!r}; expected one of: {', '.join(METHODS)}")
-    idents = find_identifiers(question, *(keywords or []))
+    found, names = split_names(_scan(question, *(keywords or [])), question, known)
+    idents = _settle(found)
     if requested != "auto":
-        return MethodChoice(requested, requested, f"{requested} requested with --method", idents)
+        return MethodChoice(requested, requested, f"{requested} requested with --method", idents, names)
     if idents:
         shown = ", ".join(f"{i.text} ({i.kind})" for i in idents[:6])
         more = f" and {len(idents) - 6} more" if len(idents) > 6 else ""
         return MethodChoice("keyword", "auto", f"identifier-like terms: {shown}{more}; exact keyword/identifier "
-                            "matching", idents)
-    return MethodChoice("hybrid", "auto", "no identifier-like terms; hybrid: keyword tags with similarity "
-                        "expansion fused with full-text BM25", idents)
+                            "matching", idents, names)
+    why = "no identifier-like terms"
+    if names:
+        shown = ", ".join(f"{n.text} ({n.kind})" for n in names[:6])
+        why = f"not identifiers: {shown}; their exact matches are boosted"
+    return MethodChoice("hybrid", "auto", f"{why}; hybrid: keyword tags with similarity expansion fused with "
+                        "full-text BM25", idents, names)

@@ -3,7 +3,8 @@
 Pipeline (see the modules for each step):
 
 1. method (:mod:`.method`): ``auto`` picks ``keyword`` for identifier-like
-   queries, else ``hybrid``;
+   queries, else ``hybrid`` (a known keyword or a proper noun in a question is
+   a name, not an identifier);
 2. user keywords: ``--keywords`` as given, else the known keywords found in
    the question (longest n-gram match against the keywords table), plus, for
    the keyword method, the identifiers found in the question;
@@ -13,7 +14,9 @@ Pipeline (see the modules for each step):
    expansion of it (file, front-matter and learned tags alike);
 5. full text (:mod:`.fulltext`): quoted phrases and known keywords of the
    question as phrases, the other content words as single terms (hybrid and
-   fulltext); only keywords and identifiers (keyword method);
+   fulltext), and in hybrid every identifier-like word (names too) once more as
+   an exact phrase (double query weight: exact matches are boosted, full text
+   stays on); only keywords and identifiers (keyword method);
 6. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
    one ``query_attempts`` row, written by the recorder the API layer passes in
    (:func:`kb_indexer.learn.history.record`; search never imports learn).
@@ -29,12 +32,14 @@ from typing import Any, Callable, Iterable
 from kb_indexer.errors import UsageError
 from kb_indexer.search import fulltext
 from kb_indexer.search.context import ContextScorer
-from kb_indexer.search.defaults import DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_LIMIT
-from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, resolve_types,
-                                         resolve_weights)
+from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+                                       MAX_DEPTH, MAX_LIMIT)
+from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison,
+                                         resolve_types, resolve_weights)
 from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
                                       fuse)
 from kb_indexer.search.method import MethodChoice, choose_method
+from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.text import normalize_keyword
@@ -65,13 +70,23 @@ def _phrase(text: str) -> str:
     return " ".join(t for chunk in text.split() for t in split_term(chunk))
 
 
-def _validate(limit: int, expand_depth: int, threshold: float) -> None:
+def _validate(limit: int, expand_depth: int, thresholds: dict[str, float]) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, or 0 for all, got {limit!r}")
     if isinstance(expand_depth, bool) or not isinstance(expand_depth, int) or not 0 <= expand_depth <= MAX_DEPTH:
         raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {expand_depth!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise UsageError(f"threshold must be between 0 and 1, got {threshold!r}")
+    for name, value in thresholds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
+
+
+def min_weight_of(min_weight: float | None, threshold: float | None) -> float:
+    """The minimum expansion weight from ``min_weight`` or its older name ``threshold`` (not two values)."""
+    if min_weight is not None and threshold is not None and min_weight != threshold:
+        raise UsageError(f"min_weight {min_weight!r} and threshold {threshold!r} are the same setting "
+                         "(threshold is its older name); give one")
+    value = min_weight if min_weight is not None else threshold
+    return DEFAULT_MIN_WEIGHT if value is None else value
 
 
 # Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
@@ -88,9 +103,11 @@ class _Spec:
     given: list[tuple[str, str]]
     context: str | None
     expand_depth: int
-    threshold: float
+    threshold: float           # the minimum expansion weight
+    context_threshold: float   # context-match score from which a relation fits the context
     allowed_types: set[str] | None
     type_weights: dict[str, float]
+    comparison: bool           # the question compares things: contrast relations may expand
     weights: dict[str, float] | None
     col_w: tuple
     limit: int  # 0: all
@@ -113,17 +130,19 @@ class _Found:
 
 
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
-              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, threshold: float = DEFAULT_THRESHOLD,
-              types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
+              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, min_weight: float | None = None,
+              threshold: float | None = None, context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
               explain: bool = False, weights: dict[str, float] | None = None,
               column_weights: tuple[float, float, float, float] | None = None,
               context_scorer: ContextScorer | None = None, record: bool = True,
               use_learned: bool = True, query_id: int | None = None,
               learned: LearnedBoosts | None = None, recorder: Recorder | None = None) -> dict[str, Any]:
-    """Run one query; returns the JSON-ready result. ``learned`` (when ``use_learned``) lifts or lowers
+    """Run one query; returns the JSON-ready result. ``min_weight`` (older name ``threshold``, default
+    0.35) is the minimum expansion weight; ``context_threshold`` (default 0.7) the context-match score
+    from which a relation fits ``context``. ``learned`` (when ``use_learned``) lifts or lowers
     documents by learned associations; ``recorder`` (when ``record``) records the attempt."""
-    spec = _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
-                 column_weights)
+    spec = _spec(question, keywords, context, expand_depth, (min_weight_of(min_weight, threshold), context_threshold),
+                 types, method, limit, weights, column_weights, lambda norms: set(_keyword_ids(conn, norms)))
     found = _find(conn, spec, context_scorer, learned if use_learned else None, explain)
     out = _output(spec, found)
     if explain:
@@ -133,18 +152,22 @@ def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | Non
     return out
 
 
-def _spec(question, keywords, context, expand_depth, threshold, types, method, limit, weights,
-          column_weights) -> _Spec:
-    _validate(limit, expand_depth, threshold)
+def _spec(question, keywords, context, expand_depth, thresholds, types, method, limit, weights,
+          column_weights, known) -> _Spec:
+    threshold, context_threshold = thresholds
+    _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
     question = question if isinstance(question, str) else ""
     given = _dedupe_keywords(keywords or [])
+    allowed = resolve_types(types)
+    comparison = is_comparison(question)
     return _Spec(
         question=question, given=given,
         context=context.strip() if isinstance(context, str) and context.strip() else None,
-        expand_depth=expand_depth, threshold=threshold, allowed_types=resolve_types(types),
-        type_weights=resolve_weights(weights), weights=weights,
+        expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=allowed,
+        type_weights=resolve_weights(weights, contrast=comparison or "contrast" in (allowed or ())),
+        weights=weights, comparison=comparison,
         col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
-        choice=choose_method(method, question, [g for g, _ in given]))
+        choice=choose_method(method, question, [g for g, _ in given], known))
 
 
 def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer | None,
@@ -160,7 +183,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     if ids and spec.expand_depth > 0:
         expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
                             types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
-                            context_scorer=context_scorer)
+                            context_scorer=context_scorer, context_threshold=spec.context_threshold)
     candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
     boosts = learned(conn, spec.question) if learned is not None else {}
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
@@ -179,7 +202,8 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
-    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights) for c in ranked]
+    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, fts_query.terms)
+               for c in ranked]
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned)
 
 
@@ -203,6 +227,8 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
             "expansion_map": expansion_map(found.seeds, found.expansions),
             "context": spec.context,
             "threshold": spec.threshold,
+            "min_weight": spec.threshold,
+            "context_threshold": spec.context_threshold,
             "expand_depth": spec.expand_depth,
             "method": spec.choice.method,
             "method_requested": spec.choice.requested,
@@ -210,6 +236,7 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
         },
         "results": found.results,
         "count": len(found.results),
+        **search_counts(found.results),
         "total": found.total,
     }
 
@@ -221,6 +248,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
         "fulltext_pruned": found.pruned,
         "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
         "type_weights": spec.type_weights,
+        "comparison": spec.comparison,
         "types": sorted(spec.allowed_types) if spec.allowed_types else None,
         "hop_decay": HOP_DECAY,
         "expansion_factor": EXPANSION_FACTOR,
@@ -228,6 +256,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
         "presence": fulltext.PRESENCE,
         "expansions": [e.to_dict() for e in found.expansions],
         "identifiers": [{"text": i.text, "kind": i.kind} for i in spec.choice.identifiers],
+        "names": [{"text": i.text, "kind": i.kind} for i in spec.choice.names],
     }
 
 
@@ -237,7 +266,8 @@ def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _
     options = {"method_requested": spec.choice.requested,
                "types": sorted(spec.allowed_types) if spec.allowed_types else None,
                "weights": spec.weights or None, "limit": spec.limit, "keywords_from": found.keywords_from,
-               "identifiers": [i.text for i in spec.choice.identifiers]}
+               "identifiers": [i.text for i in spec.choice.identifiers],
+               "context_threshold": spec.context_threshold}
     try:
         qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
                             keywords=[u for u, _ in found.user], expand_depth=spec.expand_depth,
@@ -261,12 +291,13 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
         user = _dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
         keywords_from = "question"
     terms: list[str] = list(parsed.phrases)
+    exact = choice.identifiers + choice.names
     if choice.method == "keyword":
         # exact matching: known keywords and identifiers only, each as a phrase
         if not given:
-            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in choice.identifiers])
+            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
         terms += [norm for _, _, _, norm in spans]
-        terms += [_phrase(i.text) for i in choice.identifiers]
+        terms += [_phrase(i.text) for i in exact]
     else:
         # known keywords as phrases, the other words as single terms
         starts = {s: norm for s, _, _, norm in spans}
@@ -276,6 +307,9 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
                 terms.append(starts[i])
             elif i not in inside:
                 terms += content_terms([w])
+        if choice.method == "hybrid":
+            # identifier-like words (names included) once more as exact phrases: double query weight
+            terms += [_phrase(i.text) for i in exact]
     terms += [_phrase(g) for g, _ in given]
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
@@ -302,7 +336,7 @@ def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]
                 c.evidence.append(Evidence(seed, names[kid], "exact", tag_weight))
             else:
                 c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR * tag_weight,
-                                           e.weight, e.similarity_type, e.relation_id))
+                                           e.weight, e.similarity_type, e.relation_id, e.via, e.context_match))
     return candidates
 
 
@@ -358,7 +392,7 @@ def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
 
 
 def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
-            channel_weights: dict[str, float]) -> dict[str, Any]:
+            channel_weights: dict[str, float], terms: tuple[str, ...]) -> dict[str, Any]:
     matched: list[str] = []
     users: list[str] = []
     expansions: list[dict[str, Any]] = []
@@ -383,6 +417,8 @@ def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
         "keyword_expansions": expansions,
         "relevance_score": round(c.score, 4),
         "sources": c.sources,
+        "source": design_source(c.sources),
+        "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms),
         "snippet": snippet,
     }
     if explain:

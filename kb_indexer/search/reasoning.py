@@ -1,0 +1,97 @@
+"""The design's per-result ``source`` and ``reasoning``, and the query's ``keyword_search_count`` /
+``grep_search_count``, all derived from a result's provenance (its ``sources`` and evidence).
+
+The one rule for ``source`` (:func:`design_source`): a document found through the index's keyword data
+-- a tag equal to a user keyword (``keyword``), a tag reached by similarity expansion (``expansion``)
+or a learned question->document association (``learned``) -- is a ``keyword_search`` result; one that
+only full text found (``fulltext``) is a ``grep_search`` result. The two counts count the results
+shown, so ``keyword_search_count + grep_search_count == count``.
+
+``reasoning`` is one short sentence naming the evidence, strongest first: for each user keyword its
+best tag (the evidence its keyword score comes from), through which relation (type, expansion weight, the keyword it was reached via, and how well
+the relation fitted the user's context when one was given), which words the full text matched (the
+bold words of the snippet), and whether a learned association lifted or lowered it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+KEYWORD_SEARCH = "keyword_search"
+GREP_SEARCH = "grep_search"
+KEYWORD_SOURCES = frozenset({"keyword", "expansion", "learned"})
+MAX_TAGS = 3        # tag/expansion clauses in one sentence
+MAX_WORDS = 4       # full-text words named
+MAX_SPAN_WORDS = 6  # a longer bold span is the document's own markdown, not a match
+_BOLD = re.compile(r"\*\*([^*]+?)\*\*")
+_TOKEN = re.compile(r"\w+")
+
+
+def design_source(sources: Iterable[str]) -> str:
+    """``keyword_search`` when tags, expansions or a learned association found the document, else
+    ``grep_search`` (full text only)."""
+    return KEYWORD_SEARCH if any(s in KEYWORD_SOURCES for s in sources) else GREP_SEARCH
+
+
+def search_counts(results: list[dict[str, Any]]) -> dict[str, int]:
+    """``keyword_search_count`` and ``grep_search_count`` over the results shown."""
+    n_keyword = sum(1 for r in results if r["source"] == KEYWORD_SEARCH)
+    return {"keyword_search_count": n_keyword, "grep_search_count": len(results) - n_keyword}
+
+
+def _tag_clause(e: Any) -> str:
+    if e.kind == "exact":
+        return f"tagged '{e.keyword}', your keyword"
+    kind = (e.similarity_type or "related").replace("_", " ")
+    via = f" via '{e.via}'" if e.via and e.via not in (e.user_keyword, e.keyword) else ""
+    fit = f", context match {e.context_match:.2f}" if e.context_match is not None else ""
+    article = "an" if kind[0] in "aeiou" else "a"
+    return (f"tagged '{e.keyword}', {article} {kind} expansion of your keyword '{e.user_keyword}'{via} "
+            f"(weight {e.weight:.2f}{fit})")
+
+
+def _is_query_word(span: str, tokens: set[str]) -> bool:
+    """A bold span is a match marker (not the document's own markdown bold) when its words are the
+    query's (inflections included: a shared prefix of 4+ letters, or the whole of a shorter word)."""
+    words = span.split()
+    if not words or len(words) > MAX_SPAN_WORDS:
+        return False
+    return all(any(w[:4] == t[:4] if len(w) >= 4 and len(t) >= 4 else w == t for t in tokens) for w in words)
+
+
+def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
+    """The query words a full-text snippet marks in ``**bold**``, lower-cased, in order, without duplicates."""
+    tokens = {t for term in terms for t in _TOKEN.findall(term.lower())}
+    out: list[str] = []
+    for m in _BOLD.finditer(snippet or ""):
+        w = " ".join(_TOKEN.findall(m.group(1).lower()))
+        if w and w not in out and _is_query_word(w, tokens):
+            out.append(w)
+    return out
+
+
+def reasoning(evidence: list[Any], fulltext: bool, learned: float, snippet: str | None,
+              terms: Iterable[str] = ()) -> str:
+    """One sentence naming the evidence that found (or moved) a document (see the module docstring)."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for e in sorted(evidence, key=lambda e: (-e.value, e.kind != "exact", e.keyword)):
+        if e.user_keyword in seen:   # the best evidence per user keyword is what counts in the score
+            continue
+        seen.add(e.user_keyword)
+        if len(parts) < MAX_TAGS:
+            parts.append(_tag_clause(e))
+    if fulltext:
+        words = matched_words(snippet, terms)
+        shown = ", ".join(f"'{w}'" for w in words[:MAX_WORDS])
+        text = f"full text matches {shown}" if words else "full text matches words of the question"
+        parts.append(text if parts else f"found by full text only: {text[len('full text '):]}")
+    if learned > 0:
+        parts.append("marked helpful for a similar earlier question (learned association)")
+    elif learned < 0:
+        parts.append("lowered: marked not helpful for a similar earlier question")
+    if not parts:
+        return "No evidence recorded."
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."
