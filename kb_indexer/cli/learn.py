@@ -136,20 +136,37 @@ def learn(
     if format is Format.json:
         emit_json(result)
         return
-    out = sys.stdout.write
-    out(f"Analyzing {result['feedback_analyzed']} feedback entries"
-        f"{' from %d queries' % result['queries'] if 'queries' in result else ''}...\n")
-    for s in result["suggestions"]:
-        evidence = s.get("evidence", s.get("helpful", 0) + s.get("not_helpful", 0))
-        out(f"{'~' if dry_run else '✓'} [{s['kind']}] {s['action']} {s['key']}\n"
-            f"    Reason: {s['reason']} (evidence: {evidence}; feedback {', '.join(map(str, s['feedback_ids']))})\n")
-    summ = result["summary"]
-    out(f"Summary: {summ['associations']} associations, {summ['keywords']} keywords, {summ['similarities']} "
-        f"similarities, {summ['score_adjustments']} score adjustments (total {summ['total']})\n")
-    if dry_run:
-        out("Dry run: nothing written.\n")
+    sys.stdout.write(learn_report(result, reprocess=reprocess))
+
+
+def learn_report(result: dict, *, reprocess: bool = False) -> str:
+    """The design's `learn` output: suggestions by section, each a readable line with its reason."""
+    from kb_indexer.learn.report import SECTIONS, count_line
+
+    mark = "~" if result["dry_run"] else "✓"
+    lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "
+             f"from {result['queries']} quer{'y' if result['queries'] == 1 else 'ies'}...", ""]
+    for section, heading in SECTIONS.items():
+        items = [s for s in result["suggestions"] if s["section"] == section]
+        if not items:
+            continue
+        lines.append(f"{heading}:")
+        for s in items:
+            lines.append(f"{mark} {s['description']}")
+            lines.append(f"  Reason: {s['reason']} (feedback {', '.join(map(str, s['feedback_ids']))})")
+        lines.append("")
+    counts = result["sections"]
+    lines.append("Summary:")
+    lines += [f"- {count_line(section, n)}" for section, n in counts.items() if n]
+    total = result["summary"]["total"]
+    lines += [f"- Total: {total} suggestion{'' if total == 1 else 's'}", ""]
+    if result["dry_run"]:
+        lines.append("Dry run: nothing written.")
     else:
-        out(f"Applied {result['applied']} suggestions. Marked {result['marked_processed']} feedback entries processed.\n")
+        lines.append(f"Applied {result['applied']} suggestion{'' if result['applied'] == 1 else 's'}.")
+        lines.append(f"Marked {result['marked_processed']} feedback entr{'y' if result['marked_processed'] == 1 else 'ies'}"
+                     " as processed.")
+    return "\n".join(lines) + "\n"
 
 
 learned_app = typer.Typer(help="List or undo what `learn` learned.", no_args_is_help=True)
