@@ -23,17 +23,34 @@ def history(
     """Recent queries, or one query's attempts and feedback."""
     with open_kb(db, kb) as k:
         if query_id is None:
-            emit(k.history(limit=limit), format, rows="queries",
-                 columns=("query_id", "question", "attempts", "feedback", "last_attempted_at"))
+            emit(k.history(limit=limit), format, render=_render_history)
         else:
             data = k.history(query_id)
             if format is Format.json:
                 emit_json(data)
             else:
-                emit({"attempts": data["attempts"], "question": data["question"], "context": data["context"]},
-                     format, rows="attempts", columns=("attempt_id", "keywords", "method", "result_count", "created_at"))
+                sys.stdout.write(_history_line(data) + "\n")
+                sys.stdout.flush()
+                emit({"attempts": data["attempts"]}, format, rows="attempts",
+                     columns=("attempt_id", "keywords", "method", "result_count", "age", "created_at"))
                 emit({"feedback": data["feedback"]}, format, rows="feedback",
                      columns=("filepath", "helpful", "attempt_id", "processed"))
+
+
+def _history_line(q: dict) -> str:
+    """``[1] "How does AlphaGo work?" (2 attempts, 1 hour ago)``, then its context and feedback if any."""
+    line = f"[{q['query_id']}] {q['summary']}"
+    more = ([f"context: {q['context']}"] if q.get("context") else [])
+    feedback = q["feedback"] if isinstance(q["feedback"], int) else len(q["feedback"])
+    if feedback:
+        more.append(f"{feedback} feedback mark{'' if feedback == 1 else 's'}")
+    return line + ("\n    " + " · ".join(more) if more else "")
+
+
+def _render_history(data: dict) -> None:
+    """The design's history listing, one query per line (stdout is only the result)."""
+    lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 @app.command()
