@@ -228,6 +228,14 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
         p = Path(path).expanduser()
         return import_similarities(self.conn, p)
 
+    def export_similarities(self, learned: bool = False) -> dict:
+        """The relations in the ``similarities.json`` format: ``{"similarities": [...]}``. By default those
+        a person keeps in the editable file (from files, ``relate``, ``import-similarities``, with the
+        scores they gave); ``learned=True`` adds learned relations and learned score changes. Importing
+        the result into an empty index and exporting again gives the same data."""
+        from kb_indexer.store.similarity_export import editable_similarities
+        return {"similarities": editable_similarities(self.conn, learned)}
+
     # -- search --------------------------------------------------------------------------
     def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
         """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""

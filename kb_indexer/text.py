@@ -23,3 +23,30 @@ def clean_display(value: str) -> str:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+_AGE_UNITS = ((365 * 86400, "year"), (30 * 86400, "month"), (86400, "day"), (3600, "hour"), (60, "minute"))
+
+
+def age_seconds(iso: str | None, now: datetime | None = None) -> int | None:
+    """Whole seconds from an ISO-8601 time (UTC unless it carries an offset) to ``now``; None if unreadable."""
+    if not iso:
+        return None
+    try:
+        then = datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return max(0, int(((now or datetime.now(timezone.utc)) - then).total_seconds()))
+
+
+def age_phrase(seconds: int | None) -> str | None:
+    """"just now", "5 minutes ago", "1 hour ago", "2 days ago", ... (whole units, rounded down)."""
+    if seconds is None:
+        return None
+    for size, unit in _AGE_UNITS:
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {unit}{'' if n == 1 else 's'} ago"
+    return "just now"

@@ -52,8 +52,6 @@ BAD_KEYWORDS = {
     "keyword_not_string": (json.dumps({"filepath": "doc.md", "summary": "s", "keywords": ["a", 3]}), "list of strings"),
     "summary_wrong_type": (json.dumps({"filepath": "doc.md", "summary": 5, "keywords": ["a"]}), "summary"),
     "duplicate_keywords": (json.dumps({"filepath": "doc.md", "summary": "s", "keywords": ["RL", " rl "]}), "duplicate"),
-    "category_not_in_keywords": (json.dumps({"filepath": "doc.md", "summary": "s", "keywords": ["a"],
-                                             "categories": {"primary": ["b"]}}), "not in 'keywords'"),
     "top_level_array": ("[]", "object"),
 }
 

@@ -44,7 +44,7 @@ def test_query_refine_history_feedback_learn_persist_across_processes(proj, run)
     done = run("learn", "-f", "json", cwd=proj).json()
     assert done["applied"] == len(dry["suggestions"]) and done["marked_processed"] == 2
     text = run("learn", cwd=proj)
-    assert "Analyzing 0 feedback entries" in text.stdout
+    assert "Analyzing 0 unprocessed feedback entries from 0 queries" in text.stdout
     learned = run("learned", "list", "-f", "json", cwd=proj).json()
     assert learned["count"] == len(dry["suggestions"])
     assert all(item["feedback_ids"] for item in learned["learned"])

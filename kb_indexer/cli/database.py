@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, dumps, emit
-from kb_indexer.errors import KbError, ValidationError
+from kb_indexer.cli.output import Format, dumps, emit, write_file
+from kb_indexer.errors import ValidationError
 
 
 @app.command()
@@ -41,16 +41,7 @@ def export(
     if output is None:
         sys.stdout.write(dumps(data) + "\n")
         return
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        tmp.write_text(dumps(data) + "\n", encoding="utf-8")
-        tmp.replace(output)
-    except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise KbError(f"Cannot write {output}: {exc.strerror or exc}", code="write_failed") from None
+    write_file(output, dumps(data) + "\n")
     counts = {t: len(rows) for t, rows in data["tables"].items()}
     emit({"output": str(output), "tables": counts}, format, title="export")
 

@@ -23,17 +23,34 @@ def history(
     """Recent queries, or one query's attempts and feedback."""
     with open_kb(db, kb) as k:
         if query_id is None:
-            emit(k.history(limit=limit), format, rows="queries",
-                 columns=("query_id", "question", "attempts", "feedback", "last_attempted_at"))
+            emit(k.history(limit=limit), format, render=_render_history)
         else:
             data = k.history(query_id)
             if format is Format.json:
                 emit_json(data)
             else:
-                emit({"attempts": data["attempts"], "question": data["question"], "context": data["context"]},
-                     format, rows="attempts", columns=("attempt_id", "keywords", "method", "result_count", "created_at"))
+                sys.stdout.write(_history_line(data) + "\n")
+                sys.stdout.flush()
+                emit({"attempts": data["attempts"]}, format, rows="attempts",
+                     columns=("attempt_id", "keywords", "method", "result_count", "age", "created_at"))
                 emit({"feedback": data["feedback"]}, format, rows="feedback",
                      columns=("filepath", "helpful", "attempt_id", "processed"))
+
+
+def _history_line(q: dict) -> str:
+    """``[1] "How does AlphaGo work?" (2 attempts, 1 hour ago)``, then its context and feedback if any."""
+    line = f"[{q['query_id']}] {q['summary']}"
+    more = ([f"context: {q['context']}"] if q.get("context") else [])
+    feedback = q["feedback"] if isinstance(q["feedback"], int) else len(q["feedback"])
+    if feedback:
+        more.append(f"{feedback} feedback mark{'' if feedback == 1 else 's'}")
+    return line + ("\n    " + " · ".join(more) if more else "")
+
+
+def _render_history(data: dict) -> None:
+    """The design's history listing, one query per line (stdout is only the result)."""
+    lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 @app.command()
@@ -142,20 +159,37 @@ def learn(
     if format is Format.json:
         emit_json(result)
         return
-    out = sys.stdout.write
-    out(f"Analyzing {result['feedback_analyzed']} feedback entries"
-        f"{' from %d queries' % result['queries'] if 'queries' in result else ''}...\n")
-    for s in result["suggestions"]:
-        evidence = s.get("evidence", s.get("helpful", 0) + s.get("not_helpful", 0))
-        out(f"{'~' if dry_run else '✓'} [{s['kind']}] {s['action']} {s['key']}\n"
-            f"    Reason: {s['reason']} (evidence: {evidence}; feedback {', '.join(map(str, s['feedback_ids']))})\n")
-    summ = result["summary"]
-    out(f"Summary: {summ['associations']} associations, {summ['keywords']} keywords, {summ['similarities']} "
-        f"similarities, {summ['score_adjustments']} score adjustments (total {summ['total']})\n")
-    if dry_run:
-        out("Dry run: nothing written.\n")
+    sys.stdout.write(learn_report(result, reprocess=reprocess))
+
+
+def learn_report(result: dict, *, reprocess: bool = False) -> str:
+    """The design's `learn` output: suggestions by section, each a readable line with its reason."""
+    from kb_indexer.learn.report import SECTIONS, count_line
+
+    mark = "~" if result["dry_run"] else "✓"
+    lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "
+             f"from {result['queries']} quer{'y' if result['queries'] == 1 else 'ies'}...", ""]
+    for section, heading in SECTIONS.items():
+        items = [s for s in result["suggestions"] if s["section"] == section]
+        if not items:
+            continue
+        lines.append(f"{heading}:")
+        for s in items:
+            lines.append(f"{mark} {s['description']}")
+            lines.append(f"  Reason: {s['reason']} (feedback {', '.join(map(str, s['feedback_ids']))})")
+        lines.append("")
+    counts = result["sections"]
+    lines.append("Summary:")
+    lines += [f"- {count_line(section, n)}" for section, n in counts.items() if n]
+    total = result["summary"]["total"]
+    lines += [f"- Total: {total} suggestion{'' if total == 1 else 's'}", ""]
+    if result["dry_run"]:
+        lines.append("Dry run: nothing written.")
     else:
-        out(f"Applied {result['applied']} suggestions. Marked {result['marked_processed']} feedback entries processed.\n")
+        lines.append(f"Applied {result['applied']} suggestion{'' if result['applied'] == 1 else 's'}.")
+        lines.append(f"Marked {result['marked_processed']} feedback entr{'y' if result['marked_processed'] == 1 else 'ies'}"
+                     " as processed.")
+    return "\n".join(lines) + "\n"
 
 
 learned_app = typer.Typer(help="List or undo what `learn` learned.", no_args_is_help=True)

@@ -73,7 +73,8 @@ def _render_doctor(report: dict[str, Any]) -> None:
     llm, db = report["llm"], report["database"]
     rows = [
         ("LLM backend", f"{llm['backend']} (from {llm['sources'].get('backend', 'default')})"),
-        ("model", f"{llm['model'] or '(server default)'} (from {llm['sources'].get('model', 'default')})"),
+        ("model", (llm.get("model_label") or llm["model"] or "not set")
+                  + (f" (from {llm['sources'].get('model', 'default')})" if llm["model"] else "")),
         ("URL tried", llm["url"]),
         ("API key set", llm["api_key_set"]),
         ("reachable", llm["reachable"]),

@@ -22,6 +22,22 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def write_file(path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename)."""
+    from kb_indexer.errors import KbError
+
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
+
+
 def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 

@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "learned": "learn",
     "search": "search",
     "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
-    "import-similarities": "similarity",
+    "import-similarities": "similarity", "export-similarities": "similarity",
     "skills": "skills",
     "context": "context",
     "chat": "chat",

@@ -1,14 +1,16 @@
-"""similar, relate, unrelate, import-similarities."""
+"""similar, relate, unrelate, import-similarities, export-similarities."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
-from kb_indexer.cli.output import Format, emit
+from kb_indexer.cli.output import Format, emit, write_file
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.store.similarities import SIMILARITY_TYPES
 
@@ -77,3 +79,25 @@ def import_similarities(
     """Import relations from a similarities.json file (all valid, or nothing is written)."""
     with open_kb(db, kb) as k:
         emit(k.import_similarities(file), format, title="import-similarities")
+
+
+@app.command("export-similarities")
+def export_similarities(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    learned: Annotated[bool, typer.Option("--learned", help="Also learned relations, and scores as `learn` "
+                                          "adjusted them (default: only what files, relate and "
+                                          "import-similarities wrote, with their scores).")] = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
+) -> None:
+    """Write the relations in the similarities.json format (import-similarities reads it back)."""
+    from kb_indexer.store.similarity_export import dumps_similarities
+
+    with open_kb(db, kb) as k:
+        entries = k.export_similarities(learned=learned)["similarities"]
+    text = dumps_similarities(entries)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_file(output, text)
+    emit({"output": str(output), "similarities": len(entries), "learned": learned}, format,
+         title="export-similarities")

@@ -21,7 +21,10 @@ def load_json_file(path: Path, display: str | None = None, *, limit: int = MAX_J
 
 
 def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
-    """Check a keywords file; returns {filepath, title, summary, keywords: [(kw, category)]}."""
+    """Check a keywords file; returns {filepath, title, summary, keywords: [(kw, category)], warnings}.
+
+    A keyword listed under ``categories`` but missing from ``keywords`` (the design document's own
+    example does this) is added to the keywords, after them, with a warning naming it."""
     if not isinstance(data, dict):
         raise ValidationError(f"{name}: the top level must be a JSON object")
     for key in ("filepath", "summary", "keywords"):
@@ -50,19 +53,28 @@ def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
     if not isinstance(categories, dict):
         raise ValidationError(f"{name}: 'categories' must be an object mapping a category to a list of keywords")
     category_of: dict[str, str] = {}
+    added: list[str] = []
+    warnings: list[str] = []
     for cat, members in categories.items():
         if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
             raise ValidationError(f"{name}: categories.{cat} must be a list of strings")
         for m in members:
+            check_keyword(m, f"{name}: a keyword in categories.{cat}")
             norm = normalize_keyword(m)
+            if not norm:
+                raise ValidationError(f"{name}: empty keyword in categories.{cat}")
             if norm not in seen:
-                raise ValidationError(f"{name}: categories.{cat} lists {m!r}, which is not in 'keywords'")
+                seen[norm] = m
+                added.append(m)
+                warnings.append(f"{name}: categories.{cat} lists {m!r}, which is not in 'keywords'; "
+                                "indexed as a keyword")
             category_of.setdefault(norm, cat)
     return {
         "filepath": data["filepath"].strip().replace("\\", "/"),
         "title": title.strip() if isinstance(title, str) and title.strip() else None,
         "summary": data["summary"].strip(),
-        "keywords": [(kw, category_of.get(normalize_keyword(kw))) for kw in kws],
+        "keywords": [(kw, category_of.get(normalize_keyword(kw))) for kw in [*kws, *added]],
+        "warnings": warnings,
     }
 
 

@@ -66,7 +66,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
-        warnings=[warning] if warning else [],
+        warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []),
     )
 
 

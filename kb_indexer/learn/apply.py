@@ -8,6 +8,7 @@ from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
+from kb_indexer.learn.report import describe, section_counts, section_of
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.store.provenance import set_learned_feedback
@@ -202,8 +203,9 @@ def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[
                               "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
     todo = plan(conn, analyse(conn, load_events(conn)))
-    result["suggestions"] = [_public(i) for i in todo]
+    result["suggestions"] = [_public(conn, i) for i in todo]
     result["summary"] = _summary(todo)
+    result["sections"] = section_counts(todo)
     if dry_run:
         return result
     apply_items(conn, todo)
@@ -218,8 +220,12 @@ def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[
     return result
 
 
-def _public(item: dict) -> dict:
-    return {k: v for k, v in item.items() if k != "document_id"}
+def _public(conn: sqlite3.Connection, item: dict) -> dict:
+    """A suggestion as ``learn`` reports it: the item, with its section and a readable line."""
+    out = {k: v for k, v in item.items() if k != "document_id"}
+    out["section"] = section_of(item)
+    out["description"] = describe(conn, item)
+    return out
 
 
 def _summary(items: list[dict]) -> dict[str, int]:

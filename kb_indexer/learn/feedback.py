@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime, timezone
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_id
 from kb_indexer.store.connection import transaction
+from kb_indexer.text import age_phrase, age_seconds
 
 
 def require_query(conn: sqlite3.Connection, query_id: int) -> sqlite3.Row:
@@ -35,23 +37,42 @@ def _attempt_dict(r: sqlite3.Row, full: bool = False) -> dict[str, Any]:
     return out
 
 
-def history_list(conn: sqlite3.Connection, limit: int = 10) -> dict[str, Any]:
+def _ages(iso: str | None, now: datetime) -> dict[str, Any]:
+    seconds = age_seconds(iso, now)
+    return {"age_seconds": seconds, "age": age_phrase(seconds)}
+
+
+def summary_line(question: str, attempts: int, age: str | None) -> str:
+    """The design's history line: ``"How does AlphaGo work?" (2 attempts, 1 hour ago)``."""
+    return f'"{question}" ({attempts} attempt{"" if attempts == 1 else "s"}{", " + age if age else ""})'
+
+
+def history_list(conn: sqlite3.Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
+    """Recent queries; ``age`` / ``age_seconds`` count from the last attempt."""
+    now = now or datetime.now(timezone.utc)
     rows = conn.execute(
         "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
         "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback "
         "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit,)).fetchall()
-    items = [{"query_id": r["id"], "question": r["question"], "context": r["context"], "attempts": r["attempts"],
-              "feedback": r["feedback"], "created_at": r["created_at"], "last_attempted_at": r["last_attempted_at"]}
-             for r in rows]
+    items = []
+    for r in rows:
+        ages = _ages(r["last_attempted_at"], now)
+        items.append({"query_id": r["id"], "question": r["question"], "context": r["context"],
+                      "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
+                      "last_attempted_at": r["last_attempted_at"], **ages,
+                      "summary": summary_line(r["question"], r["attempts"], ages["age"])})
     return {"queries": items, "count": len(items)}
 
 
-def history_detail(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
+def history_detail(conn: sqlite3.Connection, query_id: int, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(timezone.utc)
     q = require_query(conn, query_id)
-    attempts = [_attempt_dict(r, full=True) for r in conn.execute(
+    attempts = [dict(_attempt_dict(r, full=True), **_ages(r["created_at"], now)) for r in conn.execute(
         "SELECT * FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
+    ages = _ages(q["last_attempted_at"], now)
     return {"query_id": q["id"], "question": q["question"], "context": q["context"], "created_at": q["created_at"],
-            "last_attempted_at": q["last_attempted_at"], "attempts": attempts,
+            "last_attempted_at": q["last_attempted_at"], **ages,
+            "summary": summary_line(q["question"], len(attempts), ages["age"]), "attempts": attempts,
             "feedback": feedback_rows(conn, query_id)}
 
 

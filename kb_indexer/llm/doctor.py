@@ -33,6 +33,7 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
         "latency_ms": None, "structured_output": None, "error": None,
     }
     problems: list[str] = []
+    report["model_label"] = model_label(config.backend, config.model, config.enabled)
     if not config.enabled:
         report["error"] = "LLM disabled (backend 'none'): features fall back to lexical scoring"
         return report, problems
@@ -48,6 +49,7 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
         report.update(url=probe.url, reachable=probe.reachable, model_available=probe.model_available,
                       models=probe.models[:10], error=probe.error)
         report["model"] = getattr(backend, "model", None) or config.model
+        report["model_label"] = model_label(config.backend, report["model"], True)
         if not probe.reachable:
             tried = "" if probe.url and probe.url.split("/api/")[0].split("/v1")[0] in (probe.error or "") \
                 else f" (tried {probe.url})"
@@ -67,6 +69,15 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
     finally:
         backend.close()
     return report, problems
+
+
+def model_label(backend: str, model: str | None, enabled: bool) -> str:
+    """The model as a person reads it: its name, or why there is none."""
+    if not enabled:
+        return "none (LLM disabled)"
+    if model:
+        return model
+    return f"not set (the {backend} server's default model answers)"
 
 
 def _probe(backend, timeout: float):

@@ -96,10 +96,11 @@ class LLMClient:
 
     def _cache_model(self) -> str:
         """The model part of the cache key, known without asking the server (a cache hit needs no
-        network): the configured model, else the server's default named by its URL."""
+        network): the configured model, else the server's default named by its URL (by the backend's
+        name when it has no URL, never ``server-default@None``)."""
         if self.config.model:
             return self.config.model
-        return f"server-default@{self.config.base_url}"
+        return f"server-default@{self.config.base_url or self.config.backend}"
 
     def report(self, *, used: bool, fallback: str | None = None, error: str | None = None) -> dict[str, Any]:
         """The ``"llm"`` object every LLM-using command puts in its JSON."""
