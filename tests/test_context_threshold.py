@@ -112,8 +112,8 @@ def test_refine_takes_both_thresholds(games, cli):
 
 def test_llm_context_scores_are_real_numbers(games):
     schema = schema_for(2)
-    assert schema["properties"]["1"] == {"type": "number", "minimum": 0, "maximum": 1}
-    fake = FakeBackend([{"1": 0.92, "2": 0.13, "3": 0.41}])
+    assert schema["properties"]["1"] == {"type": "integer", "enum": list(range(101))}  # a percentage
+    fake = FakeBackend([{"1": 92, "2": 13, "3": 41}])
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=games.conn, backend=fake, sleep=lambda s: None)
     scorer = QueryContextScorer(games.conn, client=client)
     out = games.query("board games", ["RL"], context="game AI and competitions", explain=True, record=False,
@@ -127,7 +127,7 @@ def test_llm_context_scores_are_real_numbers(games):
 
 
 def test_similar_with_llm_keeps_real_score(games):
-    fake = FakeBackend([{"1": 0.92, "2": 0.2, "3": 0.1}])
+    fake = FakeBackend([{"1": 92, "2": 20, "3": 10}])
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=games.conn, backend=fake, sleep=lambda s: None)
     from kb_indexer.llm.context_match import similar_in_context
     from kb_indexer.store.similarities import neighbours

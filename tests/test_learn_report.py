@@ -90,7 +90,7 @@ def test_score_adjustment_names_the_relation(kb):
         "b.id = s.keyword_id_2 WHERE s.similarity_type = 'application' AND a.keyword IN ('rl', 'alphago') AND "
         "b.keyword IN ('rl', 'alphago')").fetchone()[0]
     line = describe(kb.conn, {"kind": "score", "similarity_id": sid, "delta": -0.05})
-    assert line == 'Lower the score of "RL" → "alphago" (application) by 0.05 (currently 0.6)'
+    assert line == 'Lower the score of "RL" → "AlphaGo" (application) by 0.05 (currently 0.6)'
 
 
 def test_empty_learn_says_so(small, cli):

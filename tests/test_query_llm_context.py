@@ -21,7 +21,7 @@ def _candidates(kb, question, context):
 def test_llm_scores_relations_once_per_hop_and_is_cached(kb):
     cands = _candidates(kb, "agents for board games", "game AI")
     assert cands, "the expansion must offer relations to judge"
-    ratings = {str(i + 1): (1.0 if c["similarity_type"] == "application" else 0) for i, c in enumerate(cands)}
+    ratings = {str(i + 1): (100 if c["similarity_type"] == "application" else 0) for i, c in enumerate(cands)}
 
     def run(answers):
         fake = FakeBackend(list(answers))

@@ -2,12 +2,12 @@
 
 One batched, cached LLM call scores every candidate relation of a keyword
 (keyword, related keyword, type, stored context, stored score) against the
-user's context. The model answers a real number in [0, 1] per numbered relation
-(``"type": "number"`` with ``minimum`` 0 and ``maximum`` 1 in the schema; an
-answer out of range fails validation like any malformed answer) and
-``context_match_score`` is that number, rounded to 3 decimals (0.92 is a
-possible score, not only tenths). ``contrast`` relations are rated low by
-instruction.
+user's context. The model answers a percentage, an integer 0..100, per numbered
+relation (an ``enum`` in the schema, so grammar-constrained servers such as
+llama.cpp cannot go out of range, which a ``number`` with ``minimum``/``maximum``
+does not ensure: their grammars ignore the bounds) and ``context_match_score``
+is that number / 100: 0.92 is a possible score, not only tenths. ``contrast``
+relations are rated low by instruction.
 
 Without a working LLM (backend ``none``, server down, bad answer) the scores
 come from :func:`kb_indexer.search.context.lexical_scores` (the one lexical
@@ -42,15 +42,16 @@ from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 
 TASK = "context_match"
 MAX_PER_CALL = 40          # more candidates than this are scored in several calls
+SCALE = 100                # answers are percentages: score = answer / SCALE
 
 SYSTEM_PROMPT = (
     "You judge whether keyword relations from a knowledge base fit a user's context.\n"
-    "For each numbered relation, give a score between 0 and 1 with two decimals (for example 0.92): "
-    "1 = the relation is exactly what the user means in their context, 0.5 = loosely related, "
+    "For each numbered relation, give a fit percentage, an integer from 0 to 100 (for example 92): "
+    "100 = the relation is exactly what the user means in their context, 50 = loosely related, "
     "0 = irrelevant or misleading there.\n"
     "Judge by the relation type and by its stored context (which says when the relation applies), "
     "compared with the user's context.\n"
-    "Relations of type 'contrast' link opposing or competing concepts: score them 0 to 0.2 unless the "
+    "Relations of type 'contrast' link opposing or competing concepts: score them 0 to 20 unless the "
     "user's context is explicitly about comparing or contrasting them.\n"
     "Score every relation, each once."
 )
@@ -69,13 +70,13 @@ def build_messages(user_context: str, candidates: list[dict[str, Any]], keyword:
     head = f"Keyword: {keyword}\n" if keyword else ""
     user = (f"User context: {user_context.strip()}\n{head}Relations:\n{lines}\n\n"
             f"Answer with a JSON object mapping each relation number (\"1\" to \"{len(candidates)}\") "
-            f"to its score between 0 and 1.")
+            f"to its fit percentage from 0 to 100.")
     return [Message("system", SYSTEM_PROMPT), Message("user", user)]
 
 
 def schema_for(n: int) -> dict[str, Any]:
     keys = [str(i + 1) for i in range(n)]
-    rating = {"type": "number", "minimum": 0, "maximum": 1}
+    rating = {"type": "integer", "enum": list(range(SCALE + 1))}
     return {"type": "object", "properties": {k: rating for k in keys}, "required": keys,
             "additionalProperties": False}
 
@@ -119,7 +120,7 @@ class _Tally:
 def _score_batch(client: Any, user_context: str, batch: list[dict[str, Any]], keyword: str | None) -> dict[Any, float]:
     result = client.structured(TASK, build_messages(user_context, batch, keyword), schema_for(len(batch)),
                                max_tokens=max_tokens_for(len(batch)), temperature=0.0)
-    return {c["id"]: round(min(1.0, max(0.0, float(result.data[str(i + 1)]))), 3) for i, c in enumerate(batch)}
+    return {c["id"]: round(int(result.data[str(i + 1)]) / SCALE, 3) for i, c in enumerate(batch)}
 
 
 def _score_batches(client: Any, user_context: str, candidates: list[dict[str, Any]], keyword: str | None,

@@ -23,11 +23,11 @@ from kb_indexer.llm.structured import LLMClient
 ITEM_KEYS = ["keyword", "similarity_type", "context", "score", "context_match_score", "directional", "direction"]
 TOP_KEYS = ["keyword", "user_context", "similar_keywords", "count", "llm", "cache"]
 LINE = re.compile(r'^(\d+)\. "(.+?)" -> "(.+?)" \(type: (\w+)', re.M)
-RATING_BY_TYPE = {"application": 0.92, "abbreviation": 0.8, "contrast": 0.1}
+RATING_BY_TYPE = {"application": 92, "abbreviation": 80, "contrast": 10}  # percentages
 
 
 def rate_by_type(prompt: str) -> dict[str, float]:
-    return {n: RATING_BY_TYPE.get(t, 0.5) for n, _, _, t in LINE.findall(prompt)}
+    return {n: RATING_BY_TYPE.get(t, 50) for n, _, _, t in LINE.findall(prompt)}
 
 
 def fake_client(conn, *answers):
@@ -57,7 +57,7 @@ def test_one_batched_call_scores_every_relation(similar_kb):
         assert f'-> "{r["keyword"]}" (type: {r["similarity_type"]}; stored score {r["score"]:.2f})' in prompt
         assert r["context"] in prompt
     assert "User context: game AI" in prompt
-    assert "contrast" in call["messages"][0]["content"] and "0 to 0.2" in SYSTEM_PROMPT
+    assert "contrast" in call["messages"][0]["content"] and "0 to 20" in SYSTEM_PROMPT
     assert list(out) == TOP_KEYS
     assert out["llm"] == {"backend": "fake", "model": "fake-model", "used": True, "fallback": None, "error": None,
                           "batches": {"total": 1, "llm": 1, "lexical": 0}}
@@ -75,7 +75,7 @@ def test_one_batched_call_scores_every_relation(similar_kb):
 def test_threshold_zero_keeps_everything_and_contrast_scores_low(similar_kb):
     rels = relations(similar_kb, "reinforcement learning")
     client, fake = fake_client(similar_kb.conn)
-    fake.queue({str(i + 1): RATING_BY_TYPE.get(r["similarity_type"], 0.5) for i, r in enumerate(rels)})
+    fake.queue({str(i + 1): RATING_BY_TYPE.get(r["similarity_type"], 50) for i, r in enumerate(rels)})
     out = similar_in_context(similar_kb.conn, "reinforcement learning", rels, "game AI", 0.0, client=client)
     assert out["count"] == len(rels)
     for item in out["similar_keywords"]:

@@ -55,8 +55,8 @@ def _cands(n):
 def test_a_failed_batch_falls_back_alone_and_the_report_says_so(empty_kb, monkeypatch):
     monkeypatch.setattr(context_match, "MAX_PER_CALL", 2)
     cands = _cands(6)
-    bad = {"1": 9.5}   # above the maximum 1: invalid, and again after the repair attempt
-    client, fake = _client(empty_kb.conn, {"1": 0.9, "2": 0.8}, bad, bad, {"1": 0.1, "2": 0.2})
+    bad = {"1": 950}   # not a percentage 0..100: invalid, and again after the repair attempt
+    client, fake = _client(empty_kb.conn, {"1": 90, "2": 80}, bad, bad, {"1": 10, "2": 20})
     scores, info = score_contexts(empty_kb.conn, "board game", cands, client=client)
     lexical = dict(zip([c["id"] for c in cands], lexical_scores("board game", cands)))
     assert scores[0] == 0.9 and scores[1] == 0.8           # batch 1: the LLM's scores are kept
@@ -70,7 +70,7 @@ def test_a_failed_batch_falls_back_alone_and_the_report_says_so(empty_kb, monkey
 def test_after_a_server_failure_later_batches_do_not_wait_for_it(empty_kb, monkeypatch):
     monkeypatch.setattr(context_match, "MAX_PER_CALL", 2)
     cands = _cands(6)
-    client, fake = _client(empty_kb.conn, {"1": 0.9, "2": 0.8}, LLMUnavailable("gone"))
+    client, fake = _client(empty_kb.conn, {"1": 90, "2": 80}, LLMUnavailable("gone"))
     scores, info = score_contexts(empty_kb.conn, "board game", cands, client=client)
     assert scores[0] == 0.9 and len(fake.calls) == 2       # the third batch was not sent
     assert info["llm"]["batches"] == {"total": 3, "llm": 1, "lexical": 2} and "gone" in info["llm"]["error"]
