@@ -139,9 +139,9 @@ def test_keyword_method_uses_identifiers_and_tags(kb):
 
 
 RESULT_KEYS = {"filepath", "title", "summary", "matched_keywords", "user_keywords", "keyword_expansions",
-               "relevance_score", "sources", "snippet"}
+               "relevance_score", "similarity", "sources", "snippet"}
 QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "expansion_map", "context", "threshold",
-              "expand_depth", "method", "method_requested", "method_reason"}
+              "expand_depth", "method", "method_requested", "method_reason", "fallback"}
 
 
 def test_output_shape(kb):
@@ -197,7 +197,7 @@ def test_limit_and_validation(kb):
 
     assert kb.query("learning", limit=1)["count"] == 1
     for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
-                {"method": "semantic"}, {"types": ["contrast"]}, {"weights": {"contrast": 1}}):
+                {"method": "vector"}, {"types": ["contrast"]}, {"weights": {"contrast": 1}}):
         with pytest.raises(UsageError):
             kb.query("learning", **bad)
 
