@@ -85,7 +85,7 @@ class _Progress:
 
         def line(i: int, n: int) -> None:
             now = time.monotonic()
-            if n and (i == n or now - self.last >= 5):
+            if n and i and (i == n or now - self.last >= 5):
                 self.last = now
                 sys.stderr.write(f"{label}: {i}/{n} documents\n")
                 sys.stderr.flush()
