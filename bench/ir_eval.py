@@ -3,6 +3,7 @@
 
     python3 bench/ir_eval.py                      # ../shared/data/cranfield next to the repo
     python3 bench/ir_eval.py --data DIR --methods fulltext,hybrid,keyword
+    python3 bench/ir_eval.py --data DIR --embed local --methods fulltext,semantic,hybrid
 
 What it measures (one process, one thread):
 
@@ -15,6 +16,14 @@ What it measures (one process, one thread):
    stale-index check the CLI runs before each query.
 3. bm25s (Snowball stemmer + English stopwords, its defaults k1=1.5, b=0.75)
    indexes the same corpus and answers the same queries in the same run.
+
+4. With ``--embed BACKEND`` (e.g. ``local``: all-MiniLM-L6-v2, ``kbindex[local]``),
+   the KB is embedded by the real ``kbindex embed`` first (its time and chunks/s are
+   printed), so the ``semantic`` and ``hybrid`` methods use vectors; beside them, a
+   plain RRF(k=60) of bm25s and the same vectors (each document's best chunk, read
+   from the index) is scored. kbindex's queries/s for these methods are measured
+   with the question's vector in the LLM cache (the warm-up run fills it; the
+   embedding model's own time per question is printed apart).
 
 nDCG@10 uses graded gains 2^rel - 1 (the collection's README); Recall@100
 counts every judged document (all have rel >= 1).
@@ -51,6 +60,40 @@ def run_kbindex(kb, queries, method: str, limit: int, stale_check: bool, **opts)
     return runs, len(queries) / (time.perf_counter() - t)
 
 
+def dense_runs(kb, queries, limit: int, embed_opts) -> tuple[dict[str, list[str]], float]:
+    """Best-chunk cosine ranking straight from the index's vectors (what RRF fuses), and the seconds the
+    embedding model takes per question."""
+    from kb_indexer.llm.config import resolve_embed
+    from kb_indexer.llm.embed_query import dense_source
+    from kb_indexer.llm.embedding import EmbedClient
+    from kb_indexer.search.semantic import run as run_dense
+
+    source = dense_source(kb.conn, embed_opts)
+    paths = {r[0]: doc_id(r[1]) for r in kb.conn.execute("SELECT id, filepath FROM documents")}
+    client = EmbedClient(resolve_embed(embed_opts, (source.backend, source.model_name)))
+    t = time.perf_counter()
+    vectors = [client.embed_one(q["text"]) for q in queries]
+    per_question = (time.perf_counter() - t) / len(queries)
+    client.close()
+    runs = {}
+    for q, v in zip(queries, vectors):
+        source.embed = lambda _text, v=v: v
+        top = run_dense(kb.conn, source, q["text"], limit).top
+        runs[q["_id"]] = [paths[d] for d in sorted(top, key=lambda d: -top[d])]
+    return runs, per_question
+
+
+def rrf(*runs: dict[str, list[str]], k: int = 60, limit: int = 100) -> dict[str, list[str]]:
+    out = {}
+    for qid in runs[0]:
+        score: dict[str, float] = {}
+        for run in runs:
+            for rank, d in enumerate(run.get(qid, [])[:limit]):
+                score[d] = score.get(d, 0.0) + 1.0 / (k + rank + 1)
+        out[qid] = sorted(score, key=lambda d: (-score[d], d))[:limit]
+    return out
+
+
 def run_bm25s(corpus, queries, limit: int):
     import bm25s
     import Stemmer
@@ -79,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="bm25 column weights title,summary,keywords,body (default: kbindex's)")
     p.add_argument("--no-bm25s", action="store_true", help="skip the bm25s baseline")
     p.add_argument("--keep", type=Path, default=None, help="build the KB here (kept) instead of a temp folder")
+    p.add_argument("--embed", default=None, metavar="BACKEND",
+                   help="embed the KB with this backend (e.g. local) so semantic and hybrid use vectors")
+    p.add_argument("--embed-model", default=None)
     args = p.parse_args(argv)
     if not (args.data / "corpus.jsonl").is_file():
         print(f"no corpus.jsonl in {args.data}", file=sys.stderr)
@@ -93,8 +139,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.data.name}: {n_docs} documents indexed by sync in {sync_secs:.2f}s; "
               f"{len(queries)} queries; limit {args.limit}", file=sys.stderr)
         rows = []
+        dense = None
+        embed_opts = None
+        if args.embed:
+            from kb_indexer.llm.config import EmbedOptions
+
+            embed_opts = EmbedOptions(backend=args.embed, model=args.embed_model)
+            res = kb.embed(embed=embed_opts)
+            print(f"embed ({res['backend']} {res['model']}, {res['dim']} dims): {res['chunks']} chunks of "
+                  f"{res['embedded']} documents in {res['seconds']:.1f}s ({res['chunks'] / res['seconds']:.1f} "
+                  f"chunks/s, {res['requests']} requests)", file=sys.stderr)
+            dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
+            print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
+            opts["embed"] = embed_opts
         for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
-            run_kbindex(kb, queries[:20], m, args.limit, False, record=False, **opts)   # warm caches
+            warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
+            run_kbindex(kb, warm, m, args.limit, False, record=False, **opts)   # warm caches (question vectors)
             runs, qps = run_kbindex(kb, queries, m, args.limit, False, **opts)
             _, qps_stale = run_kbindex(kb, queries, m, args.limit, True, **opts)
             nd, rc = evaluate(runs, qrels)
@@ -110,10 +170,14 @@ def main(argv: list[str] | None = None) -> int:
         runs, qps = run_bm25s(corpus, queries, args.limit)
         nd, rc = evaluate(runs, qrels)
         rows.append(("bm25s (baseline)", nd, rc, qps, None))
+        if dense is not None:
+            rows.append(("vectors alone", *evaluate(dense, qrels), None, None))
+            rows.append(("RRF60 bm25s+vectors", *evaluate(rrf(runs, dense, limit=args.limit), qrels), None, None))
     print(f"{'system':<20} {'nDCG@10':>8} {'R@100':>7} {'queries/s':>10} {'q/s +stale check':>17}")
     for name, nd, rc, qps, qps2 in rows:
         extra = f"{qps2:>17.0f}" if qps2 is not None else f"{'-':>17}"
-        print(f"{name:<20} {nd:>8.4f} {rc:>7.4f} {qps:>10.0f} {extra}")
+        shown = f"{qps:>10.0f}" if qps is not None else f"{'-':>10}"
+        print(f"{name:<20} {nd:>8.4f} {rc:>7.4f} {shown} {extra}")
     print(f"stale check: {stale_ms:.2f} ms per call over {info['files']} files (stale={info['stale']}); "
           f"{recorded} attempts recorded", file=sys.stderr)
     return 0

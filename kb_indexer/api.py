@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.limits import check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI
@@ -26,6 +26,7 @@ from kb_indexer.store.documents import KeywordIds, document_keywords, require_do
 from kb_indexer.store.errors import from_sqlite, translating
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
+from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
 
 
@@ -125,9 +126,33 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
         from kb_indexer.index.sync import remove_document
         return remove_document(self.conn, self.kb_root, path)
 
-    def sync(self, directory: str | None = None, progress=None) -> dict:
+    def sync(self, directory: str | None = None, progress=None, *, embed: bool = False, embed_options: Any = None,
+             embed_progress=None) -> dict:
+        """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
+        failure does not undo the sync: it is reported in the result's ``embed`` object (``error``)."""
         from kb_indexer.index.sync import sync
-        return sync(self.conn, self.kb_root, directory, progress)
+        result = sync(self.conn, self.kb_root, directory, progress)
+        if embed:
+            try:
+                result["embed"] = self.embed(embed=embed_options, progress=embed_progress)
+            except KbError as exc:
+                result["embed"] = {"error": exc.message, "code": exc.code, "details": exc.details or None}
+        return result
+
+    def embed(self, everything: bool = False, batch: int | None = None, *, embed: Any = None,
+              progress=None) -> dict:
+        """Embed the documents that changed since the last run (all with ``everything``) with the embedding
+        model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's newest
+        model, else ``KBINDEX_EMBED_*``, else Ollama's nomic-embed-text). ``batch``: texts per request."""
+        from kb_indexer.llm.embed_index import client_for, embed_documents
+
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 4096):
+            raise UsageError(f"batch must be between 1 and 4096 texts, got {batch!r}")
+        client = client_for(self.conn, embed, batch_size=batch)
+        try:
+            return embed_documents(self.conn, client, everything=everything, progress=progress)
+        finally:
+            client.close()
 
     def _stored_path(self, path: str) -> str:
         from kb_indexer.index.paths import to_relative
@@ -247,16 +272,20 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
         with interruptible(self.conn):
             return keyword_search(self.conn, keywords, mode, limit)
 
-    def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, **options: Any) -> dict:
+    def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, embed: Any = None,
+              **options: Any) -> dict:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
         expand_depth, min_weight (0.35; ``threshold`` is its older name), types,
-        method (auto|keyword|fulltext|hybrid), limit, explain, weights, context_scorer, record.
+        method (auto|keyword|sqlite|fulltext|semantic|hybrid), limit, explain, weights, context_scorer, record.
         With a ``context`` and an LLM backend configured (``llm`` options, ``KBINDEX_LLM_BACKEND`` or
         ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
-        result's ``llm`` object says which.
+        result's ``llm`` object says which. Semantic and hybrid queries use the index's vectors of the
+        embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's
+        newest); without them they run lexically and the result's ``semantic`` object says why.
         """
+        options["embed"] = embed
         _text(question, "the question")
         _keywords(keywords)
         _text(options.get("context"), "context")
@@ -300,8 +329,14 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
                 lost.append(mapped.code)
                 raise sqlite3.OperationalError(mapped.message) from exc
 
+        embed = options.pop("embed", None)
+        dense = None
+        if options.get("method", "auto") != "keyword" and options.get("method") not in ("fulltext", "sqlite"):
+            from kb_indexer.llm.embed_query import dense_source
+            dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
-            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder, **options)
+            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder,
+                            dense=dense, **options)
         if lost and out.get("history_error"):
             out["history_error_code"] = lost[0]
         return out
@@ -362,6 +397,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
             "queries": one("SELECT COUNT(*) FROM queries"),
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
+            "embeddings": vector_coverage(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
         }

@@ -24,7 +24,8 @@ FAKE_LLM_PLUGIN = Path(__file__).resolve().parent / "fake_llm.py"
 def _isolate_env(monkeypatch, tmp_path):
     """No test reads the developer's index, KB, .env or LLM settings."""
     for var in ("KBINDEX_DB", "KBINDEX_KB", "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "OLLAMA_HOST",
-                "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY"):
+                "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY",
+                "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
     monkeypatch.chdir(tmp_path)

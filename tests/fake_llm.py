@@ -136,3 +136,64 @@ class FakeBackend:
 
 
 register("fake", FakeBackend.from_env, default_model="fake-model", schema_in_prompt=True)
+
+
+# -- a deterministic embedding double: backend "fake-embed" ----------------------------------
+
+#: Words the fake embedder treats as one (a stand-in for what a real model knows).
+SYNONYMS = {"car": "automobile", "cars": "automobile", "automobiles": "automobile", "vehicle": "automobile",
+            "doggy": "dog", "puppy": "dog", "hound": "dog", "fast": "quick", "rapid": "quick", "speedy": "quick"}
+
+
+def fake_vector(text: str, dim: int) -> list[float]:
+    """Bag of words hashed into ``dim`` buckets (synonyms share a bucket); never all zero."""
+    import hashlib
+    import re
+
+    out = [0.0] * dim
+    out[0] = 0.01
+    for word in re.findall(r"\w+", text.lower()):
+        word = SYNONYMS.get(word, word)
+        if len(word) < 3:
+            continue
+        out[int(hashlib.md5(word.encode()).hexdigest(), 16) % dim] += 1.0
+    return out
+
+
+class FakeEmbedder:
+    """``embed`` only. Model ``fake-embed-<dim>`` (default 64 dimensions). ``KBINDEX_FAKE_EMBED`` may name a
+    JSON file ``{"delay": seconds per call, "fail_after": calls, "error": kind}``; each call is appended to
+    ``<file>.calls.jsonl``."""
+
+    name = "fake-embed"
+
+    def __init__(self, config: Any = None):
+        self.model = getattr(config, "model", None) or "fake-embed-64"
+        self.dim = int(self.model.rsplit("-", 1)[-1]) if self.model.rsplit("-", 1)[-1].isdigit() else 64
+        path = os.environ.get("KBINDEX_FAKE_EMBED")
+        self.script = Path(path) if path else None
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        import time
+
+        self.calls.append(list(texts))
+        if self.script is not None:
+            conf = json.loads(self.script.read_text(encoding="utf-8")) if self.script.exists() else {}
+            log = Path(str(self.script) + ".calls.jsonl")
+            done = len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+            if conf.get("fail_after") is not None and done >= conf["fail_after"]:
+                raise ERRORS.get(conf.get("error", "unavailable"), LLMError)("fake embedder down")
+            time.sleep(float(conf.get("delay") or 0))
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(texts) + "\n")
+        return [fake_vector(t, self.dim) for t in texts]
+
+    def probe(self, timeout: float) -> ProbeResult:
+        return ProbeResult(url="memory://fake-embed", reachable=True, model_available=True, models=[self.model])
+
+    def close(self) -> None:
+        pass
+
+
+register("fake-embed", FakeEmbedder, default_embed_model="fake-embed-64")

@@ -50,9 +50,6 @@ CONCEPT_QUERIES = [
     "Python 3.11 release notes",
     "PhD thesis on RL",
     "GPT-4 and Q-learning",
-    "상태 관리에 대해 작업한 적 있어?",
-    "API 호출하는 방법 찾아줘",
-    "200 documents about 3 topics",
     "",
     "   ",
     "😀 🔥",
@@ -75,6 +72,41 @@ def test_concept_queries_pick_hybrid(query):
     assert "hybrid" in choice.reason
 
 
+# memory-search-method-selection.md, "semantic" and "hybrid" examples, and English cues.
+SEMANTIC_QUERIES = [
+    ("상태 관리에 대해 작업한 적 있어?", "에 대해"),
+    ("API 호출하는 방법 찾아줘", "방법"),
+    ("인증 관련 코드 있어?", "관련"),
+    ("비슷한 기능 구현한 적 있어?", "비슷한"),
+    ("로그인은 어떻게 처리했지?", "어떻게"),
+    ("200 documents about 3 topics", "about"),
+    ("anything related to caching", "related to"),
+    ("how to handle retries with backoff", "how to"),
+    ("similar approaches for the HTTP client", "similar"),
+]
+MIXED_QUERIES = [
+    "chroma 관련 작업 찾아줘",                 # the design: an exact term beside the cue -> hybrid
+    "papers about Monte Carlo tree search",   # a proper noun beside the cue
+    "이전에 작업한 거 보여줘",                  # no cue
+]
+
+
+@pytest.mark.parametrize("query,cue", SEMANTIC_QUERIES)
+def test_semantic_cues_pick_semantic(query, cue):
+    choice = choose_method("auto", query)
+    assert choice.method == "semantic" and repr(cue) in choice.reason
+
+
+@pytest.mark.parametrize("query", MIXED_QUERIES)
+def test_cues_beside_exact_terms_or_no_cue_pick_hybrid(query):
+    assert choose_method("auto", query).method == "hybrid"
+
+
+def test_sqlite_is_the_keyword_method():
+    choice = choose_method("sqlite", "anything")
+    assert choice.method == "keyword" and choice.requested == "keyword"
+
+
 def test_identifier_in_keywords_counts():
     assert choose_method("auto", "how do I fix this", ["useEffect"]).method == "keyword"
 
@@ -88,7 +120,7 @@ def test_explicit_method_is_kept(method):
 
 def test_unknown_method():
     with pytest.raises(UsageError):
-        choose_method("semantic", "x")
+        choose_method("vector", "x")
 
 
 def test_classify_plain_words_are_not_identifiers():

@@ -50,7 +50,7 @@ def test_all_options(cli, opts):
 
 
 @pytest.mark.parametrize("args", [
-    ["--method", "semantic"], ["--threshold", "1.5"], ["--expand-depth", "9"], ["--limit", "-1"], ["--limit", "1001"],
+    ["--method", "vector"], ["--threshold", "1.5"], ["--expand-depth", "9"], ["--limit", "-1"], ["--limit", "1001"],
     ["--types", "bogus"], ["--weight", "contrast=1.5"], ["--weight", "narrower"],
 ])
 def test_bad_options_exit_2_with_json_error(cli, opts, args):

@@ -138,15 +138,16 @@ def test_keyword_method_uses_identifiers_and_tags(kb):
 
 
 RESULT_KEYS = {"filepath", "title", "summary", "matched_keywords", "user_keywords", "keyword_expansions",
-               "relevance_score", "sources", "source", "reasoning", "snippet"}
+               "relevance_score", "similarity", "sources", "source", "reasoning", "snippet"}
 QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "expansion_map", "context", "threshold",
-              "min_weight", "context_threshold", "expand_depth", "method", "method_requested", "method_reason"}
+              "min_weight", "context_threshold", "expand_depth", "method", "method_requested", "method_reason",
+              "fallback"}
 
 
 def test_output_shape(kb):
     out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
     assert set(out) == {"query", "results", "count", "keyword_search_count", "grep_search_count", "total",
-                        "query_id", "attempt_id", "llm"}
+                        "query_id", "attempt_id", "llm", "semantic"}  # hybrid: "semantic" says why no vectors
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
     assert set(out["query"]) == QUERY_KEYS
     q = out["query"]
@@ -198,7 +199,7 @@ def test_limit_and_validation(kb):
 
     assert kb.query("learning", limit=1)["count"] == 1
     for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
-                {"method": "semantic"}, {"types": ["bogus"]}, {"weights": {"contrast": 1.5}}):
+                {"method": "vector"}, {"types": ["bogus"]}, {"weights": {"contrast": 1.5}}):
         with pytest.raises(UsageError):
             kb.query("learning", **bad)
 

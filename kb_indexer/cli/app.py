@@ -180,3 +180,21 @@ KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root
 def open_kb(db: Optional[Path], kb: Optional[Path]):
     from kb_indexer.api import KnowledgeBase
     return KnowledgeBase.open(db, kb)
+
+
+# -- embedding options (embed, sync --embed, query) ------------------------------------------
+
+EmbedBackendOpt = Annotated[Optional[str], typer.Option(
+    "--embed-backend", help="Embedding backend: ollama, gemini, openai (OpenAI-compatible /embeddings), local "
+    "(sentence-transformers, pip install 'kbindex[local]') or none (env KBINDEX_EMBED_BACKEND; default: the "
+    "one the index's vectors were made with, else ollama).", show_default=False)]
+EmbedModelOpt = Annotated[Optional[str], typer.Option(
+    "--embed-model", help="Embedding model (env KBINDEX_EMBED_MODEL; default: the index's, else the backend's: "
+    "nomic-embed-text, gemini-embedding-001, the server's first, all-MiniLM-L6-v2).", show_default=False)]
+
+
+def embed_options(backend: Optional[str] = None, model: Optional[str] = None):
+    """The embedding flags of one command (:class:`kb_indexer.llm.config.EmbedOptions`)."""
+    from kb_indexer.llm.config import EmbedOptions
+
+    return EmbedOptions(backend=backend, model=model)

@@ -1,13 +1,15 @@
-"""add, update, remove, list-docs, show, sync."""
+"""add, update, remove, list-docs, show, sync, embed."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+import time
+from contextlib import contextmanager
+from typing import Annotated, Callable, Iterator, Optional
 
 import typer
 
-from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, FormatOpt, KbOpt, app, embed_options, open_kb
 from kb_indexer.cli.output import Format, _console, emit
 
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
@@ -62,23 +64,84 @@ def show(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = 
         emit(k.show(file), format, title="document")
 
 
+class _Progress:
+    """Progress callbacks on stderr (stdout is only the result): a bar in a terminal, else (for embedding,
+    which can take long) a line every few seconds."""
+
+    def __init__(self, bar=None):
+        self.bar = bar
+        self.task = None
+        self.last = 0.0
+
+    def callback(self, label: str, lines: bool = True) -> Callable[[int, int], None] | None:
+        if self.bar is not None:
+            def update(i: int, n: int) -> None:
+                if self.task is None:
+                    self.task = self.bar.add_task(label, total=n)
+                self.bar.update(self.task, description=label, completed=i, total=n)
+            return update
+        if not lines:
+            return None
+
+        def line(i: int, n: int) -> None:
+            now = time.monotonic()
+            if n and i and (i == n or now - self.last >= 5):
+                self.last = now
+                sys.stderr.write(f"{label}: {i}/{n} documents\n")
+                sys.stderr.flush()
+        return line
+
+
+@contextmanager
+def _progress() -> Iterator[_Progress]:
+    if not sys.stderr.isatty():
+        yield _Progress()
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=_console(stderr=True)) as bar:
+        yield _Progress(bar)
+
+
 @app.command()
 def sync(
     directory: Annotated[Optional[str], typer.Argument(help="Only this folder of the KB (default: all of it).")] = None,
+    embed: Annotated[bool, typer.Option("--embed", help="Then embed the documents that changed (see "
+                                        "`kbindex embed`); an embedding failure is a warning.")] = False,
+    embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""
-    with open_kb(db, kb) as k:
-        if sys.stderr.isatty():
-            from rich.progress import Progress
-
-            with Progress(transient=True, console=_console(stderr=True)) as bar:  # stdout is only the result
-                task = bar.add_task("Indexing", total=None)
-                result = k.sync(directory, lambda i, n: bar.update(task, completed=i, total=n))
-        else:
-            result = k.sync(directory)
+    opts = embed_options(embed_backend, embed_model)
+    with open_kb(db, kb) as k, _progress() as progress:
+        result = k.sync(directory, progress.callback("Indexing", lines=False), embed=embed, embed_options=opts,
+                        embed_progress=progress.callback("Embedding"))
     for err in result["errors"]:
         sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
     for warning in result["warnings"]:
         sys.stderr.write(f"warning: {warning['message']}\n")
+    if embed and result["embed"].get("error"):
+        sys.stderr.write(f"warning: embedding failed: {result['embed']['error']}\n")
     emit(result, format, title="sync")
+
+
+@app.command()
+def embed(
+    all_: Annotated[bool, typer.Option("--all", help="Re-embed every document, not only new and changed ones.")]
+    = False,
+    batch: Annotated[Optional[int], typer.Option("--batch", min=1, max=4096,
+                                                 help="Texts per embedding request (default 32; Gemini at most "
+                                                      "100).", show_default=False)] = None,
+    embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Compute the documents' embedding vectors for semantic and hybrid search: incremental (new and changed
+    documents; a new model embeds everything), resumable (each batch is committed), long documents in
+    overlapping heading/paragraph chunks."""
+    opts = embed_options(embed_backend, embed_model)
+    with open_kb(db, kb) as k, _progress() as progress:
+        result = k.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
+    if result["truncated"]:
+        sys.stderr.write(f"warning: {result['truncated']} long documents were embedded only in part "
+                         "(their first chunks)\n")
+    emit(result, format, title="embed")

@@ -58,6 +58,24 @@ def warn_llm(result: dict[str, Any]) -> None:
              f"{info['error']}{fallback} for those")
 
 
+def warn_semantic(result: dict[str, Any]) -> None:
+    """Warn on stderr when a semantic or hybrid query ran without vectors although they were asked for
+    (``--method semantic/hybrid``, an embedding backend chosen, or vectors in the index)."""
+    info = result.get("semantic") if isinstance(result, dict) else None
+    query = (result.get("query") or {}) if isinstance(result, dict) else {}
+    if not info:
+        return
+    missing = info.get("documents_without_vectors")
+    if info.get("used") and missing:
+        warn(f"{missing} documents have no vectors of {info.get('model')} and are found only lexically "
+             "(run `kbindex embed`)")
+    if not query.get("fallback"):
+        return
+    asked = query.get("method_requested") in ("semantic", "hybrid") or info.get("configured") or missing is not None
+    if asked:
+        warn(f"{query.get('method_requested')} search without vectors: {info.get('error')}; lexical results")
+
+
 # -- doctor -------------------------------------------------------------------------------
 
 

@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
-from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
+from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, KbOpt, app, embed_options, open_kb
+from kb_indexer.cli.llm import (LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm,
+                                warn_semantic)
 from kb_indexer.cli.output import emit, warn, warn_shown
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
@@ -29,7 +30,9 @@ ResultFormatOpt = Annotated[ResultFormat, typer.Option(
 class Method(str, Enum):
     auto = "auto"
     keyword = "keyword"
+    sqlite = "sqlite"
     fulltext = "fulltext"
+    semantic = "semantic"
     hybrid = "hybrid"
 
 
@@ -70,9 +73,11 @@ def query(
         show_default=False)] = None,
     method: Annotated[Method, typer.Option(
         "--method", "-m", case_sensitive=False,
-        help="auto: keyword for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, TypeError, 404), "
-             "else hybrid; a known keyword or a proper noun in a question (How does AlphaGo work?) is not an "
-             "identifier.")] = Method.auto,
+        help="auto: keyword (alias sqlite) for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, "
+             "TypeError, 404), semantic for conceptual ones (related to, similar, about, how to, 관련, 비슷한, "
+             "에 대해, 방법, 어떻게), else hybrid (tags, full text and vectors); a known keyword or a proper noun "
+             "in a question (How does AlphaGo work?) is not an identifier. Without vectors (kbindex embed) "
+             "semantic and hybrid run lexically and the JSON says so.")] = Method.auto,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
                                        help="At most this many results (0: all); the JSON's total counts "
                                             "every document found.")] = DEFAULT_LIMIT,
@@ -84,7 +89,7 @@ def query(
         "--no-stale-check", help="Skip the check for files changed since the last sync (stats only; on large "
                                  "knowledge bases just folders and recently indexed files).")] = False,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
-    llm_timeout: LlmTimeoutOpt = None,
+    llm_timeout: LlmTimeoutOpt = None, embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Find documents for a question: keywords expanded through typed similarities, fused with full-text
@@ -100,11 +105,14 @@ def query(
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
         data = k.query(question, keywords, context=context, expand_depth=expand_depth, min_weight=min_weight,
-                       context_threshold=context_threshold, types=types, method=method.value, limit=limit, explain=explain, weights=weights or None,
-                       llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout))
+                       context_threshold=context_threshold, types=types, method=method.value, limit=limit,
+                       explain=explain, weights=weights or None,
+                       llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),
+                       embed=embed_options(embed_backend, embed_model))
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])
     warn_llm(data)
+    warn_semantic(data)
     if data["total"] > data["count"] and format is not ResultFormat.json:
         warn_shown(data["count"], data["total"])
     emit_result(data, format, "query")

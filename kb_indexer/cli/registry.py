@@ -14,7 +14,7 @@ import importlib
 COMMANDS: dict[str, str] = {
     "init": "database", "export": "database", "import": "database", "db-stats": "database",
     "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
-    "show": "documents", "sync": "documents",
+    "show": "documents", "sync": "documents", "embed": "documents",
     "keywords": "keywords", "docs": "keywords", "stats": "keywords",
     "doctor": "llm", "cache": "llm",
     "query": "query",

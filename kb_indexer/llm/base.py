@@ -6,7 +6,9 @@ A backend does two things, both synchronously and without retries or caching
 * ``complete_json(messages, schema, ...)``: one completion constrained to a JSON
   schema (each backend uses its server's native structured-output mode);
 * ``chat(messages, tools=..., stream=...)``: a chat turn, optionally offering
-  tools, optionally streamed as :class:`ChatChunk` objects.
+  tools, optionally streamed as :class:`ChatChunk` objects;
+* ``embed(texts, timeout=...)``: one embedding vector per text, in order (one
+  request; batching, retries and checks live in :mod:`kb_indexer.llm.embedding`).
 
 Every failure is an :class:`LLMError` subclass with a ``retryable`` flag, so
 callers never see an SDK's or httpx's own exceptions.
@@ -249,6 +251,10 @@ class Backend(Protocol):
     def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
              temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
         """A chat turn; a :class:`Completion`, or an iterator of :class:`ChatChunk` when streaming."""
+
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        """One embedding vector per text, in the order given (a backend without embeddings raises
+        :class:`LLMConfigError`)."""
 
     def probe(self, timeout: float) -> ProbeResult:
         """Is the server reachable, and does it have the model?"""

@@ -22,6 +22,9 @@ Environment variables:
 ``OPENAI_API_KEY``         its key, if it wants one
 ``KBINDEX_NO_DOTENV``      set to skip reading ``.env``
 ``KBINDEX_LLM_PLUGINS``    modules or .py files that register more backends
+``KBINDEX_EMBED_BACKEND``  embedding backend: ``ollama``, ``gemini``, ``openai``, ``local`` or ``none``
+                           (default: the one the index's vectors were made with, else ``ollama``)
+``KBINDEX_EMBED_MODEL``    embedding model (default: the index's, else the backend's default)
 =========================  ==================================================
 """
 
@@ -111,6 +114,49 @@ def check_timeout(value: Any, name: str = "--llm-timeout") -> float:
     return out
 
 
+def _timeout_retries(timeout: float | None, retries: int | None, env: Any) -> tuple[float, int]:
+    """The call timeout and retries: as given, else ``KBINDEX_LLM_TIMEOUT``/``KBINDEX_LLM_RETRIES``, else defaults."""
+    if timeout is not None:
+        timeout = check_timeout(timeout)
+    elif env.get("KBINDEX_LLM_TIMEOUT"):
+        timeout = _number("KBINDEX_LLM_TIMEOUT", env["KBINDEX_LLM_TIMEOUT"], float)
+    else:
+        timeout = DEFAULT_TIMEOUT
+    if retries is not None:
+        retries = max(0, int(retries))
+    elif env.get("KBINDEX_LLM_RETRIES"):
+        retries = _number("KBINDEX_LLM_RETRIES", env["KBINDEX_LLM_RETRIES"], int)
+    else:
+        retries = DEFAULT_RETRIES
+    return timeout, retries
+
+
+def _endpoint(backend: str, env: Any, from_dotenv: set[str],
+              sources: dict[str, str]) -> tuple[str | None, str | None]:
+    """The server URL and API key of ``backend`` from the environment (``sources`` says where from)."""
+    base_url: str | None = None
+    api_key: str | None = None
+    if backend == "ollama":
+        base_url = ollama_host(env.get("OLLAMA_HOST"))
+        sources["url"] = _source("OLLAMA_HOST", from_dotenv) if env.get("OLLAMA_HOST") else "default"
+    elif backend == "gemini":
+        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+            if env.get(name):
+                api_key, sources["api_key"] = env[name], f"{name} ({_source(name, from_dotenv)})"
+                break
+        base_url = env.get("KBINDEX_GEMINI_BASE_URL") or env.get("GOOGLE_GEMINI_BASE_URL") or None
+        sources["url"] = "env" if base_url else "default"
+    elif backend == "openai":
+        base_url = (env.get("KBINDEX_OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        sources["url"] = (_source("KBINDEX_OPENAI_BASE_URL", from_dotenv)
+                          if env.get("KBINDEX_OPENAI_BASE_URL") else "default")
+        api_key = env.get("OPENAI_API_KEY") or None
+        if api_key:
+            sources["api_key"] = f"OPENAI_API_KEY ({_source('OPENAI_API_KEY', from_dotenv)})"
+
+    return base_url, api_key
+
+
 def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     """Settle backend, model, URL, key, timeout, retries and caching for one command."""
     opts = opts or LLMOptions()
@@ -134,40 +180,11 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     else:
         model, sources["model"] = (spec.default_model if spec else None), "default"
 
-    if opts.timeout is not None:
-        timeout = check_timeout(opts.timeout)
-    elif env.get("KBINDEX_LLM_TIMEOUT"):
-        timeout = _number("KBINDEX_LLM_TIMEOUT", env["KBINDEX_LLM_TIMEOUT"], float)
-    else:
-        timeout = DEFAULT_TIMEOUT
-    if opts.retries is not None:
-        retries = max(0, int(opts.retries))
-    elif env.get("KBINDEX_LLM_RETRIES"):
-        retries = _number("KBINDEX_LLM_RETRIES", env["KBINDEX_LLM_RETRIES"], int)
-    else:
-        retries = DEFAULT_RETRIES
+    timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
            if env.get("KBINDEX_LLM_MAX_TOKENS") else DEFAULT_MAX_TOKENS)
 
-    base_url: str | None = None
-    api_key: str | None = None
-    if backend == "ollama":
-        base_url = ollama_host(env.get("OLLAMA_HOST"))
-        sources["url"] = _source("OLLAMA_HOST", from_dotenv) if env.get("OLLAMA_HOST") else "default"
-    elif backend == "gemini":
-        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-            if env.get(name):
-                api_key, sources["api_key"] = env[name], f"{name} ({_source(name, from_dotenv)})"
-                break
-        base_url = env.get("KBINDEX_GEMINI_BASE_URL") or env.get("GOOGLE_GEMINI_BASE_URL") or None
-        sources["url"] = "env" if base_url else "default"
-    elif backend == "openai":
-        base_url = (env.get("KBINDEX_OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
-        sources["url"] = (_source("KBINDEX_OPENAI_BASE_URL", from_dotenv)
-                          if env.get("KBINDEX_OPENAI_BASE_URL") else "default")
-        api_key = env.get("OPENAI_API_KEY") or None
-        if api_key:
-            sources["api_key"] = f"OPENAI_API_KEY ({_source('OPENAI_API_KEY', from_dotenv)})"
+    base_url, api_key = _endpoint(backend, env, from_dotenv, sources)
 
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
                      use_cache=not opts.no_cache, max_tokens_cap=cap, base_url=base_url, api_key=api_key,
@@ -185,3 +202,56 @@ def is_configured(opts: LLMOptions | None = None) -> bool:
     load_env()
     value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
     return bool(value) and value != "none"
+
+
+@dataclass
+class EmbedOptions:
+    """The embedding flags of one command (None = not given)."""
+
+    backend: str | None = None
+    model: str | None = None
+    timeout: float | None = None
+    retries: int | None = None
+
+
+def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | None = None) -> LLMConfig:
+    """The embedding backend and model: flags, then ``KBINDEX_EMBED_BACKEND``/``KBINDEX_EMBED_MODEL``,
+    then ``stored`` (the backend and model of the index's newest vectors), then ``ollama`` with the
+    backend's default embedding model. Timeout and retries are the LLM's (``KBINDEX_LLM_TIMEOUT``...)."""
+    opts = opts or EmbedOptions()
+    env_file, from_dotenv = load_env()
+    env = os.environ
+    sources: dict[str, str] = {}
+    if opts.backend:
+        backend, sources["backend"] = opts.backend.strip().lower(), "flag"
+    elif env.get("KBINDEX_EMBED_BACKEND"):
+        backend = env["KBINDEX_EMBED_BACKEND"].strip().lower()
+        sources["backend"] = _source("KBINDEX_EMBED_BACKEND", from_dotenv)
+    elif stored:
+        backend, sources["backend"] = stored[0], "index"
+    else:
+        backend, sources["backend"] = DEFAULT_BACKEND, "default"
+    spec = None if backend == registry.DISABLED else registry.get(backend)
+    if opts.model:
+        model, sources["model"] = opts.model, "flag"
+    elif env.get("KBINDEX_EMBED_MODEL"):
+        model, sources["model"] = env["KBINDEX_EMBED_MODEL"], _source("KBINDEX_EMBED_MODEL", from_dotenv)
+    elif stored and stored[0] == backend:
+        model, sources["model"] = stored[1], "index"
+    else:
+        model, sources["model"] = (spec.default_embed_model if spec else None), "default"
+    timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
+    base_url, api_key = _endpoint(backend, env, from_dotenv, sources)
+    return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
+                     base_url=base_url, api_key=api_key, sources=sources,
+                     env_file=str(env_file) if env_file else None)
+
+
+def embed_configured(opts: EmbedOptions | None = None) -> bool:
+    """True when the user chose an embedding backend (flag, environment or ``.env``), not ``none``."""
+    opts = opts or EmbedOptions()
+    if opts.backend:
+        return opts.backend.strip().lower() != registry.DISABLED
+    load_env()
+    value = os.environ.get("KBINDEX_EMBED_BACKEND", "").strip().lower()
+    return bool(value) and value != registry.DISABLED

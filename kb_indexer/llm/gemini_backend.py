@@ -196,6 +196,13 @@ class GeminiBackend:
                     yield ChatChunk(text=text)
         yield ChatChunk(finish_reason=finish or "STOP", tool_calls=calls, usage=usage)
 
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        """``models.embed_content`` with every text as one content (the SDK sends one batch request)."""
+        config = types.EmbedContentConfig(http_options=types.HttpOptions(timeout=int(timeout * 1000)))
+        with self._errors(timeout):
+            resp = self._client.models.embed_content(model=self.model, contents=list(texts), config=config)
+            return [list(e.values or []) for e in (resp.embeddings or [])]
+
     def probe(self, timeout: float) -> ProbeResult:
         try:
             version = self._client._api_client._http_options.api_version or "v1"

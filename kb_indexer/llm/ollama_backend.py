@@ -133,6 +133,13 @@ class OllamaBackend:
                     finish, usage = part.done_reason, _usage(part)
         yield ChatChunk(finish_reason=finish or "stop", tool_calls=tool_calls, usage=usage)
 
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        """``POST /api/embed`` with every text as ``input`` (Ollama normalises the vectors itself)."""
+        self._start(timeout)
+        with self._errors(timeout):
+            resp = self._client.embed(model=self.model, input=list(texts))
+            return [list(v) for v in resp.embeddings]
+
     def probe(self, timeout: float) -> ProbeResult:
         url = f"{self.host}/api/tags"
         self._start(timeout)

@@ -277,6 +277,23 @@ class OpenAIBackend:
                                   for _, c in sorted(calls.items())])
         yield ChatChunk(finish_reason=finish or "stop", tool_calls=tool_calls, usage=usage)
 
+    # -- embeddings --------------------------------------------------------------------
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        """``POST /embeddings`` with every text as ``input``; the answer's ``data[i].index`` orders them."""
+        self.budget.start(timeout, self.config.timeout)
+        model = self._ensure_model(timeout)
+        resp = self._send("POST", "/embeddings", body={"model": model, "input": list(texts),
+                                                       "encoding_format": "float"}, timeout=timeout)
+        self._raise_for(resp)
+        data = self._json(resp).get("data")
+        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+            raise LLMBadResponse(f"{self.base_url}/embeddings sent no list of embeddings: {resp.text[:200]!r}")
+        try:
+            ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
+        except (TypeError, ValueError):
+            raise LLMBadResponse(f"{self.base_url}/embeddings sent a bad index: {resp.text[:200]!r}") from None
+        return [d.get("embedding") for d in ordered]
+
     # -- doctor ------------------------------------------------------------------------
     def probe(self, timeout: float) -> ProbeResult:
         url = f"{self.base_url}/models"

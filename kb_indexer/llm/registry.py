@@ -1,6 +1,7 @@
 """The LLM backends by name: a small registry, and the plugin hook that adds more.
 
-The built-in backends are ``ollama``, ``gemini`` and ``openai``; each is
+The built-in backends are ``ollama``, ``gemini`` and ``openai``, and ``local``
+(sentence-transformers, embeddings only, the optional extra ``kbindex[local]``); each is
 registered with a factory that imports its module (and so its SDK) only when a
 command makes a backend. ``none`` is not a backend: it switches the LLM off.
 
@@ -41,6 +42,7 @@ class BackendSpec:
     factory: Callable[[Any], Any]          # LLMConfig -> backend
     default_model: str | None = None       # None: the server picks (or the backend knows)
     schema_in_prompt: bool = False         # quote the JSON schema in the prompt as well
+    default_embed_model: str | None = None  # the embedding model when none is configured
 
 
 _REGISTRY: dict[str, BackendSpec] = {}
@@ -48,12 +50,12 @@ _loaded_plugins: set[str] = set()
 
 
 def register(name: str, factory: Callable[[Any], Any], *, default_model: str | None = None,
-             schema_in_prompt: bool = False) -> BackendSpec:
+             schema_in_prompt: bool = False, default_embed_model: str | None = None) -> BackendSpec:
     """Add (or replace) a backend under ``name``."""
     name = name.strip().lower()
     if not name or name == DISABLED:
         raise ValueError(f"cannot register an LLM backend named {name!r}")
-    spec = BackendSpec(name, factory, default_model, schema_in_prompt)
+    spec = BackendSpec(name, factory, default_model, schema_in_prompt, default_embed_model)
     _REGISTRY[name] = spec
     return spec
 
@@ -129,6 +131,14 @@ def _openai(config: Any) -> Any:
     return OpenAIBackend(config)
 
 
-register("ollama", _ollama, default_model="llama3.2:3b", schema_in_prompt=True)
-register("gemini", _gemini, default_model="gemini-2.5-flash")   # stable, not a preview model
+def _local(config: Any) -> Any:
+    from kb_indexer.llm.local_backend import LocalBackend
+    return LocalBackend(config)
+
+
+register("ollama", _ollama, default_model="llama3.2:3b", schema_in_prompt=True,
+         default_embed_model="nomic-embed-text")
+register("gemini", _gemini, default_model="gemini-2.5-flash",   # stable, not a preview model
+         default_embed_model="gemini-embedding-001")
 register("openai", _openai, default_model=None)                 # the server's first model (GET /models)
+register("local", _local, default_model=None, default_embed_model="all-MiniLM-L6-v2")  # embeddings only

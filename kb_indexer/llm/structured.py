@@ -149,6 +149,13 @@ class LLMClient:
                                  f"(retry {attempt}/{self.config.retries} in {delay:.1f}s)\n")
                 self._sleep(delay)
 
+    def call(self, fn: Callable[[float], Any]) -> tuple[Any, int]:
+        """``fn(seconds_left)`` as one call: a fresh deadline of ``config.timeout``, retried on retryable
+        errors within it, any other error an ``LLMError``; returns (its result, attempts)."""
+        _guarded(lambda _left: self.backend, 0.0)  # imports its SDK: not part of the deadline
+        self._start()
+        return self._with_retries(fn)
+
     # -- structured completion ---------------------------------------------------------
     def structured(self, task: str, messages: list[Message] | list[dict], schema: dict[str, Any], *,
                    max_tokens: int, temperature: float = 0.0, check: Check | None = None,

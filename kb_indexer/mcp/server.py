@@ -37,7 +37,7 @@ INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents 
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
 _RELATED_FIELDS = tuple(outputs.Related.__annotations__)
 _SKILL_FIELDS = tuple(outputs.Skill.__annotations__)
-Method = Literal["auto", "keyword", "fulltext", "hybrid"]
+Method = Literal["auto", "keyword", "fulltext", "semantic", "hybrid"]
 # A tool returns its CallToolResult (see _result); the SDK checks the structured part against the model.
 QueryOut = Annotated[CallToolResult, outputs.QueryOut]
 DocumentOut = Annotated[CallToolResult, outputs.DocumentOut]

@@ -3,9 +3,12 @@
 Follows ``memory-search-method-selection.md``: a query that contains exact
 identifiers (camelCase / PascalCase names, snake_case, file names with an
 extension, error codes such as ``ENOENT``, ``TypeError`` or ``404``) is
-answered by exact keyword/identifier matching; anything else by hybrid search
-(keyword tags with similarity expansion fused with full-text BM25). There is no
-vector index in kbindex, so the document's "semantic" branch is hybrid here.
+answered by exact keyword/identifier matching; a conceptual question (a semantic
+cue: "related to", "similar", "about", "how to", 관련, 비슷한, ~에 대해, 방법, 어떻게)
+by vector search (``semantic``), unless it also names an exact term (then hybrid,
+as the design's "chroma 관련 작업 찾아줘"); anything else by hybrid search (keyword
+tags with similarity expansion, full-text BM25 and vectors, fused). ``sqlite`` is
+the design's name for ``keyword``.
 
 Names are not identifiers: a camelCase or PascalCase word that is a keyword of
 the index, or a PascalCase word inside a natural-language question (a proper
@@ -22,7 +25,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 
-METHODS = ("auto", "keyword", "fulltext", "hybrid")
+METHODS = ("auto", "keyword", "fulltext", "semantic", "hybrid")
+ALIASES = {"sqlite": "keyword"}
+
+# Semantic cues (memory-search-method-selection.md): English phrases as whole words, Korean as written
+# (they attach to the word before: "상태 관리에 대해", "인증 관련").
+_SEMANTIC_EN = re.compile(r"\b(related to|relating to|similar|about|how to|how do i|how can i)\b", re.I)
+_SEMANTIC_KO = ("관련", "비슷한", "에 대해", "에 대한", "방법", "어떻게")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]*")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 # POSIX errno names commonly seen in error messages.
 ERRNO_NAMES = frozenset("""
@@ -223,14 +234,35 @@ class MethodChoice:
     names: list[Identifier] = field(default_factory=list)   # kind: "known keyword" or "proper noun"
 
 
+def semantic_cue(question: str) -> tuple[str | None, str | None]:
+    """``(cue, exact term)``: the semantic cue the question holds (None: none), and an exact term beside it
+    that makes the question a mix (hybrid): a proper noun (a capitalised word after the first, not an
+    all-capitals acronym such as API), or a Latin-script name in a Korean question ("chroma 관련")."""
+    text = unicodedata.normalize("NFKC", question or "")
+    m = _SEMANTIC_EN.search(text)
+    cue = m.group(1).lower() if m else next((c for c in _SEMANTIC_KO if c in text), None)
+    if cue is None:
+        return None, None
+    korean = bool(_HANGUL.search(text))
+    words = _LATIN_WORD.findall(text)
+    for i, word in enumerate(words):
+        if word.isupper() and len(word) <= 6:      # an acronym is a generic term (API, HTTP, JSON)
+            continue
+        if korean or (i > 0 and word[0].isupper()):
+            return cue, word
+    return cue, None
+
+
 def choose_method(requested: str, question: str, keywords: list[str] | None = None,
                   known: KnownKeywords | None = None) -> MethodChoice:
     """Resolve ``auto``; an explicit method is kept as given. ``known`` maps normalised words to those
     that are keywords of the index (a known keyword is a name, not an identifier)."""
     from kb_indexer.errors import UsageError
 
+    requested = ALIASES.get(requested, requested)
     if requested not in METHODS:
-        raise UsageError(f"Unknown method {requested!r}; expected one of: {', '.join(METHODS)}")
+        raise UsageError(f"Unknown method {requested!r}; expected one of: "
+                         f"{', '.join(METHODS + tuple(ALIASES))}")
     found, names = split_names(_scan(question, *(keywords or [])), question, known)
     idents = _settle(found)
     if requested != "auto":
@@ -240,9 +272,14 @@ def choose_method(requested: str, question: str, keywords: list[str] | None = No
         more = f" and {len(idents) - 6} more" if len(idents) > 6 else ""
         return MethodChoice("keyword", "auto", f"identifier-like terms: {shown}{more}; exact keyword/identifier "
                             "matching", idents, names)
-    why = "no identifier-like terms"
+    cue, exact = semantic_cue(question)
+    exact = exact or (names[0].text if names else None)
+    if cue and not exact:
+        return MethodChoice("semantic", "auto", f"semantic cue {cue!r}: vector search (plus exact keyword tags)",
+                            idents, names)
+    why = f"semantic cue {cue!r} beside the exact term {exact!r}" if cue else "no identifier-like terms"
     if names:
         shown = ", ".join(f"{n.text} ({n.kind})" for n in names[:6])
-        why = f"not identifiers: {shown}; their exact matches are boosted"
-    return MethodChoice("hybrid", "auto", f"{why}; hybrid: keyword tags with similarity expansion fused with "
-                        "full-text BM25", idents, names)
+        why += f"; not identifiers: {shown}; their exact matches are boosted"
+    return MethodChoice("hybrid", "auto", f"{why}; hybrid: keyword tags with similarity expansion, full-text "
+                        "BM25 and vectors, fused", idents, names)

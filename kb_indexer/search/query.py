@@ -3,8 +3,11 @@
 Pipeline (see the modules for each step):
 
 1. method (:mod:`.method`): ``auto`` picks ``keyword`` for identifier-like
-   queries, else ``hybrid`` (a known keyword or a proper noun in a question is
-   a name, not an identifier);
+   queries, ``semantic`` for conceptual ones ("related to", "how to", 관련, 방법...),
+   else ``hybrid`` (a known keyword or a proper noun in a question is a name, not
+   an identifier); ``semantic`` and ``hybrid`` use the index's vectors when it has
+   them and the question can be embedded (:mod:`.semantic`), else they run lexically
+   and the JSON says so (``fallback``, and the ``semantic`` object);
 2. user keywords: ``--keywords`` as given, else the known keywords found in
    the question (longest n-gram match against the keywords table), plus, for
    the keyword method, the identifiers found in the question;
@@ -17,7 +20,10 @@ Pipeline (see the modules for each step):
    fulltext), and in hybrid every identifier-like word (names too) once more as
    an exact phrase (double query weight: exact matches are boosted, full text
    stays on); only keywords and identifiers (keyword method);
-6. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
+6. dense (semantic and hybrid): the ``DENSE_DEPTH`` documents whose best chunk is
+   closest to the question join the candidates; every candidate gets its cosine;
+   ``semantic`` uses vectors and exact tags only (no expansion, no full text);
+7. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
    one ``query_attempts`` row, written by the recorder the API layer passes in
    (:func:`kb_indexer.learn.history.record`; search never imports learn).
 """
@@ -29,7 +35,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from kb_indexer.errors import UsageError
+from kb_indexer.errors import KbError, UsageError
 from kb_indexer.search import fulltext
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
@@ -41,6 +47,9 @@ from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, app
 from kb_indexer.search.method import MethodChoice, choose_method
 from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
+from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
+from kb_indexer.search.semantic import normalise as normalise_dense
+from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.text import normalize_keyword
 
@@ -127,23 +136,29 @@ class _Found:
     total: int  # documents found by any channel, however many the limit shows
     channel_weights: dict[str, float]
     pruned: list[str]
+    method: str = ""                          # the method that ran (semantic without vectors: hybrid)
+    fallback: str | None = None               # "lexical" when semantic/hybrid ran without vectors
+    dense_info: dict[str, Any] | None = None  # the JSON's "semantic" object
 
 
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
               context: str | None = None, expand_depth: int = DEFAULT_DEPTH, min_weight: float | None = None,
-              threshold: float | None = None, context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
+              threshold: float | None = None, context_threshold: float = DEFAULT_CONTEXT_THRESHOLD,
+              types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
               explain: bool = False, weights: dict[str, float] | None = None,
               column_weights: tuple[float, float, float, float] | None = None,
               context_scorer: ContextScorer | None = None, record: bool = True,
               use_learned: bool = True, query_id: int | None = None,
-              learned: LearnedBoosts | None = None, recorder: Recorder | None = None) -> dict[str, Any]:
+              learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
+              dense: DenseSource | None = None) -> dict[str, Any]:
     """Run one query; returns the JSON-ready result. ``min_weight`` (older name ``threshold``, default
     0.35) is the minimum expansion weight; ``context_threshold`` (default 0.7) the context-match score
     from which a relation fits ``context``. ``learned`` (when ``use_learned``) lifts or lowers
-    documents by learned associations; ``recorder`` (when ``record``) records the attempt."""
+    documents by learned associations; ``recorder`` (when ``record``) records the attempt; ``dense``
+    (from the API layer) lets semantic and hybrid queries use the index's vectors."""
     spec = _spec(question, keywords, context, expand_depth, (min_weight_of(min_weight, threshold), context_threshold),
                  types, method, limit, weights, column_weights, lambda norms: set(_keyword_ids(conn, norms)))
-    found = _find(conn, spec, context_scorer, learned if use_learned else None, explain)
+    found = _find(conn, spec, context_scorer, learned if use_learned else None, explain, dense)
     out = _output(spec, found)
     if explain:
         out["query"]["explain"] = _explain(spec, found)
@@ -170,17 +185,45 @@ def _spec(question, keywords, context, expand_depth, thresholds, types, method, 
         choice=choose_method(method, question, [g for g, _ in given], known))
 
 
+def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) -> tuple[DenseResult | None,
+                                                                                     dict[str, Any] | None]:
+    """The vector scores of a semantic or hybrid query, and the JSON's ``semantic`` object (None for the
+    lexical methods). Any failure (no vectors, backend down) leaves the query lexical and says why."""
+    if spec.choice.method not in ("semantic", "hybrid"):
+        return None, None
+    source = source or DenseSource(unavailable="no embedding model given to the query")
+    info: dict[str, Any] = {"backend": source.backend, "model": source.model_name, "used": False, "error": None,
+                            "configured": source.configured}
+    if source.model is not None:
+        from kb_indexer.store.vectors import documents_without_vectors
+
+        n, paths = documents_without_vectors(conn, source.model.id)
+        info.update(documents_without_vectors=n, files_without_vectors=paths)
+    try:
+        result = run_dense(conn, source, spec.question, max(DENSE_DEPTH, spec.limit))
+    except KbError as exc:
+        info["error"] = exc.message
+        return None, info
+    info["used"] = True
+    info.update(result.info)
+    return result, info
+
+
 def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer | None,
-          learned: LearnedBoosts | None, explain: bool) -> _Found:
-    """Keywords, expansion, tagged documents, learned associations and full text, fused and ranked."""
-    use_keywords = spec.choice.method in ("keyword", "hybrid")
+          learned: LearnedBoosts | None, explain: bool, dense_source: DenseSource | None = None) -> _Found:
+    """Keywords, expansion, tagged documents, learned associations, full text and vectors, fused and ranked."""
+    dense, dense_info = _dense(conn, spec, dense_source)
+    method = spec.choice.method
+    if method == "semantic" and dense is None:
+        method = "hybrid"
+    use_keywords = method in ("keyword", "hybrid", "semantic")
     user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
     fts_query, pruned = prune_common_terms(conn, fts_query, _document_count(conn))
     user_norms = [n for _, n in user]
     ids = _keyword_ids(conn, user_norms) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
     expansions = []
-    if ids and spec.expand_depth > 0:
+    if ids and spec.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
         expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
                             types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
                             context_scorer=context_scorer, context_threshold=spec.context_threshold)
@@ -191,20 +234,40 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
             candidates.setdefault(doc_id, Candidate(doc_id))
     # Each document a not-helpful mark may push down makes room for one more full-text hit.
     penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
-    snippets, total = _add_fulltext(conn, fts_query, candidates, spec.limit + penalised if spec.limit else 0,
+    lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
+    snippets, total = _add_fulltext(conn, lexical_query, candidates, spec.limit + penalised if spec.limit else 0,
                                     spec.col_w)
+    dense_norm = _add_dense(conn, dense, candidates, lexical_query, spec.col_w) if dense is not None else {}
+    total += sum(1 for c in candidates.values() if c.semantic and c.bm25 is None and not c.evidence)
     for doc_id, info in boosts.items():
         if doc_id in candidates:  # a not-helpful mark lowers a document found another way
             candidates[doc_id].learned = info["boost"]
     channel_weights = fuse(candidates, len(user_norms), fulltext.normalise(
-        {d: c.bm25 for d, c in candidates.items() if c.bm25 is not None}))
+        {d: c.bm25 for d, c in candidates.items() if c.bm25 is not None}), dense_norm)
     apply_learned(candidates)
     ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
-    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, fts_query.terms)
+    results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, lexical_query.terms)
                for c in ranked]
-    return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned)
+    return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
+                  method, "lexical" if dense_info is not None and dense is None else None, dense_info)
+
+
+def _add_dense(conn: sqlite3.Connection, dense: DenseResult, candidates: dict[int, Candidate],
+               fts_query: fulltext.FtsQuery, col_w: tuple) -> dict[int, float]:
+    """The documents vector search found join the candidates (with their bm25 when the query has full text);
+    every candidate gets its cosine; returns the normalised dense parts."""
+    new = [d for d in dense.top if d not in candidates]
+    for d, cos in dense.top.items():
+        c = candidates.setdefault(d, Candidate(d))
+        c.cosine, c.semantic = cos, True
+    for d, cos in dense.get([d for d, c in candidates.items() if c.cosine is None]).items():
+        candidates[d].cosine = cos
+    for d, score in fulltext.scores_for(conn, fts_query, new, col_w).items():
+        candidates[d].bm25 = score
+    floor = min(dense.top.values()) if dense.top else 0.0
+    return normalise_dense({d: c.cosine for d, c in candidates.items() if c.cosine is not None}, floor)
 
 
 def _document_count(conn: sqlite3.Connection) -> int:
@@ -218,7 +281,7 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
     for e in sorted(found.expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
         if e.keyword not in expanded:
             expanded.append(e.keyword)
-    return {
+    out = {
         "query": {
             "question": spec.question,
             "keywords": [u for u, _ in found.user],
@@ -230,15 +293,27 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
             "min_weight": spec.threshold,
             "context_threshold": spec.context_threshold,
             "expand_depth": spec.expand_depth,
-            "method": spec.choice.method,
+            "method": found.method,
             "method_requested": spec.choice.requested,
-            "method_reason": spec.choice.reason,
+            "method_reason": _reason(spec, found),
+            "fallback": found.fallback,
         },
         "results": found.results,
         "count": len(found.results),
-        **search_counts(found.results),
+        **search_counts(found.results, dense=found.dense_info is not None and found.fallback is None),
         "total": found.total,
     }
+    if found.dense_info is not None:
+        out["semantic"] = found.dense_info
+    return out
+
+
+def _reason(spec: _Spec, found: _Found) -> str:
+    if not found.fallback:
+        return spec.choice.reason
+    error = (found.dense_info or {}).get("error") or "no vectors"
+    ran = "keyword tags and full text" if found.method == "hybrid" else found.method
+    return f"{spec.choice.reason}; without vectors ({error}): {ran} only"
 
 
 def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
@@ -271,7 +346,7 @@ def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _
     try:
         qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
                             keywords=[u for u, _ in found.user], expand_depth=spec.expand_depth,
-                            threshold=spec.threshold, method=spec.choice.method, results=found.results,
+                            threshold=spec.threshold, method=found.method, results=found.results,
                             expansions=[e.to_dict() for e in found.expansions], options=options)
     except sqlite3.OperationalError as exc:
         qid = aid = None
@@ -416,9 +491,10 @@ def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
         "user_keywords": users,
         "keyword_expansions": expansions,
         "relevance_score": round(c.score, 4),
+        "similarity": round(min(1.0, max(0.0, c.cosine)), 4) if c.cosine is not None else round(c.score, 4),
         "sources": c.sources,
         "source": design_source(c.sources),
-        "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms),
+        "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms, c.cosine, c.semantic),
         "snippet": snippet,
     }
     if explain:

@@ -4,8 +4,10 @@
 The one rule for ``source`` (:func:`design_source`): a document found through the index's keyword data
 -- a tag equal to a user keyword (``keyword``), a tag reached by similarity expansion (``expansion``)
 or a learned question->document association (``learned``) -- is a ``keyword_search`` result; one that
-only full text found (``fulltext``) is a ``grep_search`` result. The two counts count the results
-shown, so ``keyword_search_count + grep_search_count == count``.
+full text found (``fulltext``) and no keyword data did is a ``grep_search`` result; one that only vector
+search found (``semantic``, which the design's two sources predate) is a ``semantic_search`` result. The
+counts count the results shown: ``keyword_search_count + grep_search_count + semantic_search_count ==
+count`` (``semantic_search_count`` appears only for the methods that use vectors).
 
 ``reasoning`` is one short sentence naming the evidence, strongest first: for each user keyword its
 best tag (the evidence its keyword score comes from), through which relation (type, expansion weight, the keyword it was reached via, and how well
@@ -20,6 +22,7 @@ from typing import Any, Iterable
 
 KEYWORD_SEARCH = "keyword_search"
 GREP_SEARCH = "grep_search"
+SEMANTIC_SEARCH = "semantic_search"
 KEYWORD_SOURCES = frozenset({"keyword", "expansion", "learned"})
 MAX_TAGS = 3        # tag/expansion clauses in one sentence
 MAX_WORDS = 4       # full-text words named
@@ -30,14 +33,20 @@ _TOKEN = re.compile(r"\w+")
 
 def design_source(sources: Iterable[str]) -> str:
     """``keyword_search`` when tags, expansions or a learned association found the document, else
-    ``grep_search`` (full text only)."""
-    return KEYWORD_SEARCH if any(s in KEYWORD_SOURCES for s in sources) else GREP_SEARCH
+    ``grep_search`` when full text did, else ``semantic_search`` (vectors only)."""
+    sources = set(sources)
+    if sources & KEYWORD_SOURCES:
+        return KEYWORD_SEARCH
+    return SEMANTIC_SEARCH if sources == {"semantic"} else GREP_SEARCH
 
 
-def search_counts(results: list[dict[str, Any]]) -> dict[str, int]:
-    """``keyword_search_count`` and ``grep_search_count`` over the results shown."""
-    n_keyword = sum(1 for r in results if r["source"] == KEYWORD_SEARCH)
-    return {"keyword_search_count": n_keyword, "grep_search_count": len(results) - n_keyword}
+def search_counts(results: list[dict[str, Any]], dense: bool = False) -> dict[str, int]:
+    """``keyword_search_count`` and ``grep_search_count`` over the results shown, and
+    ``semantic_search_count`` when the query used vectors (``dense``)."""
+    out = {name + "_count": sum(1 for r in results if r["source"] == name) for name in (KEYWORD_SEARCH, GREP_SEARCH)}
+    if dense:
+        out[SEMANTIC_SEARCH + "_count"] = sum(1 for r in results if r["source"] == SEMANTIC_SEARCH)
+    return out
 
 
 def _tag_clause(e: Any) -> str:
@@ -72,7 +81,7 @@ def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
 
 
 def reasoning(evidence: list[Any], fulltext: bool, learned: float, snippet: str | None,
-              terms: Iterable[str] = ()) -> str:
+              terms: Iterable[str] = (), cosine: float | None = None, semantic: bool = False) -> str:
     """One sentence naming the evidence that found (or moved) a document (see the module docstring)."""
     parts: list[str] = []
     seen: set[str] = set()
@@ -87,6 +96,9 @@ def reasoning(evidence: list[Any], fulltext: bool, learned: float, snippet: str 
         shown = ", ".join(f"'{w}'" for w in words[:MAX_WORDS])
         text = f"full text matches {shown}" if words else "full text matches words of the question"
         parts.append(text if parts else f"found by full text only: {text[len('full text '):]}")
+    if semantic and cosine is not None:
+        text = f"close in meaning to the question (cosine {cosine:.2f})"
+        parts.append(text if parts else f"found by vector search only: {text}")
     if learned > 0:
         parts.append("marked helpful for a similar earlier question (learned association)")
     elif learned < 0:

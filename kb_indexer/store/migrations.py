@@ -374,6 +374,63 @@ def m080_context(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m090_embeddings(conn: sqlite3.Connection) -> None:
+    # Dense vectors for semantic and hybrid search (see kb_indexer.store.vectors). One row per embedding
+    # model (backend + model name, with its dimension: vectors of two models never mix); per model and
+    # document, what text the vectors were made from (``source_hash``: incremental `kbindex embed`) and
+    # the chunks' unit vectors (float32 BLOBs). ``embedding_matrix`` packs one model's vectors into one
+    # contiguous BLOB that a query reads in one go; it is valid while its ``generation`` equals the
+    # model's, which the triggers bump on every change of the model's documents (a deleted document
+    # included: its rows go by cascade). Derived from the documents: not exported.
+    run_script(conn, """
+    CREATE TABLE embedding_models (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        backend TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL CHECK (dim > 0),
+        generation INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        UNIQUE (backend, model)
+    );
+    CREATE TABLE embedding_docs (
+        model_id INTEGER NOT NULL REFERENCES embedding_models(id) ON DELETE CASCADE,
+        document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        source_hash TEXT NOT NULL,
+        chunks INTEGER NOT NULL,
+        truncated INTEGER NOT NULL DEFAULT 0,
+        embedded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        PRIMARY KEY (model_id, document_id)
+    );
+    CREATE INDEX idx_embedding_docs_document ON embedding_docs(document_id);
+    CREATE TABLE embedding_chunks (
+        model_id INTEGER NOT NULL,
+        document_id INTEGER NOT NULL,
+        chunk_no INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (model_id, document_id, chunk_no),
+        FOREIGN KEY (model_id, document_id) REFERENCES embedding_docs(model_id, document_id) ON DELETE CASCADE
+    );
+    CREATE TABLE embedding_matrix (
+        model_id INTEGER PRIMARY KEY REFERENCES embedding_models(id) ON DELETE CASCADE,
+        generation INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        doc_ids BLOB NOT NULL,
+        vectors BLOB NOT NULL
+    );
+    CREATE TRIGGER embedding_docs_added AFTER INSERT ON embedding_docs BEGIN
+        UPDATE embedding_models SET generation = generation + 1 WHERE id = new.model_id;
+    END;
+    CREATE TRIGGER embedding_docs_removed AFTER DELETE ON embedding_docs BEGIN
+        UPDATE embedding_models SET generation = generation + 1 WHERE id = old.model_id;
+    END;
+    CREATE TRIGGER embedding_docs_changed AFTER UPDATE ON embedding_docs BEGIN
+        UPDATE embedding_models SET generation = generation + 1 WHERE id = new.model_id;
+    END;
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

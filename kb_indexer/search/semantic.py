@@ -1,0 +1,92 @@
+"""Dense retrieval: the question's embedding against the stored chunk vectors (brute-force cosine, numpy).
+
+The search layer does not call embedding backends: the API layer hands :func:`run` a
+:class:`DenseSource`, the index's model whose vectors to read and a function that embeds the
+question (see :mod:`kb_indexer.llm.embed_query`). A document's dense score is the cosine of its
+best chunk. numpy is imported here only, and only when a query uses vectors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kb_indexer.errors import KbError
+from kb_indexer.store import vectors as store
+
+#: How many of the best documents by vector similarity become candidates of a semantic or hybrid query
+#: (at least; ``limit`` when larger).
+DENSE_DEPTH = 100
+
+
+@dataclass
+class DenseSource:
+    """What a query needs to use vectors; ``unavailable`` says why it cannot (then the query is lexical)."""
+
+    backend: str | None = None
+    model_name: str | None = None
+    model: store.EmbeddingModel | None = None
+    embed: Callable[[str], Any] | None = None     # question -> unit vector (raises KbError on failure)
+    unavailable: str | None = None
+    configured: bool = False                      # the user chose an embedding backend explicitly
+
+
+@dataclass
+class DenseResult:
+    """Best-chunk cosine per document: ``top`` for the best documents, :meth:`get` for any other."""
+
+    top: dict[int, float]
+    docs: Any = None          # sorted document ids with vectors (numpy)
+    best: Any = None          # their best cosine (numpy)
+    rebuilt: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, doc_ids: list[int]) -> dict[int, float]:
+        import numpy as np
+
+        if not doc_ids or self.docs is None or not len(self.docs):
+            return {}
+        wanted = np.asarray(doc_ids, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.docs, wanted), 0, len(self.docs) - 1)
+        hit = self.docs[pos] == wanted
+        return {int(d): float(s) for d, s, h in zip(wanted, self.best[pos], hit) if h}
+
+
+def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int) -> DenseResult:
+    """Cosine of every document's best chunk with the question; the ``depth`` best in ``top``.
+
+    Raises ``KbError`` when the question cannot be embedded (the caller falls back to lexical search).
+    """
+    import numpy as np
+
+    if source.model is None or source.embed is None:
+        raise KbError(source.unavailable or "no vectors")
+    doc_ids, matrix, rebuilt = store.load_matrix(conn, source.model)
+    q = np.asarray(source.embed(question), dtype=np.float32)
+    if q.shape != (source.model.dim,):
+        raise KbError(f"the question's embedding has {q.shape[-1]} dimensions, the index's vectors "
+                      f"{source.model.dim}", code="embedding_mismatch")
+    if not len(doc_ids):
+        return DenseResult({}, rebuilt=rebuilt)
+    sims = matrix @ q
+    starts = np.flatnonzero(np.r_[True, doc_ids[1:] != doc_ids[:-1]])
+    docs = doc_ids[starts]
+    best = np.maximum.reduceat(sims, starts)
+    k = min(depth, len(docs))
+    idx = np.argpartition(-best, k - 1)[:k] if k < len(docs) else np.arange(len(docs))
+    top = {int(docs[i]): float(best[i]) for i in idx}
+    return DenseResult(top, docs, best, rebuilt, {"chunks": int(len(doc_ids)), "documents": int(len(docs))})
+
+
+def normalise(scores: dict[int, float], floor: float) -> dict[int, float]:
+    """Per-query dense score in [0, 1]: ``(cos - floor) / (best - floor)``, where ``floor`` is the cosine
+    of the ``DENSE_DEPTH``-th best document (so the candidates spread over [0, 1] whatever the model's
+    cosine range), clipped at 0."""
+    if not scores:
+        return {}
+    best = max(scores.values())
+    span = best - floor
+    if span <= 1e-9:
+        return {d: 1.0 for d in scores}
+    return {d: min(1.0, max(0.0, (s - floor) / span)) for d, s in scores.items()}

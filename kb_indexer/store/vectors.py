@@ -1,0 +1,179 @@
+"""Embedding vectors in the index (tables of migration ``m090_embeddings``).
+
+* ``embedding_models``: one row per (backend, model), with the vectors' dimension; vectors of two
+  models never mix (a query reads one model's only, and a model's vectors all have its dimension).
+* ``embedding_docs`` / ``embedding_chunks``: per model and document, the hash of the text the
+  vectors were made from and one unit float32 vector per chunk.
+* ``embedding_matrix``: all of one model's vectors packed in one contiguous BLOB (rows ordered by
+  document, then chunk) with the matching document ids. A cold query reads this one row instead of
+  one row per chunk. It is valid while its ``generation`` equals the model's (triggers bump it on
+  every change); :func:`load_matrix` rebuilds a stale one and stores it again when it can.
+
+numpy is imported only by the functions that build or read matrices.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from kb_indexer.errors import KbError
+from kb_indexer.store.connection import transaction
+
+
+class MixedModelError(KbError):
+    """Vectors of another dimension for a model whose vectors are stored (they would not compare)."""
+
+    code = "embedding_mismatch"
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    id: int
+    backend: str
+    model: str
+    dim: int
+    generation: int
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.backend, self.model
+
+
+def _model(row: sqlite3.Row | tuple | None) -> EmbeddingModel | None:
+    return None if row is None else EmbeddingModel(*tuple(row)[:5])
+
+
+_COLS = "id, backend, model, dim, generation"
+
+
+def find_model(conn: sqlite3.Connection, backend: str, model: str) -> EmbeddingModel | None:
+    return _model(conn.execute(f"SELECT {_COLS} FROM embedding_models WHERE backend = ? AND model = ?",
+                               (backend, model)).fetchone())
+
+
+def latest_model(conn: sqlite3.Connection) -> EmbeddingModel | None:
+    """The model whose vectors were written last (the default model of queries and `embed`)."""
+    return _model(conn.execute(f"SELECT {_COLS} FROM embedding_models m WHERE EXISTS "
+                               "(SELECT 1 FROM embedding_docs d WHERE d.model_id = m.id) "
+                               "ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone())
+
+
+def ensure_model(conn: sqlite3.Connection, backend: str, model: str, dim: int) -> EmbeddingModel:
+    """The model's row, created with ``dim``; a stored model of another dimension is refused."""
+    found = find_model(conn, backend, model)
+    if found is None:
+        conn.execute("INSERT INTO embedding_models (backend, model, dim) VALUES (?, ?, ?)", (backend, model, dim))
+        return find_model(conn, backend, model)  # type: ignore[return-value]
+    if found.dim != dim:
+        raise MixedModelError(f"{backend} model {model!r} now answers with {dim}-dimensional vectors, but the "
+                              f"index holds {found.dim}-dimensional ones for it; run `kbindex embed --all` "
+                              "with --embed-model naming the model you mean", details={"stored_dim": found.dim,
+                                                                                         "got_dim": dim})
+    return found
+
+
+def source_hashes(conn: sqlite3.Connection, model_id: int) -> dict[int, str]:
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT document_id, source_hash FROM embedding_docs WHERE model_id = ?", (model_id,))}
+
+
+def replace_document(conn: sqlite3.Connection, model: EmbeddingModel, doc_id: int, source_hash: str,
+                     vectors: Any, truncated: bool = False) -> None:
+    """The document's vectors for ``model`` (an (n, dim) float32 array; n may be 0), replacing any."""
+    if len(vectors) and vectors.shape[1] != model.dim:
+        raise MixedModelError(f"{vectors.shape[1]}-dimensional vectors for {model.backend} {model.model!r}, "
+                              f"whose vectors are {model.dim}-dimensional")
+    conn.execute("DELETE FROM embedding_docs WHERE model_id = ? AND document_id = ?", (model.id, doc_id))
+    conn.execute("INSERT INTO embedding_docs (model_id, document_id, source_hash, chunks, truncated) "
+                 "VALUES (?, ?, ?, ?, ?)", (model.id, doc_id, source_hash, len(vectors), int(truncated)))
+    conn.executemany("INSERT INTO embedding_chunks (model_id, document_id, chunk_no, vector) VALUES (?, ?, ?, ?)",
+                     [(model.id, doc_id, i, v.astype("<f4").tobytes()) for i, v in enumerate(vectors)])
+    conn.execute("UPDATE embedding_models SET updated_at = strftime('%Y-%m-%dT%H:%M:%f', 'now') WHERE id = ?",
+                 (model.id,))
+
+
+# -- the packed matrix --------------------------------------------------------------------
+
+
+def _build(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
+    import numpy as np
+
+    rows = conn.execute("SELECT document_id, vector FROM embedding_chunks WHERE model_id = ? "
+                        "ORDER BY document_id, chunk_no", (model.id,)).fetchall()
+    doc_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), model.dim)
+    return doc_ids, matrix
+
+
+def pack(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
+    """Rebuild the model's packed matrix from its chunk rows and store it (inside the caller's transaction
+    if there is one); returns (document ids, matrix)."""
+    current = conn.execute("SELECT generation FROM embedding_models WHERE id = ?", (model.id,)).fetchone()[0]
+    doc_ids, matrix = _build(conn, model)
+    conn.execute("INSERT INTO embedding_matrix (model_id, generation, rows, doc_ids, vectors) VALUES (?, ?, ?, ?, ?) "
+                 "ON CONFLICT(model_id) DO UPDATE SET generation = excluded.generation, rows = excluded.rows, "
+                 "doc_ids = excluded.doc_ids, vectors = excluded.vectors",
+                 (model.id, current, len(doc_ids), doc_ids.tobytes(), matrix.tobytes()))
+    return doc_ids, matrix
+
+
+def ensure_packed(conn: sqlite3.Connection, model: EmbeddingModel) -> None:
+    """Repack the model's matrix unless the stored one is current."""
+    current = conn.execute("SELECT 1 FROM embedding_matrix x JOIN embedding_models m ON m.id = x.model_id "
+                           "WHERE x.model_id = ? AND x.generation = m.generation", (model.id,)).fetchone()
+    if current is None:
+        pack(conn, model)
+
+
+def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any, bool]:
+    """(document id per row, (rows, dim) float32 unit vectors, whether it had to be rebuilt).
+
+    One read of the packed BLOB when it is current; otherwise the chunk rows are read and packed again
+    (stored for the next query when the index is writable; a read-only or busy index just answers).
+    """
+    import numpy as np
+
+    row = conn.execute("SELECT x.doc_ids, x.vectors FROM embedding_matrix x JOIN embedding_models m "
+                       "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",
+                       (model.id,)).fetchone()
+    if row is not None:
+        doc_ids = np.frombuffer(row[0], dtype=np.int64)
+        return doc_ids, np.frombuffer(row[1], dtype="<f4").reshape(len(doc_ids), model.dim), False
+    try:
+        with transaction(conn):
+            doc_ids, matrix = pack(conn, model)
+    except sqlite3.OperationalError:   # read-only, locked past the busy timeout: answer without storing
+        doc_ids, matrix = _build(conn, model)
+    return doc_ids, matrix, True
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+def coverage(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Per model: documents with vectors, without (in the index but not embedded, or embedded with no
+    text), stale (embedded from an older version of the document), chunks."""
+    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    out = []
+    for m in conn.execute(f"SELECT {_COLS}, updated_at FROM embedding_models ORDER BY updated_at DESC, id DESC"):
+        embedded, with_vectors, chunks, stale = conn.execute(
+            "SELECT count(*), coalesce(sum(e.chunks > 0), 0), coalesce(sum(e.chunks), 0), "
+            "coalesce(sum(e.source_hash NOT LIKE coalesce(d.content_hash, '') || ':%'), 0) "
+            "FROM embedding_docs e JOIN documents d ON d.id = e.document_id WHERE e.model_id = ?",
+            (m[0],)).fetchone()
+        out.append({"backend": m[1], "model": m[2], "dim": m[3], "documents": total,
+                    "with_vectors": with_vectors, "without_vectors": total - with_vectors,
+                    "stale": stale, "chunks": chunks,
+                    "coverage": round(with_vectors / total, 4) if total else 0.0, "updated_at": m[5]})
+    return out
+
+
+def documents_without_vectors(conn: sqlite3.Connection, model_id: int, limit: int = 20) -> tuple[int, list[str]]:
+    """How many documents have no vector of the model, and the first ``limit`` of their paths."""
+    where = ("FROM documents d WHERE NOT EXISTS (SELECT 1 FROM embedding_docs e WHERE e.model_id = ? AND "
+             "e.document_id = d.id AND e.chunks > 0)")
+    n = conn.execute(f"SELECT count(*) {where}", (model_id,)).fetchone()[0]
+    paths = [r[0] for r in conn.execute(f"SELECT d.filepath {where} ORDER BY d.filepath LIMIT ?", (model_id, limit))]
+    return n, paths
