@@ -87,7 +87,7 @@ def test_threshold_zero_keeps_everything_and_contrast_scores_low(similar_kb):
 def test_large_sets_are_scored_in_bounded_batches(empty_kb):
     cands = [{"id": i, "keyword": f"k{i}", "similarity_type": "related_concept", "context": "c", "score": 0.5}
              for i in range(MAX_PER_CALL + 5)]
-    client, fake = fake_client(empty_kb.conn, {str(i + 1): 0.7 for i in range(MAX_PER_CALL)}, {str(i + 1): 0.3 for i in range(5)})
+    client, fake = fake_client(empty_kb.conn, {str(i + 1): 70 for i in range(MAX_PER_CALL)}, {str(i + 1): 30 for i in range(5)})
     scores, info = score_contexts(empty_kb.conn, "anything", cands, client=client)
     assert len(fake.calls) == 2 and info["llm"]["used"]
     assert fake.calls[0]["schema"]["required"] == [str(i + 1) for i in range(MAX_PER_CALL)]
