@@ -65,11 +65,24 @@ def show(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = 
 @app.command()
 def sync(
     directory: Annotated[Optional[str], typer.Argument(help="Only this folder of the KB (default: all of it).")] = None,
+    enrich: Annotated[bool, typer.Option("--enrich", help="Then enrich new documents without keywords and "
+                                         "refresh the generated keywords of changed ones (see `kbindex "
+                                         "enrich`).")] = False,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="With --enrich: the statistical extractor only.")] = False,
+    llm_backend: Annotated[Optional[str], typer.Option("--llm-backend", help="With --enrich: the LLM backend "
+                                                       "(as `kbindex enrich`).", show_default=False)] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""
     with open_kb(db, kb) as k:
-        if sys.stderr.isatty():
+        if enrich:
+            from kb_indexer.cli.enrich import report_documents, run_with_progress
+            from kb_indexer.llm.config import LLMOptions
+
+            result = run_with_progress("Indexing", lambda progress: k.sync_enrich(
+                directory, progress, use_llm=not no_llm, llm=LLMOptions(backend=llm_backend)))
+            report_documents(result["enrich"])
+        elif sys.stderr.isatty():
             from rich.progress import Progress
 
             with Progress(transient=True, console=_console(stderr=True)) as bar:  # stdout is only the result

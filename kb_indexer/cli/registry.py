@@ -14,7 +14,7 @@ import importlib
 COMMANDS: dict[str, str] = {
     "init": "database", "export": "database", "import": "database", "db-stats": "database",
     "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
-    "show": "documents", "sync": "documents",
+    "show": "documents", "sync": "documents", "enrich": "enrich",
     "keywords": "keywords", "docs": "keywords", "stats": "keywords",
     "doctor": "llm", "cache": "llm",
     "query": "query",
@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "learned": "learn",
     "search": "search",
     "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
-    "import-similarities": "similarity",
+    "import-similarities": "similarity", "suggest-similarities": "enrich",
     "skills": "skills",
     "context": "context",
     "chat": "chat",
