@@ -114,3 +114,36 @@ class EnrichAPI:
             if fp.startswith(prefix) and ((not human and not gen) or (gen and updated >= started))]
         result["enrich"] = self._enrich(rels, Settings(), use_llm, llm, None, client)
         return result
+
+    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: Any = None,
+                             use_llm: bool = True, llm: Any = None, client: Any = None) -> dict:
+        """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
+        ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
+        from pathlib import Path
+
+        from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
+        from kb_indexer.limits import check_finite
+        from kb_indexer.store.connection import transaction
+
+        if not 0 <= check_finite(min_score, "--min-score") <= 1:
+            from kb_indexer.errors import UsageError
+            raise UsageError(f"--min-score must be between 0 and 1, got {min_score}")
+        enricher = LlmEnricher(self.conn, use_llm, llm, client=client)
+        try:
+            suggestions, errors = gather(self.conn, enricher.client if not enricher.reason else None, min_score)
+        finally:
+            enricher.close()
+        out: dict[str, Any] = {"suggestions": suggestions, "count": len(suggestions), "min_score": min_score,
+                               "by_source": {}, "applied": 0, "output": None}
+        for sug in suggestions:
+            out["by_source"][sug["source"]] = out["by_source"].get(sug["source"], 0) + 1
+        if output is not None:
+            out["output"] = write_output(Path(output), suggestions)
+        if apply:
+            with transaction(self.conn):
+                out["learned_ids"] = apply_items(self.conn, suggestions)
+            out["applied"] = len(out["learned_ids"])
+        enricher.used = 1 if enricher.client is not None and not errors else 0
+        enricher.failed, enricher.error = len(errors), (errors[0] if errors else None)
+        out["llm"] = enricher.report()
+        return out

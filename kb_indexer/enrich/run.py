@@ -167,7 +167,7 @@ def _commit(conn: sqlite3.Connection, root: Path, batch: list, settings: Setting
     for src, data, entry in batch:
         try:
             if settings.write:
-                _write_json(keywords_path_for(root / src.rel), data)
+                write_json(keywords_path_for(root / src.rel), data)
             ready.append((src, data, entry))
         except OSError as exc:
             entry.update(action="failed", error=f"cannot write {entry['keywords_file']}: {exc.strerror or exc}")
@@ -199,7 +199,7 @@ def _in_index_only(doc: Any, data: dict[str, Any]) -> None:
     doc.summary = data.get("summary") or doc.summary
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically: a reader (or a crash) sees the old file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
