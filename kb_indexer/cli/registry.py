@@ -14,9 +14,9 @@ import importlib
 COMMANDS: dict[str, str] = {
     "init": "database", "export": "database", "import": "database", "db-stats": "database",
     "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
-    "show": "documents", "sync": "documents", "enrich": "enrich",
+    "show": "documents", "sync": "documents",
     "keywords": "keywords", "docs": "keywords", "stats": "keywords",
-    "doctor": "llm", "cache": "llm",
+    "doctor": "llm", "cache": "llm", "enrich": "enrich",
     "query": "query",
     "history": "learn", "refine": "learn", "feedback": "learn", "learn": "learn", "clear-history": "learn",
     "learned": "learn",
