@@ -20,6 +20,7 @@ from kb_indexer.limits import check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.context.api import ContextAPI
+from kb_indexer.enrich.api import EnrichAPI
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
@@ -53,7 +54,7 @@ def _keywords(values: Any, what: str = "keyword") -> None:
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
-class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI):
+class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path

@@ -3,7 +3,7 @@
 Imports are read with ``ast`` from every module of kb_indexer, including imports inside functions and
 ``TYPE_CHECKING`` blocks (a deferred import is still a dependency). Layers, lowest first:
 
-    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  skills/context
+    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  skills/context/enrich
     <  api  <  chat/mcp  <  cli
 
 (chat and mcp are front ends over the Python API, like the CLI.)
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kb_indexer.search",),
     ("kb_indexer.learn",),
     ("kb_indexer.llm",),
-    ("kb_indexer.skills", "kb_indexer.context"),
+    ("kb_indexer.skills", "kb_indexer.context", "kb_indexer.enrich"),
     ("kb_indexer.api",),
     ("kb_indexer.chat", "kb_indexer.mcp"),
     ("kb_indexer.cli", "kb_indexer.__main__"),

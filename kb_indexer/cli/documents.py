@@ -109,13 +109,27 @@ def sync(
     embed: Annotated[bool, typer.Option("--embed", help="Then embed the documents that changed (see "
                                         "`kbindex embed`); an embedding failure is a warning.")] = False,
     embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
+    enrich: Annotated[bool, typer.Option("--enrich", help="Then enrich new documents without keywords and "
+                                         "refresh the generated keywords of changed ones (see `kbindex "
+                                         "enrich`).")] = False,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="With --enrich: the statistical extractor only.")] = False,
+    llm_backend: Annotated[Optional[str], typer.Option("--llm-backend", help="With --enrich: the LLM backend "
+                                                       "(as `kbindex enrich`).", show_default=False)] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""
     opts = embed_options(embed_backend, embed_model)
     with open_kb(db, kb) as k, _progress() as progress:
-        result = k.sync(directory, progress.callback("Indexing", lines=False), embed=embed, embed_options=opts,
-                        embed_progress=progress.callback("Embedding"))
+        vectors = {"embed": embed, "embed_options": opts, "embed_progress": progress.callback("Embedding")}
+        if enrich:
+            from kb_indexer.cli.enrich import report_documents
+            from kb_indexer.llm.config import LLMOptions
+
+            result = k.sync_enrich(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
+                                   llm=LLMOptions(backend=llm_backend), **vectors)
+            report_documents(result["enrich"])
+        else:
+            result = k.sync(directory, progress.callback("Indexing", lines=False), **vectors)
     for err in result["errors"]:
         sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
     for warning in result["warnings"]:

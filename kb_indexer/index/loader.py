@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
+from kb_indexer.index.generated import generated_norms
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, stat_sig, store_keywords_file
 from kb_indexer.limits import check_keyword, max_doc_bytes
@@ -50,7 +51,9 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
     if kw_data:
         title = kw_data["title"] or parsed.title or _fm_str(fm, "title") or stem_title
         summary = kw_data["summary"] or _fm_str(fm, "summary") or parsed.summary or ""
-        keywords = [(kw, cat, "file") for kw, cat in kw_data["keywords"]]
+        generated = generated_norms(data)  # written by `kbindex enrich` (see kb_indexer.index.generated)
+        keywords = [(kw, cat, "generated" if normalize_keyword(kw) in generated else "file")
+                    for kw, cat in kw_data["keywords"]]
     else:
         title = _fm_str(fm, "title") or parsed.title or stem_title
         summary = _fm_str(fm, "summary") or _fm_str(fm, "description") or parsed.summary or ""

@@ -114,6 +114,8 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
     items += _keyword_tags(events, doc_kw, min_queries)
     items += _keyword_gaps(events, doc_kw, min_queries)
     items += _co_occurrences(events, {it["key"] for it in items}, min_queries)
+    from kb_indexer.learn.smart import smart_tags  # full text found it, the tags did not
+    items += smart_tags(conn, events, doc_kw, min_queries, {it["key"] for it in items})
     items += _score_changes(events)
     items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))
     return items

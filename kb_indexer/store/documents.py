@@ -9,6 +9,13 @@ from kb_indexer.errors import NotFoundError
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
+# A keyword `kbindex enrich` generated (source 'generated') is a weaker tag than a person's: it counts this
+# much in the keyword part of a query's score (document_keywords.weight; see kb_indexer.search.fusion), and
+# it is not written into the full-text row's keywords column (a statistical keyword is a word of the body:
+# there it would count that word twice). Measured on Cranfield by bench/enrich_eval.py.
+GENERATED_TAG_WEIGHT = 0.25
+
+
 class KeywordIds:
     """Keyword id lookup with an in-memory cache (one per command / sync run)."""
 
@@ -95,16 +102,18 @@ def upsert_document(
             (title, summary, content_hash, stat_sig, keywords_file, now, doc_id),
         )
         conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
-    rows = [(doc_id, ids.ensure(kw, category), category, source) for kw, category, source in keywords]
+    rows = [(doc_id, ids.ensure(kw, category), category, source,
+             GENERATED_TAG_WEIGHT if source == "generated" else 1.0) for kw, category, source in keywords]
     # A person's keyword replaces a learned row for the same keyword.
     conn.executemany(
-        "INSERT INTO document_keywords (document_id, keyword_id, category, source) VALUES (?, ?, ?, ?) "
+        "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-        "source = excluded.source, weight = 1.0, learned_id = NULL",
+        "source = excluded.source, weight = excluded.weight, learned_id = NULL",
         rows,
     )
     # Nothing stored yet for a new document: its keywords are just these (no need to read them back).
-    shown = " ; ".join(ids.display(r[1]) for r in rows) if created else doc_keyword_text(conn, doc_id)
+    shown = " ; ".join(ids.display(r[1]) for r in rows if r[3] != "generated") if created \
+        else doc_keyword_text(conn, doc_id)
     row = (doc_id, title or "", summary or "", shown, body)
     if fts_rows is not None:
         fts_rows.append(row)
@@ -123,7 +132,7 @@ def doc_keyword_text(conn: sqlite3.Connection, doc_id: int) -> str:
     return " ; ".join(
         r[0] for r in conn.execute(
             "SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
-            "WHERE dk.document_id = ? ORDER BY dk.id", (doc_id,))
+            "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id", (doc_id,))
     )
 
 

@@ -1,0 +1,150 @@
+"""The automatic-indexing half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
+
+
+class LlmEnricher:
+    """Asks the LLM per document, or says why not. After a failure that is not the answer's fault (the
+    server is down, refuses the key, or took longer than the timeout) the rest of the run goes on with
+    the statistical extractor instead of waiting for the server again for every document."""
+
+    def __init__(self, conn: Any, use_llm: bool, opts: Any = None, *, dry_run: bool = False, client: Any = None):
+        from kb_indexer.llm.config import is_configured
+
+        self.client = client
+        self.reason: str | None = None
+        self.error: str | None = None
+        self.used = self.failed = 0
+        if client is None and not use_llm:
+            self.reason = "--no-llm"
+        elif client is None and not is_configured(opts):
+            self.reason = NO_BACKEND
+        elif client is None:
+            from kb_indexer.llm.structured import LLMClient
+            self.client = LLMClient.from_options(opts, conn=None if dry_run else conn)  # dry run: no cache write
+        self.fallback_reason: str | None = self.reason
+
+    def generate(self, src: Any) -> Any:
+        """A :class:`kb_indexer.index.generated.Generated` from the LLM, or None (``fallback_reason`` says why)."""
+        from kb_indexer.enrich.llm_enrich import ask
+        from kb_indexer.index.generated import Generated
+        from kb_indexer.llm.base import LLMBadResponse, LLMError
+
+        if self.client is None or self.reason:
+            self.fallback_reason = self.reason
+            return None
+        try:
+            answer = ask(self.client, src.rel, src.title, src.text)
+        except LLMError as exc:
+            self.failed += 1
+            self.error = exc.message
+            self.fallback_reason = f"LLM failed: {exc.message}"
+            if not isinstance(exc, LLMBadResponse):
+                self.reason = f"LLM unavailable since an earlier document: {exc.message}"
+            return None
+        self.used += 1
+        return Generated(method="llm", keywords=answer["keywords"], source_hash=src.source_hash,
+                         title=answer["title"], summary=answer["summary"], questions=answer["questions"],
+                         backend=self.client.config.backend, model=answer["model"])
+
+    def report(self) -> dict[str, Any]:
+        if self.client is None:
+            return {"backend": None, "model": None, "used": False, "fallback": "statistical", "error": None,
+                    "reason": self.reason}
+        out = self.client.report(used=self.used > 0, fallback="statistical" if self.failed else None,
+                                 error=self.error)
+        out.update(documents=self.used, fallback_documents=self.failed, cache=self.client.cache_report())
+        return out
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+class EnrichAPI:
+    conn: Any
+    kb_root: Any
+
+    def enrich(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
+               dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: Any = None,
+               force: bool = False, progress: Any = None, client: Any = None) -> dict:
+        """Generate keywords (and with an LLM a title, summary and questions) for documents, merge them into
+        their ``.keywords.json`` files and index them. ``llm``: :class:`kb_indexer.llm.config.LLMOptions`;
+        ``client``: an LLM client to use instead (tests)."""
+        from kb_indexer.enrich.run import Settings, targets
+
+        rels = targets(self.conn, self.kb_root.resolve(), files, all_, missing_only)
+        return self._enrich(rels, Settings(dry_run=dry_run, write=write, force=force, missing_only=missing_only),
+                            use_llm, llm, progress, client)
+
+    def _enrich(self, rels: list[str], settings: Any, use_llm: bool, llm: Any, progress: Any,
+                client: Any) -> dict:
+        from kb_indexer.enrich.run import run
+
+        enricher = LlmEnricher(self.conn, use_llm, llm, dry_run=settings.dry_run, client=client)
+        try:
+            out = run(self.conn, self.kb_root.resolve(), rels, settings, enricher, progress)
+        finally:
+            enricher.close()
+        out["llm"] = enricher.report()
+        return out
+
+    def sync_enrich(self, directory: str | None = None, progress: Any = None, *, use_llm: bool = True,
+                    llm: Any = None, client: Any = None, **sync_options: Any) -> dict:
+        """``sync`` (``sync_options``: its ``embed`` options), then enrich the documents that have no keywords
+        of a person, and the changed ones whose keywords were generated (only their generated keywords are
+        refreshed)."""
+        from kb_indexer.enrich.run import Settings
+        from kb_indexer.index.paths import to_relative
+        from kb_indexer.text import now_iso
+
+        started = now_iso()
+        result = self.sync(directory, progress, **sync_options)  # type: ignore[attr-defined]
+        prefix = "" if directory is None else to_relative(self.kb_root, directory).rstrip("/") + "/"
+        prefix = "" if prefix in ("./", "/") else prefix
+        rels = [fp for fp, updated, human, gen in self.conn.execute(
+            "SELECT d.filepath, d.updated_at, "
+            "EXISTS (SELECT 1 FROM document_keywords dk WHERE dk.document_id = d.id AND dk.source NOT IN "
+            "('learned', 'generated')), "
+            "EXISTS (SELECT 1 FROM document_keywords dk WHERE dk.document_id = d.id AND dk.source = 'generated') "
+            "FROM documents d ORDER BY d.filepath")
+            if fp.startswith(prefix) and ((not human and not gen) or (gen and updated >= started))]
+        result["enrich"] = self._enrich(rels, Settings(), use_llm, llm, None, client)
+        return result
+
+    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: Any = None,
+                             use_llm: bool = True, llm: Any = None, client: Any = None) -> dict:
+        """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
+        ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
+        from pathlib import Path
+
+        from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
+        from kb_indexer.limits import check_finite
+        from kb_indexer.store.connection import transaction
+
+        if not 0 <= check_finite(min_score, "--min-score") <= 1:
+            from kb_indexer.errors import UsageError
+            raise UsageError(f"--min-score must be between 0 and 1, got {min_score}")
+        enricher = LlmEnricher(self.conn, use_llm, llm, client=client)
+        try:
+            suggestions, errors = gather(self.conn, enricher.client if not enricher.reason else None, min_score)
+        finally:
+            enricher.close()
+        out: dict[str, Any] = {"suggestions": suggestions, "count": len(suggestions), "min_score": min_score,
+                               "by_source": {}, "applied": 0, "output": None}
+        for sug in suggestions:
+            out["by_source"][sug["source"]] = out["by_source"].get(sug["source"], 0) + 1
+        if output is not None:
+            out["output"] = write_output(Path(output), suggestions)
+        if apply:
+            with transaction(self.conn):
+                out["learned_ids"] = apply_items(self.conn, suggestions)
+            out["applied"] = len(out["learned_ids"])
+        enricher.used = 1 if enricher.client is not None and not errors else 0
+        enricher.failed, enricher.error = len(errors), (errors[0] if errors else None)
+        out["llm"] = enricher.report()
+        return out

@@ -1,0 +1,72 @@
+"""A document as enrichment sees it: its text, its keywords file (or front matter) and its hash."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb_indexer.index.files import load_json_file, validate_keywords_data
+from kb_indexer.index.generated import generated_norms, marker
+from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
+from kb_indexer.index.paths import keywords_path_for
+from kb_indexer.limits import max_doc_bytes
+from kb_indexer.text import normalize_keyword
+
+
+
+@dataclass
+class Source:
+    rel: str
+    text: str
+    body: str
+    title: str
+    source_hash: str                        # sha1 of the markdown file
+    existing: dict[str, Any] | None         # the keywords file's data (or the front matter's fields)
+    validated: dict[str, Any] | None        # the same, validated (keywords with categories)
+    has_keywords: bool                      # a person gave keywords (keywords file or front matter)
+    enriched_hash: str | None               # the source_hash of the last enrichment, if any
+
+
+def read_source(root: Path, rel: str) -> Source:
+    """Read ``rel``; a bad document or keywords file raises ValidationError (the document is skipped)."""
+    md = root / rel
+    text, raw, _ = read_document_text(md, rel)
+    parsed = parse_markdown(text)
+    fm = parsed.front_matter
+    kw_path = keywords_path_for(md)
+    existing = validated = None
+    if kw_path.exists():
+        existing, _ = load_json_file(kw_path, kw_path.name, limit=max_doc_bytes())
+        validated = validate_keywords_data(existing, kw_path.name)
+    else:
+        existing, validated = _front_matter_as_file(rel, fm)
+    mark = marker(existing)
+    generated = generated_norms(existing)
+    human = [k for k, _ in (validated or {}).get("keywords", []) if normalize_keyword(k) not in generated]
+    title = parsed.title or _fm(fm, "title") or Path(rel).stem.replace("-", " ").replace("_", " ")
+    return Source(rel=rel, text=text, body=parsed.body, title=title,
+                  source_hash=hashlib.sha1(raw).hexdigest(), existing=existing, validated=validated,
+                  has_keywords=bool(human), enriched_hash=mark.get("source_hash") if mark else None)
+
+
+def _front_matter_as_file(rel: str, fm: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Front-matter keywords, title and summary are a person's: a keywords file written for the document
+    (which the loader then reads instead of the front matter) starts from them."""
+    first: dict[str, str] = {}
+    for k in front_matter_keywords(fm):
+        first.setdefault(normalize_keyword(k), k)
+    keywords = list(first.values())
+    title, summary = _fm(fm, "title"), _fm(fm, "summary") or _fm(fm, "description")
+    if not (keywords or title or summary):
+        return None, None
+    data: dict[str, Any] = {"filepath": rel, "summary": summary or "", "keywords": keywords}
+    if title:
+        data["title"] = title
+    return data, validate_keywords_data(data, f"{rel} (front matter)")
+
+
+def _fm(fm: dict[str, Any], key: str) -> str | None:
+    value = fm.get(key)
+    return value.strip() if isinstance(value, str) and value.strip() else None

@@ -1,0 +1,105 @@
+"""Generated parts of a keywords file: the ``generated`` marker, and merging new ones in.
+
+``kbindex enrich`` writes ``<doc>.keywords.json`` in the usual format plus one object naming what it
+generated::
+
+    "generated": {"method": "statistical" | "llm", "backend": ..., "model": ...,
+                  "keywords": ["slipstream", ...], "title": false, "summary": true,
+                  "questions": [...], "source_hash": "<sha1 of the document>", "fallback": null}
+
+Everything else in the file is a person's: a keyword not listed in ``generated.keywords`` is never
+dropped, renamed or re-categorised, and a title or summary not marked generated is kept. A later run
+replaces only the generated parts (so a changed document gets fresh keywords). To adopt a generated
+keyword, delete it from ``generated.keywords``: from then on it is yours. The loader stores generated
+keywords with source ``generated`` (a lower tag weight, see :mod:`kb_indexer.store.documents`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_indexer.text import normalize_keyword
+
+MARKER = "generated"
+
+
+def marker(data: Any) -> dict[str, Any]:
+    """The ``generated`` object of a keywords file's data ({} when there is none or it is malformed)."""
+    value = data.get(MARKER) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def generated_norms(data: Any) -> set[str]:
+    """The normalised keywords a keywords file marks as generated."""
+    kws = marker(data).get("keywords")
+    return {normalize_keyword(k) for k in kws if isinstance(k, str)} if isinstance(kws, list) else set()
+
+
+@dataclass
+class Generated:
+    """What one enrichment produced for one document."""
+
+    method: str                                  # "statistical" or "llm"
+    keywords: list[tuple[str, str]]              # (keyword, category), best first
+    source_hash: str
+    title: str | None = None
+    summary: str | None = None
+    questions: list[str] = field(default_factory=list)
+    backend: str | None = None
+    model: str | None = None
+    fallback: str | None = None                  # why the statistical extractor stood in for the LLM
+
+
+def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, filepath: str,
+          gen: Generated) -> dict[str, Any]:
+    """The keywords-file data after replacing the generated parts of ``existing`` with ``gen``.
+
+    ``validated`` is ``existing`` as :func:`kb_indexer.index.files.validate_keywords_data` returns it
+    (the keywords with their categories). Unknown fields of ``existing`` are kept as they are.
+    """
+    old = dict(existing or {})
+    old_mark = marker(old)
+    old_gen = generated_norms(old)
+    human = [(kw, cat) for kw, cat in (validated or {}).get("keywords", []) if normalize_keyword(kw) not in old_gen]
+    taken = {normalize_keyword(kw) for kw, _ in human}
+    fresh: list[tuple[str, str]] = []
+    for kw, cat in gen.keywords:
+        norm = normalize_keyword(kw)
+        if norm and norm not in taken:
+            taken.add(norm)
+            fresh.append((kw, cat))
+    categories: dict[str, list[str]] = {}
+    for kw, cat in human + fresh:
+        if cat:
+            categories.setdefault(cat, []).append(kw)
+    out = dict(old)
+    out["filepath"] = old.get("filepath") if isinstance(old.get("filepath"), str) and old["filepath"].strip() \
+        else filepath
+    title_generated = _choose(out, "title", gen.title, old_mark.get("title") is True)
+    summary_generated = _choose(out, "summary", gen.summary, old_mark.get("summary") is True)
+    out.setdefault("summary", "")
+    out["keywords"] = [kw for kw, _ in human + fresh]
+    out["categories"] = categories
+    out[MARKER] = {
+        "method": gen.method, "backend": gen.backend, "model": gen.model,
+        "keywords": [kw for kw, _ in fresh], "title": title_generated, "summary": summary_generated,
+        "questions": list(gen.questions), "source_hash": gen.source_hash, "fallback": gen.fallback,
+    }
+    return out
+
+
+def _choose(out: dict[str, Any], key: str, new: str | None, was_generated: bool) -> bool:
+    """Set ``out[key]`` to ``new`` unless a person wrote it; returns whether the value is generated."""
+    current = out.get(key)
+    human = isinstance(current, str) and current.strip() and not was_generated
+    if human:
+        return False
+    if new:
+        out[key] = new
+        return True
+    if was_generated and key == "title":
+        out.pop(key, None)  # the old generated title goes; the document's own heading shows again
+    elif was_generated:
+        out[key] = ""
+    return False
