@@ -157,6 +157,17 @@ def _endpoint(backend: str, env: Any, from_dotenv: set[str],
     return base_url, api_key
 
 
+def _choose(flag: str | None, var: str, env, from_dotenv, *fallbacks: tuple[bool, object, str],
+            lower: bool = False) -> tuple[object, str]:
+    """One setting and where it came from: the flag, else the environment variable ``var`` (or ``.env``),
+    else the first ``(applies, value, source)`` fallback that applies."""
+    if flag:
+        return (flag.strip().lower() if lower else flag), "flag"
+    if env.get(var):
+        return (env[var].strip().lower() if lower else env[var]), _source(var, from_dotenv)
+    return next((value, source) for applies, value, source in fallbacks if applies)
+
+
 def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     """Settle backend, model, URL, key, timeout, retries and caching for one command."""
     opts = opts or LLMOptions()
@@ -164,21 +175,11 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     env = os.environ
     sources: dict[str, str] = {}
 
-    if opts.backend:
-        backend, sources["backend"] = opts.backend.strip().lower(), "flag"
-    elif env.get("KBINDEX_LLM_BACKEND"):
-        backend = env["KBINDEX_LLM_BACKEND"].strip().lower()
-        sources["backend"] = _source("KBINDEX_LLM_BACKEND", from_dotenv)
-    else:
-        backend, sources["backend"] = DEFAULT_BACKEND, "default"
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", env, from_dotenv,
+                                          (True, DEFAULT_BACKEND, "default"), lower=True)
     spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown
-
-    if opts.model:
-        model, sources["model"] = opts.model, "flag"
-    elif env.get("KBINDEX_LLM_MODEL"):
-        model, sources["model"] = env["KBINDEX_LLM_MODEL"], _source("KBINDEX_LLM_MODEL", from_dotenv)
-    else:
-        model, sources["model"] = (spec.default_model if spec else None), "default"
+    model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", env, from_dotenv,
+                                      (True, spec.default_model if spec else None, "default"))
 
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
@@ -222,24 +223,13 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     env_file, from_dotenv = load_env()
     env = os.environ
     sources: dict[str, str] = {}
-    if opts.backend:
-        backend, sources["backend"] = opts.backend.strip().lower(), "flag"
-    elif env.get("KBINDEX_EMBED_BACKEND"):
-        backend = env["KBINDEX_EMBED_BACKEND"].strip().lower()
-        sources["backend"] = _source("KBINDEX_EMBED_BACKEND", from_dotenv)
-    elif stored:
-        backend, sources["backend"] = stored[0], "index"
-    else:
-        backend, sources["backend"] = DEFAULT_BACKEND, "default"
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, from_dotenv,
+                                          (bool(stored), stored and stored[0], "index"),
+                                          (True, DEFAULT_BACKEND, "default"), lower=True)
     spec = None if backend == registry.DISABLED else registry.get(backend)
-    if opts.model:
-        model, sources["model"] = opts.model, "flag"
-    elif env.get("KBINDEX_EMBED_MODEL"):
-        model, sources["model"] = env["KBINDEX_EMBED_MODEL"], _source("KBINDEX_EMBED_MODEL", from_dotenv)
-    elif stored and stored[0] == backend:
-        model, sources["model"] = stored[1], "index"
-    else:
-        model, sources["model"] = (spec.default_embed_model if spec else None), "default"
+    model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, from_dotenv,
+                                      (bool(stored) and stored[0] == backend, stored and stored[1], "index"),
+                                      (True, spec.default_embed_model if spec else None, "default"))
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     base_url, api_key = _endpoint(backend, env, from_dotenv, sources)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
