@@ -70,30 +70,25 @@ def _split_long(text: str, limit: int) -> list[str]:
     """``text`` cut into pieces of at most ``limit`` characters, at sentence ends, else between words."""
     if len(text) <= limit:
         return [text]
-    pieces: list[str] = []
-    current = ""
+    parts: list[str] = []
     for sentence in _SENTENCE_END.split(text):
-        parts = [sentence]
-        if len(sentence) > limit:
-            parts, word_run = [], ""
-            for word in sentence.split():
-                word = word[:limit]
-                if word_run and len(word_run) + 1 + len(word) > limit:
-                    parts.append(word_run)
-                    word_run = word
-                else:
-                    word_run = f"{word_run} {word}" if word_run else word
-            if word_run:
-                parts.append(word_run)
-        for part in parts:
-            if current and len(current) + 1 + len(part) > limit:
-                pieces.append(current)
-                current = part
-            else:
-                current = f"{current} {part}" if current else part
+        parts += _pack([w[:limit] for w in sentence.split()], limit) if len(sentence) > limit else [sentence]
+    return _pack(parts, limit)
+
+
+def _pack(items: list[str], limit: int) -> list[str]:
+    """``items`` (each at most ``limit`` characters) joined by spaces, greedily, into runs of at most ``limit``."""
+    runs: list[str] = []
+    current = ""
+    for item in items:
+        if current and len(current) + 1 + len(item) > limit:
+            runs.append(current)
+            current = item
+        else:
+            current = f"{current} {item}" if current else item
     if current:
-        pieces.append(current)
-    return pieces
+        runs.append(current)
+    return runs
 
 
 def _tail(blocks: list[str], limit: int) -> list[str]:
