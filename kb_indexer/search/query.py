@@ -235,10 +235,11 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     # Each document a not-helpful mark may push down makes room for one more full-text hit.
     penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
     lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
+    if dense is not None:   # before full text, so that one pass scores the documents vectors found too
+        _add_dense_candidates(dense, candidates)
     snippets, total = _add_fulltext(conn, lexical_query, candidates, spec.limit + penalised if spec.limit else 0,
                                     spec.col_w)
-    dense_norm = _add_dense(conn, dense, candidates, lexical_query, spec.col_w) if dense is not None else {}
-    total += sum(1 for c in candidates.values() if c.semantic and c.bm25 is None and not c.evidence)
+    dense_norm = _dense_parts(dense, candidates) if dense is not None else {}
     for doc_id, info in boosts.items():
         if doc_id in candidates:  # a not-helpful mark lowers a document found another way
             candidates[doc_id].learned = info["boost"]
@@ -254,18 +255,17 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info)
 
 
-def _add_dense(conn: sqlite3.Connection, dense: DenseResult, candidates: dict[int, Candidate],
-               fts_query: fulltext.FtsQuery, col_w: tuple) -> dict[int, float]:
-    """The documents vector search found join the candidates (with their bm25 when the query has full text);
-    every candidate gets its cosine; returns the normalised dense parts."""
-    new = [d for d in dense.top if d not in candidates]
+def _add_dense_candidates(dense: DenseResult, candidates: dict[int, Candidate]) -> None:
+    """The documents vector search found join the candidates, with their cosine."""
     for d, cos in dense.top.items():
         c = candidates.setdefault(d, Candidate(d))
         c.cosine, c.semantic = cos, True
+
+
+def _dense_parts(dense: DenseResult, candidates: dict[int, Candidate]) -> dict[int, float]:
+    """Every candidate gets its cosine; returns the normalised dense parts."""
     for d, cos in dense.get([d for d, c in candidates.items() if c.cosine is None]).items():
         candidates[d].cosine = cos
-    for d, score in fulltext.scores_for(conn, fts_query, new, col_w).items():
-        candidates[d].bm25 = score
     floor = min(dense.top.values()) if dense.top else 0.0
     return normalise_dense({d: c.cosine for d, c in candidates.items() if c.cosine is not None}, floor)
 
