@@ -225,3 +225,24 @@ def test_embed_resumes_after_a_kill(small, tmp_path):
     rest = kb.embed(embed=FAKE)
     assert rest["embedded"] == 12 - done and rest["unchanged"] == done
     assert kb.db_stats()["embeddings"][0]["with_vectors"] == 12
+
+
+def test_requests_are_full_across_documents(small, tmp_path, monkeypatch):
+    """Chunks of several documents share a request: only the last request of a run is partial."""
+    kb, root = small
+    para = "Pistons and crankshafts turn fuel into motion in every automobile engine. " * 14
+    for i in range(5):   # three chunks each (about 1,000 characters a chunk)
+        write_doc(root, f"doc{i}.md", f"# Engines {i}\n\n" + "\n\n".join([para] * 3) + "\n")
+    write_doc(root, "empty.md", "")
+    kb.sync()
+    script = tmp_path / "embed.json"
+    script.write_text("{}")
+    monkeypatch.setenv("KBINDEX_FAKE_EMBED", str(script))
+    out = kb.embed(embed=FAKE, batch=4)
+    sizes = [len(json.loads(line)) for line in Path(str(script) + ".calls.jsonl").read_text().splitlines()]
+    chunks = kb.conn.execute("SELECT count(*) FROM embedding_chunks").fetchone()[0]
+    assert sum(sizes) == chunks and chunks >= 10
+    assert all(n == 4 for n in sizes[:-1]) and 1 <= sizes[-1] <= 4, sizes
+    assert out["requests"] == len(sizes) == -(-chunks // 4) and out["chunks"] == chunks
+    assert out["embedded"] == 6   # the empty document too: it has no chunk to embed, and is done
+    assert kb.query("automobile engine", method="semantic", embed=FAKE)["semantic"]["used"]

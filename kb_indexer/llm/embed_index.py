@@ -66,6 +66,61 @@ def _texts(conn: sqlite3.Connection, doc_ids: list[int]) -> list[tuple[int, str,
     return out
 
 
+class _Batches:
+    """Chunks stream into full requests across documents; a document is stored (one transaction per
+    request) as soon as all its chunks have vectors, so a killed run keeps what was stored."""
+
+    def __init__(self, conn: sqlite3.Connection, client: EmbedClient, model: store.EmbeddingModel | None,
+                 progress: Progress | None = None, total: int = 0):
+        self.conn, self.client, self.model = conn, client, model
+        self.docs: list[tuple[int, str, list[str], bool]] = []   # waiting for vectors, in order
+        self.texts: list[str] = []                                # their chunks not yet sent
+        self.vectors: list = []                                   # vectors not yet stored
+        self.done = self.chunks = 0
+        self.truncated: list[int] = []
+        self.progress, self.total = progress, total
+
+    def add(self, docs: list[tuple[int, str, list[str], bool]]) -> None:
+        self.docs += docs
+        self.texts += [c for d in docs for c in d[2]]
+
+    def send(self, n: int) -> None:
+        if n:
+            self.vectors.append(self.client.embed(self.texts[:n]))
+            del self.texts[:n]
+        self._store()
+
+    def _store(self) -> None:
+        import numpy as np
+
+        have = np.concatenate(self.vectors) if self.vectors else None
+        available = 0 if have is None else len(have)
+        at, ready = 0, 0
+        if self.model is None and have is None:   # no dimension known yet: wait for the first vectors
+            return
+        while ready < len(self.docs) and at + len(self.docs[ready][2]) <= available:
+            at += len(self.docs[ready][2])
+            ready += 1
+        if not ready:
+            return
+        with transaction(self.conn):
+            if self.model is None:
+                self.model = store.ensure_model(self.conn, self.client.backend_name, self.client.model,
+                                                int(have.shape[1]))
+            pos = 0
+            for doc_id, src, chunks, cut in self.docs[:ready]:
+                store.replace_document(self.conn, self.model, doc_id, src, have[pos:pos + len(chunks)], cut)
+                pos += len(chunks)
+                if cut:
+                    self.truncated.append(doc_id)
+        self.chunks += at
+        self.done += ready
+        del self.docs[:ready]
+        self.vectors = [have[at:]] if at < available else []
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
 def embed_documents(conn: sqlite3.Connection, client: EmbedClient, *, everything: bool = False,
                     progress: Progress | None = None) -> dict[str, Any]:
     """Embed what changed (everything with ``everything``); see the module docstring."""
@@ -78,43 +133,28 @@ def embed_documents(conn: sqlite3.Connection, client: EmbedClient, *, everything
     if model is not None:
         client.dim = model.dim
     todo, total = _todo(conn, model, everything)
-    done = chunks_written = 0
-    truncated: list[int] = []
     if progress is not None:
         progress(0, len(todo))
-    i = 0
+    state = _Batches(conn, client, model, progress, len(todo))
     try:
-        while i < len(todo):
-            group, n_texts = [], 0
-            while i < len(todo) and (not group or n_texts < client.batch_size):
-                docs = _texts(conn, todo[i:i + 1])
-                i += 1
-                group += docs
-                n_texts += sum(len(d[2]) for d in docs)
-            vectors = client.embed([c for d in group for c in d[2]])
-            with transaction(conn):
-                if model is None:
-                    model = store.ensure_model(conn, client.backend_name, client.model, int(vectors.shape[1]))
-                at = 0
-                for doc_id, src, chunks, cut in group:
-                    store.replace_document(conn, model, doc_id, src, vectors[at:at + len(chunks)], cut)
-                    at += len(chunks)
-                    if cut:
-                        truncated.append(doc_id)
-            done += len(group)
-            chunks_written += n_texts
-            if progress is not None:
-                progress(done, len(todo))
+        for doc_id in todo:
+            state.add(_texts(conn, [doc_id]))
+            while len(state.texts) >= client.batch_size:    # every request but the last is full
+                state.send(client.batch_size)
+        if state.texts or state.docs:
+            state.send(len(state.texts))
     except LLMError as exc:
+        done = state.done
         exc.details = {**(exc.details or {}), "embedded_before_error": done, "to_embed": len(todo)}
         if done:
             exc.message += (f" ({done} of {len(todo)} documents were embedded before the error and are kept; "
                             "run `kbindex embed` again to go on)")
         raise
+    model = state.model
     if model is not None:
         with transaction(conn):
             store.ensure_packed(conn, model)
-    return _summary(conn, client, model, total, len(todo), done, chunks_written, truncated, started)
+    return _summary(conn, client, model, total, len(todo), state.done, state.chunks, state.truncated, started)
 
 
 def _summary(conn: sqlite3.Connection, client: EmbedClient, model: store.EmbeddingModel | None, total: int,
