@@ -94,6 +94,17 @@ def llama_server(tmp_path_factory):
     stop(proc)
 
 
+@pytest.fixture(scope="session")
+def llama_embed_server(tmp_path_factory):
+    """Base URL of the same server and model with ``/v1/embeddings`` on (mean-pooled vectors)."""
+    proc, url, reason = start_llama_server(tmp_path_factory.mktemp("llama-embed") / "server.log", embedding=True)
+    if reason:
+        sys.stderr.write(f"\nreal-model embedding tests skipped: {reason}\n")
+        pytest.skip(reason)
+    yield url
+    stop(proc)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_model: needs the llama-cpp-python server with SmolLM2-135M "
                                        "(skipped with the reason when it cannot run)")

@@ -8,6 +8,10 @@ matrix multiply then segfaults on the first multi-token prompt (seen with llama-
 Loading the model with ``use_extra_bufts = false`` keeps plain CPU buffers, which work and are
 fast. When the field does not exist this changes nothing (the fixture then falls back to
 ``--n_ubatch 1``, which avoids the crash at a cost in prompt speed).
+
+``--pooling mean`` (taken out of the arguments before the server reads them): with ``--embedding true``,
+``/v1/embeddings`` answers one mean-pooled vector per text. The server has no option for it, and a
+causal model such as SmolLM2 pools nothing by default (one vector per token).
 """
 
 from __future__ import annotations
@@ -29,6 +33,24 @@ def _params():
 
 low.llama_model_default_params = _params
 
+
+def _mean_pooling() -> None:
+    import llama_cpp
+
+    init = llama_cpp.Llama.__init__
+
+    def patched(self, *args, **kwargs):
+        kwargs.setdefault("pooling_type", low.LLAMA_POOLING_TYPE_MEAN)
+        init(self, *args, **kwargs)
+
+    llama_cpp.Llama.__init__ = patched
+
+
 if __name__ == "__main__":
+    if "--pooling" in sys.argv:
+        at = sys.argv.index("--pooling")
+        if sys.argv[at + 1:at + 2] == ["mean"]:
+            _mean_pooling()
+        del sys.argv[at:at + 2]
     sys.argv[0] = "llama_cpp.server"
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

@@ -87,17 +87,23 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def start_llama_server(log: Path) -> tuple[subprocess.Popen | None, str | None, str | None]:
+def start_llama_server(log: Path, embedding: bool = False) -> tuple[subprocess.Popen | None, str | None,
+                                                                    str | None]:
+    """The server, its URL, or why not. ``embedding``: ``/v1/embeddings`` answers mean-pooled vectors (only the
+    launcher can set the pooling, so there is no fallback attempt then)."""
     path, reason = model_path()
     if reason:
         return None, None, reason
     common = ["--model", str(path), "--n_ctx", "2048", "--n_threads", str(min(4, os.cpu_count() or 2))]
+    if embedding:
+        common += ["--embedding", "true"]
     attempts = [
         # extra buffer types (AMX repacking) off: see llama_launcher.py
-        [sys.executable, str(Path(__file__).parent / "llama_launcher.py")] + common,
+        [sys.executable, str(Path(__file__).parent / "llama_launcher.py")] + common
+        + (["--pooling", "mean"] if embedding else []),
         # plain server, one token per micro-batch: slower prompts, but no batched AMX matmul
         [sys.executable, "-m", "llama_cpp.server"] + common + ["--n_ubatch", "1"],
-    ]
+    ][:1 if embedding else 2]
     problems = []
     for cmd in attempts:
         proc, url, problem = _start(cmd, log)
