@@ -101,7 +101,7 @@ def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str],
                     resolve_path=None) -> dict[str, Any]:
     """Record helpful / not-helpful marks in one transaction; every file must be indexed."""
     if not helpful and not not_helpful:
-        raise UsageError("give at least one --helpful or --not-helpful file")
+        raise UsageError("give at least one helpful or not-helpful document (--helpful / --not-helpful)")
     require_query(conn, query_id)
     if attempt_id is not None:
         check_id(attempt_id, "attempt id")
