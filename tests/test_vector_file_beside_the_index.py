@@ -8,23 +8,13 @@ import os
 
 import pytest
 
-from kb_indexer.llm.config import EmbedOptions
 from tests.helpers import write_doc
-
-FAKE = EmbedOptions(backend="fake-embed")
-DOCS = {
-    "engines.md": "# Automobile engines\n\nPistons, crankshafts and fuel injection in the automobile.\n",
-    "gardens.md": "# Gardens\n\nRoses and tulips need water, sun and good soil.\n",
-    "trains.md": "# Railways\n\nLocomotives pull freight along steel rails.\n",
-}
+from tests.test_semantic_search import FAKE, corpus as _corpus  # noqa: F401  (the four-document corpus)
 
 
 @pytest.fixture
-def corpus(small):
-    kb, root = small
-    for name, text in DOCS.items():
-        write_doc(root, name, text)
-    assert kb.sync()["errors"] == []
+def corpus(_corpus):
+    kb, root = _corpus
     kb.embed(embed=FAKE)
     return kb, root
 
@@ -42,7 +32,7 @@ def test_the_first_query_writes_the_file_and_the_next_maps_it(corpus):
     kb, _ = corpus
     first = _top(kb)
     files = _files(kb)
-    assert len(files) == 1 and files[0].stat().st_size == 3 * 64 * 4   # 3 one-chunk documents, 64 dims
+    assert len(files) == 1 and files[0].stat().st_size == 4 * 64 * 4   # 4 one-chunk documents, 64 dims
     from kb_indexer.store import vectors
     model = vectors.latest_model(kb.conn)
     doc_ids, matrix, rebuilt = vectors.load_matrix(kb.conn, model)
@@ -69,7 +59,7 @@ def test_a_damaged_file_is_ignored_and_rewritten(corpus):
     (path,) = _files(kb)
     path.write_bytes(path.read_bytes()[:100])               # truncated: wrong size
     assert _top(kb) == expected
-    assert _files(kb)[0].stat().st_size == 3 * 64 * 4
+    assert _files(kb)[0].stat().st_size == 4 * 64 * 4
 
 
 def test_a_folder_that_cannot_be_written_only_means_the_blob_is_read(corpus):
