@@ -44,10 +44,32 @@ class LLMConfigError(LLMError):
 
 
 class LLMUnavailable(LLMError):
-    """The server could not be reached (connection refused, reset, DNS)."""
+    """The server could not be reached (connection refused, reset, DNS).
+
+    A refused connection (nothing listens at the address: the server is not running) is not retried:
+    a server does not start in the second the retries wait, and every command with a fallback (e.g.
+    ``similar --user-context`` with the default Ollama not installed) would pay those waits.
+    """
 
     code = "llm_unavailable"
     retryable = True
+
+    @classmethod
+    def from_transport(cls, message: str, exc: BaseException) -> "LLMUnavailable":
+        """The error for a transport failure ``exc``; not retryable when the connection was refused."""
+        err = cls(message)
+        err.retryable = not connection_refused(exc)
+        return err
+
+
+def connection_refused(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from is a refused connection."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 class LLMTimeout(LLMError):

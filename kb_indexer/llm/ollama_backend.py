@@ -84,12 +84,12 @@ class OllamaBackend:
         except ollama.ResponseError as exc:
             raise error_for_status(exc.status_code, str(exc.error), model=self.model) from None
         except ConnectionError as exc:  # the client's wrapper around httpx.ConnectError
-            raise LLMUnavailable(f"cannot reach Ollama at {self.host}: {exc}") from None
+            raise LLMUnavailable.from_transport(f"cannot reach Ollama at {self.host}: {exc}", exc) from None
         except httpx.TimeoutException as exc:
             raise LLMTimeout(f"no answer from Ollama at {self.host} within {timeout:g}s "
                              f"({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise LLMUnavailable(f"connection to Ollama at {self.host} failed: {exc}") from None
+            raise LLMUnavailable.from_transport(f"connection to Ollama at {self.host} failed: {exc}", exc) from None
         except httpx.HTTPError as exc:
             raise LLMBadResponse(f"bad HTTP answer from Ollama at {self.host}: {exc}") from None
         except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors included

@@ -121,7 +121,7 @@ class OpenAIBackend:
         except httpx.TimeoutException as exc:
             raise LLMTimeout(f"no answer from {url} within {timeout:g}s ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise LLMUnavailable(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+            raise LLMUnavailable.from_transport(f"cannot reach {url}: {exc or type(exc).__name__}", exc) from None
         except httpx.HTTPError as exc:
             raise LLMBadResponse(f"bad HTTP answer from {url}: {exc or type(exc).__name__}") from None
         return resp

@@ -84,9 +84,11 @@ def test_timeout(http_server, client_for):
         ask(client_for(http_server.url, timeout=0.3))
 
 
-def test_connection_refused(closed_port, client_for):
-    with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{closed_port}"):
-        ask(client_for(f"127.0.0.1:{closed_port}", retries=0))
+def test_connection_refused_is_raised_without_retries(closed_port, client_for, capsys):
+    with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{closed_port}") as info:
+        ask(client_for(f"127.0.0.1:{closed_port}", retries=2))
+    assert info.value.retryable is False
+    assert "retry" not in capsys.readouterr().err
 
 
 def test_invalid_json_then_out_of_enum_gives_bad_response(http_server, client_for):

@@ -107,9 +107,12 @@ def test_timeout(http_server, client_for):
         ask(client_for(http_server.url + "/v1", timeout=0.3))
 
 
-def test_connection_refused_is_retried_then_raised(closed_port, client_for):
-    with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{closed_port}"):
-        ask(client_for(f"http://127.0.0.1:{closed_port}/v1", retries=1))
+def test_connection_refused_is_raised_without_retries(closed_port, client_for, capsys):
+    """Nothing listens: the server is not running, and waiting for a retry would not start it."""
+    with pytest.raises(LLMUnavailable, match=f"127.0.0.1:{closed_port}") as info:
+        ask(client_for(f"http://127.0.0.1:{closed_port}/v1", retries=2))
+    assert info.value.retryable is False
+    assert "retry" not in capsys.readouterr().err
 
 
 def test_dropped_connection_then_success(http_server, client_for):

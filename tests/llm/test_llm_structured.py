@@ -156,3 +156,23 @@ def test_disabled_backend_refuses_calls():
     assert not client.enabled
     with pytest.raises(Exception, match="disabled"):
         client.structured("t", MESSAGES, SCHEMA, max_tokens=10)
+
+
+def test_only_a_refused_connection_is_unavailable_without_retries():
+    """A transport error raised from a refused connection is final; a reset or a DNS failure may pass."""
+    from kb_indexer.llm.base import connection_refused
+
+    def raised_from(cause: BaseException) -> BaseException:
+        try:
+            try:
+                raise cause
+            except OSError as inner:
+                raise RuntimeError("transport failed") from inner
+        except RuntimeError as outer:
+            return outer
+
+    refused = raised_from(ConnectionRefusedError(111, "Connection refused"))
+    reset = raised_from(ConnectionResetError(104, "Connection reset by peer"))
+    assert connection_refused(refused) and not connection_refused(reset)
+    assert LLMUnavailable.from_transport("cannot reach", refused).retryable is False
+    assert LLMUnavailable.from_transport("cannot reach", reset).retryable is True
