@@ -137,7 +137,8 @@ class GeminiBackend:
         except _TIMEOUTS as exc:
             raise LLMTimeout(f"no answer from Gemini within {timeout:g}s ({type(exc).__name__})") from None
         except _TRANSPORT as exc:
-            raise LLMUnavailable.from_transport(f"cannot reach Gemini at {self.base_url}: {exc or type(exc).__name__}", exc) from None
+            raise LLMUnavailable.from_transport(
+                f"cannot reach Gemini at {self.base_url}: {exc or type(exc).__name__}", exc) from None
         except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors included
             raise LLMBadResponse(f"Gemini sent an answer the SDK cannot read: {type(exc).__name__}: "
                                  f"{str(exc)[:200]}") from None

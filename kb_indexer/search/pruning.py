@@ -51,15 +51,14 @@ def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: in
         return query, []
     singles = single_tokens(conn, query.terms)
     cap = int(COMMON_SHARE * total_docs) + 1   # counting stops here: one more than the share allows
-    verdict: dict[str, bool] = {}
+    verdict: dict[str, bool] = {}   # by token: "Learning" and "learning" are counted once
     common = set()
-    for i in singles:
-        term = query.terms[i]
-        if term not in verdict:
+    for i, token in singles.items():
+        if token not in verdict:
             found = conn.execute("SELECT count(*) FROM (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? "
-                                 "LIMIT ?)", (quote(term), cap)).fetchone()[0]
-            verdict[term] = found > COMMON_SHARE * total_docs
-        if verdict[term]:
+                                 "LIMIT ?)", (quote(query.terms[i]), cap)).fetchone()[0]
+            verdict[token] = found > COMMON_SHARE * total_docs
+        if verdict[token]:
             common.add(i)
     if not common or len(common) == len(query.terms):
         return query, []
