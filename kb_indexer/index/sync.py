@@ -19,6 +19,7 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.sparse import refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
@@ -164,6 +165,9 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
+    fulltext = refresh_sparse(conn, progress)   # large knowledge bases: the sparse full-text index
+    if fulltext["built"]:
+        stats["fulltext_index"] = fulltext
     return stats
 
 

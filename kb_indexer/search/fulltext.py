@@ -165,6 +165,11 @@ def count_found(conn: sqlite3.Connection, query: FtsQuery | None, doc_ids: list[
     return conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0]
 
 
+def phrase_sql(weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> str:
+    """``(rowid, bm25)`` of every document matching one string literal (the parameter)."""
+    return f"SELECT rowid, -{_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ?"
+
+
 def all_scores(conn: sqlite3.Connection, query: FtsQuery,
                weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
     """bm25 of every matching document, in one pass."""

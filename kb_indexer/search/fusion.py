@@ -46,7 +46,7 @@ range (dividing by the best cosine scored 0.41 here but depends on the range).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 EXPANSION_FACTOR = 0.8
 W_KEYWORD = 0.6
@@ -96,46 +96,44 @@ class Candidate:
         return out
 
 
-def keyword_part(evidence: list[Evidence], n_user_keywords: int) -> float:
-    if not evidence or n_user_keywords <= 0:
+def keyword_part(best: dict[str, float], n_user_keywords: int) -> float:
+    """The keyword part from each user keyword's best evidence value in a document."""
+    if not best or n_user_keywords <= 0:
         return 0.0
-    best: dict[str, float] = {}
-    for e in evidence:
-        best[e.user_keyword] = max(best.get(e.user_keyword, 0.0), e.value)
     return min(1.0, sum(best.values()) / n_user_keywords)
 
 
-def fuse(candidates: dict[int, Candidate], n_user_keywords: int, ft_norm: dict[int, float],
+def fuse(docs: Iterable[int], keyword: dict[int, float], ft_norm: dict[int, float],
          dense_norm: dict[int, float] | None = None, w_keyword: float = W_KEYWORD,
-         w_fulltext: float = W_FULLTEXT, w_dense: float = W_DENSE) -> dict[str, float]:
-    """Fill in each candidate's parts and score; returns the channel weights used."""
+         w_fulltext: float = W_FULLTEXT, w_dense: float = W_DENSE) -> tuple[dict[int, float], dict[str, float]]:
+    """Each document's fused score from its parts (``keyword``: the tagged documents' keyword parts), and
+    the channel weights used."""
     dense_norm = dense_norm or {}
-    wk = w_keyword if any(c.evidence for c in candidates.values()) else 0.0
+    wk = w_keyword if keyword else 0.0
     wf = w_fulltext if ft_norm else 0.0
     wd = w_dense if dense_norm else 0.0
     total = wk + wf + wd
-    for c in candidates.values():
-        c.keyword = keyword_part(c.evidence, n_user_keywords)
-        c.fulltext = ft_norm.get(c.doc_id, 0.0)
-        c.dense = dense_norm.get(c.doc_id, 0.0)
-        c.score = (wk * c.keyword + wf * c.fulltext + wd * c.dense) / total if total > 0 else 0.0
+    kw_get, ft_get, dn_get = keyword.get, ft_norm.get, dense_norm.get
+    scores = {d: (wk * kw_get(d, 0.0) + wf * ft_get(d, 0.0) + wd * dn_get(d, 0.0)) / total if total > 0 else 0.0
+              for d in docs}
     out = {"keyword": round(wk / total, 4) if total else 0.0, "fulltext": round(wf / total, 4) if total else 0.0}
     if dense_norm:
         out["dense"] = round(wd / total, 4)
-    return out
+    return scores, out
 
 
-def apply_learned(candidates: dict[int, Candidate]) -> None:
+def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> None:
     """Add learned association boosts (from ``kbindex learn``) to the fused scores.
 
     A helpful mark for this question lifts a document, a not-helpful mark lowers it; scores
     are divided by 1 + the largest boost so that relevance stays in [0, 1] and order is kept.
     """
-    if not any(c.learned for c in candidates.values()):
+    boosts = {d: b for d, b in learned.items() if b and d in scores}
+    if not boosts:
         return
-    scale = 1.0 + max(0.0, max(c.learned for c in candidates.values()))
-    for c in candidates.values():
-        c.score = max(0.0, (c.score + c.learned) / scale)
+    scale = 1.0 + max(0.0, max(boosts.values()))
+    for d in scores:
+        scores[d] = max(0.0, (scores[d] + boosts.get(d, 0.0)) / scale)
 
 
 def explain(c: Candidate, weights: dict[str, float]) -> dict[str, Any]:

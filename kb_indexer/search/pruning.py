@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 
 from kb_indexer.search.fulltext import FtsQuery, build_query, quote
+from kb_indexer.search.sparse import View, tokens_of
 
 PRUNE_MIN_DOCS = 5_000
 COMMON_SHARE = 0.5
@@ -45,18 +46,24 @@ def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...]) -> dict[int,
     return {i: toks[0] for i, toks in tokens.items() if len(toks) == 1}
 
 
-def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: int) -> tuple[FtsQuery, list[str]]:
-    """(the query without near-zero-IDF terms, the terms left out)."""
+def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: int,
+                       view: View | None = None) -> tuple[FtsQuery, list[str]]:
+    """(the query without near-zero-IDF terms, the terms left out); ``view``: the sparse index, which
+    knows every term's document frequency."""
     if total_docs < PRUNE_MIN_DOCS or len(query.terms) < 2:
         return query, []
-    singles = single_tokens(conn, query.terms)
+    if view is not None:
+        singles = {i: t[0] for i, t in enumerate(tokens_of(view, query.terms)) if len(t) == 1}
+    else:
+        singles = single_tokens(conn, query.terms)
     cap = int(COMMON_SHARE * total_docs) + 1   # counting stops here: one more than the share allows
     verdict: dict[str, bool] = {}   # by token: "Learning" and "learning" are counted once
     common = set()
     for i, token in singles.items():
         if token not in verdict:
-            found = conn.execute("SELECT count(*) FROM (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? "
-                                 "LIMIT ?)", (quote(query.terms[i]), cap)).fetchone()[0]
+            found = view.df(conn, token) if view is not None else conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? LIMIT ?)",
+                (quote(query.terms[i]), cap)).fetchone()[0]
             verdict[token] = found > COMMON_SHARE * total_docs
         if verdict[token]:
             common.add(i)

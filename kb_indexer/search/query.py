@@ -36,17 +36,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from kb_indexer.errors import KbError, UsageError
-from kb_indexer.search import fulltext
+from kb_indexer.search import fulltext, sparse
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison,
                                          resolve_types, resolve_weights)
-from kb_indexer.search.fusion import (EXPANSION_FACTOR, Candidate, Evidence, apply_learned, explain as explain_parts,
-                                      fuse)
+from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, apply_learned, explain as explain_parts, fuse
 from kb_indexer.search.method import MethodChoice, choose_method
 from kb_indexer.search.reasoning import design_source, reasoning, search_counts
+from kb_indexer.search.pool import Pool, TagHits, select
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
+from kb_indexer.store.sparse import min_docs as sparse_min_docs
 from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
@@ -216,36 +217,25 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     method = spec.choice.method
     if method == "semantic" and dense is None:
         method = "hybrid"
-    use_keywords = method in ("keyword", "hybrid", "semantic")
     user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
-    fts_query, pruned = prune_common_terms(conn, fts_query, _document_count(conn))
+    n_docs = _document_count(conn)
+    view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
+    fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
     user_norms = [n for _, n in user]
-    ids = _keyword_ids(conn, user_norms) if use_keywords else {}
-    seeds = [(n, ids.get(n)) for n in user_norms]
-    expansions = []
-    if ids and spec.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
-        expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
-                            types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
-                            context_scorer=context_scorer, context_threshold=spec.context_threshold)
-    candidates = _tag_candidates(conn, seeds, expansions) if ids else {}
+    seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer)
     boosts = learned(conn, spec.question) if learned is not None else {}
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
         if info["boost"] > 0:
-            candidates.setdefault(doc_id, Candidate(doc_id))
+            pool.add(doc_id)
     # Each document a not-helpful mark may push down makes room for one more full-text hit.
     penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
     lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
     if dense is not None:   # before full text, so that one pass scores the documents vectors found too
-        _add_dense_candidates(dense, candidates)
-    snippets, total = _add_fulltext(conn, lexical_query, candidates, spec.limit + penalised if spec.limit else 0,
-                                    spec.col_w)
-    dense_norm = _dense_parts(dense, candidates) if dense is not None else {}
-    for doc_id, info in boosts.items():
-        if doc_id in candidates:  # a not-helpful mark lowers a document found another way
-            candidates[doc_id].learned = info["boost"]
-    channel_weights = fuse(candidates, len(user_norms), fulltext.normalise(
-        {d: c.bm25 for d, c in candidates.items() if c.bm25 is not None}), dense_norm)
-    apply_learned(candidates)
+        _add_dense_candidates(dense, pool)
+    snippets, total = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
+                                    spec.col_w, view)
+    pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
+    candidates, channel_weights = _fuse(pool, len(user_norms), dense, spec.limit)     # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
@@ -255,25 +245,58 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info)
 
 
-def _add_dense_candidates(dense: DenseResult, candidates: dict[int, Candidate]) -> None:
+def _keyword_channel(conn: sqlite3.Connection, spec: _Spec, method: str, user_norms: list[str],
+                     context_scorer: ContextScorer | None) -> tuple[list[tuple[str, int | None]], list[Expansion],
+                                                                    Pool]:
+    """The user keywords' ids, their expansions, and the documents tagged with either (a new pool)."""
+    use_keywords = method in ("keyword", "hybrid", "semantic")
+    ids = _keyword_ids(conn, user_norms) if use_keywords else {}
+    seeds = [(n, ids.get(n)) for n in user_norms]
+    expansions = []
+    if ids and spec.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
+        expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
+                            types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
+                            context_scorer=context_scorer, context_threshold=spec.context_threshold)
+    return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions) if ids else TagHits())
+
+
+def _fuse(pool: Pool, n_user_keywords: int, dense: DenseResult | None,
+          limit: int) -> tuple[dict[int, Candidate], dict[str, float]]:
+    """Every pool document's fused score (learned boosts applied); Candidate objects for the best ``limit``
+    and those tied with the last only."""
+    parts = {"keyword": pool.tags.keyword_parts(n_user_keywords), "fulltext": fulltext.normalise(pool.bm25),
+             "dense": _dense_parts(dense, pool) if dense is not None else {}}
+    scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
+    apply_learned(scores, pool.learned)
+    return pool.candidates(select(scores, limit), parts, scores), channel_weights
+
+
+def _add_dense_candidates(dense: DenseResult, pool: Pool) -> None:
     """The documents vector search found join the candidates, with their cosine."""
     for d, cos in dense.top.items():
-        c = candidates.setdefault(d, Candidate(d))
-        c.cosine, c.semantic = cos, True
+        pool.add(d)
+        pool.cosine[d] = cos
+        pool.semantic.add(d)
 
 
-def _dense_parts(dense: DenseResult, candidates: dict[int, Candidate]) -> dict[int, float]:
+def _dense_parts(dense: DenseResult, pool: Pool) -> dict[int, float]:
     """Every candidate gets its cosine; returns the normalised dense parts."""
-    for d, cos in dense.get([d for d, c in candidates.items() if c.cosine is None]).items():
-        candidates[d].cosine = cos
+    pool.cosine.update(dense.get([d for d in pool.docs if d not in pool.cosine]))
     floor = min(dense.top.values()) if dense.top else 0.0
-    return normalise_dense({d: c.cosine for d, c in candidates.items() if c.cosine is not None}, floor)
+    return normalise_dense(pool.cosine, floor)
+
+
+def _sparse_view(conn: sqlite3.Connection, col_w: tuple, n_docs: int, terms: tuple[str, ...]) -> sparse.View | None:
+    """The sparse index when the knowledge base is large enough to keep one and it is current, else None
+    (full text then runs on FTS5; the scores are the same)."""
+    return sparse.open_view(conn, col_w, terms) if n_docs >= sparse_min_docs() else None
 
 
 def _document_count(conn: sqlite3.Connection) -> int:
     """How many documents the index holds (counted only when it may be large enough to prune terms)."""
     top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
-    return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= PRUNE_MIN_DOCS else top
+    small = min(PRUNE_MIN_DOCS, sparse_min_docs())
+    return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= small else top
 
 
 def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
@@ -389,65 +412,59 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
 
-def _tag_candidates(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]],
-                    expansions: list[Expansion]) -> dict[int, Candidate]:
-    """Documents tagged with a user keyword (exact) or one of its expansions, with the evidence."""
-    by_kid: dict[int, list[tuple[str, Expansion | None]]] = {}
-    names: dict[int, str] = {}
-    for n, kid in seeds:
-        if kid is not None:
-            by_kid.setdefault(kid, []).append((n, None))
-            names[kid] = n
-    for e in expansions:
-        by_kid.setdefault(e.keyword_id, []).append((e.user_keyword, e))
-    candidates: dict[int, Candidate] = {}
-    rows = conn.execute("SELECT document_id, keyword_id, weight FROM document_keywords "
-                        "WHERE keyword_id IN (SELECT value FROM json_each(?)) ORDER BY document_id, id",
-                        (json.dumps(sorted(by_kid)),))
-    for doc_id, kid, tag_weight in rows:  # tag_weight < 1 only for tags learned from little evidence
-        c = candidates.setdefault(doc_id, Candidate(doc_id))
-        for seed, e in by_kid[kid]:
-            if e is None:
-                c.evidence.append(Evidence(seed, names[kid], "exact", tag_weight))
-            else:
-                c.evidence.append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR * tag_weight,
-                                           e.weight, e.similarity_type, e.relation_id, e.via, e.context_match))
-    return candidates
+def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: tuple,
+                  view: sparse.View | None = None) -> tuple[dict[int, str], int]:
+    """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
+    plus the scores of the pool's documents); returns their snippets and how many documents the query
+    finds in all.
 
-
-def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, candidates: dict[int, Candidate],
-                  limit: int, col_w: tuple) -> tuple[dict[int, str], int]:
-    """Full-text hits (the best ``limit`` and those tied with the last, every match for 0, plus the scores
-    of tagged candidates); returns their snippets and how many documents the query finds in all.
-
-    With few tagged candidates: one ranked query (snippets included) plus per-row scores for the tagged
-    ones it missed. With many: one pass over all matches scores everything, and snippets come later,
-    for the final results only. Either way the hits kept do not depend on document ids or FTS5's order
-    within a tie, so ``--limit N`` gives the first N results of any larger limit.
+    From the sparse index when there is one (every match scored at once). Else, with few pool documents:
+    one ranked FTS5 query (snippets included) plus per-row scores for the pool documents it missed; with
+    many: one pass over all matches scores everything, and snippets come later, for the final results
+    only. Either way the hits kept do not depend on document ids or FTS5's order within a tie, so
+    ``--limit N`` gives the first N results of any larger limit.
     """
     snippets: dict[int, str] = {}
-    tagged = list(candidates)
+    known = list(pool.docs)
     if not fts_query:
-        return snippets, fulltext.count_found(conn, None, tagged)
-    if len(tagged) > fulltext.PER_ROW_MAX or not limit:
+        return snippets, _count_known(conn, pool, known)
+    if view is not None:
+        scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w))
+        found = scored.get(known)
+        keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
+        return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
+    if len(known) > fulltext.PER_ROW_MAX or not limit:
         scores = fulltext.all_scores(conn, fts_query, col_w)
-        for d in tagged:
-            if d in scores:
-                candidates[d].bm25 = scores[d]
-        others = {d: s for d, s in scores.items() if d not in candidates}
+        found = {d: scores[d] for d in known if d in scores}
+        others = {d: s for d, s in scores.items() if d not in pool.docs}
         keep = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else others
-        for d in keep:
-            candidates[d] = Candidate(d, bm25=scores[d])
-        return snippets, len(others) + fulltext.count_found(conn, None, tagged)
-    total = fulltext.count_found(conn, fts_query, tagged)
+        return snippets, _add_hits(pool, found, {d: scores[d] for d in keep}, len(scores), known, conn)
+    total = fulltext.count_found(conn, fts_query, known)
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
-        candidates.setdefault(d, Candidate(d)).bm25 = score
+        pool.add(d)
+        pool.bm25[d] = score
         if snip:
             snippets[d] = snip
-    missing = [d for d in tagged if candidates[d].bm25 is None]
-    for d, score in fulltext.scores_for(conn, fts_query, missing, col_w).items():
-        candidates[d].bm25 = score
+    pool.bm25.update(fulltext.scores_for(conn, fts_query, [d for d in known if d not in pool.bm25], col_w))
     return snippets, total
+
+
+def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], matched: int, known: list[int],
+              conn: sqlite3.Connection) -> int:
+    """Record the pool's own scores and the hits kept; returns the total found (matches plus the pool's
+    documents that do not match)."""
+    pool.bm25.update(found)
+    for d, score in keep.items():
+        pool.add(d)
+        pool.bm25[d] = score
+    return matched - len(found) + _count_known(conn, pool, known)
+
+
+def _count_known(conn: sqlite3.Connection, pool: Pool, known: list[int]) -> int:
+    """How many of the pool's documents ``known`` are indexed (tagged ones are, by their foreign key)."""
+    tagged = pool.tags.rows
+    return sum(1 for d in known if d in tagged) + fulltext.count_found(conn, None, [d for d in known
+                                                                                   if d not in tagged])
 
 
 def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],

@@ -123,8 +123,10 @@ def upsert_document(
 
 
 def write_fts_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
-    """(Re)write full-text rows ``(document id, title, summary, keywords text, body)``."""
+    """(Re)write full-text rows ``(document id, title, summary, keywords text, body)``, logged for the sparse
+    index (:mod:`kb_indexer.store.sparse`)."""
     conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", [(r[0],) for r in rows])
+    conn.executemany("INSERT INTO fulltext_log (document_id) VALUES (?)", [(r[0],) for r in rows])
     conn.executemany("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)", rows)
 
 
@@ -142,6 +144,7 @@ def write_fts(conn: sqlite3.Connection, doc_id: int, *, title: str, summary: str
         row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
         body = row[0] if row else ""
     conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    conn.execute("INSERT INTO fulltext_log (document_id) VALUES (?)", (doc_id,))
     conn.execute(
         "INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)",
         (doc_id, title or "", summary or "", doc_keyword_text(conn, doc_id), body),

@@ -19,15 +19,17 @@ FORMAT_VERSION = 1
 # Not exported: bookkeeping, derived full-text rows (rebuilt from documents.body), caches, and skills with
 # their sessions (derived from the skill folders: `skills sync` rebuilds them; an import leaves them as they are),
 # conversation sessions (`kbindex context`: per conversation, reset by design), and embeddings (derived from
-# the documents: `kbindex embed` rebuilds them).
-_EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence"}
+# the documents: `kbindex embed` rebuilds them), and the sparse full-text index with its change log (derived
+# from the full-text rows: the next `sync` rebuilds it).
+_EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence", "fulltext_log"}
+_EXCLUDED_PREFIXES = ("documents_fts", "skill", "context_", "embedding_", "sparse_")
 
 
 def export_tables(conn: sqlite3.Connection) -> list[str]:
     """User tables in creation order (parents before children)."""
     names = [r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
-    return [n for n in names if n not in _EXCLUDED and not n.startswith(("documents_fts", "skill", "context_", "embedding_"))]
+    return [n for n in names if n not in _EXCLUDED and not n.startswith(_EXCLUDED_PREFIXES)]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:

@@ -431,6 +431,55 @@ def m090_embeddings(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m100_sparse(conn: sqlite3.Connection) -> None:
+    # A sparse (inverted) index of the full-text rows that a large knowledge base answers full-text
+    # queries from (see kb_indexer.store.sparse): per segment and term, the documents and their weighted
+    # term frequencies in one BLOB; which segment holds each document's live postings and its length in
+    # ``sparse_state``; ``sparse_pairs``: the two-token phrases (known keywords) indexed like terms, from
+    # which segment on. ``fulltext_log`` lists every document whose full-text row changed (the store
+    # functions that write the row log it; a deleted document by this trigger), so the index is brought up
+    # to date incrementally. Derived from documents_fts: not exported.
+    run_script(conn, """
+    CREATE TABLE fulltext_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        document_id INTEGER NOT NULL
+    );
+    CREATE TRIGGER fulltext_log_delete AFTER DELETE ON documents BEGIN
+        INSERT INTO fulltext_log (document_id) VALUES (old.id);
+    END;
+    CREATE TABLE sparse_segments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        documents INTEGER NOT NULL,
+        postings INTEGER NOT NULL,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    CREATE TABLE sparse_postings (
+        id INTEGER PRIMARY KEY,
+        term TEXT NOT NULL,
+        segment INTEGER NOT NULL REFERENCES sparse_segments(id) ON DELETE CASCADE,
+        data BLOB NOT NULL
+    );
+    CREATE UNIQUE INDEX idx_sparse_postings_term ON sparse_postings(term, segment);
+    CREATE INDEX idx_sparse_postings_segment ON sparse_postings(segment);
+    CREATE TABLE sparse_pairs (
+        pair TEXT PRIMARY KEY,
+        since INTEGER NOT NULL
+    );
+    CREATE TABLE sparse_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        format TEXT NOT NULL,
+        fold_seq INTEGER NOT NULL,
+        structure BLOB,
+        documents INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        owner BLOB NOT NULL,
+        lengths BLOB NOT NULL,
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

@@ -1,0 +1,110 @@
+"""One query's candidate documents as plain numbers per document, fused and cut to the results first.
+
+A popular tag, or a keyword whose expansions are popular, finds thousands of documents; full text can
+match most of a large index. Every one of them needs its fused score to know which are the best, but
+only the results need their evidence (which tag, which expansion, why) as objects. So the channels
+fill dictionaries here (tag rows, bm25, cosine, learned boost), :func:`kb_indexer.search.fusion.fuse`
+scores them all, :func:`select` keeps the best ``limit`` (and every document tied with the last), and
+:meth:`Pool.candidates` builds :class:`~kb_indexer.search.fusion.Candidate` objects for those alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import sqlite3
+from dataclasses import dataclass, field
+
+from kb_indexer.search.expansion import Expansion
+from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence, keyword_part
+
+
+@dataclass
+class TagHits:
+    """Documents tagged with a user keyword (exact) or one of its expansions."""
+
+    by_kid: dict[int, list[tuple[str, Expansion | None]]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    rows: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # doc -> [(keyword id, tag weight)]
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, seeds: list[tuple[str, int | None]],
+             expansions: list[Expansion]) -> TagHits:
+        hits = cls()
+        for n, kid in seeds:
+            if kid is not None:
+                hits.by_kid.setdefault(kid, []).append((n, None))
+                hits.names[kid] = n
+        for e in expansions:
+            hits.by_kid.setdefault(e.keyword_id, []).append((e.user_keyword, e))
+        if not hits.by_kid:
+            return hits
+        rows = conn.execute("SELECT document_id, keyword_id, weight FROM document_keywords "
+                            "WHERE keyword_id IN (SELECT value FROM json_each(?)) ORDER BY document_id, id",
+                            (json.dumps(sorted(hits.by_kid)),))
+        for doc_id, kid, tag_weight in rows:  # tag_weight < 1 only for tags learned from little evidence
+            hits.rows.setdefault(doc_id, []).append((kid, tag_weight))
+        return hits
+
+    def _value(self, e: Expansion | None, tag_weight: float) -> float:
+        return tag_weight if e is None else e.weight * EXPANSION_FACTOR * tag_weight
+
+    def keyword_parts(self, n_user_keywords: int) -> dict[int, float]:
+        """Each tagged document's keyword part (:func:`kb_indexer.search.fusion.keyword_part`)."""
+        values = {kid: [(seed, e if e is None else e.weight * EXPANSION_FACTOR) for seed, e in pairs]
+                  for kid, pairs in self.by_kid.items()}
+        out = {}
+        for doc_id, rows in self.rows.items():
+            best: dict[str, float] = {}
+            for kid, tag_weight in rows:
+                for seed, factor in values[kid]:
+                    v = tag_weight if factor is None else factor * tag_weight
+                    best[seed] = max(best.get(seed, 0.0), v)
+            out[doc_id] = keyword_part(best, n_user_keywords)
+        return out
+
+    def evidence(self, doc_id: int) -> list[Evidence]:
+        out = []
+        for kid, tag_weight in self.rows.get(doc_id, ()):
+            for seed, e in self.by_kid[kid]:
+                if e is None:
+                    out.append(Evidence(seed, self.names[kid], "exact", tag_weight))
+                else:
+                    out.append(Evidence(seed, e.keyword, "expansion", self._value(e, tag_weight), e.weight,
+                                        e.similarity_type, e.relation_id, e.via, e.context_match))
+        return out
+
+
+@dataclass
+class Pool:
+    """The candidates of one query: document ids in the order they were found, and what each channel said."""
+
+    tags: TagHits
+    docs: dict[int, None] = field(default_factory=dict)     # an ordered set
+    bm25: dict[int, float] = field(default_factory=dict)
+    cosine: dict[int, float] = field(default_factory=dict)
+    semantic: set[int] = field(default_factory=set)
+    learned: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.docs.update(dict.fromkeys(self.tags.rows))
+
+    def add(self, doc_id: int) -> None:
+        self.docs.setdefault(doc_id, None)
+
+    def candidates(self, ids: list[int], parts: dict[str, dict[int, float]],
+                   scores: dict[int, float]) -> dict[int, Candidate]:
+        """Candidate objects (evidence included) of ``ids`` only."""
+        return {d: Candidate(d, self.tags.evidence(d), self.bm25.get(d), self.cosine.get(d), d in self.semantic,
+                             parts["keyword"].get(d, 0.0), parts["fulltext"].get(d, 0.0),
+                             parts["dense"].get(d, 0.0), self.learned.get(d, 0.0), scores[d]) for d in ids}
+
+
+def select(scores: dict[int, float], limit: int) -> list[int]:
+    """The ids of the ``limit`` best scores (0: all) and of every score tied with the last at 9 decimals
+    (ties are ordered by filepath later, so the kept set never depends on how a tie was broken)."""
+    if not limit or len(scores) <= limit:
+        return list(scores)
+    cutoff = round(heapq.nlargest(limit, scores.values())[-1], 9)
+    near = cutoff - 1e-8   # rounding moves a score by at most 5e-10: compare rounded values near the cut only
+    return [d for d, s in scores.items() if s >= near and round(s, 9) >= cutoff]

@@ -1,0 +1,220 @@
+"""Full-text scores from the sparse index (:mod:`kb_indexer.store.sparse`): FTS5's bm25, computed with numpy.
+
+For every matching document the score is what ``bm25(documents_fts, 2, 0.25, 2, 1)`` returns for the same
+query: per query term, ``idf × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgdl))`` with k1 = 1.2, b = 0.75,
+``idf = ln((N − n + 0.5) / (n + 0.5))`` floored at 1e-6, ``f`` the column-weighted frequency, ``D`` the
+document's tokens and ``avgdl`` the mean, summed over the terms in query order (a repeated term counts
+again). A term of one token is scored from the postings; a term of several tokens is a phrase, which
+only FTS5 can match: its part comes from FTS5 (bm25 is a sum over phrases, so a single-phrase pass gives
+exactly that phrase's part). ``View`` is None whenever the index cannot vouch for the current rows (not
+built, or more changes since its last refresh than a query reads itself): the caller then uses FTS5.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_indexer.store import sparse as store
+from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+
+
+@dataclass
+class View:
+    """The sparse index as of now for one query's terms: segments plus the documents changed since the
+    last refresh, and which of the query's two-token phrases it indexes."""
+
+    owner: Any                 # uint32 per document id: segment of its live postings (0: none or changed)
+    lengths: Any               # float64 per document id: tokens over all columns
+    documents: int             # N
+    avgdl: float
+    overlay: store.DocTerms    # changed documents, read from their rows now (with the query's pairs)
+    tokenizer: Tokenizer
+    terms: dict[str, tuple[str, ...]]   # the query's terms -> their tokens
+    covered: set[str]          # two-token phrases answered from the index ("first second")
+    pending: int = 0
+    _postings: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def tokens(self, terms: tuple[str, ...]) -> list[tuple[str, ...]]:
+        new = [t for t in terms if t not in self.terms]
+        self.terms.update(zip(new, self.tokenizer.tokens(new)))
+        return [self.terms[t] for t in terms]
+
+    def postings(self, conn: sqlite3.Connection, tokens: list[str]) -> None:
+        """Load the live postings of ``tokens`` (document ids int64, weighted frequencies float64)."""
+        import numpy as np
+
+        todo = [t for t in set(tokens) if t not in self._postings]
+        if not todo:
+            return
+        rows = store.term_rows(conn, todo)
+        for tok in todo:
+            docs, freqs = [], []
+            for seg, data in rows.get(tok, ()):
+                d, f = store.unpack(data)
+                keep = self.owner[d] == seg
+                docs.append(d[keep])
+                freqs.append(f[keep])
+            if self.overlay.length:
+                d, f = self.overlay.term(tok, self.tokenizer._ids)
+                docs.append(d.astype(np.uint32))
+                freqs.append(f.astype(np.float32))
+            d = np.concatenate(docs).astype(np.int64) if docs else np.zeros(0, dtype=np.int64)
+            f = np.concatenate(freqs).astype(np.float64) if freqs else np.zeros(0)
+            self._postings[tok] = (d, f)
+
+    def df(self, conn: sqlite3.Connection, token: str) -> int:
+        self.postings(conn, [token])
+        return len(self._postings[token][0])
+
+    def indexed(self, tokens: tuple[str, ...]) -> str | None:
+        """The index's term for a query term's tokens: the token, a covered pair, or None (FTS5 must match it)."""
+        if len(tokens) == 1:
+            return tokens[0]
+        name = " ".join(tokens)
+        return name if len(tokens) == 2 and name in self.covered else None
+
+
+def open_view(conn: sqlite3.Connection, column_weights: tuple, terms: tuple[str, ...] = ()) -> View | None:
+    """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
+    import numpy as np
+
+    if tuple(float(w) for w in column_weights) != store.COLUMN_WEIGHTS:
+        return None
+    try:
+        st = store.load_state(conn)
+    except sqlite3.OperationalError:      # an index from before m100 opened read-only
+        return None
+    if st is None:
+        return None
+    pending: list[int] = []
+    if st.structure is None or st.structure != store.structure(conn):
+        pending = [r[0] for r in conn.execute("SELECT DISTINCT document_id FROM fulltext_log WHERE seq > ? LIMIT ?",
+                                              (st.fold_seq, store.OVERLAY_MAX + 1))]
+        if not pending or len(pending) > store.OVERLAY_MAX:
+            return None
+    tokenizer = Tokenizer(conn)
+    tokens = dict(zip(terms, tokenizer.tokens(list(terms))))
+    phrases = {t for t in tokens.values() if len(t) == 2}
+    overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
+    size = max([len(st.owner)] + [d + 1 for d in pending])
+    owner = np.zeros(size, dtype=np.uint32)
+    owner[:len(st.owner)] = st.owner
+    lengths = np.zeros(size, dtype=np.float64)
+    lengths[:len(st.lengths)] = st.lengths
+    if pending:
+        idx = np.asarray(pending, dtype=np.int64)
+        owner[idx] = 0
+        lengths[idx] = [overlay.length.get(d, 0) for d in pending]
+    documents = int(np.count_nonzero(owner)) + len(overlay.length)
+    total = int(lengths.sum())
+    if (documents, total) != store.fts_totals(conn) or not documents:
+        return None
+    return View(owner, lengths, documents, total / documents, overlay, tokenizer, tokens,
+                _covered(conn, owner, phrases), len(pending))
+
+
+def _covered(conn: sqlite3.Connection, owner: Any, phrases: set[tuple[str, ...]]) -> set[str]:
+    """The phrases every live segment indexed (see ``sparse_pairs``)."""
+    if not phrases:
+        return set()
+    live = owner[owner > 0]
+    oldest = int(live.min()) if len(live) else 1 << 62
+    names = sorted(" ".join(p) for p in phrases)
+    return {r[0] for r in conn.execute("SELECT pair FROM sparse_pairs WHERE pair IN (SELECT value FROM json_each(?)) "
+                                       "AND since <= ?", (json.dumps(names), oldest))}
+
+
+@dataclass
+class Scores:
+    """bm25 of every document the query matches."""
+
+    docs: Any       # int64 document ids, ascending
+    scores: Any     # float64, higher is better
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def get(self, doc_ids: list[int]) -> dict[int, float]:
+        import numpy as np
+
+        if not doc_ids or not len(self.docs):
+            return {}
+        wanted = np.asarray(doc_ids, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.docs, wanted), 0, len(self.docs) - 1)
+        hit = self.docs[pos] == wanted
+        return {int(d): float(s) for d, s, h in zip(wanted, self.scores[pos], hit) if h}
+
+    def best(self) -> float:
+        return float(self.scores.max()) if len(self.scores) else 0.0
+
+    def best_with_ties(self, n: int, exclude: set[int], margin: float) -> dict[int, float]:
+        """The ``n`` best documents outside ``exclude`` plus any within ``margin`` of the n-th."""
+        import numpy as np
+
+        if n <= 0:
+            return {}
+        keep = ~np.isin(self.docs, np.fromiter(exclude, dtype=np.int64, count=len(exclude))) if exclude \
+            else np.ones(len(self.docs), dtype=bool)
+        docs, scores = self.docs[keep], self.scores[keep]
+        if len(docs) > n:
+            nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+            pick = scores >= nth - margin
+            docs, scores = docs[pick], scores[pick]
+        return {int(d): float(s) for d, s in zip(docs, scores)}
+
+
+def tokens_of(view: View, terms: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return view.tokens(terms)
+
+
+def score(conn: sqlite3.Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:
+    """bm25 of every document matching any of ``terms``; ``phrase_sql`` gives ``(rowid, -bm25)`` of the
+    documents matching one phrase (a parameter: its string literal)."""
+    import numpy as np
+
+    indexed = [view.indexed(t) if t else "" for t in view.tokens(terms)]
+    view.postings(conn, [t for t in indexed if t])
+    acc = np.zeros(len(view.owner), dtype=np.float64)
+    hit = np.zeros(len(view.owner), dtype=bool)
+    norm = K1 * (1.0 - B + B * view.lengths / view.avgdl)   # per document: k1·(1 − b + b·D/avgdl)
+    for term, name in zip(terms, indexed):
+        if name:
+            d, f = view._postings[name]
+            if not len(d):
+                continue
+            n = len(d)
+            idf = math.log((view.documents - n + 0.5) / (n + 0.5))
+            idf = idf if idf > 0.0 else IDF_FLOOR
+            acc[d] += idf * ((f * (K1 + 1.0)) / (f + norm[d]))
+            hit[d] = True
+        elif name is None:   # a phrase the index does not hold: FTS5 matches and scores it
+            rows = conn.execute(phrase_sql, ('"' + term.replace('"', '""') + '"',)).fetchall()
+            if rows:
+                d = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                acc[d] += np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+                hit[d] = True
+    docs = np.flatnonzero(hit)
+    return Scores(docs, acc[docs])
+
+
+def describe(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """What ``db-stats`` shows of the sparse index (None when there is none)."""
+    try:
+        row = conn.execute("SELECT documents, tokens, fold_seq, structure IS NOT NULL, updated_at "
+                           "FROM sparse_state WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    if row is None:
+        return None
+    segments, postings = conn.execute("SELECT count(*), coalesce(sum(postings), 0) FROM sparse_segments").fetchone()
+    pending = conn.execute("SELECT count(DISTINCT document_id) FROM fulltext_log WHERE seq > ?", (row[2],)).fetchone()[0]
+    return {"documents": row[0], "tokens": row[1], "segments": segments, "postings": postings,
+            "pending_documents": pending, "updated_at": row[4]}

@@ -1,0 +1,371 @@
+"""The sparse (inverted) index beside ``documents_fts``: BM25 over every matching document in milliseconds.
+
+FTS5 ranks by calling ``bm25()`` once per matching row (about 1 µs each, even under ``ORDER BY rank
+LIMIT``): a question whose words occur in 80,000 of 100,000 documents costs ~100 ms before anything
+else. This index keeps, per term, the documents that contain it and their column-weighted term
+frequencies as packed arrays, so a query scores all of them with numpy in one vector operation
+(:mod:`kb_indexer.search.sparse`). It is derived from the full-text rows and never decides what a
+query finds: the scores are FTS5's own bm25 (the same tokens, frequencies, lengths and formula), and
+whenever the index cannot vouch for being current the query runs on FTS5 as before.
+
+Layout (tables of migration ``m100_sparse``):
+
+* ``sparse_postings``: one row per (term, segment); ``data`` is the segment's sorted document ids
+  (uint32) followed by their weighted term frequencies (float32: Σ column weight × occurrences).
+* ``sparse_segments``: a segment is written per batch of changed documents; a document's live
+  postings are in the segment ``owner[id]`` names (older segments' postings of it are ignored), so an
+  update never rewrites old segments. Many small segments are merged (postings only, no tokenising).
+* ``sparse_state``: ``owner`` and ``lengths`` (tokens of each document, all columns) indexed by document
+  id, the totals, ``fold_seq`` (the last ``fulltext_log`` entry folded in) and ``structure``: FTS5's
+  structure record when the index became complete. Any write to FTS5 changes that record, so an equal
+  one proves nothing changed; otherwise the documents logged since ``fold_seq`` are scored from their
+  rows at query time (up to ``OVERLAY_MAX``), and the totals are checked against FTS5's own.
+
+:func:`refresh` (run by ``sync``) folds logged changes in, in batches that each commit (a killed sync
+keeps its progress), builds the whole index once a knowledge base reaches ``MIN_DOCS`` documents, and
+clears the log of a smaller one. numpy is imported only here and in the query path that uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kb_indexer.store.connection import transaction
+from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+
+MIN_DOCS = 5_000          # below this FTS5 ranks fast enough: no sparse index is kept (KBINDEX_SPARSE_MIN_DOCS)
+OVERLAY_MAX = 250         # changed documents a query scores from their rows (~0.3 ms each) before it uses FTS5
+FOLD_DOCS = 10_000        # documents per segment (and per transaction) when folding changes in
+MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
+MERGED_SEGMENTS = 8
+COLUMN_WEIGHTS = (2.0, 0.25, 2.0, 1.0)    # = kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS
+FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
+
+Progress = Callable[[int, int], None]
+
+
+def min_docs() -> int:
+    """Documents from which the index is kept: ``KBINDEX_SPARSE_MIN_DOCS`` when set (0: always), else MIN_DOCS."""
+    value = os.environ.get("KBINDEX_SPARSE_MIN_DOCS", "").strip()
+    return int(value) if value.isdigit() else MIN_DOCS
+
+
+def structure(conn: sqlite3.Connection) -> bytes | None:
+    """FTS5's structure record of ``documents_fts`` (changes with every write to the full-text index)."""
+    row = conn.execute("SELECT block FROM documents_fts_data WHERE id = 10").fetchone()
+    return bytes(row[0]) if row else None
+
+
+def _varints(blob: bytes) -> list[int]:
+    out, i = [], 0
+    while i < len(blob):
+        value = 0
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:
+    """FTS5's own row count and token count over all columns (its averages record)."""
+    row = conn.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
+    values = _varints(bytes(row[0])) if row and row[0] else []
+    return (values[0], sum(values[1:])) if values else (0, 0)
+
+
+@dataclass
+class State:
+    fold_seq: int
+    structure: bytes | None
+    documents: int
+    tokens: int
+    owner: Any       # numpy uint32 per document id: segment of its live postings, 0 for none
+    lengths: Any     # numpy uint32 per document id: tokens over all columns
+
+
+def load_state(conn: sqlite3.Connection) -> State | None:
+    import numpy as np
+
+    row = conn.execute("SELECT format, fold_seq, structure, documents, tokens, owner, lengths FROM sparse_state "
+                       "WHERE id = 1").fetchone()
+    if row is None or row[0] != FORMAT:
+        return None
+    return State(row[1], bytes(row[2]) if row[2] is not None else None, row[3], row[4],
+                 np.frombuffer(row[5], dtype="<u4"), np.frombuffer(row[6], dtype="<u4"))
+
+
+def _save_state(conn: sqlite3.Connection, st: State) -> None:
+    conn.execute("INSERT INTO sparse_state (id, format, fold_seq, structure, documents, tokens, owner, lengths) "
+                 "VALUES (1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET format = excluded.format, "
+                 "fold_seq = excluded.fold_seq, structure = excluded.structure, documents = excluded.documents, "
+                 "tokens = excluded.tokens, owner = excluded.owner, lengths = excluded.lengths, "
+                 "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+                 (FORMAT, st.fold_seq, st.structure, st.documents, st.tokens,
+                  st.owner.astype("<u4").tobytes(), st.lengths.astype("<u4").tobytes()))
+
+
+# -- reading documents into postings ------------------------------------------------------------------
+
+
+@dataclass
+class DocTerms:
+    """Postings of documents read from their full-text rows, sorted by (token id, document id)."""
+
+    tids: Any                  # int64 token id per posting (``names`` maps it to the token)
+    docs: Any                  # int64 document id per posting
+    tfs: Any                   # float64 Σ column weight × occurrences per posting
+    length: dict[int, int]     # document id -> tokens over all columns (documents with a row only)
+    names: list[str]
+
+    def term(self, token: str, ids: dict[str, int]) -> tuple[Any, Any]:
+        """(document ids, weighted frequencies) of one token."""
+        tid = ids.get(token, -1)
+        a, b = (int(x) for x in self.tids.searchsorted([tid, tid + 1])) if tid >= 0 else (0, 0)
+        return self.docs[a:b], self.tfs[a:b]
+
+
+READ_DOCS = 500   # documents tokenised at a time (bounds the memory of a fold)
+
+
+def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list[int],
+                   pairs: Pairs | None = None) -> DocTerms:
+    """The full-text rows of ``doc_ids`` (those that still have one), tokenised like FTS5 does, with the
+    occurrences of ``pairs`` as pseudo-tokens (not counted in the lengths). Read ``READ_DOCS`` at a time,
+    each part reduced to its postings at once (the memory of a fold is its postings, not its texts)."""
+    import numpy as np
+
+    parts, length = [], {}
+    ordered = sorted(doc_ids)
+    for start in range(0, len(ordered), READ_DOCS):
+        rows = conn.execute("SELECT rowid, title, summary, keywords, body FROM documents_fts WHERE rowid IN "
+                            "(SELECT value FROM json_each(?)) ORDER BY rowid",
+                            (json.dumps(ordered[start:start + READ_DOCS]),)).fetchall()
+        if rows:
+            parts.append(_postings_of(tokenizer, rows, pairs, length))
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return DocTerms(empty, empty, np.zeros(0), length, tokenizer.names)
+    tids, docs, tfs = (np.concatenate(x) for x in zip(*parts))
+    order = np.argsort(tids, kind="stable")   # parts hold ascending documents: (token, document) order
+    return DocTerms(tids[order].astype(np.int64), docs[order].astype(np.int64), tfs[order].astype(np.float64),
+                    length, tokenizer.names)
+
+
+def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: dict[int, int]) -> tuple:
+    """(token id int32, document id uint32, weighted frequency float32) of ``rows``, sorted by token then
+    document; records each document's length in ``length``."""
+    import numpy as np
+
+    (d, c, t, n), (pd, pc, pt) = tokenizer.count([list(r[1:5]) for r in rows], pairs)
+    ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+    length.update(zip(ids.tolist(), np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()))
+    d, t = np.r_[d, pd], np.r_[t, pt]
+    weighted = np.asarray(COLUMN_WEIGHTS)[np.r_[c, pc]] * np.r_[n, np.ones(len(pd), np.int64)]
+    key = t * len(rows) + d
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    return (t[order][starts].astype(np.int32), ids[d[order][starts]].astype(np.uint32),
+            np.add.reduceat(weighted[order], starts).astype(np.float32) if len(key) else np.zeros(0, np.float32))
+
+
+def _pack(docs: Any, tfs: Any) -> bytes:
+    return docs.astype("<u4").tobytes() + tfs.astype("<f4").tobytes()
+
+
+def unpack(data: bytes) -> tuple[Any, Any]:
+    import numpy as np
+
+    n = len(data) // 8
+    return np.frombuffer(data, dtype="<u4", count=n), np.frombuffer(data, dtype="<f4", count=n, offset=4 * n)
+
+
+def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
+    """A new segment with the postings of ``terms``; returns its id."""
+    import numpy as np
+
+    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)",
+                       (len(terms.length), len(terms.tids))).lastrowid
+    bounds = np.flatnonzero(np.r_[True, terms.tids[1:] != terms.tids[:-1], True])
+    conn.executemany("INSERT INTO sparse_postings (term, segment, data) VALUES (?, ?, ?)",
+                     ((terms.names[int(terms.tids[a])], seg, _pack(terms.docs[a:b], terms.tfs[a:b]))
+                      for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())))
+    return seg
+
+
+# -- keeping it current ---------------------------------------------------------------------------------
+
+
+def _grow(array: Any, size: int) -> Any:
+    import numpy as np
+
+    if len(array) >= size:
+        return array.copy()
+    out = np.zeros(size, dtype=np.uint32)
+    out[:len(array)] = array
+    return out
+
+
+def _start(conn: sqlite3.Connection) -> State:
+    """An empty index whose log lists every document: folding the log builds it."""
+    import numpy as np
+
+    conn.execute("DELETE FROM sparse_segments")
+    conn.execute("DELETE FROM sparse_pairs")
+    seq = conn.execute("SELECT coalesce(max(seq), 0) FROM fulltext_log").fetchone()[0]
+    conn.execute("INSERT INTO fulltext_log (document_id) SELECT id FROM documents ORDER BY id")
+    conn.execute("DELETE FROM fulltext_log WHERE seq <= ?", (seq,))
+    st = State(seq, None, 0, 0, np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint32))
+    _save_state(conn, st)
+    return st
+
+
+def known_pairs(conn: sqlite3.Connection, tokenizer: Tokenizer) -> Pairs:
+    """The known keywords of exactly two tokens (a question's known keyword is a phrase of full text)."""
+    names = [r[0] for r in conn.execute("SELECT keyword FROM keywords")]
+    return Pairs(tokenizer, [t for t in tokenizer.tokens(names) if len(t) == 2])
+
+
+def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, st: State, pairs: Pairs) -> int:
+    """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded."""
+    import numpy as np
+
+    log = conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                       (st.fold_seq, FOLD_DOCS)).fetchall()
+    if not log:
+        return 0
+    ids = sorted({r[1] for r in log})
+    terms = read_documents(conn, tokenizer, ids, pairs)
+    seg = _write_segment(conn, terms) if terms.length else 0
+    if seg:   # pairs seen for the first time are indexed from this segment on
+        conn.executemany("INSERT OR IGNORE INTO sparse_pairs (pair, since) VALUES (?, ?)",
+                         [(name, seg) for name in pairs.names])
+    top = max(max(ids) + 1, len(st.owner))
+    st.owner, st.lengths = _grow(st.owner, top), _grow(st.lengths, top)
+    idx = np.asarray(ids, dtype=np.int64)
+    st.owner[idx] = [seg if d in terms.length else 0 for d in ids]
+    st.lengths[idx] = [terms.length.get(d, 0) for d in ids]
+    st.documents = int(np.count_nonzero(st.owner))
+    st.tokens = int(st.lengths.sum(dtype=np.int64))
+    st.fold_seq = log[-1][0]
+    conn.execute("DELETE FROM fulltext_log WHERE seq <= ?", (st.fold_seq,))
+    done = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM fulltext_log WHERE seq > ?)", (st.fold_seq,)).fetchone()[0]
+    st.structure = structure(conn) if done else None
+    _save_state(conn, st)
+    return len(ids)
+
+
+def _merge(conn: sqlite3.Connection, st: State) -> int:
+    """Merge the smallest segments (by live documents) while there are more than ``MAX_SEGMENTS``;
+    returns how many segments were merged into one."""
+    import numpy as np
+
+    segs = [r[0] for r in conn.execute("SELECT id FROM sparse_segments")]
+    if len(segs) <= MAX_SEGMENTS:
+        return 0
+    live = np.bincount(st.owner, minlength=max(segs) + 1)
+    chosen = sorted(segs, key=lambda s: (live[s], s))[:len(segs) - MERGED_SEGMENTS + 1]
+    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (0, 0)").lastrowid
+    marks = json.dumps(chosen)
+    rows = conn.execute("SELECT term, segment, data FROM sparse_postings WHERE segment IN "
+                        "(SELECT value FROM json_each(?)) ORDER BY term", (marks,))
+
+    def merged():
+        term, parts = None, []
+        for t, s, data in rows:
+            if t != term and parts:
+                yield from _merged_row(term, seg, parts, st.owner)
+                parts = []
+            term = t
+            d, f = unpack(data)
+            keep = st.owner[np.minimum(d, len(st.owner) - 1)] == s
+            parts.append((d[keep], f[keep]))
+        if parts:
+            yield from _merged_row(term, seg, parts, st.owner)
+
+    out = list(merged())
+    postings = sum((len(r[2]) // 8) for r in out)
+    conn.execute("DELETE FROM sparse_postings WHERE segment IN (SELECT value FROM json_each(?))", (marks,))
+    conn.executemany("INSERT INTO sparse_postings (term, segment, data) VALUES (?, ?, ?)", out)
+    conn.execute("DELETE FROM sparse_segments WHERE id IN (SELECT value FROM json_each(?))", (marks,))
+    # the merged segment holds documents of segments that did not index a pair first indexed after the oldest
+    # of them: such a pair is covered again only once no older segment is live
+    conn.execute("UPDATE sparse_pairs SET since = ? WHERE since > ?", (seg + 1, min(chosen)))
+    moved = np.isin(st.owner, chosen)
+    st.owner = st.owner.copy()
+    st.owner[moved] = seg
+    conn.execute("UPDATE sparse_segments SET documents = ?, postings = ? WHERE id = ?",
+                 (int(moved.sum()), postings, seg))
+    _save_state(conn, st)
+    return len(chosen)
+
+
+def _merged_row(term: str, seg: int, parts: list, owner: Any):
+    import numpy as np
+
+    d = np.concatenate([p[0] for p in parts])
+    if not len(d):
+        return
+    f = np.concatenate([p[1] for p in parts])
+    order = np.argsort(d, kind="stable")
+    yield term, seg, _pack(d[order], f[order])
+
+
+def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None) -> dict:
+    """Bring the sparse index up to date with the full-text rows (see the module docstring); each batch
+    is its own transaction. Returns what was done, for ``sync``'s report."""
+    t0 = time.perf_counter()
+    with transaction(conn):
+        st = load_state(conn)
+        documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        if st is None and documents < (min_docs() if least is None else least):
+            conn.execute("DELETE FROM fulltext_log")   # nothing to fold into; the log stays bounded
+            return {"built": False, "documents": documents, "folded": 0}
+        if st is None or (st.structure is not None and st.structure != structure(conn) and not conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM fulltext_log WHERE seq > ?)", (st.fold_seq,)).fetchone()[0]):
+            st = _start(conn)   # new, or the full-text rows changed without a log entry: build it all again
+        pending = conn.execute("SELECT count(*) FROM fulltext_log WHERE seq > ?", (st.fold_seq,)).fetchone()[0]
+        tokenizer = Tokenizer(conn)
+        pairs = known_pairs(conn, tokenizer)
+        # a pair no longer known is not indexed from now on: it must not count as covered
+        conn.execute("DELETE FROM sparse_pairs WHERE pair NOT IN (SELECT value FROM json_each(?))",
+                     (json.dumps(pairs.names),))
+    folded, merged = 0, 0
+    while True:
+        with transaction(conn):
+            st = load_state(conn)
+            n = _fold_batch(conn, tokenizer, st, pairs) if st is not None else 0
+        if not n:
+            break
+        folded += n
+        if progress:
+            progress(min(folded, pending), pending)
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    with transaction(conn):
+        st = load_state(conn)
+        if st is not None:
+            merged = _merge(conn, st)
+    segments = conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0]
+    return {"built": True, "documents": st.documents if st else 0, "folded": folded, "segments": segments,
+            "merged": merged, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, bytes]]]:
+    """``{term: [(segment, data), ...]}`` for the given terms."""
+    out: dict[str, list[tuple[int, bytes]]] = {}
+    for term, seg, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN "
+                                        "(SELECT value FROM json_each(?))", (json.dumps(sorted(set(terms))),)):
+        out.setdefault(term, []).append((seg, data))
+    return out
