@@ -96,11 +96,11 @@ class Candidate:
         return out
 
 
-def keyword_part(best: dict[str, float], n_user_keywords: int) -> float:
-    """The keyword part from each user keyword's best evidence value in a document."""
-    if not best or n_user_keywords <= 0:
+def keyword_part(best_sum: float, n_user_keywords: int) -> float:
+    """The keyword part from the sum of each user keyword's best evidence value in a document."""
+    if n_user_keywords <= 0:
         return 0.0
-    return min(1.0, sum(best.values()) / n_user_keywords)
+    return min(1.0, best_sum / n_user_keywords)
 
 
 def fuse(docs: Iterable[int], keyword: dict[int, float], ft_norm: dict[int, float],

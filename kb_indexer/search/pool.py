@@ -21,16 +21,20 @@ from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence, keyw
 
 @dataclass
 class TagHits:
-    """Documents tagged with a user keyword (exact) or one of its expansions."""
+    """Documents tagged with a user keyword (exact) or one of its expansions, with their keyword parts."""
 
     by_kid: dict[int, list[tuple[str, Expansion | None]]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
-    rows: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # doc -> [(keyword id, tag weight)]
+    parts: dict[int, float] = field(default_factory=dict)   # doc -> keyword part, ascending doc ids
+    conn: sqlite3.Connection | None = None
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, seeds: list[tuple[str, int | None]],
-             expansions: list[Expansion]) -> TagHits:
-        hits = cls()
+    def load(cls, conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], expansions: list[Expansion],
+             n_user_keywords: int) -> TagHits:
+        """Every tagged document's keyword part, computed by SQLite: per user keyword the best evidence value
+        (exact: the tag's weight; expansion: ``expansion weight × EXPANSION_FACTOR × tag weight``), summed in
+        user-keyword order (:func:`kb_indexer.search.fusion.keyword_part`)."""
+        hits = cls(conn=conn)
         for n, kid in seeds:
             if kid is not None:
                 hits.by_kid.setdefault(kid, []).append((n, None))
@@ -39,39 +43,37 @@ class TagHits:
             hits.by_kid.setdefault(e.keyword_id, []).append((e.user_keyword, e))
         if not hits.by_kid:
             return hits
-        rows = conn.execute("SELECT document_id, keyword_id, weight FROM document_keywords "
-                            "WHERE keyword_id IN (SELECT value FROM json_each(?)) ORDER BY document_id, id",
-                            (json.dumps(sorted(hits.by_kid)),))
-        for doc_id, kid, tag_weight in rows:  # tag_weight < 1 only for tags learned from little evidence
-            hits.rows.setdefault(doc_id, []).append((kid, tag_weight))
+        order = {n: i for i, (n, _) in enumerate(seeds)}
+        factors = [(kid, order[seed], None if e is None else e.weight * EXPANSION_FACTOR)
+                   for kid, pairs in hits.by_kid.items() for seed, e in pairs]
+        used = sorted({f[1] for f in factors})
+        # one column per user keyword: its best value in the document (only integers we make reach the SQL)
+        best = ", ".join(f"max(CASE f.seed WHEN {i} THEN coalesce(f.factor * dk.weight, dk.weight) END)" for i in used)
+        rows = conn.execute(f"WITH f(kid, seed, factor) AS (VALUES {', '.join(['(?, ?, ?)'] * len(factors))}) "
+                            f"SELECT dk.document_id, {best} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
+                            "GROUP BY dk.document_id ORDER BY dk.document_id", [x for row in factors for x in row])
+        if len(used) == 1:
+            hits.parts = {doc: keyword_part(v, n_user_keywords) for doc, v in rows}
+        else:
+            hits.parts = {r[0]: keyword_part(sum(v for v in r[1:] if v is not None), n_user_keywords) for r in rows}
         return hits
 
-    def _value(self, e: Expansion | None, tag_weight: float) -> float:
-        return tag_weight if e is None else e.weight * EXPANSION_FACTOR * tag_weight
-
-    def keyword_parts(self, n_user_keywords: int) -> dict[int, float]:
-        """Each tagged document's keyword part (:func:`kb_indexer.search.fusion.keyword_part`)."""
-        values = {kid: [(seed, e if e is None else e.weight * EXPANSION_FACTOR) for seed, e in pairs]
-                  for kid, pairs in self.by_kid.items()}
-        out = {}
-        for doc_id, rows in self.rows.items():
-            best: dict[str, float] = {}
-            for kid, tag_weight in rows:
-                for seed, factor in values[kid]:
-                    v = tag_weight if factor is None else factor * tag_weight
-                    best[seed] = max(best.get(seed, 0.0), v)
-            out[doc_id] = keyword_part(best, n_user_keywords)
-        return out
-
-    def evidence(self, doc_id: int) -> list[Evidence]:
-        out = []
-        for kid, tag_weight in self.rows.get(doc_id, ()):
+    def evidence(self, doc_ids: list[int]) -> dict[int, list[Evidence]]:
+        """The evidence rows of the given documents (tag rows in the order they were written)."""
+        out: dict[int, list[Evidence]] = {d: [] for d in doc_ids}
+        wanted = [d for d in doc_ids if d in self.parts]
+        if not wanted or self.conn is None:
+            return out
+        rows = self.conn.execute("SELECT document_id, keyword_id, weight FROM document_keywords WHERE document_id IN "
+                                 "(SELECT value FROM json_each(?)) AND keyword_id IN (SELECT value FROM json_each(?)) "
+                                 "ORDER BY document_id, id", (json.dumps(wanted), json.dumps(sorted(self.by_kid))))
+        for doc_id, kid, tag_weight in rows:  # tag_weight < 1 only for tags learned from little evidence
             for seed, e in self.by_kid[kid]:
                 if e is None:
-                    out.append(Evidence(seed, self.names[kid], "exact", tag_weight))
+                    out[doc_id].append(Evidence(seed, self.names[kid], "exact", tag_weight))
                 else:
-                    out.append(Evidence(seed, e.keyword, "expansion", self._value(e, tag_weight), e.weight,
-                                        e.similarity_type, e.relation_id, e.via, e.context_match))
+                    out[doc_id].append(Evidence(seed, e.keyword, "expansion", e.weight * EXPANSION_FACTOR * tag_weight,
+                                                e.weight, e.similarity_type, e.relation_id, e.via, e.context_match))
         return out
 
 
@@ -87,7 +89,7 @@ class Pool:
     learned: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.docs.update(dict.fromkeys(self.tags.rows))
+        self.docs.update(dict.fromkeys(self.tags.parts))
 
     def add(self, doc_id: int) -> None:
         self.docs.setdefault(doc_id, None)
@@ -95,7 +97,8 @@ class Pool:
     def candidates(self, ids: list[int], parts: dict[str, dict[int, float]],
                    scores: dict[int, float]) -> dict[int, Candidate]:
         """Candidate objects (evidence included) of ``ids`` only."""
-        return {d: Candidate(d, self.tags.evidence(d), self.bm25.get(d), self.cosine.get(d), d in self.semantic,
+        evidence = self.tags.evidence(ids)
+        return {d: Candidate(d, evidence[d], self.bm25.get(d), self.cosine.get(d), d in self.semantic,
                              parts["keyword"].get(d, 0.0), parts["fulltext"].get(d, 0.0),
                              parts["dense"].get(d, 0.0), self.learned.get(d, 0.0), scores[d]) for d in ids}
 

@@ -235,7 +235,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     snippets, total = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
                                     spec.col_w, view)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
-    candidates, channel_weights = _fuse(pool, len(user_norms), dense, spec.limit)     # lowers a document too
+    candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
@@ -257,14 +257,13 @@ def _keyword_channel(conn: sqlite3.Connection, spec: _Spec, method: str, user_no
         expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
                             types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
                             context_scorer=context_scorer, context_threshold=spec.context_threshold)
-    return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions) if ids else TagHits())
+    return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions, len(user_norms)) if ids else TagHits())
 
 
-def _fuse(pool: Pool, n_user_keywords: int, dense: DenseResult | None,
-          limit: int) -> tuple[dict[int, Candidate], dict[str, float]]:
+def _fuse(pool: Pool, dense: DenseResult | None, limit: int) -> tuple[dict[int, Candidate], dict[str, float]]:
     """Every pool document's fused score (learned boosts applied); Candidate objects for the best ``limit``
     and those tied with the last only."""
-    parts = {"keyword": pool.tags.keyword_parts(n_user_keywords), "fulltext": fulltext.normalise(pool.bm25),
+    parts = {"keyword": pool.tags.parts, "fulltext": fulltext.normalise(pool.bm25),
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
     apply_learned(scores, pool.learned)
@@ -462,7 +461,7 @@ def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], match
 
 def _count_known(conn: sqlite3.Connection, pool: Pool, known: list[int]) -> int:
     """How many of the pool's documents ``known`` are indexed (tagged ones are, by their foreign key)."""
-    tagged = pool.tags.rows
+    tagged = pool.tags.parts
     return sum(1 for d in known if d in tagged) + fulltext.count_found(conn, None, [d for d in known
                                                                                    if d not in tagged])
 
