@@ -14,7 +14,8 @@ Figures, each beside a baseline measured in the same run:
   under); baseline throughput: the same bodies inserted into a bare FTS5 table in one transaction.
 - no-change re-sync (`kbindex sync`) and the stale check (quick and full) in seconds.
 - cold `kbindex query` with and without `--no-stale-check`, median of --runs, beside `python -c pass`.
-- in-process `KnowledgeBase.query` p50/p95 over Cranfield questions, beside a naive FTS5 top-10
+- in-process `KnowledgeBase.query` p50/p95 over Cranfield questions, beside the same query with the sparse
+  full-text index off (KBINDEX_SPARSE_MIN_DOCS above the size: full text on FTS5) and a naive FTS5 top-10
   (`MATCH ... ORDER BY rank LIMIT 10`) on the same index.
 - index size per document.
 """
@@ -173,7 +174,9 @@ def bench_sync(root: Path, docs: int) -> dict:
     probe.stop.set()
     probe.join()
     assert res["added"] == docs, (res["added"], res["errors"][:3])
+    fold = res.get("fulltext_index") or {}
     return {"sync_s": secs, "docs_s": docs / secs, "batches": res["batches"], "rss_mb": rss_mb,
+            "fold_s": fold.get("seconds", 0.0), "segments": fold.get("segments", 0),
             "wal_mb": probe.wal_peak / 1e6, "relate_max_s": max(probe.waits, default=0.0),
             "relate_n": len(probe.waits), "relate_errors": probe.errors[:3]}
 
@@ -203,8 +206,12 @@ def cold(root: Path, runs: int, question: str) -> dict:
         return statistics.median(out)
 
     q = kbindex_cmd() + ["query", question, "--format", "json"]
+    off = ["env", f"KBINDEX_SPARSE_MIN_DOCS={SPARSE_OFF}"]
     return {"pass_ms": med([sys.executable, "-c", "pass"]), "query_ms": med(q),
-            "query_nostale_ms": med(q + ["--no-stale-check"])}
+            "query_nostale_ms": med(q + ["--no-stale-check"]), "query_fts5_ms": med(off + q)}
+
+
+SPARSE_OFF = 10 ** 12   # KBINDEX_SPARSE_MIN_DOCS for "no sparse index": full text on FTS5, as before it
 
 
 def in_process(root: Path, questions: list[str]) -> dict:
@@ -213,11 +220,16 @@ def in_process(root: Path, questions: list[str]) -> dict:
     from kb_indexer.search.terms import content_terms, parse_text
 
     kb = KnowledgeBase.open(root / "kbindex.db")
-    ours, naive = [], []
+    ours, naive, fts5 = [], [], []
     for q in questions:
         t = time.perf_counter()
         kb.query(q, record=False)
         ours.append((time.perf_counter() - t) * 1000)
+        os.environ["KBINDEX_SPARSE_MIN_DOCS"] = str(SPARSE_OFF)   # the same query with full text on FTS5
+        t = time.perf_counter()
+        kb.query(q, record=False)
+        fts5.append((time.perf_counter() - t) * 1000)
+        del os.environ["KBINDEX_SPARSE_MIN_DOCS"]
         match = fulltext.build_query(content_terms(parse_text(q).words)).match
         t = time.perf_counter()
         if match:
@@ -229,6 +241,7 @@ def in_process(root: Path, questions: list[str]) -> dict:
     kb.close()
     pct = lambda xs, p: sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
     return {"p50": pct(ours, .5), "p95": pct(ours, .95), "naive_p50": pct(naive, .5), "naive_p95": pct(naive, .95),
+            "fts5_p50": pct(fts5, .5), "fts5_p95": pct(fts5, .95),
             "stale_quick_s": quick["seconds"], "stale_mode": quick["mode"], "stale_full_s": full["seconds"]}
 
 
@@ -317,7 +330,10 @@ def summary(table: dict) -> None:
         ("no-change re-sync s", lambda m: f"{m['resync_s']:.2f}"),
         ("cold query ms [python -c pass]", lambda m: f"{m['cold']['query_ms']:.0f} [{m['cold']['pass_ms']:.0f}]"),
         ("cold query --no-stale-check ms", lambda m: f"{m['cold']['query_nostale_ms']:.0f}"),
+        ("[cold query, sparse index off]", lambda m: f"[{m['cold']['query_fts5_ms']:.0f}]"),
+        ("sparse index: fold s / segments", lambda m: f"{m['sync']['fold_s']:.1f} / {m['sync']['segments']}"),
         ("in-process p50/p95 ms", lambda m: f"{m['inproc']['p50']:.1f}/{m['inproc']['p95']:.1f}"),
+        ("[same, sparse index off]", lambda m: f"[{m['inproc']['fts5_p50']:.1f}/{m['inproc']['fts5_p95']:.1f}]"),
         ("[naive FTS5 top-10 p50/p95 ms]", lambda m: f"[{m['inproc']['naive_p50']:.1f}/{m['inproc']['naive_p95']:.1f}]"),
     ]
     if all("bm25s_p50" in m["inproc"] for m in table.values()):
@@ -364,6 +380,7 @@ def report(docs: int, s: dict, naive: float, resync_s: float, c: dict, p: dict, 
     rows = [
         ("sync (kbindex sync)", f"{s['docs_s']:.0f} docs/s in {s['sync_s']:.1f} s, {s['batches']} batches",
          f"bare FTS5 insert {naive:.0f} docs/s"),
+        ("of which the sparse index", f"{s['fold_s']:.1f} s, {s['segments']} segments", "-"),
         ("sync peak RSS / peak WAL", f"{s['rss_mb']:.0f} MB / {s['wal_mb']:.0f} MB", "-"),
         ("concurrent relate during sync, longest wait",
          f"{s['relate_max_s']:.2f} s over {s['relate_n']} writes, {len(s['relate_errors'])} failed",
@@ -372,8 +389,10 @@ def report(docs: int, s: dict, naive: float, resync_s: float, c: dict, p: dict, 
         ("stale check", f"{p['stale_mode']} {p['stale_quick_s'] * 1000:.0f} ms", f"full {p['stale_full_s'] * 1000:.0f} ms"),
         ("cold kbindex query", f"{c['query_ms']:.0f} ms", f"python -c pass {c['pass_ms']:.0f} ms"),
         ("cold kbindex query --no-stale-check", f"{c['query_nostale_ms']:.0f} ms", f"python -c pass {c['pass_ms']:.0f} ms"),
+        ("cold kbindex query, sparse index off", f"{c['query_fts5_ms']:.0f} ms", "-"),
         ("in-process query p50 / p95", f"{p['p50']:.1f} / {p['p95']:.1f} ms",
-         f"naive FTS5 top-10 {p['naive_p50']:.1f} / {p['naive_p95']:.1f} ms"),
+         f"sparse index off {p['fts5_p50']:.1f} / {p['fts5_p95']:.1f}; naive FTS5 top-10 {p['naive_p50']:.1f} / "
+         f"{p['naive_p95']:.1f} ms"),
         ("index size", f"{db_kb:.1f} KB per document", "-"),
     ]
     width = max(len(r[0]) for r in rows)

@@ -385,6 +385,8 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
                                        after_load=lambda conn: adopt_unchanged_files(conn, self.kb_root))}
 
     def db_stats(self) -> dict:
+        from kb_indexer.store.sparse import describe
+
         c = self.conn
         one = lambda sql: c.execute(sql).fetchone()[0]  # noqa: E731
         by_type = {r[0]: r[1] for r in c.execute(
@@ -399,6 +401,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
             "embeddings": vector_coverage(c),
+            "fulltext_index": describe(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
         }

@@ -313,3 +313,12 @@ def test_query_module_reads_the_threshold_each_time(monkeypatch):
     assert store.min_docs() == store.MIN_DOCS
     assert query_mod.sparse_min_docs is store.min_docs
     assert json.loads(store.FORMAT)["weights"] == list(fulltext.DEFAULT_COLUMN_WEIGHTS)
+
+
+def test_db_stats_describe_the_index(sparse_kb, small):
+    handle, kbdir = sparse_kb
+    info = handle.db_stats()["fulltext_index"]
+    assert info["documents"] == 40 and info["segments"] == 1 and info["pending_documents"] == 0
+    (kbdir / "f1/d1.md").write_text("# Changed\n\nflow\n", encoding="utf-8")
+    handle.update("f1/d1.md")
+    assert handle.db_stats()["fulltext_index"]["pending_documents"] == 1

@@ -196,14 +196,19 @@ def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) ->
     info: dict[str, Any] = {"backend": source.backend, "model": source.model_name, "used": False, "error": None,
                             "configured": source.configured}
     if source.model is not None:
-        from kb_indexer.store.vectors import documents_without_vectors
-
-        n, paths = documents_without_vectors(conn, source.model.id)
-        info.update(documents_without_vectors=n, files_without_vectors=paths)
+        info.update(documents_without_vectors=None, files_without_vectors=None)
     try:
         result = run_dense(conn, source, spec.question, max(DENSE_DEPTH, spec.limit))
     except KbError as exc:
         info["error"] = exc.message
+        result = None
+    if source.model is not None:   # the vectors read tell how many documents have some
+        from kb_indexer.store.vectors import documents_without_vectors
+
+        n, paths = documents_without_vectors(conn, source.model.id,
+                                             with_vectors=result.info.get("documents") if result else None)
+        info.update(documents_without_vectors=n, files_without_vectors=paths)
+    if result is None:
         return None, info
     info["used"] = True
     info.update(result.info)

@@ -70,13 +70,28 @@ def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int
     if not len(doc_ids):
         return DenseResult({}, rebuilt=rebuilt)
     sims = matrix @ q
-    starts = np.flatnonzero(np.r_[True, doc_ids[1:] != doc_ids[:-1]])
-    docs = doc_ids[starts]
+    starts, docs = _documents(doc_ids)
     best = np.maximum.reduceat(sims, starts)
     k = min(depth, len(docs))
     idx = np.argpartition(-best, k - 1)[:k] if k < len(docs) else np.arange(len(docs))
     top = {int(docs[i]): float(best[i]) for i in idx}
     return DenseResult(top, docs, best, rebuilt, {"chunks": int(len(doc_ids)), "documents": int(len(docs))})
+
+
+_STARTS: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _documents(doc_ids: Any) -> tuple[Any, Any]:
+    """(first row of each document, its id) of a matrix's row document ids (kept for the array mapped last)."""
+    import numpy as np
+
+    cached = _STARTS.get(id(doc_ids))
+    if cached is not None and cached[0] is doc_ids:
+        return cached[1], cached[2]
+    starts = np.flatnonzero(np.r_[True, doc_ids[1:] != doc_ids[:-1]])
+    _STARTS.clear()
+    _STARTS[id(doc_ids)] = (doc_ids, starts, doc_ids[starts])
+    return starts, doc_ids[starts]
 
 
 def normalise(scores: dict[int, float], floor: float) -> dict[int, float]:

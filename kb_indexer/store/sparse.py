@@ -369,3 +369,18 @@ def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tupl
                                         "(SELECT value FROM json_each(?))", (json.dumps(sorted(set(terms))),)):
         out.setdefault(term, []).append((seg, data))
     return out
+
+
+def describe(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """What ``db-stats`` shows of the sparse index (None when there is none)."""
+    try:
+        row = conn.execute("SELECT documents, tokens, fold_seq, structure IS NOT NULL, updated_at "
+                           "FROM sparse_state WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    if row is None:
+        return None
+    segments, postings = conn.execute("SELECT count(*), coalesce(sum(postings), 0) FROM sparse_segments").fetchone()
+    pending = conn.execute("SELECT count(DISTINCT document_id) FROM fulltext_log WHERE seq > ?", (row[2],)).fetchone()[0]
+    return {"documents": row[0], "tokens": row[1], "segments": segments, "postings": postings,
+            "pending_documents": pending, "updated_at": row[4]}

@@ -145,6 +145,9 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
     """
     import numpy as np
 
+    key = _cache_key(conn, model)
+    if key is not None and key in _MAPPED:
+        return (*_MAPPED[key], False)
     row = conn.execute("SELECT x.generation, x.doc_ids FROM embedding_matrix x JOIN embedding_models m "
                        "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",
                        (model.id,)).fetchone()
@@ -152,7 +155,11 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
         doc_ids = np.frombuffer(row[1], dtype=np.int64)
         path = _sidecar(conn, model, row[0], row[1])
         if path is not None and _size(path) == len(doc_ids) * model.dim * 4:
-            return doc_ids, np.memmap(path, dtype="<f4", mode="r", shape=(len(doc_ids), model.dim)), False
+            matrix = np.memmap(path, dtype="<f4", mode="r", shape=(len(doc_ids), model.dim))
+            if key is not None:
+                _MAPPED.clear()   # one index's one model at a time: a long-lived process keeps no stale maps
+                _MAPPED[key] = (doc_ids, matrix)
+            return doc_ids, matrix, False
         blob = conn.execute("SELECT vectors FROM embedding_matrix WHERE model_id = ?", (model.id,)).fetchone()[0]
         matrix = np.frombuffer(blob, dtype="<f4").reshape(len(doc_ids), model.dim)
         _write_sidecar(path, matrix)
@@ -163,6 +170,25 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
     except sqlite3.OperationalError:   # read-only, locked past the busy timeout: answer without storing
         doc_ids, matrix = _build(conn, model)
     return doc_ids, matrix, True
+
+
+# A long-lived process (the MCP server, chat, a benchmark) maps a model's vectors file once: the key names the
+# index file (path and inode), the model and its current generation, row count and last write.
+_MAPPED: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple | None:
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    row = conn.execute("SELECT x.generation, x.rows, m.updated_at FROM embedding_matrix x JOIN embedding_models m "
+                       "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",
+                       (model.id,)).fetchone()
+    if not db_file or row is None:
+        return None
+    try:
+        st = os.stat(db_file)
+    except OSError:
+        return None
+    return (db_file, st.st_ino, st.st_dev, model.id, model.dim, *tuple(row))
 
 
 def _sidecar(conn: sqlite3.Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
@@ -223,11 +249,16 @@ def coverage(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def documents_without_vectors(conn: sqlite3.Connection, model_id: int, limit: int = 20) -> tuple[int, list[str]]:
-    """How many documents have no vector of the model, and the first ``limit`` of their paths."""
+def documents_without_vectors(conn: sqlite3.Connection, model_id: int, limit: int = 20,
+                              with_vectors: int | None = None) -> tuple[int, list[str]]:
+    """How many documents have no vector of the model, and the first ``limit`` of their paths;
+    ``with_vectors``: how many documents the model's current matrix holds, when the caller read it."""
     # Two counts, not a probe per document: embedding_docs rows go with their documents (foreign keys).
-    n = conn.execute("SELECT (SELECT count(*) FROM documents) - (SELECT count(*) FROM embedding_docs "
-                     "WHERE model_id = ? AND chunks > 0)", (model_id,)).fetchone()[0]
+    if with_vectors is not None:
+        n = conn.execute("SELECT count(*) FROM documents").fetchone()[0] - with_vectors
+    else:
+        n = conn.execute("SELECT (SELECT count(*) FROM documents) - (SELECT count(*) FROM embedding_docs "
+                         "WHERE model_id = ? AND chunks > 0)", (model_id,)).fetchone()[0]
     if n <= 0:
         return 0, []
     where = ("FROM documents d WHERE NOT EXISTS (SELECT 1 FROM embedding_docs e WHERE e.model_id = ? AND "
