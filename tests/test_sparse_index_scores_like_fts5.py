@@ -322,3 +322,29 @@ def test_db_stats_describe_the_index(sparse_kb, small):
     (kbdir / "f1/d1.md").write_text("# Changed\n\nflow\n", encoding="utf-8")
     handle.update("f1/d1.md")
     assert handle.db_stats()["fulltext_index"]["pending_documents"] == 1
+
+
+def test_two_refreshes_at_once_fold_each_change_once(sparse_kb, monkeypatch):
+    handle, kbdir = sparse_kb
+    for i in (5, 6, 7):
+        (kbdir / f"f{i % 4}/d{i}.md").write_text(f"# C{i}\n\nzephyrine wing {i}\n", encoding="utf-8")
+        handle.update(f"f{i % 4}/d{i}.md")
+    from kb_indexer.store.connection import connect
+
+    other = connect(kbdir.parent / "kbindex.db")
+    real, calls = store.read_documents, []
+
+    def racing(*args, **kwargs):   # another process folds the same batch while this one tokenises it
+        calls.append(1)
+        if len(calls) == 1:
+            assert store.refresh(other)["folded"] == 3
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "read_documents", racing)
+    try:
+        assert store.refresh(handle.conn)["folded"] == 0     # its batch was folded by the other: dropped
+    finally:
+        other.close()
+    assert handle.conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0] == 2
+    view = _assert_same_as_fts5(handle.conn, ["zephyrine", "boundary layer"])
+    assert view.pending == 0

@@ -238,16 +238,31 @@ def known_pairs(conn: sqlite3.Connection, tokenizer: Tokenizer) -> Pairs:
     return Pairs(tokenizer, [t for t in tokenizer.tokens(names) if len(t) == 2])
 
 
-def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, st: State, pairs: Pairs) -> int:
-    """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded."""
-    import numpy as np
-
+def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs) -> int:
+    """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded (-1:
+    another process folded them first). The rows are read and tokenised before the write transaction, so
+    other writers wait only for the segment's rows to be written; a document changed meanwhile has a later
+    log entry and is folded again by a later batch."""
+    st = load_state(conn)
     log = conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                       (st.fold_seq, FOLD_DOCS)).fetchall()
+                       (st.fold_seq, FOLD_DOCS)).fetchall() if st is not None else []
     if not log:
         return 0
     ids = sorted({r[1] for r in log})
     terms = read_documents(conn, tokenizer, ids, pairs)
+    with transaction(conn):
+        now = load_state(conn)
+        if now is None or now.fold_seq != st.fold_seq:
+            return -1
+        _store_batch(conn, now, ids, terms, pairs, log[-1][0])
+    return len(ids)
+
+
+def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: DocTerms, pairs: Pairs,
+                 last_seq: int) -> None:
+    """Write a folded batch: its segment, the documents' owner and length, the log consumed."""
+    import numpy as np
+
     seg = _write_segment(conn, terms) if terms.length else 0
     if seg:   # pairs seen for the first time are indexed from this segment on
         conn.executemany("INSERT OR IGNORE INTO sparse_pairs (pair, since) VALUES (?, ?)",
@@ -259,12 +274,11 @@ def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, st: State, pairs
     st.lengths[idx] = [terms.length.get(d, 0) for d in ids]
     st.documents = int(np.count_nonzero(st.owner))
     st.tokens = int(st.lengths.sum(dtype=np.int64))
-    st.fold_seq = log[-1][0]
+    st.fold_seq = last_seq
     conn.execute("DELETE FROM fulltext_log WHERE seq <= ?", (st.fold_seq,))
     done = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM fulltext_log WHERE seq > ?)", (st.fold_seq,)).fetchone()[0]
     st.structure = structure(conn) if done else None
     _save_state(conn, st)
-    return len(ids)
 
 
 def _merge(conn: sqlite3.Connection, st: State) -> int:
@@ -344,12 +358,10 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
                      (json.dumps(pairs.names),))
     folded, merged = 0, 0
     while True:
-        with transaction(conn):
-            st = load_state(conn)
-            n = _fold_batch(conn, tokenizer, st, pairs) if st is not None else 0
+        n = _fold_batch(conn, tokenizer, pairs)
         if not n:
             break
-        folded += n
+        folded += max(n, 0)
         if progress:
             progress(min(folded, pending), pending)
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
