@@ -89,7 +89,8 @@ class Tokenizer:
 
     def count(self, texts: list[list[str]], pairs: Pairs | None = None) -> tuple[Any, Any]:
         """Token counts of documents given as lists of column texts, as numpy arrays: ``(document index,
-        column index, token id, occurrences)`` per token of a column (``names`` maps the ids), and
+        column index, token id, occurrences)`` per token of a column (``names`` maps the ids), ordered by
+        token, then document, then column; and
         ``(document index, column index, pair token id)`` per occurrence of one of ``pairs`` (two tokens
         in a row in one column, which is where FTS5 matches a phrase of them)."""
         import numpy as np
@@ -110,10 +111,11 @@ class Tokenizer:
         tids = np.frombuffer(seq, dtype=np.int64) if len(seq) else np.zeros(0, dtype=np.int64)
         where = np.repeat(np.arange(len(sizes), dtype=np.int64), np.frombuffer(sizes, dtype=np.int64)
                           if len(sizes) else np.zeros(0, dtype=np.int64))
-        key = np.sort(where * max(1, len(self.names)) + tids)
+        width = max(1, len(sizes))
+        key = np.sort(tids * width + where)   # by token, then column (so by document): the postings' order
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
         ns = np.diff(np.r_[starts, len(key)])
-        at, tid = np.divmod(key[starts], max(1, len(self.names)))
+        tid, at = np.divmod(key[starts], width)
         docs, cols = np.asarray(col_doc, dtype=np.int64), np.asarray(col_idx, dtype=np.int64)
         singles = (docs[at], cols[at], tid, ns)
         if not pairs:

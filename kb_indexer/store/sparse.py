@@ -38,9 +38,11 @@ from typing import Any, Callable
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 
-MIN_DOCS = 5_000          # below this FTS5 ranks fast enough: no sparse index is kept (KBINDEX_SPARSE_MIN_DOCS)
+# Below this FTS5 ranks fast enough: no sparse index is kept (KBINDEX_SPARSE_MIN_DOCS). Its query path imports
+# numpy (~50 ms in a cold process), which a 10,000-document query just wins back (bench/scale.py).
+MIN_DOCS = 10_000
 OVERLAY_MAX = 250         # changed documents a query scores from their rows (~0.3 ms each) before it uses FTS5
-FOLD_DOCS = 10_000        # documents per segment (and per transaction) when folding changes in
+FOLD_DOCS = 8_000         # documents per segment (and per write transaction) when folding changes in
 MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
 MERGED_SEGMENTS = 8
 COLUMN_WEIGHTS = (2.0, 0.25, 2.0, 1.0)    # = kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS
@@ -123,9 +125,9 @@ def _save_state(conn: sqlite3.Connection, st: State) -> None:
 class DocTerms:
     """Postings of documents read from their full-text rows, sorted by (token id, document id)."""
 
-    tids: Any                  # int64 token id per posting (``names`` maps it to the token)
-    docs: Any                  # int64 document id per posting
-    tfs: Any                   # float64 Σ column weight × occurrences per posting
+    tids: Any                  # int32 token id per posting (``names`` maps it to the token)
+    docs: Any                  # uint32 document id per posting
+    tfs: Any                   # float32 Σ column weight × occurrences per posting
     length: dict[int, int]     # document id -> tokens over all columns (documents with a row only)
     names: list[str]
 
@@ -155,12 +157,14 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
         if rows:
             parts.append(_postings_of(tokenizer, rows, pairs, length))
     if not parts:
-        empty = np.zeros(0, np.int64)
-        return DocTerms(empty, empty, np.zeros(0), length, tokenizer.names)
-    tids, docs, tfs = (np.concatenate(x) for x in zip(*parts))
+        return DocTerms(np.zeros(0, np.int32), np.zeros(0, np.uint32), np.zeros(0, np.float32), length,
+                        tokenizer.names)
+    tids = np.concatenate([p[0] for p in parts])
     order = np.argsort(tids, kind="stable")   # parts hold ascending documents: (token, document) order
-    return DocTerms(tids[order].astype(np.int64), docs[order].astype(np.int64), tfs[order].astype(np.float64),
-                    length, tokenizer.names)
+    tids = tids[order]
+    docs = np.concatenate([p[1] for p in parts])[order]
+    tfs = np.concatenate([p[2] for p in parts])[order]
+    return DocTerms(tids, docs, tfs, length, tokenizer.names)
 
 
 def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: dict[int, int]) -> tuple:
@@ -169,12 +173,14 @@ def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: 
     import numpy as np
 
     (d, c, t, n), (pd, pc, pt) = tokenizer.count([list(r[1:5]) for r in rows], pairs)
+    pair_order = np.lexsort((pd, pt))
+    pd, pc, pt = pd[pair_order], pc[pair_order], pt[pair_order]
     ids = np.asarray([r[0] for r in rows], dtype=np.int64)
     length.update(zip(ids.tolist(), np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()))
     d, t = np.r_[d, pd], np.r_[t, pt]
     weighted = np.asarray(COLUMN_WEIGHTS)[np.r_[c, pc]] * np.r_[n, np.ones(len(pd), np.int64)]
     key = t * len(rows) + d
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key, kind="stable")   # the tokens come sorted, the pairs after them: two runs to merge
     key = key[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
     return (t[order][starts].astype(np.int32), ids[d[order][starts]].astype(np.uint32),
