@@ -40,6 +40,7 @@ class View:
     terms: dict[str, tuple[str, ...]]   # the query's terms -> their tokens
     covered: set[str]          # two-token phrases answered from the index ("first second")
     pending: int = 0
+    norm: Any = None           # per document: k1·(1 − b + b·D/avgdl), when the state's own lengths are used
     _postings: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def tokens(self, terms: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -82,51 +83,111 @@ class View:
         return name if len(tokens) == 2 and name in self.covered else None
 
 
+@dataclass
+class _Base:
+    """The index's state as read from ``sparse_state``, with what every query derives from it."""
+
+    fold_seq: int
+    structure: bytes | None
+    owner: Any              # uint32 per document id
+    lengths: Any            # float64 per document id
+    documents: int
+    total: int
+    _norm: Any = None
+    _oldest: int | None = None
+
+    def norm(self) -> Any:
+        if self._norm is None:
+            self._norm = K1 * (1.0 - B + B * self.lengths / (self.total / max(1, self.documents)))
+        return self._norm
+
+    def oldest(self) -> int:
+        if self._oldest is None:
+            live = self.owner[self.owner > 0]
+            self._oldest = int(live.min()) if len(live) else 1 << 62
+        return self._oldest
+
+
+# A long-lived process (the MCP server, chat) reads the state once per change of it: the key names the index
+# file (path and inode) and the state's generation, which every write of the state bumps.
+_BASES: dict[tuple, _Base] = {}
+
+
+def _base(conn: sqlite3.Connection) -> _Base | None:
+    import os
+
+    import numpy as np
+
+    try:
+        head = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:      # an index from before m100 opened read-only
+        return None
+    if head is None or head[0] != store.FORMAT:
+        return None
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    try:
+        key = (db_file, os.stat(db_file).st_ino, head[1]) if db_file else None
+    except OSError:
+        key = None
+    if key is not None and key in _BASES:
+        return _BASES[key]
+    st = store.load_state(conn)
+    if st is None:
+        return None
+    lengths = st.lengths.astype(np.float64)
+    base = _Base(st.fold_seq, st.structure, st.owner, lengths, int(np.count_nonzero(st.owner)), int(lengths.sum()))
+    if key is not None:
+        _BASES.clear()
+        _BASES[key] = base
+    return base
+
+
 def open_view(conn: sqlite3.Connection, column_weights: tuple, terms: tuple[str, ...] = ()) -> View | None:
     """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
     import numpy as np
 
     if tuple(float(w) for w in column_weights) != store.COLUMN_WEIGHTS:
         return None
-    try:
-        st = store.load_state(conn)
-    except sqlite3.OperationalError:      # an index from before m100 opened read-only
-        return None
-    if st is None:
+    base = _base(conn)
+    if base is None:
         return None
     pending: list[int] = []
-    if st.structure is None or st.structure != store.structure(conn):
+    if base.structure is None or base.structure != store.structure(conn):
         pending = [r[0] for r in conn.execute("SELECT DISTINCT document_id FROM fulltext_log WHERE seq > ? LIMIT ?",
-                                              (st.fold_seq, store.OVERLAY_MAX + 1))]
+                                              (base.fold_seq, store.OVERLAY_MAX + 1))]
         if not pending or len(pending) > store.OVERLAY_MAX:
             return None
     tokenizer = Tokenizer(conn)
     tokens = dict(zip(terms, tokenizer.tokens(list(terms))))
     phrases = {t for t in tokens.values() if len(t) == 2}
     overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
-    size = max([len(st.owner)] + [d + 1 for d in pending])
-    owner = np.zeros(size, dtype=np.uint32)
-    owner[:len(st.owner)] = st.owner
-    lengths = np.zeros(size, dtype=np.float64)
-    lengths[:len(st.lengths)] = st.lengths
+    owner, lengths, documents, total, norm = base.owner, base.lengths, base.documents, base.total, None
     if pending:
+        size = max([len(owner)] + [d + 1 for d in pending])
+        owner, lengths = np.zeros(size, dtype=np.uint32), np.zeros(size, dtype=np.float64)
+        owner[:len(base.owner)], lengths[:len(base.lengths)] = base.owner, base.lengths
         idx = np.asarray(pending, dtype=np.int64)
         owner[idx] = 0
         lengths[idx] = [overlay.length.get(d, 0) for d in pending]
-    documents = int(np.count_nonzero(owner)) + len(overlay.length)
-    total = int(lengths.sum())
+        documents, total = int(np.count_nonzero(owner)) + len(overlay.length), int(lengths.sum())
     if (documents, total) != store.fts_totals(conn) or not documents:
         return None
+    if not pending:
+        norm = base.norm()
+    oldest = base.oldest() if not pending else _oldest(owner)
     return View(owner, lengths, documents, total / documents, overlay, tokenizer, tokens,
-                _covered(conn, owner, phrases), len(pending))
+                _covered(conn, oldest, phrases), len(pending), norm)
 
 
-def _covered(conn: sqlite3.Connection, owner: Any, phrases: set[tuple[str, ...]]) -> set[str]:
-    """The phrases every live segment indexed (see ``sparse_pairs``)."""
+def _oldest(owner: Any) -> int:
+    live = owner[owner > 0]
+    return int(live.min()) if len(live) else 1 << 62
+
+
+def _covered(conn: sqlite3.Connection, oldest: int, phrases: set[tuple[str, ...]]) -> set[str]:
+    """The phrases every live segment (from ``oldest`` on) indexed (see ``sparse_pairs``)."""
     if not phrases:
         return set()
-    live = owner[owner > 0]
-    oldest = int(live.min()) if len(live) else 1 << 62
     names = sorted(" ".join(p) for p in phrases)
     return {r[0] for r in conn.execute("SELECT pair FROM sparse_pairs WHERE pair IN (SELECT value FROM json_each(?)) "
                                        "AND since <= ?", (json.dumps(names), oldest))}
@@ -184,7 +245,7 @@ def score(conn: sqlite3.Connection, view: View, terms: tuple[str, ...], phrase_s
     view.postings(conn, [t for t in indexed if t])
     acc = np.zeros(len(view.owner), dtype=np.float64)
     hit = np.zeros(len(view.owner), dtype=bool)
-    norm = K1 * (1.0 - B + B * view.lengths / view.avgdl)   # per document: k1·(1 − b + b·D/avgdl)
+    norm = view.norm if view.norm is not None else K1 * (1.0 - B + B * view.lengths / view.avgdl)
     for term, name in zip(terms, indexed):
         if name:
             d, f = view._postings[name]

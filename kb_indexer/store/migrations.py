@@ -479,6 +479,7 @@ def m100_sparse(conn: sqlite3.Connection) -> None:
         tokens INTEGER NOT NULL,
         owner BLOB NOT NULL,
         lengths BLOB NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0,
         updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
     );
     """)

@@ -113,7 +113,7 @@ def _save_state(conn: sqlite3.Connection, st: State) -> None:
                  "VALUES (1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET format = excluded.format, "
                  "fold_seq = excluded.fold_seq, structure = excluded.structure, documents = excluded.documents, "
                  "tokens = excluded.tokens, owner = excluded.owner, lengths = excluded.lengths, "
-                 "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+                 "generation = sparse_state.generation + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
                  (FORMAT, st.fold_seq, st.structure, st.documents, st.tokens,
                   st.owner.astype("<u4").tobytes(), st.lengths.astype("<u4").tobytes()))
 
