@@ -194,12 +194,16 @@ def test_many_small_segments_are_merged(sparse_kb, monkeypatch):
     handle, kbdir = sparse_kb
     monkeypatch.setattr(store, "MAX_SEGMENTS", 3)
     monkeypatch.setattr(store, "MERGED_SEGMENTS", 2)
+    monkeypatch.setattr(store, "MERGE_TERMS", 3)       # several batches of terms per merge
     rng = random.Random(9)
+    merged = 0
     for round_ in range(5):
         for i in rng.sample(range(40), 4):
             (kbdir / f"f{i % 4}/d{i}.md").write_text(f"# R{round_}\n\n{_text(rng, 40)}\n", encoding="utf-8")
         result = handle.sync()
         assert result["fulltext_index"]["segments"] <= 3
+        merged += result["fulltext_index"]["merged"]
+    assert merged >= 2
     assert handle.conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0] <= 3
     assert not handle.conn.execute("SELECT 1 FROM sparse_postings WHERE segment NOT IN "
                                    "(SELECT id FROM sparse_segments)").fetchone()

@@ -45,6 +45,7 @@ OVERLAY_MAX = 250         # changed documents a query scores from their rows (~0
 FOLD_DOCS = 8_000         # documents per segment (and per write transaction) when folding changes in
 MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
 MERGED_SEGMENTS = 8
+MERGE_TERMS = 2_000       # terms merged at a time
 COLUMN_WEIGHTS = (2.0, 0.25, 2.0, 1.0)    # = kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS
 FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
 
@@ -299,26 +300,14 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
     chosen = sorted(segs, key=lambda s: (live[s], s))[:len(segs) - MERGED_SEGMENTS + 1]
     seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (0, 0)").lastrowid
     marks = json.dumps(chosen)
-    rows = conn.execute("SELECT term, segment, data FROM sparse_postings WHERE segment IN "
-                        "(SELECT value FROM json_each(?)) ORDER BY term", (marks,))
-
-    def merged():
-        term, parts = None, []
-        for t, s, data in rows:
-            if t != term and parts:
-                yield from _merged_row(term, seg, parts, st.owner)
-                parts = []
-            term = t
-            d, f = unpack(data)
-            keep = st.owner[np.minimum(d, len(st.owner) - 1)] == s
-            parts.append((d[keep], f[keep]))
-        if parts:
-            yield from _merged_row(term, seg, parts, st.owner)
-
-    out = list(merged())
-    postings = sum((len(r[2]) // 8) for r in out)
+    terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM sparse_postings WHERE segment IN "
+                                        "(SELECT value FROM json_each(?))", (marks,))]
+    postings = 0
+    for start in range(0, len(terms), MERGE_TERMS):   # a batch of terms at a time: bounded memory
+        out = _merged_rows(conn, terms[start:start + MERGE_TERMS], marks, seg, st.owner)
+        postings += sum(len(r[2]) // 8 for r in out)
+        conn.executemany("INSERT INTO sparse_postings (term, segment, data) VALUES (?, ?, ?)", out)
     conn.execute("DELETE FROM sparse_postings WHERE segment IN (SELECT value FROM json_each(?))", (marks,))
-    conn.executemany("INSERT INTO sparse_postings (term, segment, data) VALUES (?, ?, ?)", out)
     conn.execute("DELETE FROM sparse_segments WHERE id IN (SELECT value FROM json_each(?))", (marks,))
     # the merged segment holds documents of segments that did not index a pair first indexed after the oldest
     # of them: such a pair is covered again only once no older segment is live
@@ -332,15 +321,25 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
     return len(chosen)
 
 
-def _merged_row(term: str, seg: int, parts: list, owner: Any):
+def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int, owner: Any) -> list[tuple]:
+    """The merged segment's rows for ``terms``: each term's live postings of the merged segments, by document."""
     import numpy as np
 
-    d = np.concatenate([p[0] for p in parts])
-    if not len(d):
-        return
-    f = np.concatenate([p[1] for p in parts])
-    order = np.argsort(d, kind="stable")
-    yield term, seg, _pack(d[order], f[order])
+    parts: dict[str, list] = {}
+    for t, s, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN (SELECT value "
+                                   "FROM json_each(?)) AND segment IN (SELECT value FROM json_each(?))",
+                                   (json.dumps(terms), marks)):
+        d, f = unpack(data)
+        keep = owner[np.minimum(d, len(owner) - 1)] == s
+        parts.setdefault(t, []).append((d[keep], f[keep]))
+    out = []
+    for t in terms:
+        d = np.concatenate([p[0] for p in parts.get(t, [])]) if t in parts else np.zeros(0, np.uint32)
+        if len(d):
+            f = np.concatenate([p[1] for p in parts[t]])
+            order = np.argsort(d, kind="stable")
+            out.append((t, seg, _pack(d[order], f[order])))
+    return out
 
 
 def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None) -> dict:
