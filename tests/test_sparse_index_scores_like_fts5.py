@@ -352,3 +352,78 @@ def test_two_refreshes_at_once_fold_each_change_once(sparse_kb, monkeypatch):
     assert handle.conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0] == 2
     view = _assert_same_as_fts5(handle.conn, ["zephyrine", "boundary layer"])
     assert view.pending == 0
+
+
+def test_a_merge_committed_during_a_query_makes_it_use_fts5(sparse_kb, monkeypatch):
+    handle, kbdir = sparse_kb
+    rng = random.Random(2)
+    for round_ in range(3):   # more segments
+        for i in rng.sample(range(40), 3):
+            (kbdir / f"f{i % 4}/d{i}.md").write_text(f"# R{round_}\n\n{_text(rng, 30)}\n", encoding="utf-8")
+        handle.sync()
+    monkeypatch.setattr(store, "MAX_SEGMENTS", 1)        # the next refresh merges
+    monkeypatch.setattr(store, "MERGED_SEGMENTS", 1)
+    from kb_indexer.store.connection import connect
+
+    other = connect(kbdir.parent / "kbindex.db")
+    real = sparse.score
+
+    def racing(*args, **kwargs):   # another process's sync merges between the check and the postings read
+        assert store.refresh(other)["merged"] >= 2
+        return real(*args, **kwargs)
+
+    expected = _results(handle, "boundary layer flow", limit=0)
+    monkeypatch.setattr(sparse, "score", racing)
+    try:
+        assert _results(handle, "boundary layer flow", limit=0) == expected
+    finally:
+        other.close()
+
+
+def test_a_document_without_a_token_is_indexed(sparse_kb):
+    handle, kbdir = sparse_kb
+    write_doc(kbdir, "___.md", "***\n")
+    for _ in range(2):
+        result = handle.sync()
+        assert result["errors"] == [] and result["fulltext_index"]["documents"] == 41
+    view = _assert_same_as_fts5(handle.conn, ["flow", "boundary layer"])
+    assert view.documents == 41
+
+
+def test_the_tokenizer_cache_can_start_afresh_mid_build(small, monkeypatch):
+    from kb_indexer.store import fts_tokens
+
+    handle, _ = small
+    monkeypatch.setattr(fts_tokens, "_CACHE_MAX", 5)
+    tok = Tokenizer(handle.conn)
+    tok.count([["alpha beta gamma"]])
+    (d, _c, t, n), _ = tok.count([["alpha delta epsilon zeta"]])    # over the cap: cleared and learned again
+    assert sorted(tok.names[i] for i in t.tolist()) == ["alpha", "delta", "epsilon", "zeta"]
+
+
+def test_a_pair_another_fold_does_not_know_is_not_covered(small, monkeypatch):
+    monkeypatch.setenv("KBINDEX_SPARSE_MIN_DOCS", "0")
+    monkeypatch.setattr(store, "FOLD_DOCS", 2)
+    handle, kbdir = small
+    for i in range(4):
+        write_doc(kbdir, f"d{i}.md", f"# Doc {i}\n\nshock wave {i}\n", kw("s", "flow"))
+    handle.sync()
+    from kb_indexer.store.connection import connect, transaction
+
+    a = connect(kbdir.parent / "kbindex.db")
+    try:
+        with transaction(a):
+            store._start(a)                                   # process A rebuilds, its pairs known now
+        tok_a = Tokenizer(a)
+        pairs_a = store.known_pairs(a, tok_a)                 # ... before "shock wave" is a keyword
+        write_doc(kbdir, "d0.md", "# Doc 0\n\nshock wave 0\n", kw("s", "flow", "shock wave"))
+        monkeypatch.setattr("kb_indexer.index.sync.refresh_sparse", lambda conn, progress=None: {"built": False})
+        handle.sync()                                         # process B: the keyword, then B folds first
+        tok_b = Tokenizer(handle.conn)
+        assert store._fold_batch(handle.conn, tok_b, store.known_pairs(handle.conn, tok_b)) == 2
+        while store._fold_batch(a, tok_a, pairs_a) > 0:       # A's later segments lack the pair
+            pass
+    finally:
+        a.close()
+    view = _assert_same_as_fts5(handle.conn, ["shock wave"])
+    assert "shock wave" not in view.covered

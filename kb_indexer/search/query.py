@@ -422,7 +422,8 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
     plus the scores of the pool's documents); returns their snippets and how many documents the query
     finds in all.
 
-    From the sparse index when there is one (every match scored at once). Else, with few pool documents:
+    From the sparse index when there is one (every match scored at once) and no sync changed it meanwhile.
+    Else, with few pool documents:
     one ranked FTS5 query (snippets included) plus per-row scores for the pool documents it missed; with
     many: one pass over all matches scores everything, and snippets come later, for the final results
     only. Either way the hits kept do not depend on document ids or FTS5's order within a tie, so
@@ -432,8 +433,8 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
     known = list(pool.docs)
     if not fts_query:
         return snippets, _count_known(conn, pool, known)
-    if view is not None:
-        scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w))
+    scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w)) if view is not None else None
+    if scored is not None and sparse.still_current(conn, view):
         found = scored.get(known)
         keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
         return snippets, _add_hits(pool, found, keep, len(scored), known, conn)

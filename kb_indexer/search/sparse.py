@@ -40,6 +40,7 @@ class View:
     terms: dict[str, tuple[str, ...]]   # the query's terms -> their tokens
     covered: set[str]          # two-token phrases answered from the index ("first second")
     pending: int = 0
+    generation: int = -1       # the state's generation the view was opened on
     norm: Any = None           # per document: k1·(1 − b + b·D/avgdl), when the state's own lengths are used
     _postings: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
@@ -59,8 +60,8 @@ class View:
         for tok in todo:
             docs, freqs = [], []
             for seg, data in rows.get(tok, ()):
-                d, f = store.unpack(data)
-                keep = self.owner[d] == seg
+                d, f = store.unpack(data)   # (a document beyond owner: folded after this view was opened)
+                keep = (self.owner[np.minimum(d, len(self.owner) - 1)] == seg) & (d < len(self.owner))
                 docs.append(d[keep])
                 freqs.append(f[keep])
             if self.overlay.length:
@@ -89,6 +90,7 @@ class _Base:
 
     fold_seq: int
     structure: bytes | None
+    generation: int
     owner: Any              # uint32 per document id
     lengths: Any            # float64 per document id
     documents: int
@@ -135,7 +137,8 @@ def _base(conn: sqlite3.Connection) -> _Base | None:
     if st is None:
         return None
     lengths = st.lengths.astype(np.float64)
-    base = _Base(st.fold_seq, st.structure, st.owner, lengths, int(np.count_nonzero(st.owner)), int(lengths.sum()))
+    base = _Base(st.fold_seq, st.structure, head[1], st.owner, lengths, int(np.count_nonzero(st.owner)),
+                 int(lengths.sum()))
     if key is not None:
         _BASES.clear()
         _BASES[key] = base
@@ -176,7 +179,14 @@ def open_view(conn: sqlite3.Connection, column_weights: tuple, terms: tuple[str,
         norm = base.norm()
     oldest = base.oldest() if not pending else _oldest(owner)
     return View(owner, lengths, documents, total / documents, overlay, tokenizer, tokens,
-                _covered(conn, oldest, phrases), len(pending), norm)
+                _covered(conn, oldest, phrases), len(pending), base.generation, norm)
+
+
+def still_current(conn: sqlite3.Connection, view: View) -> bool:
+    """Whether no fold or merge committed since ``view`` was opened (a query reads the postings after
+    checking the view: another process's sync may have changed them in between; then FTS5 answers)."""
+    row = conn.execute("SELECT generation FROM sparse_state WHERE id = 1").fetchone()
+    return row is not None and row[0] == view.generation
 
 
 def _oldest(owner: Any) -> int:

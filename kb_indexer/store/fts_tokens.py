@@ -39,12 +39,14 @@ class Tokenizer:
     def _learn(self, chunks: Iterable[str | bytes]) -> None:
         """Tokenise the chunks not cached yet, in one round trip through SQLite (a chunk of an ASCII text is
         bytes: see ``_chunks``)."""
+        chunks = set(chunks)
         todo = [c for c in chunks if c not in self._tokens]
         if not todo:
             return
-        if len(self._tokens) + len(todo) > _CACHE_MAX:
+        if len(self._tokens) + len(todo) > _CACHE_MAX:   # start afresh, with every chunk asked for now
             self._tokens.clear()
             self._single.clear()
+            todo = list(chunks)
         self.conn.execute(f"CREATE VIRTUAL TABLE temp.kb_sparse_tok USING fts5(x, tokenize = '{TOKENIZE}')")
         try:
             self.conn.execute("CREATE VIRTUAL TABLE temp.kb_sparse_tok_vocab USING "

@@ -205,6 +205,8 @@ def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
 
     seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)",
                        (len(terms.length), len(terms.tids))).lastrowid
+    if not len(terms.tids):   # documents without a single token: a segment with no postings holds them
+        return seg
     bounds = np.flatnonzero(np.r_[True, terms.tids[1:] != terms.tids[:-1], True])
     conn.executemany("INSERT INTO sparse_postings (term, segment, data) VALUES (?, ?, ?)",
                      ((terms.names[int(terms.tids[a])], seg, _pack(terms.docs[a:b], terms.tfs[a:b]))
@@ -271,9 +273,12 @@ def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: Doc
     import numpy as np
 
     seg = _write_segment(conn, terms) if terms.length else 0
-    if seg:   # pairs seen for the first time are indexed from this segment on
+    if seg:   # pairs seen for the first time are indexed from this segment on; a pair known to another
+        # process's fold but not to this one is not in this segment: covered only once it is gone
         conn.executemany("INSERT OR IGNORE INTO sparse_pairs (pair, since) VALUES (?, ?)",
                          [(name, seg) for name in pairs.names])
+        conn.execute("UPDATE sparse_pairs SET since = max(since, ?) WHERE pair NOT IN "
+                     "(SELECT value FROM json_each(?))", (seg + 1, json.dumps(pairs.names)))
     top = max(max(ids) + 1, len(st.owner))
     st.owner, st.lengths = _grow(st.owner, top), _grow(st.lengths, top)
     idx = np.asarray(ids, dtype=np.int64)
