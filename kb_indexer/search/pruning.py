@@ -7,8 +7,8 @@ documents, single-token terms whose document frequency exceeds ``COMMON_SHARE`` 
 left out of the full-text query (phrases are kept: they are rarer than their words). If every term is
 that common, the query is left as it is, so a question never loses all its matches.
 
-Terms are tokenised by a temporary FTS5 table with the index's own tokenizer (porter, unicode61,
-diacritics removed; it lives in the connection's temp schema, so a read-only index is never written).
+Terms are tokenised by the index's own tokenizer (:class:`kb_indexer.store.fts_tokens.Tokenizer`: a
+temporary FTS5 table in the connection's temp schema, so a read-only index is never written).
 Whether a one-token term is that common is counted on the index itself, as a string literal, and the
 count stops as soon as it passes the share: at 100,000 documents this costs about half of reading the
 term's document frequency from an ``fts5vocab`` view, which walks every position of the term.
@@ -19,31 +19,19 @@ from __future__ import annotations
 import sqlite3
 
 from kb_indexer.search.fulltext import FtsQuery, build_query, quote
-from kb_indexer.search.sparse import View, tokens_of
+from kb_indexer.search.sparse import View
+from kb_indexer.store.fts_tokens import Tokenizer
 
 PRUNE_MIN_DOCS = 5_000
 COMMON_SHARE = 0.5
-_TOKENIZE = "porter unicode61 remove_diacritics 2"  # = documents_fts (store/migrations.py m002)
 
 
-def _prepare(conn: sqlite3.Connection) -> None:
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kb_query_terms USING fts5(x, tokenize = '{_TOKENIZE}')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kb_query_tokens USING fts5vocab(temp, kb_query_terms, "
-                 "instance)")
-
-
-def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...]) -> dict[int, str]:
-    """``{index of a term: its one token}`` for the terms that are one token after tokenisation."""
-    _prepare(conn)
-    conn.executemany("INSERT INTO temp.kb_query_terms (rowid, x) VALUES (?, ?)",
-                     [(i + 1, t) for i, t in enumerate(terms)])
-    try:
-        tokens: dict[int, list[str]] = {}
-        for doc, term in conn.execute("SELECT doc, term FROM temp.kb_query_tokens"):
-            tokens.setdefault(doc - 1, []).append(term)
-    finally:
-        conn.execute("DELETE FROM temp.kb_query_terms")
-    return {i: toks[0] for i, toks in tokens.items() if len(toks) == 1}
+def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...], source: Tokenizer | View | None = None
+                  ) -> dict[int, str]:
+    """``{index of a term: its one token}`` for the terms that are one token after tokenisation (``source``:
+    a query's sparse view, whose tokens are cached for scoring too)."""
+    toks = (source or Tokenizer(conn)).tokens(terms)
+    return {i: t[0] for i, t in enumerate(toks) if len(t) == 1}
 
 
 def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: int,
@@ -52,10 +40,7 @@ def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: in
     knows every term's document frequency."""
     if total_docs < PRUNE_MIN_DOCS or len(query.terms) < 2:
         return query, []
-    if view is not None:
-        singles = {i: t[0] for i, t in enumerate(tokens_of(view, query.terms)) if len(t) == 1}
-    else:
-        singles = single_tokens(conn, query.terms)
+    singles = single_tokens(conn, query.terms, view)
     cap = int(COMMON_SHARE * total_docs) + 1   # counting stops here: one more than the share allows
     verdict: dict[str, bool] = {}   # by token: "Learning" and "learning" are counted once
     common = set()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kb_indexer.errors import KbError
+from kb_indexer.search.arrays import lookup
 from kb_indexer.store import vectors as store
 
 #: How many of the best documents by vector similarity become candidates of a semantic or hybrid query
@@ -43,14 +44,7 @@ class DenseResult:
     info: dict[str, Any] = field(default_factory=dict)
 
     def get(self, doc_ids: list[int]) -> dict[int, float]:
-        import numpy as np
-
-        if not doc_ids or self.docs is None or not len(self.docs):
-            return {}
-        wanted = np.asarray(doc_ids, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.docs, wanted), 0, len(self.docs) - 1)
-        hit = self.docs[pos] == wanted
-        return {int(d): float(s) for d, s, h in zip(wanted, self.best[pos], hit) if h}
+        return lookup(self.docs, self.best, doc_ids)
 
 
 def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int) -> DenseResult:

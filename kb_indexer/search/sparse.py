@@ -16,9 +16,11 @@ import json
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
+from kb_indexer.search.arrays import lookup
 from kb_indexer.store import sparse as store
+from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 
 K1 = 1.2
@@ -44,8 +46,9 @@ class View:
     norm: Any = None           # per document: k1·(1 − b + b·D/avgdl), when the state's own lengths are used
     _postings: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
-    def tokens(self, terms: tuple[str, ...]) -> list[tuple[str, ...]]:
-        new = [t for t in terms if t not in self.terms]
+    def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each term's tokens (cached for the query)."""
+        new = [t for t in dict.fromkeys(terms) if t not in self.terms]
         self.terms.update(zip(new, self.tokenizer.tokens(new)))
         return [self.terms[t] for t in terms]
 
@@ -105,8 +108,7 @@ class _Base:
 
     def oldest(self) -> int:
         if self._oldest is None:
-            live = self.owner[self.owner > 0]
-            self._oldest = int(live.min()) if len(live) else 1 << 62
+            self._oldest = _oldest(self.owner)
         return self._oldest
 
 
@@ -116,8 +118,6 @@ _BASES: dict[tuple, _Base] = {}
 
 
 def _base(conn: sqlite3.Connection) -> _Base | None:
-    import os
-
     import numpy as np
 
     try:
@@ -126,11 +126,8 @@ def _base(conn: sqlite3.Connection) -> _Base | None:
         return None
     if head is None or head[0] != store.FORMAT:
         return None
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
-    try:
-        key = (db_file, os.stat(db_file).st_ino, head[1]) if db_file else None
-    except OSError:
-        key = None
+    identity = file_identity(conn)
+    key = (*identity, head[1]) if identity is not None else None
     if key is not None and key in _BASES:
         return _BASES[key]
     st = store.load_state(conn)
@@ -161,7 +158,7 @@ def open_view(conn: sqlite3.Connection, column_weights: tuple, terms: tuple[str,
         if not pending or len(pending) > store.OVERLAY_MAX:
             return None
     tokenizer = Tokenizer(conn)
-    tokens = dict(zip(terms, tokenizer.tokens(list(terms))))
+    tokens = dict(zip(terms, tokenizer.tokens(terms)))
     phrases = {t for t in tokens.values() if len(t) == 2}
     overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
     owner, lengths, documents, total, norm = base.owner, base.lengths, base.documents, base.total, None
@@ -190,6 +187,7 @@ def still_current(conn: sqlite3.Connection, view: View) -> bool:
 
 
 def _oldest(owner: Any) -> int:
+    """The oldest segment holding a live document."""
     live = owner[owner > 0]
     return int(live.min()) if len(live) else 1 << 62
 
@@ -214,14 +212,7 @@ class Scores:
         return len(self.docs)
 
     def get(self, doc_ids: list[int]) -> dict[int, float]:
-        import numpy as np
-
-        if not doc_ids or not len(self.docs):
-            return {}
-        wanted = np.asarray(doc_ids, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.docs, wanted), 0, len(self.docs) - 1)
-        hit = self.docs[pos] == wanted
-        return {int(d): float(s) for d, s, h in zip(wanted, self.scores[pos], hit) if h}
+        return lookup(self.docs, self.scores, doc_ids)
 
     def best(self) -> float:
         return float(self.scores.max()) if len(self.scores) else 0.0
@@ -240,10 +231,6 @@ class Scores:
             pick = scores >= nth - margin
             docs, scores = docs[pick], scores[pick]
         return {int(d): float(s) for d, s in zip(docs, scores)}
-
-
-def tokens_of(view: View, terms: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return view.tokens(terms)
 
 
 def score(conn: sqlite3.Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:

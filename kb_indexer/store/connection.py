@@ -153,3 +153,18 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
     else:
         conn.execute(f"RELEASE {name}")
+
+
+def file_identity(conn: sqlite3.Connection) -> tuple | None:
+    """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
+    (None for an in-memory index, or a file that cannot be stat'ed)."""
+    import os
+
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not db_file:
+        return None
+    try:
+        st = os.stat(db_file)
+    except OSError:
+        return None
+    return db_file, st.st_ino, st.st_dev

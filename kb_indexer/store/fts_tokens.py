@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from array import array
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"   # = documents_fts (store/migrations.py m002)
 
@@ -125,7 +125,7 @@ class Tokenizer:
         at, pair_tids = pairs.find(tids, where)
         return singles, (docs[at], cols[at], pair_tids)
 
-    def tokens(self, terms: list[str]) -> list[tuple[str, ...]]:
+    def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
         """Each term's tokens in order (a term of several tokens is a phrase to FTS5)."""
         chunked = [[c.lower() if c.isascii() else c for c in _CHUNK.findall(t or "")] for t in terms]
         self._learn({c for chunks in chunked for c in chunks})

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import KbError
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import file_identity, transaction
 
 
 class MixedModelError(KbError):
@@ -178,17 +178,13 @@ _MAPPED: dict[tuple, tuple[Any, Any]] = {}
 
 
 def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple | None:
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    identity = file_identity(conn)
     row = conn.execute("SELECT x.generation, x.rows, m.updated_at FROM embedding_matrix x JOIN embedding_models m "
                        "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",
                        (model.id,)).fetchone()
-    if not db_file or row is None:
+    if identity is None or row is None:
         return None
-    try:
-        st = os.stat(db_file)
-    except OSError:
-        return None
-    return (db_file, st.st_ino, st.st_dev, model.id, model.dim, *tuple(row))
+    return (*identity, model.id, model.dim, *tuple(row))
 
 
 def _sidecar(conn: sqlite3.Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
