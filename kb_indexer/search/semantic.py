@@ -52,10 +52,10 @@ def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int
 
     Raises ``KbError`` when the question cannot be embedded (the caller falls back to lexical search).
     """
+    if source.model is None or source.embed is None:   # before numpy: an index without vectors never loads it
+        raise KbError(source.unavailable or "no vectors")
     import numpy as np
 
-    if source.model is None or source.embed is None:
-        raise KbError(source.unavailable or "no vectors")
     doc_ids, matrix, rebuilt = store.load_matrix(conn, source.model)
     q = np.asarray(source.embed(question), dtype=np.float32)
     if q.shape != (source.model.dim,):
