@@ -79,3 +79,24 @@ def test_only_an_interactive_chat_imports_prompt_toolkit():
                               timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert "prompt_toolkit" not in proc.stdout.split(), args
+
+
+_QUERY_PROBE = """
+import sys, io, contextlib
+from kb_indexer.cli import main
+sys.argv = ["kbindex", "query", "monte carlo tree search", "--format", "json"]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+print("numpy" in sys.modules)
+"""
+
+
+def test_a_query_on_an_index_without_vectors_or_sparse_index_never_imports_numpy(kb):
+    # numpy costs a cold agent query ~50 ms: only vectors and the sparse full-text index need it
+    proc = subprocess.run([sys.executable, "-c", _QUERY_PROBE], capture_output=True, text=True, timeout=60,
+                          cwd=kb.db_path.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False"]
