@@ -28,6 +28,8 @@ def _isolate_env(monkeypatch, tmp_path):
                 "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
+    # Every process a test starts imports this checkout's kb_indexer, whatever is installed.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)
 
 
@@ -78,8 +80,9 @@ def empty_kb(tmp_path):
 
 
 def kbindex_exe() -> list[str]:
-    exe = shutil.which("kbindex")
-    return [exe] if exe else [sys.executable, "-m", "kb_indexer"]
+    """This checkout's own ``kbindex`` (never a stale install first on PATH): ``kbindex.py`` puts the
+    checkout first on ``sys.path``; ``PYTHONPATH`` (set for every test) does the same for children."""
+    return [sys.executable, str(REPO / "kbindex.py")]
 
 
 class Result:
