@@ -23,7 +23,11 @@ What it measures (one process):
    real call) with the configured backend: P/R/F1, negatives, p50 latency, mean prompt token estimate,
    and how many queries fell back to the keyword result. Reported, not gated; skipped when no backend is
    configured or the first call cannot reach it.
-5. Cold start: median wall time of ``python -m kb_indexer skills match MESSAGE --no-llm`` against
+5. The same matchers on this repository's own labelled messages: 40 task-like messages needing no skill
+   (``bench/data/skills_tune_negatives.jsonl``, used for tuning beside the dev queries) and a held-out set
+   of 140 (``bench/data/skills_heldout.jsonl``: written before any tuning on it, never used for it); bm25s
+   keeps the threshold picked on the dev queries. ``--grid`` tunes on dev + task-like negatives only.
+6. Cold start: median wall time of ``python -m kb_indexer skills match MESSAGE --no-llm`` against
    ``python -c pass``.
 
 Precision, recall and F1 are micro-averaged over all queries (a skill returned for a query needing none is a
@@ -47,10 +51,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
+#: Labelled messages of this repository's own: task-like messages needing no skill (used for tuning, beside
+#: the development queries) and a held-out set written before any tuning on it and never used for it.
+TUNE_NEGATIVES = REPO / "bench" / "data" / "skills_tune_negatives.jsonl"
+HELD_OUT = REPO / "bench" / "data" / "skills_heldout.jsonl"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open(encoding="utf-8")]
+
+
 def load(data: Path) -> tuple[list[dict], list[dict]]:
-    catalog = [json.loads(line) for line in (data / "catalog.jsonl").open(encoding="utf-8")]
-    queries = [json.loads(line) for line in (data / "queries_dev.jsonl").open(encoding="utf-8")]
-    return catalog, queries
+    return read_jsonl(data / "catalog.jsonl"), read_jsonl(data / "queries_dev.jsonl")
 
 
 def write_skills(catalog: list[dict], root: Path) -> Path:
@@ -179,21 +191,24 @@ def run_llm(kb, queries: list[dict], opts) -> dict | None:
 
 
 def grid(kb, queries: list[dict]) -> None:
+    """The tuning grid: dev queries plus the task-like negatives (never the held-out set)."""
     from kb_indexer.skills import match
 
-    print("\nTuning grid (dev queries): name_weight body_weight* min_score -> F1 exact negatives")
+    negatives = read_jsonl(TUNE_NEGATIVES)
+    print("\nTuning grid (dev queries + task-like negatives): min_score background_weight -> dev F1, "
+          "negatives (dev + task-like)")
     rows = []
-    saved = match.NAME_WEIGHT
-    for nw in (1.5, 2.0, 3.0, 4.0, 6.0):
-        for ms in (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2):
-            match.NAME_WEIGHT = nw
-            preds, _, _ = run_kbindex(kb, queries, min_score=ms)
-            m = evaluate(queries, preds)
-            rows.append((m["f1"], nw, ms, m))
-    match.NAME_WEIGHT = saved
-    for f1, nw, ms, m in sorted(rows, key=lambda r: -r[0])[:12]:
-        print(f"  {nw:4.1f}  {ms:5.1f}  F1 {f1:.3f}  exact {m['exact']:.3f}  negatives {m['negatives']:.2f}")
-    print("  (*body weight has no effect here: the catalog has no bodies)")
+    saved = match.BACKGROUND_WEIGHT
+    for bw in (0.0, 0.3, 0.5, 0.7, 1.0):
+        for ms in (1.4, 1.6, 1.8, 2.0, 2.2, 2.4):
+            match.BACKGROUND_WEIGHT = bw
+            m = evaluate(queries, run_kbindex(kb, queries, min_score=ms)[0])
+            n = evaluate(negatives, run_kbindex(kb, negatives, min_score=ms)[0])
+            neg = (m["negatives"] * 12 + n["negatives"] * len(negatives)) / (12 + len(negatives))
+            rows.append((m["f1"], bw, ms, neg))
+    match.BACKGROUND_WEIGHT = saved
+    for f1, bw, ms, neg in sorted(rows, key=lambda r: (-(r[3] >= 0.9), -r[0]))[:12]:
+        print(f"  {ms:4.1f}  {bw:4.1f}  F1 {f1:.3f}  negatives {neg:.2f}")
 
 
 def cold(db: Path, runs: int) -> tuple[float, float]:
@@ -229,6 +244,21 @@ def _print_llm(kb, queries: list[dict], args: argparse.Namespace) -> None:
     print(_line("kbindex llm", res["metrics"], res["p50"]) + f"  prompt ~{res['tokens']:.0f} tokens (mean est.)")
     if res["fallbacks"]:
         print(f"  {len(res['fallbacks'])} fell back to the keyword result, e.g. {res['fallbacks'][0]}")
+
+
+def _print_other_sets(kb, catalog: list[dict], bm25s: tuple | None) -> None:
+    """The same matchers on the task-like negatives (tuning) and the held-out set (never tuned on); bm25s keeps
+    the threshold tuned on the dev queries."""
+    for label, path in (("task-like negatives (tuning)", TUNE_NEGATIVES), ("held-out (never tuned on)", HELD_OUT)):
+        qs = read_jsonl(path)
+        kinds = ", ".join(f"{k} {sum(q['kind'] == k for q in qs)}" for k in sorted({q["kind"] for q in qs}))
+        print(f"\n{label}: {len(qs)} messages ({kinds})")
+        print(_line("kbindex keyword", evaluate(qs, run_kbindex(kb, qs)[0])))
+        print(_line("aiq-style substring", evaluate(qs, [aiq_baseline(catalog, q["query"]) for q in qs])))
+        if bm25s:
+            bm, th = bm25s
+            print(_line(f"bm25s top3 >= {th:.1f} (dev)", evaluate(qs, [[n for n, s in bm.scores(q["query"]) if s >= th]
+                                                                     for q in qs])))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             best = max(((evaluate(queries, [[n for n, s in r if s >= th] for r in raw]), th)
                         for th in [x / 2 for x in range(0, 31)]), key=lambda mt: mt[0]["f1"])
             print(_line(f"bm25s top3 >= {best[1]:.1f} (tuned)", best[0]))
-        print("\nPer kind (kbindex keyword | aiq-style):")
+        _print_other_sets(kb, catalog, None if args.no_bm25s else (bm, best[1]))
+        print("\nPer kind, dev queries (kbindex keyword | aiq-style):")
         for kind, m in ours["kinds"].items():
             a = aiq["kinds"][kind]
             print(f"  {kind:<10} n={m['n']:<3} F1 {m['f1']:.3f} exact {m['exact']:.3f} | F1 {a['f1']:.3f} "
