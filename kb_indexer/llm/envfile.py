@@ -91,9 +91,10 @@ def _candidate() -> Path | None:
         return path
     try:
         path = Path.cwd() / ".env"
-    except OSError:  # the current directory was removed
+        is_folder = stat.S_ISDIR(os.lstat(path).st_mode)  # a virtualenv is often named .env: not ours
+    except OSError:  # no ./.env, or the current directory was removed
         return None
-    return path if os.path.lexists(path) else None
+    return None if is_folder else path
 
 
 def _unsafe(st: os.stat_result) -> str | None:
@@ -102,9 +103,10 @@ def _unsafe(st: os.stat_result) -> str | None:
         return "is a symbolic link"
     if not stat.S_ISREG(st.st_mode):
         return "is not a regular file"
-    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+    posix = os.name == "posix"  # elsewhere owner and mode bits do not mean this
+    if posix and st.st_uid != os.geteuid():
         return "is not owned by the current user"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if posix and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return "is writable by group or others (chmod go-w)"
     if st.st_size > MAX_ENV_FILE_BYTES:
         return f"is larger than {MAX_ENV_FILE_BYTES // 1024} KiB"

@@ -165,3 +165,10 @@ def test_an_env_that_is_not_a_regular_file_is_ignored_without_blocking(tmp_path,
     monkeypatch.setenv("KBINDEX_ENV_FILE", str(named))
     c = resolve()  # a FIFO nobody writes to would block a plain open()
     assert c.env_file is None and "not a regular file" in capsys.readouterr().err
+
+
+def test_a_virtualenv_folder_named_env_is_passed_over_silently(tmp_path, monkeypatch, capsys, dotenv_on):
+    (tmp_path / ".env" / "bin").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    c = resolve()
+    assert c.env_file is None and capsys.readouterr().err == ""
