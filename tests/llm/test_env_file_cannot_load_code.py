@@ -172,3 +172,26 @@ def test_a_virtualenv_folder_named_env_is_passed_over_silently(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     c = resolve()
     assert c.env_file is None and capsys.readouterr().err == ""
+
+
+def test_a_local_model_folder_named_by_env_is_not_loaded(tmp_path, monkeypatch, dotenv_on):
+    """Loading a sentence-transformers folder can run code from it: a .env may name only a packaged model."""
+    from kb_indexer.errors import KbError
+    from kb_indexer.llm import local_backend
+    from kb_indexer.llm.config import resolve_embed
+    from kb_indexer.llm.embedding import EmbedClient
+
+    folder = tmp_path / "evil-model"
+    folder.mkdir()
+    (tmp_path / ".env").write_text(f"KBINDEX_EMBED_BACKEND=local\nKBINDEX_EMBED_MODEL={folder}\n")
+    monkeypatch.chdir(tmp_path)
+    loaded = []
+    monkeypatch.setattr(local_backend, "loader", lambda path: loaded.append(path))
+    monkeypatch.setattr(local_backend, "_models", {})
+    client = EmbedClient(resolve_embed(), sleep=lambda s: None)
+    try:
+        with pytest.raises(KbError, match="comes from a .env file"):
+            client.embed(["x"])
+    finally:
+        client.close()
+    assert loaded == []
