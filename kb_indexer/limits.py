@@ -22,6 +22,8 @@ MAX_JSON_DEPTH = 64
 DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
 # A similarities file (or another JSON file kbindex reads whole) larger than this is refused.
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
+# A .env file larger than this is ignored, with a warning (it holds a few settings).
+MAX_ENV_FILE_BYTES = 64 * 1024
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
 

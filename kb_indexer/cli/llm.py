@@ -93,8 +93,9 @@ def _render_doctor(report: dict[str, Any]) -> None:
         ("LLM backend", f"{llm['backend']} (from {llm['sources'].get('backend', 'default')})"),
         ("model", (llm.get("model_label") or llm["model"] or "not set")
                   + (f" (from {llm['sources'].get('model', 'default')})" if llm["model"] else "")),
-        ("URL tried", llm["url"]),
-        ("API key set", llm["api_key_set"]),
+        ("URL tried", llm["url"] and f"{llm['url']} (from {llm['sources'].get('url', 'default')})"),
+        ("API key set", f"{llm['api_key_set']}"
+                        + (f" ({llm['sources']['api_key']})" if llm["sources"].get("api_key") else "")),
         ("reachable", llm["reachable"]),
         ("model available", llm["model_available"]),
         ("round trip (ms)", llm["latency_ms"]),

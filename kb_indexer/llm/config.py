@@ -2,10 +2,11 @@
 
 Nothing here imports an SDK or a backend module; the backends live in
 :mod:`kb_indexer.llm.registry`, whose ``make_backend`` imports the chosen
-backend's module (and so its SDK) only when a command actually needs it. The ``.env``
-file (found from the current directory upwards) is read with python-dotenv the
-first time an LLM-using command resolves its settings; it never overrides a
-variable that is already set.
+backend's module (and so its SDK) only when a command actually needs it. One ``.env``
+(``KBINDEX_ENV_FILE``, else ``./.env``; see :mod:`kb_indexer.llm.envfile` for what it may
+set and when it is ignored) is read the first time an LLM-using command resolves its
+settings; it never overrides a variable that is already set. A server URL that came from
+the ``.env`` gets only an API key from that same file, never one from the real environment.
 
 Environment variables:
 
@@ -20,8 +21,10 @@ Environment variables:
 ``KBINDEX_GEMINI_BASE_URL`` another Gemini endpoint (proxies, tests)
 ``KBINDEX_OPENAI_BASE_URL`` OpenAI-compatible server (default http://127.0.0.1:8080/v1)
 ``OPENAI_API_KEY``         its key, if it wants one
+``OLLAMA_API_KEY``         Ollama's key, if the server wants one
+``KBINDEX_ENV_FILE``       the ``.env`` to read instead of ``./.env`` (real environment only)
 ``KBINDEX_NO_DOTENV``      set to skip reading ``.env``
-``KBINDEX_LLM_PLUGINS``    modules or .py files that register more backends
+``KBINDEX_LLM_PLUGINS``    modules or .py files that register more backends (real environment only)
 ``KBINDEX_EMBED_BACKEND``  embedding backend: ``ollama``, ``gemini``, ``openai``, ``local`` or ``none``
                            (default: the one the index's vectors were made with, else ``ollama``)
 ``KBINDEX_EMBED_MODEL``    embedding model (default: the index's, else the backend's default)
@@ -33,11 +36,11 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
+from kb_indexer.llm.envfile import SERVERS, EnvFile, forget_warnings, read_env_file, warn
 from kb_indexer.llm.settings import (DEFAULT_MAX_TOKENS, DEFAULT_OLLAMA_HOST, DEFAULT_RETRIES,  # noqa: F401
                                      DEFAULT_TIMEOUT, LLMConfig, ollama_host)
 
@@ -46,34 +49,22 @@ from kb_indexer.llm.settings import (DEFAULT_MAX_TOKENS, DEFAULT_OLLAMA_HOST, DE
 DEFAULT_BACKEND = "ollama"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
 
-_env_loaded: tuple[bool, Path | None, set[str]] = (False, None, set())
+_env_file: EnvFile | None = None
 
 
-def load_env() -> tuple[Path | None, set[str]]:
-    """Read ``.env`` once (without overriding the environment); returns its path and the names it set."""
-    global _env_loaded
-    if _env_loaded[0]:
-        return _env_loaded[1], _env_loaded[2]
-    path: Path | None = None
-    names: set[str] = set()
-    if not os.environ.get("KBINDEX_NO_DOTENV"):
-        from dotenv import dotenv_values, find_dotenv
-
-        found = find_dotenv(usecwd=True)
-        if found:
-            path = Path(found)
-            for key, value in dotenv_values(found).items():
-                if value is not None and key not in os.environ:
-                    os.environ[key] = value
-                    names.add(key)
-    _env_loaded = (True, path, names)
-    return path, names
+def load_env() -> EnvFile:
+    """Read the ``.env`` once (without overriding the environment): its path, values and the names it set."""
+    global _env_file
+    if _env_file is None:
+        _env_file = read_env_file()
+    return _env_file
 
 
 def reset_env_cache() -> None:
-    """Forget that ``.env`` was read (tests)."""
-    global _env_loaded
-    _env_loaded = (False, None, set())
+    """Forget that ``.env`` was read, and the warnings given (tests)."""
+    global _env_file
+    _env_file = None
+    forget_warnings()
 
 
 @dataclass
@@ -87,8 +78,8 @@ class LLMOptions:
     retries: int | None = None
 
 
-def _source(name: str, dotenv_names: set[str]) -> str:
-    return ".env" if name in dotenv_names else "env"
+def _source(name: str, dotenv: EnvFile) -> str:
+    return ".env" if name in dotenv.applied else "env"
 
 
 def _number(name: str, value: str, kind: type) -> Any:
@@ -131,65 +122,82 @@ def _timeout_retries(timeout: float | None, retries: int | None, env: Any) -> tu
     return timeout, retries
 
 
-def _endpoint(backend: str, env: Any, from_dotenv: set[str],
+def _first(names: tuple[str, ...], values: Any) -> str | None:
+    return next((name for name in names if values.get(name)), None)
+
+
+def _api_key(url_var: str | None, key_vars: tuple[str, ...], env: Any, dotenv: EnvFile,
+             sources: dict[str, str]) -> str | None:
+    """The key for the server ``url_var`` names: a server named by the ``.env`` gets only a key from
+    that same file (a key from the real environment is withheld, with a warning)."""
+    if url_var is None or url_var not in dotenv.applied:
+        key_var = _first(key_vars, env)
+        if key_var:
+            sources["api_key"] = f"{key_var} ({_source(key_var, dotenv)})"
+        return env[key_var] if key_var else None
+    key_var = _first(key_vars, dotenv.values)
+    if key_var:
+        sources["api_key"] = f"{key_var} (.env)"
+        return dotenv.values[key_var]
+    withheld = _first(key_vars, env)
+    if withheld:
+        sources["api_key"] = f"{withheld} (env) withheld: the server is from .env"
+        warn(f"{url_var} comes from {dotenv.path}, so {withheld} from the environment is not sent to it: "
+             f"requests go without an API key (put the key in that file if the server needs one)")
+    return None
+
+
+def _endpoint(backend: str, env: Any, dotenv: EnvFile,
               sources: dict[str, str]) -> tuple[str | None, str | None]:
     """The server URL and API key of ``backend`` from the environment (``sources`` says where from)."""
-    base_url: str | None = None
-    api_key: str | None = None
+    if backend not in SERVERS:
+        return None, None
+    url_vars, key_vars = SERVERS[backend]
+    url_var = _first(url_vars, env)
+    sources["url"] = _source(url_var, dotenv) if url_var else "default"
+    raw = env[url_var] if url_var else None
     if backend == "ollama":
-        base_url = ollama_host(env.get("OLLAMA_HOST"))
-        sources["url"] = _source("OLLAMA_HOST", from_dotenv) if env.get("OLLAMA_HOST") else "default"
-    elif backend == "gemini":
-        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-            if env.get(name):
-                api_key, sources["api_key"] = env[name], f"{name} ({_source(name, from_dotenv)})"
-                break
-        base_url = env.get("KBINDEX_GEMINI_BASE_URL") or env.get("GOOGLE_GEMINI_BASE_URL") or None
-        sources["url"] = "env" if base_url else "default"
+        base_url: str | None = ollama_host(raw)
     elif backend == "openai":
-        base_url = (env.get("KBINDEX_OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
-        sources["url"] = (_source("KBINDEX_OPENAI_BASE_URL", from_dotenv)
-                          if env.get("KBINDEX_OPENAI_BASE_URL") else "default")
-        api_key = env.get("OPENAI_API_KEY") or None
-        if api_key:
-            sources["api_key"] = f"OPENAI_API_KEY ({_source('OPENAI_API_KEY', from_dotenv)})"
-
-    return base_url, api_key
+        base_url = (raw or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+    else:
+        base_url = raw
+    return base_url, _api_key(url_var, key_vars, env, dotenv, sources)
 
 
-def _choose(flag: str | None, var: str, env, from_dotenv, *fallbacks: tuple[bool, object, str],
+def _choose(flag: str | None, var: str, env, dotenv, *fallbacks: tuple[bool, object, str],
             lower: bool = False) -> tuple[object, str]:
     """One setting and where it came from: the flag, else the environment variable ``var`` (or ``.env``),
     else the first ``(applies, value, source)`` fallback that applies."""
     if flag:
         return (flag.strip().lower() if lower else flag), "flag"
     if env.get(var):
-        return (env[var].strip().lower() if lower else env[var]), _source(var, from_dotenv)
+        return (env[var].strip().lower() if lower else env[var]), _source(var, dotenv)
     return next((value, source) for applies, value, source in fallbacks if applies)
 
 
 def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     """Settle backend, model, URL, key, timeout, retries and caching for one command."""
     opts = opts or LLMOptions()
-    env_file, from_dotenv = load_env()
+    dotenv = load_env()
     env = os.environ
     sources: dict[str, str] = {}
 
-    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", env, from_dotenv,
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", env, dotenv,
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
     spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown
-    model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", env, from_dotenv,
+    model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", env, dotenv,
                                       (True, spec.default_model if spec else None, "default"))
 
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
            if env.get("KBINDEX_LLM_MAX_TOKENS") else DEFAULT_MAX_TOKENS)
 
-    base_url, api_key = _endpoint(backend, env, from_dotenv, sources)
+    base_url, api_key = _endpoint(backend, env, dotenv, sources)
 
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
                      use_cache=not opts.no_cache, max_tokens_cap=cap, base_url=base_url, api_key=api_key,
-                     sources=sources, env_file=str(env_file) if env_file else None)
+                     sources=sources, env_file=str(dotenv.path) if dotenv.path else None)
 
 
 def is_configured(opts: LLMOptions | None = None) -> bool:
@@ -220,21 +228,21 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     then ``stored`` (the backend and model of the index's newest vectors), then ``ollama`` with the
     backend's default embedding model. Timeout and retries are the LLM's (``KBINDEX_LLM_TIMEOUT``...)."""
     opts = opts or EmbedOptions()
-    env_file, from_dotenv = load_env()
+    dotenv = load_env()
     env = os.environ
     sources: dict[str, str] = {}
-    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, from_dotenv,
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, dotenv,
                                           (bool(stored), stored and stored[0], "index"),
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
     spec = None if backend == registry.DISABLED else registry.get(backend)
-    model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, from_dotenv,
+    model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, dotenv,
                                       (bool(stored) and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
-    base_url, api_key = _endpoint(backend, env, from_dotenv, sources)
+    base_url, api_key = _endpoint(backend, env, dotenv, sources)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
                      base_url=base_url, api_key=api_key, sources=sources,
-                     env_file=str(env_file) if env_file else None)
+                     env_file=str(dotenv.path) if dotenv.path else None)
 
 
 def embed_configured(opts: EmbedOptions | None = None) -> bool:

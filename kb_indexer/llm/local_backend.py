@@ -66,10 +66,19 @@ class LocalBackend:
         self.model = config.model or DEFAULT_MODEL
         self.batch_size = 32
 
+    def _model_path(self) -> str:
+        """Where the model is; a folder named by a ``.env`` is refused (loading a model folder can
+        run code from it, and a ``.env`` never names code or files to load)."""
+        if self.config.sources.get("model") == ".env" and self.model not in PACKAGED:
+            raise LLMConfigError(f"the local embedding model {self.model!r} comes from a .env file, which may "
+                                 f"name only a packaged model ({DEFAULT_MODEL}); set KBINDEX_EMBED_MODEL in the "
+                                 f"environment or pass --embed-model to load a model folder")
+        return model_path(self.model)
+
     def _encoder(self) -> Any:
         found = _models.get(self.model)
         if found is None:
-            path = model_path(self.model)
+            path = self._model_path()
             try:
                 found = loader(path)
             except LLMConfigError:
@@ -103,7 +112,7 @@ class LocalBackend:
 
     def probe(self, timeout: float) -> ProbeResult:
         try:
-            path = model_path(self.model)
+            path = self._model_path()
         except LLMConfigError as exc:
             return ProbeResult(url=None, reachable=False, model_available=False, error=exc.message)
         return ProbeResult(url=path, reachable=True, model_available=True, models=[self.model])

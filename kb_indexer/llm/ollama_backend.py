@@ -61,7 +61,10 @@ class OllamaBackend:
         self.model = config.model or "llama3.2:3b"
         self.host = config.base_url or ollama_host(None)
         self.budget = Budget()
-        self._client = ollama.Client(host=self.host, timeout=config.timeout, **client_kwargs)
+        auth = {"authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._client = ollama.Client(host=self.host, timeout=config.timeout, headers=auth, **client_kwargs)
+        if not config.api_key:  # the SDK adds OLLAMA_API_KEY from os.environ by itself; config decides
+            self._client._client.headers.pop("authorization", None)
         guard_client(self._client._client, self.budget)
 
     def _start(self, timeout: float) -> None:

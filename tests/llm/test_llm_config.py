@@ -36,12 +36,10 @@ def test_environment_then_flags(monkeypatch):
     assert not is_configured(LLMOptions(backend="none"))
 
 
-def test_dotenv_is_read_lazily_and_never_overrides(monkeypatch, tmp_path):
+def test_dotenv_in_the_current_directory_is_read_and_never_overrides(monkeypatch, tmp_path):
     monkeypatch.delenv("KBINDEX_NO_DOTENV")
     (tmp_path / ".env").write_text("KBINDEX_LLM_BACKEND=gemini\nGEMINI_API_KEY=from-dotenv\nKBINDEX_LLM_MODEL=dm\n")
-    sub = tmp_path / "deeper"
-    sub.mkdir()
-    monkeypatch.chdir(sub)  # found from a parent directory too
+    monkeypatch.chdir(tmp_path)  # ./.env only: a parent's is not read (tests/llm/test_env_file_cannot_load_code.py)
     monkeypatch.setenv("KBINDEX_LLM_MODEL", "env-wins")
     for name in ("KBINDEX_LLM_BACKEND", "GEMINI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -49,6 +47,7 @@ def test_dotenv_is_read_lazily_and_never_overrides(monkeypatch, tmp_path):
         c = resolve()
         assert (c.backend, c.model, c.api_key) == ("gemini", "env-wins", "from-dotenv")
         assert c.sources["backend"] == ".env" and c.sources["api_key"] == "GEMINI_API_KEY (.env)"
+        assert c.sources["model"] == "env" and c.sources["url"] == "default"
         assert c.env_file == str(tmp_path / ".env")
         assert "from-dotenv" not in repr(c) and c.describe()["api_key_set"] is True  # the key is never shown
     finally:
