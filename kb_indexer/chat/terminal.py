@@ -27,6 +27,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.render import RichRenderer, failure, run_turn
 from kb_indexer.chat.view import source_dict, toolbar_text
+from kb_indexer.text import terminal_safe
 
 
 def history_path() -> Path:
@@ -119,12 +120,12 @@ class Terminal:
     def dim(self, line: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(line, style="dim"))
+        self.console.print(Text(terminal_safe(line), style="dim"))
 
     def error(self, line: str) -> None:
         from rich.text import Text
 
-        self.err_console.print(Text(line, style="red"))
+        self.err_console.print(Text(terminal_safe(line), style="red"))
 
     def toolbar(self) -> str:
         return toolbar_text(self.status)
@@ -149,7 +150,7 @@ class Terminal:
         if outcome.error:
             self.error(f"error: {outcome.error.get('message')}")
         if outcome.text:
-            self.console.print(Text(outcome.text))
+            self.console.print(Text(terminal_safe(outcome.text)))
 
     # -- the loop --------------------------------------------------------------------------------------
     def read(self) -> str | None:
