@@ -94,12 +94,14 @@ def query(
     """Find documents for a question: keywords expanded through typed similarities, fused with full-text
     BM25, with provenance (which keyword and which expansion found each document). Recorded in the history."""
     from kb_indexer.search.expansion import parse_weight_options
+    from kb_indexer.search.query import check_question
 
     question, extra = (args[0], args[1:]) if args else ("", [])
     if keywords:
         keywords = list(keywords) + list(extra)
     elif extra:
         question = " ".join(args)
+    check_question(question, keywords)    # before --sync writes anything
     weights = parse_weight_options(weight or [])
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
