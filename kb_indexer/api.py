@@ -286,9 +286,12 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's
         newest); without them they run lexically and the result's ``semantic`` object says why.
         """
+        from kb_indexer.search.query import check_question
+
         options["embed"] = embed
         _text(question, "the question")
         _keywords(keywords)
+        check_question(question, keywords)   # before any model is asked or anything recorded
         _text(options.get("context"), "context")
         run_query = self._run_query
         context = options.get("context")

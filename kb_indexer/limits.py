@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import unicodedata
 from typing import Any
 
-from kb_indexer.errors import ValidationError
+from kb_indexer.errors import UsageError, ValidationError
 
 # A keyword (tag, relation end, --keywords value) longer than this is refused.
 MAX_KEYWORD_CHARS = 200
@@ -26,6 +27,11 @@ MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 MAX_ENV_FILE_BYTES = 64 * 1024
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
+# A session id (context, skills and chat sessions) is 1 to this many printable characters.
+MAX_SESSION_CHARS = 200
+# Characters a session id must not hold: controls (ESC, NUL, newline, C1), format characters (bidi
+# overrides, zero-width), line and paragraph separators, surrogates.
+_NOT_IN_SESSION_IDS = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 def max_doc_bytes() -> int:
@@ -95,6 +101,22 @@ def check_keyword(value: str, where: str = "keyword") -> str:
     if "\x00" in value:
         raise ValidationError(f"{where} contains a NUL character")
     return value
+
+
+def check_session_id(value: Any) -> str:
+    """A session id as given, surrounding whitespace removed: text of 1 to ``MAX_SESSION_CHARS`` printable
+    characters. Anything else is bad usage (exit 2), refused before anything is read or written."""
+    if not isinstance(value, str):
+        raise UsageError(f"a session id must be text, got {type(value).__name__}")
+    sid = value.strip()
+    if not sid or len(sid) > MAX_SESSION_CHARS:
+        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {len(sid)}"
+                         + (f" ({sid[:40]!r}...)" if sid else ""))
+    bad = next((c for c in sid if unicodedata.category(c) in _NOT_IN_SESSION_IDS), None)
+    if bad is not None:
+        raise UsageError(f"a session id must be printable: U+{ord(bad):04X} "
+                         f"({unicodedata.name(bad, unicodedata.category(bad))}) in {sid[:60]!r}")
+    return sid
 
 
 def check_finite(value: float, what: str) -> float:

@@ -59,12 +59,6 @@ def test_derived_keywords_recorded_and_top_results_capped(kb):
                                    <= set(e) for e in a["expansions"])
 
 
-def test_empty_query_is_recorded_too(kb):
-    out = kb.query("   ")
-    assert out["count"] == 0
-    assert get_attempt(kb.conn, out["attempt_id"])["result_count"] == 0
-
-
 def test_record_false_writes_nothing(kb):
     out = kb.query("reinforcement learning", record=False)
     assert "query_id" not in out and rows(kb, "queries") == []

@@ -189,7 +189,10 @@ class ChatEngine:
         if self.source.mode != "kb":
             return None
         from kb_indexer.search.markdown import render_query
-        out = self.kb.query(self._retrieval_question(norm), limit=RETRIEVE)
+        question = self._retrieval_question(norm)
+        if not question.strip():        # nothing to search (an empty query is bad usage)
+            return None
+        out = self.kb.query(question, limit=RETRIEVE)
         self.last_query_id = out.get("query_id")
         self.last_paths = [r["filepath"] for r in out["results"]]
         if not out["results"]:

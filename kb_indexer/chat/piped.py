@@ -17,6 +17,7 @@ from typing import Any, Iterable, TextIO
 
 from kb_indexer.chat.commands import is_command, run_command
 from kb_indexer.chat.render import PlainRenderer, run_turn
+from kb_indexer.text import terminal_safe
 
 
 def _json_line(out: TextIO, data: Any) -> None:
@@ -30,9 +31,9 @@ def _command(engine: Any, line: str, fmt: str, out: TextIO, err: TextIO):
         _json_line(out, outcome.to_dict())
     else:
         if outcome.error:
-            err.write(f"error: {outcome.error.get('message')}\n")
+            err.write(terminal_safe(f"error: {outcome.error.get('message')}\n"))
         if outcome.text:
-            out.write(outcome.text.rstrip("\n") + "\n")
+            out.write(terminal_safe(outcome.text.rstrip("\n") + "\n"))
         out.flush()
     return outcome
 

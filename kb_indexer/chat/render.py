@@ -7,6 +7,7 @@
   line each; errors in red on stderr.
 
 An event is anything with ``kind`` and ``data`` (the engine's ``Event``), or a ``{"kind", "data"}`` dict.
+A renderer gets every event's text terminal-safe (:func:`displayable`); the record keeps it as it came.
 """
 
 from __future__ import annotations
@@ -14,6 +15,20 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
+
+
+def displayable(value: Any) -> Any:
+    """``value`` with every string in it made terminal-safe (model answers, titles, paths, tool summaries
+    are shown, never interpreted by the terminal)."""
+    from kb_indexer.text import terminal_safe
+
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        return {k: displayable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [displayable(v) for v in value]
+    return value
 
 
 def unpack(event: Any) -> tuple[str, dict]:
@@ -240,7 +255,7 @@ def run_turn(engine: Any, text: str, renderer: Any, *, cancel_on_interrupt: bool
             kind, data = unpack(event)
             record.add(kind, data)
             if renderer is not None:
-                renderer.event(kind, data)
+                renderer.event(kind, displayable(data))
     except KeyboardInterrupt:
         if not cancel_on_interrupt:
             raise
@@ -249,7 +264,7 @@ def run_turn(engine: Any, text: str, renderer: Any, *, cancel_on_interrupt: bool
         data = failure(exc)
         record.add("error", data)
         if renderer is not None:
-            renderer.event("error", data)
+            renderer.event("error", displayable(data))
     finally:
         if gen is not None and hasattr(gen, "close"):
             gen.close()

@@ -6,6 +6,10 @@
 * ``--free``, or no index found: free mode, prompt ``kbindex> ``. Conversation and skills work, knowledge-
   base tools and retrieval do not. Its sessions and skills live in a per-user index, the chat store:
   ``KBINDEX_CHAT_DB``, else ``$XDG_DATA_HOME/kbindex/chat.db`` (``~/.local/share/kbindex/chat.db``).
+
+The chat store and the input history hold a person's conversations: they are private files
+(:func:`private_file`), readable and writable by their owner only. (A knowledge base's own index is not:
+it is created with the user's umask, like any project file, so that a team can share it.)
 """
 
 from __future__ import annotations
@@ -37,6 +41,31 @@ class Source:
                 "kb_root": str(self.kb_root) if self.kb_root else None}
 
 
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+_GROUP_OTHER = 0o077
+
+
+def private_file(path: Path) -> None:
+    """Make ``path`` a private file: created 0600 (its folder 0700 when kbindex creates that), and an
+    existing one (with the ``-wal`` and ``-shm`` files SQLite keeps beside it) loses any group and other
+    permission (SQLite creates those two with the database file's mode). Raises OSError when the file
+    cannot be created; a mode that cannot be changed (another owner's file) is left as it is."""
+    if not path.parent.is_dir():
+        path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except FileExistsError:
+        pass
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = part.stat().st_mode
+            if mode & _GROUP_OTHER:
+                part.chmod(mode & 0o7777 & ~_GROUP_OTHER)
+        except OSError:      # absent, or not ours to change
+            pass
+
+
 def chat_store_path() -> Path:
     env = os.environ.get("KBINDEX_CHAT_DB", "").strip()
     if env:
@@ -62,6 +91,6 @@ def open_source(db: str | os.PathLike | None, free: bool) -> tuple[Any, Source, 
         if db or os.environ.get("KBINDEX_DB"):
             raise UsageError(f"no index at {path}: create it with `kbindex init --db {path}` (or chat --free)")
     store = chat_store_path()
-    store.parent.mkdir(parents=True, exist_ok=True)
+    private_file(store)
     kb, _ = KnowledgeBase.init(store, store.parent)
     return kb, Source("free", None, store, None), None if free else FREE_NOTE

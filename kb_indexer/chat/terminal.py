@@ -26,7 +26,9 @@ from prompt_toolkit.key_binding import KeyBindings
 
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.render import RichRenderer, failure, run_turn
+from kb_indexer.chat.source import private_file
 from kb_indexer.chat.view import source_dict, toolbar_text
+from kb_indexer.text import terminal_safe
 
 
 def history_path() -> Path:
@@ -40,9 +42,10 @@ def history_path() -> Path:
 
 
 def open_history(path: Path) -> tuple[History, str | None]:
-    """A file history at ``path``, or an in-memory one with a warning when the file cannot be written."""
+    """A file history at ``path`` (a private file: :func:`kb_indexer.chat.source.private_file`), or an
+    in-memory one with a warning when the file cannot be written."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         with open(path, "a", encoding="utf-8"):
             pass
         return FileHistory(str(path)), None
@@ -119,12 +122,12 @@ class Terminal:
     def dim(self, line: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(line, style="dim"))
+        self.console.print(Text(terminal_safe(line), style="dim"))
 
     def error(self, line: str) -> None:
         from rich.text import Text
 
-        self.err_console.print(Text(line, style="red"))
+        self.err_console.print(Text(terminal_safe(line), style="red"))
 
     def toolbar(self) -> str:
         return toolbar_text(self.status)
@@ -149,7 +152,7 @@ class Terminal:
         if outcome.error:
             self.error(f"error: {outcome.error.get('message')}")
         if outcome.text:
-            self.console.print(Text(outcome.text))
+            self.console.print(Text(terminal_safe(outcome.text)))
 
     # -- the loop --------------------------------------------------------------------------------------
     def read(self) -> str | None:

@@ -55,7 +55,7 @@ def _show(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 def _similar(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     out = kb.similar(str(args.get("keyword") or ""))
     items = out.get("similar_keywords") or []
-    lines = [f"- {i.get('keyword')} ({i.get('type')}, {i.get('score')})" for i in items[:20]]
+    lines = [f"- {i.get('keyword')} ({i.get('similarity_type')}, {i.get('score')})" for i in items[:20]]
     return "\n".join(lines) or "no related keywords", {"summary": f"{len(items)} related keywords"}
 
 

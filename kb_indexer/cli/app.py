@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from kb_indexer import __version__
-from kb_indexer.cli.output import Format, dumps
+from kb_indexer.cli.output import Format, dumps, echo
 from kb_indexer.errors import KbError
 
 
@@ -66,7 +66,7 @@ def report_error(code: str, message: str, exit_code: int, json_mode: bool, detai
             err["details"] = details
         sys.stderr.write(dumps({"error": err, "exit_code": exit_code}) + "\n")
     else:
-        sys.stderr.write(f"Error: {message}\n")
+        echo(f"Error: {message}\n", err=True)
 
 
 def internal_message(exc: BaseException) -> str:
@@ -101,7 +101,7 @@ class KbGroup(TyperGroup):
             elif hasattr(exc, "show"):
                 exc.show()
             else:
-                sys.stderr.write(f"Error: {exc.format_message()}\n")
+                echo(f"Error: {exc.format_message()}\n", err=True)
             code = exc.exit_code
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")

@@ -9,7 +9,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, app
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, llm_options
-from kb_indexer.cli.output import Format, emit
+from kb_indexer.cli.output import Format, echo, emit
 from kb_indexer.errors import UsageError
 
 _SESSION_COLUMNS = ("session", "messages", "user_messages", "updated_at", "created_at", "title", "first_message")
@@ -61,8 +61,7 @@ def chat(
     engine = ChatEngine.open(db, free=free, resume=resume, llm=opts, stream=not no_stream, window=window)
     try:
         if engine.note:
-            sys.stderr.write(f"note: {engine.note}\n")
-            sys.stderr.flush()
+            echo(f"note: {engine.note}\n", err=True)
         engine.check_llm()
         if _interactive(format):
             from kb_indexer.chat.terminal import run_interactive

@@ -10,7 +10,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
-from kb_indexer.cli.output import Format, emit, emit_json, warn
+from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 from kb_indexer.errors import UsageError, ValidationError
 
 context_app = typer.Typer(help="Chat context: sessions, rolling summary, normalisation and compression.",
@@ -95,7 +95,7 @@ def context_build(
     if format is Format.json:
         emit_json(data)
         return
-    sys.stdout.write(data["prompt"] + "\n")
+    echo(data["prompt"] + "\n")
 
 
 @context_app.command("show")
@@ -104,7 +104,7 @@ def context_show(session: SessionOpt, db: DbOpt = None, kb: KbOpt = None, format
     with open_kb(db, kb) as k:
         data = k.context_show(session)
     if format is Format.table and data["summary"]:
-        sys.stdout.write(f"Summary ({data['summary']['source']}): {data['summary']['text']}\n")
+        echo(f"Summary ({data['summary']['source']}): {data['summary']['text']}\n")
     emit(data, format, rows="messages", columns=("seq", "role", "is_question", "created_at", "content"))
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, dumps, emit, write_file
+from kb_indexer.cli.output import Format, dumps, emit, warn, write_file
 from kb_indexer.errors import ValidationError
 
 
@@ -26,7 +26,7 @@ def init(
     handle, result = KnowledgeBase.init(db, kb, force=force)
     handle.close()
     if not result["kb_root_exists"]:
-        sys.stderr.write(f"warning: knowledge-base root {result['kb_root']} does not exist yet\n")
+        warn(f"knowledge-base root {result['kb_root']} does not exist yet")
     emit(result, format, title="kbindex init")
 
 

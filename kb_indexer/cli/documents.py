@@ -10,14 +10,14 @@ from typing import Annotated, Callable, Iterator, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, FormatOpt, KbOpt, app, embed_options, open_kb
-from kb_indexer.cli.output import Format, _console, emit
+from kb_indexer.cli.output import Format, _console, emit, warn
 
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
 
 
 def _warn(result: dict) -> None:
     for warning in result.get("warnings") or []:
-        sys.stderr.write(f"warning: {warning}\n")
+        warn(warning)
 
 
 @app.command()
@@ -131,11 +131,11 @@ def sync(
         else:
             result = k.sync(directory, progress.callback("Indexing", lines=False), **vectors)
     for err in result["errors"]:
-        sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+        warn(f"skipped {err['file']}: {err['message']}")
     for warning in result["warnings"]:
-        sys.stderr.write(f"warning: {warning['message']}\n")
+        warn(warning["message"])
     if embed and result["embed"].get("error"):
-        sys.stderr.write(f"warning: embedding failed: {result['embed']['error']}\n")
+        warn(f"embedding failed: {result['embed']['error']}")
     emit(result, format, title="sync")
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, emit, emit_json
+from kb_indexer.cli.output import Format, echo, emit, emit_json
 from kb_indexer.cli.query import ResultFormat, ResultFormatOpt
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
@@ -29,8 +29,7 @@ def history(
             if format is Format.json:
                 emit_json(data)
             else:
-                sys.stdout.write(_history_line(data) + "\n")
-                sys.stdout.flush()
+                echo(_history_line(data) + "\n")
                 emit({"attempts": data["attempts"]}, format, rows="attempts",
                      columns=("attempt_id", "keywords", "method", "result_count", "age", "created_at"))
                 emit({"feedback": data["feedback"]}, format, rows="feedback",
@@ -50,7 +49,7 @@ def _history_line(q: dict) -> str:
 def _render_history(data: dict) -> None:
     """The design's history listing, one query per line (stdout is only the result)."""
     lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
-    sys.stdout.write("\n".join(lines) + "\n")
+    echo("\n".join(lines) + "\n")
 
 
 @app.command()
@@ -135,7 +134,7 @@ def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
         raise UsageError(f"query {query_id} has no attempts to review")
     last = detail["attempts"][-1]
     good, bad = [], []
-    sys.stderr.write(f"Query {query_id}: {detail['question']}\n")
+    echo(f"Query {query_id}: {detail['question']}\n", err=True)
     for i, r in enumerate(last.get("top_results", []), 1):
         answer = typer.prompt(f"[{i}] {r['filepath']} helpful? (y/n/s=skip)", default="s", err=True).strip().lower()
         if answer.startswith("y"):
@@ -159,7 +158,7 @@ def learn(
     if format is Format.json:
         emit_json(result)
         return
-    sys.stdout.write(learn_report(result, reprocess=reprocess))
+    echo(learn_report(result, reprocess=reprocess))
 
 
 def learn_report(result: dict, *, reprocess: bool = False) -> str:

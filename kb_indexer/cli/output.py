@@ -1,4 +1,10 @@
-"""Output: results on stdout (JSON or a table), everything else on stderr."""
+"""Output: results on stdout (JSON or a table), everything else on stderr.
+
+Human-readable output (tables, markdown, text, warnings) goes through this module, which makes it
+terminal-safe (:func:`kb_indexer.text.terminal_safe`): an escape sequence in a title, keyword, path,
+snippet or message is dropped, never sent to the terminal. JSON is printed as is (``json.dumps`` escapes
+every control character).
+"""
 
 from __future__ import annotations
 
@@ -38,8 +44,17 @@ def write_file(path, text: str) -> None:
         raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
 
 
+def echo(text: str, *, err: bool = False) -> None:
+    """Human-readable text, terminal-safe, on stdout (``err``: stderr), written as given (no newline added)."""
+    from kb_indexer.text import terminal_safe
+
+    stream = sys.stderr if err else sys.stdout
+    stream.write(terminal_safe(text))
+    stream.flush()
+
+
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    echo(f"warning: {message}\n", err=True)
 
 
 def warn_shown(count: int, total: int) -> None:
@@ -67,11 +82,13 @@ def _str(value: Any) -> str:
 
 
 def _cell(value: Any):
-    """A table cell as plain text: user data (titles, paths, keywords, messages) is never Rich markup
-    (``[bold]``, ``[/]``) nor emoji codes (``:smile:``)."""
+    """A table cell as plain, terminal-safe text: user data (titles, paths, keywords, messages) is never
+    Rich markup (``[bold]``, ``[/]``), emoji codes (``:smile:``) or an escape sequence."""
     from rich.text import Text
 
-    return Text(_str(value))
+    from kb_indexer.text import terminal_safe
+
+    return Text(terminal_safe(_str(value)))
 
 
 def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequence[str] = (),

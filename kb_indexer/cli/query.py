@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -11,7 +10,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, KbOpt, app, embed_options, open_kb
 from kb_indexer.cli.llm import (LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm,
                                 warn_semantic)
-from kb_indexer.cli.output import emit, warn, warn_shown
+from kb_indexer.cli.output import echo, emit, warn, warn_shown
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 
@@ -95,12 +94,14 @@ def query(
     """Find documents for a question: keywords expanded through typed similarities, fused with full-text
     BM25, with provenance (which keyword and which expansion found each document). Recorded in the history."""
     from kb_indexer.search.expansion import parse_weight_options
+    from kb_indexer.search.query import check_question
 
     question, extra = (args[0], args[1:]) if args else ("", [])
     if keywords:
         keywords = list(keywords) + list(extra)
     elif extra:
         question = " ".join(args)
+    check_question(question, keywords)    # before --sync writes anything
     weights = parse_weight_options(weight or [])
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
@@ -123,7 +124,7 @@ def _refresh(k, sync: bool, stale_check: bool) -> None:
     if sync:
         result = k.sync()
         for err in result["errors"]:
-            sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+            warn(f"skipped {err['file']}: {err['message']}")
     elif stale_check:
         from kb_indexer.index.stale import message
 
@@ -137,8 +138,7 @@ def emit_result(data: dict, fmt: ResultFormat, kind: str) -> None:
     if fmt is ResultFormat.markdown:
         from kb_indexer.search.markdown import render_query, render_search
 
-        sys.stdout.write((render_query if kind == "query" else render_search)(data))
-        sys.stdout.flush()
+        echo((render_query if kind == "query" else render_search)(data))
         return
     columns = RESULT_COLUMNS if kind == "query" else ("filepath", "title", "matched_keywords", "user_keywords")
     emit(data, fmt.value, rows="results", columns=columns)

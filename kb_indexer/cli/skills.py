@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -10,7 +9,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
-from kb_indexer.cli.output import Format, emit, emit_json, warn
+from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 
 skills_app = typer.Typer(help="Agent Skills: index SKILL.md folders and match them to a message.",
                          no_args_is_help=True)
@@ -34,7 +33,7 @@ def skills_sync(
         return
     for e in result["errors"]:
         warn(f"{e['file']}: {e['message']}")
-    sys.stdout.write(f"Skills: {result['skills']} indexed ({len(result['added'])} added, {len(result['updated'])} "
+    echo(f"Skills: {result['skills']} indexed ({len(result['added'])} added, {len(result['updated'])} "
                      f"updated, {len(result['removed'])} removed, {result['unchanged']} unchanged, "
                      f"{len(result['errors'])} errors) from {len(result['dirs'])} directories\n")
 
@@ -58,7 +57,7 @@ def skills_show(
         emit_json(data)
         return
     emit({k: v for k, v in data.items() if k != "body"}, format, title=f"skill {data['name']}")
-    sys.stdout.write(data["body"] + ("\n" if data["body"] else ""))
+    echo(data["body"] + ("\n" if data["body"] else ""))
 
 
 @skills_app.command("remove")
@@ -143,4 +142,4 @@ def skills_load(
     for s in data["left_out"]:
         warn(f"skill {s['name']} left out: " + ("over the token budget" if s["reason"] == "budget"
                                                  else s["reason"]))
-    sys.stdout.write(data["markdown"])
+    echo(data["markdown"])

@@ -8,15 +8,13 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
-from kb_indexer.limits import check_utf8
+from kb_indexer.limits import check_session_id, check_utf8
 
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_MESSAGES = 100_000
-MAX_SESSION_CHARS = 200
 ROLES_IN = ("system", "user", "assistant", "tool")
 PRIORITIES = ("active", "relevant")
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND): extractive summary"
@@ -35,18 +33,6 @@ def _int(value: Any, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
     return value
-
-
-def check_session(session: Any) -> str:
-    _text(session, "the session id", MAX_SESSION_CHARS * 4)
-    sid = session.strip()
-    if not sid:
-        raise UsageError("a session id must not be empty or blank")
-    if len(sid) > MAX_SESSION_CHARS:
-        raise UsageError(f"a session id must be at most {MAX_SESSION_CHARS} characters, got {len(sid)}")
-    if any(unicodedata.category(c) in ("Cc", "Cf") for c in sid):
-        raise UsageError(f"a session id must not contain control characters, got {sid!r}")
-    return sid
 
 
 def check_messages(items: Any, roles: tuple[str, ...], what: str = "messages") -> list[dict[str, Any]]:
@@ -120,7 +106,7 @@ class ContextAPI:
                     text: str | None = None, is_question: bool = False) -> dict:
         """Append one message (``role`` and ``text``) or a list, in one transaction."""
         from kb_indexer.context.store import add_messages
-        sid = check_session(session)
+        sid = check_session_id(session)
         if messages is None:
             if role not in ("user", "assistant"):
                 raise UsageError(f"--role must be user or assistant, got {role!r}")
@@ -143,7 +129,7 @@ class ContextAPI:
         message is then added to the session as the user's."""
         from kb_indexer.context.assemble import BuildOptions, build
         from kb_indexer.context.store import add_messages
-        sid = check_session(session)
+        sid = check_session_id(session)
         _text(message, "the message")
         opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
                                                                                      10_000_000),
@@ -163,11 +149,11 @@ class ContextAPI:
 
     def context_show(self, session: str) -> dict:
         from kb_indexer.context.store import show_session
-        return show_session(self.conn, check_session(session))
+        return show_session(self.conn, check_session_id(session))
 
     def context_reset(self, session: str) -> dict:
         from kb_indexer.context.store import reset_session
-        return reset_session(self.conn, check_session(session))
+        return reset_session(self.conn, check_session_id(session))
 
     def context_sessions(self) -> dict:
         from kb_indexer.context.store import list_sessions
@@ -190,7 +176,7 @@ class ContextAPI:
             if any(m["role"] != "system" for m in messages):
                 raise UsageError("with --session the messages are the session's: the input may add system "
                                  "messages and skills only")
-            messages, skills = self._session_input(check_session(session), messages, skills, "skills" in payload)
+            messages, skills = self._session_input(check_session_id(session), messages, skills, "skills" in payload)
         if not messages:
             raise ValidationError("no messages to compress")
         opts = CompressOptions(window=0, keep_last=_int(keep_last, "--keep-last", 0, 1000))

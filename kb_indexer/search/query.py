@@ -90,6 +90,17 @@ def _validate(limit: int, expand_depth: int, thresholds: dict[str, float]) -> No
             raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
 
 
+def check_question(question: Any, keywords: Iterable[str] | None) -> None:
+    """A query asks something: a question with a non-blank character, or at least one non-blank keyword.
+    Else it is bad usage, refused before anything is searched or recorded in the history."""
+    if isinstance(question, str) and question.strip():
+        return
+    if _dedupe_keywords(keywords or []):
+        return
+    raise UsageError("the question is empty: give a question (kbindex query \"how does AlphaGo work?\") "
+                     "or keywords (--keywords)")
+
+
 def min_weight_of(min_weight: float | None, threshold: float | None) -> float:
     """The minimum expansion weight from ``min_weight`` or its older name ``threshold`` (not two values)."""
     if min_weight is not None and threshold is not None and min_weight != threshold:
@@ -172,6 +183,7 @@ def _spec(question, keywords, context, expand_depth, thresholds, types, method, 
           column_weights, known) -> _Spec:
     threshold, context_threshold = thresholds
     _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
+    check_question(question, keywords)
     question = question if isinstance(question, str) else ""
     given = _dedupe_keywords(keywords or [])
     allowed = resolve_types(types)

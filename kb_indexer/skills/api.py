@@ -12,12 +12,11 @@ import time
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
-from kb_indexer.limits import check_utf8
+from kb_indexer.limits import check_session_id, check_utf8
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
 MAX_CANDIDATES = 100
-MAX_SESSION_CHARS = 200
 
 
 def _check_text(value: Any, what: str) -> str:
@@ -80,7 +79,7 @@ class SkillsAPI:
                                       or not math.isfinite(min_score) or min_score < 0):
             raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
         session_opts = None if session is None else SessionOptions(
-            _check_session(session), _check_int(evict_after, "--evict-after", 1, 1000),
+            check_session_id(session), _check_int(evict_after, "--evict-after", 1, 1000),
             _check_int(max_loaded, "--max-loaded", 1, MAX_TOP))
         started = time.perf_counter()
         index = load_index(self.conn, skills_version(self.conn))
@@ -101,7 +100,7 @@ class SkillsAPI:
         """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
         with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
         from kb_indexer.skills.session import reset_session, show_session
-        sid = _check_session(session)
+        sid = check_session_id(session)
         return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
 
     def skills_load(self, session: str, budget: int | None = None) -> dict:
@@ -110,18 +109,10 @@ class SkillsAPI:
         from kb_indexer.skills.session import load_skills
         if budget is not None:
             _check_int(budget, "--budget", 1, 10_000_000)
-        return load_skills(self.conn, _check_session(session), budget)
+        return load_skills(self.conn, check_session_id(session), budget)
 
 
 def _check_message(message: Any) -> None:
     _check_text(message, "the message")
     if len(message) > MAX_MESSAGE_CHARS:
         raise ValidationError(f"the message is longer than {MAX_MESSAGE_CHARS} characters")
-
-
-def _check_session(session: Any) -> str:
-    _check_text(session, "the session id")
-    sid = session.strip()
-    if not sid or len(sid) > MAX_SESSION_CHARS:
-        raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {session!r}")
-    return sid

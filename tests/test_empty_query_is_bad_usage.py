@@ -1,0 +1,50 @@
+"""A query must ask something: an empty or blank question without a non-blank keyword is bad usage
+(exit 2 with a clear message, a JSON error under --format json, UsageError in the API, a tool error over
+MCP), and nothing is recorded in the history. A keyword alone is a query."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_indexer.errors import UsageError
+
+EMPTY = [("", None), ("   ", None), ("\t\n", []), ("", [""]), (" ", ["  ", "\t"])]
+
+
+def _recorded(kb) -> int:
+    return kb.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
+
+
+@pytest.mark.parametrize("question, keywords", EMPTY)
+def test_the_api_refuses_an_empty_query_and_records_nothing(kb, question, keywords):
+    with pytest.raises(UsageError, match="the question is empty"):
+        kb.query(question, keywords)
+    with pytest.raises(UsageError, match="the question is empty"):
+        kb.query_markdown(question, keywords, context="training agents")
+    assert _recorded(kb) == 0
+
+
+def test_a_keyword_alone_is_a_query(kb):
+    out = kb.query("", ["alphago"])
+    assert out["results"] and _recorded(kb) == 1
+
+
+@pytest.mark.parametrize("args", [("",), ("   ",), ("", "--keywords", " "), ("", "--sync")], ids=repr)
+def test_the_command_line_says_bad_usage(run, kb, args):
+    res = run("query", *args, "--db", kb.db_path)
+    assert res.returncode == 2 and "the question is empty" in res.stderr and res.stdout == ""
+    res = run("query", *args, "--db", kb.db_path, "--format", "json")
+    assert res.returncode == 2 and res.error()["code"] == "usage"
+    assert run("history", "--db", kb.db_path, "--format", "json").json()["queries"] == []
+
+
+def test_the_mcp_tool_says_so_as_a_tool_error(kb):
+    pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
+    from tests.test_mcp_server import _session
+
+    async def body(s):
+        return await s.call_tool("kb_query", {"question": "  "}), await s.call_tool("kb_query", {"question": ""})
+
+    for result in _session(kb.db_path, body):
+        assert result.is_error and "the question is empty" in result.content[0].text
+    assert _recorded(kb) == 0

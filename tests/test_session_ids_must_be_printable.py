@@ -1,0 +1,72 @@
+"""Session ids (skill match sessions and context sessions, one rule): 1 to 200 printable characters.
+A control character (ESC, NUL, newline, C1), a format character (bidi override, zero-width) or an
+over-long id is bad usage: exit 2 with a clear message (a JSON error object under --format json), and
+nothing is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import skills_index
+
+from kb_indexer.errors import UsageError
+
+SKILLS = {"weather": ("Weather forecast for any city.", "Call the forecast service."),
+          "home-lights": ("Switch the lights of a smart home on and off, dim them.", "Hue bridge.")}
+
+BAD_IDS = ["s\x1b[2J", "s\x1b]0;pwned\x07", "s\x00", "s\x9b1m", "line\nbreak", "rtl\u202eeviL", "x" * 201, "  "]
+
+
+@pytest.fixture
+def db(tmp_path):
+    return skills_index(tmp_path, SKILLS)
+
+
+@pytest.fixture
+def kb(db):
+    from kb_indexer.api import KnowledgeBase
+
+    with KnowledgeBase.open(db) as handle:
+        yield handle
+
+
+def _sessions(kb) -> tuple[int, int]:
+    """(skill match sessions, context sessions) in the index."""
+    skills = kb.conn.execute("SELECT count(*) FROM skill_sessions").fetchone()[0]
+    return skills, kb.context_sessions()["count"]
+
+
+@pytest.mark.parametrize("sid", BAD_IDS, ids=repr)
+def test_a_bad_session_id_is_refused_by_skills_and_context_alike(kb, sid):
+    calls = [lambda: kb.skills_match("weather in Paris", session=sid), lambda: kb.skills_session(sid),
+             lambda: kb.skills_load(sid), lambda: kb.context_add(sid, role="user", text="hello"),
+             lambda: kb.context_build(sid, "hello", use_llm=False, record=True), lambda: kb.context_show(sid)]
+    for call in calls:
+        with pytest.raises(UsageError, match="session id"):
+            call()
+    assert _sessions(kb) == (0, 0)
+
+
+def test_a_printable_id_with_spaces_and_other_scripts_is_accepted(kb):
+    sid = "chat 2024-06 · 日本語 ✓"
+    assert kb.skills_match("weather in Paris", session=sid)["session"]["turn"] == 1
+    kb.context_add(sid, role="user", text="hello")
+    assert kb.context_show(sid)["count"] == 1
+
+
+@pytest.mark.parametrize("args", [
+    ("skills", "match", "weather in Paris", "--session", "s\x1b[2J"),
+    ("skills", "session", "s\x07"),
+    ("skills", "load", "--session", "s\x9b1m"),
+    ("context", "add", "--session", "s\x1b]0;pwned\x07", "--role", "user", "hello"),
+], ids=lambda a: " ".join(a[:2]))
+def test_on_the_command_line_it_is_bad_usage_with_a_json_error(cli, db, args):
+    res = cli(*args, "--db", db, "--format", "json")
+    assert res.exit_code == 2, res.output
+    error = json.loads(res.stderr)["error"]
+    assert error["code"] == "usage" and "session id must be printable" in error["message"]
+    plain = cli(*args, "--db", db)
+    assert plain.exit_code == 2 and "session id must be printable" in plain.stderr
+    assert "\x1b" not in plain.stderr and "\x07" not in plain.stderr
