@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import unicodedata
 from typing import Any
 
@@ -91,15 +92,34 @@ def check_utf8(value: str, what: str) -> str:
     return value
 
 
-def check_keyword(value: str, where: str = "keyword") -> str:
-    """A keyword as given: a string of at most ``MAX_KEYWORD_CHARS`` characters with no NUL."""
+# Control characters (C0 and C1, DEL) other than tab, newline and carriage return: refused in keywords and
+# in what an LLM generates for a keywords file (a NUL made SQLite and the keywords file's reader fail).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# What ``enrich`` generates for a keywords file: a question the document answers, a title, a summary.
+MAX_QUESTION_CHARS = 300
+MAX_TITLE_CHARS = 200
+MAX_SUMMARY_CHARS = 800
+
+
+def text_problem(value: Any, max_chars: int) -> str | None:
+    """What is wrong with a short text (a keyword, a generated question or title), or None: not a string,
+    longer than ``max_chars``, or a control character (see ``_CONTROL``)."""
     if not isinstance(value, str):
-        raise ValidationError(f"{where} must be a string, got {type(value).__name__}")
-    if len(value) > MAX_KEYWORD_CHARS:
-        raise ValidationError(f"{where} is {len(value)} characters long; at most {MAX_KEYWORD_CHARS} are allowed "
-                              f"(starts {value[:40]!r})")
-    if "\x00" in value:
-        raise ValidationError(f"{where} contains a NUL character")
+        return f"must be a string, got {type(value).__name__}"
+    if len(value) > max_chars:
+        return f"is {len(value)} characters long; at most {max_chars} are allowed (starts {value[:40]!r})"
+    found = _CONTROL.search(value)
+    if found:
+        return "contains a NUL character" if found.group() == "\x00" else \
+            f"contains the control character {found.group()!r}"
+    return None
+
+
+def check_keyword(value: str, where: str = "keyword") -> str:
+    """A keyword as given: a string of at most ``MAX_KEYWORD_CHARS`` characters with no control character."""
+    problem = text_problem(value, MAX_KEYWORD_CHARS)
+    if problem:
+        raise ValidationError(f"{where} {problem}")
     return value
 
 

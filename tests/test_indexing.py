@@ -77,13 +77,13 @@ def test_one_bad_file_is_reported_and_skipped(small):
     (kbdir / "latin1.md").write_bytes("# caf\xe9\n".encode("latin-1"))
     (kbdir / "orphan.keywords.json").write_text("{}", encoding="utf-8")
     res = handle.sync()
-    assert res["added"] == 1
+    assert res["added"] == 2  # bad.md without its bad keywords file
     files = {e["file"]: e["message"] for e in res["errors"]}
-    assert set(files) == {"bad.md", "binary.md", "latin1.md", "orphan.keywords.json"}
-    assert "not valid JSON" in files["bad.md"]
+    assert set(files) == {"bad.keywords.json", "binary.md", "latin1.md", "orphan.keywords.json"}
+    assert "not valid JSON" in files["bad.keywords.json"]
     assert "binary" in files["binary.md"]
     assert "UTF-8" in files["latin1.md"]
-    assert handle.list_docs()["count"] == 1
+    assert handle.list_docs()["count"] == 2
 
 
 def test_add_update_remove_roundtrip(small, monkeypatch):

@@ -50,7 +50,8 @@ def test_a_keywords_file_over_the_limit_is_refused(small, monkeypatch):
     handle, kbdir = small
     write_doc(kbdir, "a.md", "# A\n\ntext\n", kw("s" * 5000, "k"))
     res = handle.sync()
-    assert res["added"] == 0 and "larger than 2048 bytes" in res["errors"][0]["message"]
+    assert res["added"] == 1 and "larger than 2048 bytes" in res["errors"][0]["message"]  # a.md, without it
+    assert res["errors"][0]["file"] == "a.keywords.json" and handle.keywords("a.md")["keywords"] == []
 
 
 def test_a_bad_limit_setting_is_a_clear_error(small, monkeypatch):

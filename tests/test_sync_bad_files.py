@@ -70,8 +70,8 @@ def test_a_keywords_file_nested_5000_deep_is_a_clear_error(small):
     write_doc(kbdir, "deep.md", "# Deep\n\ntext\n")
     (kbdir / "deep.keywords.json").write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
     res = handle.sync()
-    assert res["added"] == 1
-    assert "nested more than" in _messages(res)["deep.md"]
+    assert res["added"] == 2  # deep.md, without its keywords file
+    assert "nested more than" in _messages(res)["deep.keywords.json"]
 
 
 def test_a_100kb_keyword_is_refused_with_its_file(small):
@@ -80,9 +80,9 @@ def test_a_100kb_keyword_is_refused_with_its_file(small):
     write_doc(kbdir, "huge.md", "# Huge\n\ntext\n", kw("s", "x" * 100_000))
     write_doc(kbdir, "fm.md", "---\nkeywords: [" + "y" * 100_000 + "]\n---\n# FM\n\ntext\n")
     res = handle.sync()
-    assert res["added"] == 1
+    assert res["added"] == 2  # huge.md, without its keywords file
     msgs = _messages(res)
-    assert "100000 characters" in msgs["huge.md"] and "100000 characters" in msgs["fm.md"]
+    assert "100000 characters" in msgs["huge.keywords.json"] and "100000 characters" in msgs["fm.md"]
     assert handle.conn.execute("SELECT max(length(keyword)) FROM keywords").fetchone()[0] < 200
 
 
@@ -94,10 +94,10 @@ def test_anything_one_file_raises_is_reported_and_the_sync_goes_on(small, monkey
     write_doc(kbdir, "boom.md", "# Boom\n\ntext\n")
     real = reader_mod.load_document
 
-    def explodes(root, rel, *args):
+    def explodes(root, rel, *args, **kwargs):
         if rel == "boom.md":
             raise RecursionError("maximum recursion depth exceeded")
-        return real(root, rel, *args)
+        return real(root, rel, *args, **kwargs)
 
     monkeypatch.setattr(reader_mod, "load_document", explodes)
     res = handle.sync()
@@ -155,7 +155,7 @@ def test_a_fifo_named_like_a_kb_file_never_blocks(tmp_path, mode):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["sync"]["ok"] and "notes.md" in out["sync"]["errors"]
+    assert out["sync"]["ok"] and ("notes.keywords.json" if mode == "keywords" else "notes.md") in out["sync"]["errors"]
     assert not out["add"]["ok"] and out["add"]["code"] in ("invalid_input", "not_found")
     assert "FIFO" in out["add"]["message"] or "regular file" in out["add"]["message"]
     if mode == "update":

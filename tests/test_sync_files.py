@@ -246,7 +246,7 @@ def test_files_sync_rejects_do_not_make_the_index_stale_until_they_change(small)
     bad.write_bytes(b"# Bad \xff\xfe\n")
     write_doc(kbdir, "mismatch.md", "# M\n\ntext\n", kw("s", "k", filepath="elsewhere/mismatch.md"))
     res = handle.sync()
-    assert sorted(e["file"] for e in res["errors"]) == ["bad.md", "mismatch.md"]
+    assert sorted(e["file"] for e in res["errors"]) == ["bad.md", "mismatch.keywords.json"]
     assert handle.stale()["stale"] is False
     _bump(bad, "# Bad \ufffd fixed\n")
     info = handle.stale()
@@ -257,7 +257,7 @@ def test_files_sync_rejects_do_not_make_the_index_stale_until_they_change(small)
     st = bad.stat()
     os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns + 20_000_000))
     res = handle.sync()
-    assert sorted(e["file"] for e in res["errors"]) == ["bad.md", "mismatch.md"]
+    assert sorted(e["file"] for e in res["errors"]) == ["bad.md", "mismatch.keywords.json"]
     assert handle.show("bad.md")["title"] == "Bad \ufffd fixed"
     assert handle.stale()["stale"] is False
 
@@ -284,8 +284,9 @@ def test_keywords_filepath_must_name_the_document(small, value, ok):
     res = handle.sync()
     if ok:
         assert res["errors"] == [] and res["added"] == 1
-    else:
-        assert res["added"] == 0 and "describes" in res["errors"][0]["message"]
+    else:  # indexed without the keywords file, which is reported
+        assert res["added"] == 1 and "describes" in res["errors"][0]["message"]
+        assert res["errors"][0]["file"] == "sub/zzz.keywords.json" and handle.keywords("sub/zzz.md")["keywords"] == []
 
 
 def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch):

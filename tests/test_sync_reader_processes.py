@@ -60,8 +60,8 @@ def test_reading_in_worker_processes_gives_the_same_index_and_report(tmp_path, m
         results.append({k: res[k] for k in ("added", "updated", "unchanged", "removed", "errors", "warnings")})
         indexes.append(_index(handle))
         handle.close()
-    assert results[0]["added"] == 62
-    assert [f for f, _ in results[0]["errors"]] == ["broken.md", "latin1.md"]
+    assert results[0]["added"] == 63  # broken.md too, without its broken keywords file
+    assert [f for f, _ in results[0]["errors"]] == ["broken.keywords.json", "latin1.md"]
     assert [f for f, _ in results[0]["warnings"]] == ["long.md"]
     assert results[1] == results[0]
     assert indexes[1] == indexes[0]
@@ -94,17 +94,17 @@ def test_a_worker_that_dies_hands_the_rest_back_and_nothing_is_lost(small, monke
     # read_one, not _read_chunk: the task sent to the pool must stay picklable; forked workers inherit the patch
     monkeypatch.setattr(reader_mod, "read_one", dies_on_d030)
     res = _sync(handle, monkeypatch, "2")
-    assert res["added"] == 62 and [f for f, _ in res["errors"]] == ["broken.md", "latin1.md"]
+    assert res["added"] == 63 and [f for f, _ in res["errors"]] == ["broken.keywords.json", "latin1.md"]
     assert "reading in this process" in capfd.readouterr().err
     docs = handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    assert handle.conn.execute("SELECT count(*) FROM documents_fts").fetchone()[0] == docs == 62
+    assert handle.conn.execute("SELECT count(*) FROM documents_fts").fetchone()[0] == docs == 63
 
 
 def test_a_bad_worker_setting_is_a_warning_and_the_sync_reads_in_process(small, monkeypatch, capfd):
     handle, kbdir = small
     _corpus(kbdir, 5)
     res = _sync(handle, monkeypatch, "many")
-    assert res["added"] == 7 and len(res["errors"]) == 2
+    assert res["added"] == 8 and len(res["errors"]) == 2
     assert "KBINDEX_SYNC_WORKERS" in capfd.readouterr().err
 
 
@@ -119,7 +119,7 @@ def test_the_installed_command_syncs_with_worker_processes(tmp_path):
     proc = run("sync")
     assert proc.returncode == 0, proc.stderr  # bad files are reported, not a failed command
     out = json.loads(proc.stdout)
-    assert out["added"] == 32 and [e["file"] for e in out["errors"]] == ["broken.md", "latin1.md"]
+    assert out["added"] == 33 and [e["file"] for e in out["errors"]] == ["broken.keywords.json", "latin1.md"]
     assert [w["file"] for w in out["warnings"]] == ["long.md"]
 
 

@@ -27,12 +27,17 @@ def run_with_progress(label: str, fn):
 
 
 def report_documents(result: dict) -> None:
-    """Failed documents and LLM failures per document; a missing LLM backend once."""
+    """Failed documents, LLM failures and generated text dropped per document; a missing LLM backend once."""
     for d in result.get("documents") or []:
         if d["action"] == "failed":
             warn(f"skipped {d['filepath']}: {d['error']}")
         elif (d.get("fallback") or "").startswith("LLM failed"):
             warn(f"{d['filepath']}: statistical keywords ({d['fallback']})")
+        if d.get("replaced_invalid"):
+            warn(f"{d['filepath']}: the generated parts of its invalid keywords file were replaced "
+                 f"({d['replaced_invalid']})")
+        for problem in d.get("dropped") or []:
+            warn(f"{d['filepath']}: dropped a generated {problem}")
     reason = (result.get("llm") or {}).get("reason")
     if reason and reason != "--no-llm" and result.get("methods", {}).get("statistical"):
         warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")

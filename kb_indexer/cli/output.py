@@ -29,18 +29,13 @@ def emit_json(data: Any) -> None:
 
 
 def write_file(path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file beside it, then a rename)."""
+    """Write ``text`` to ``path`` atomically (:mod:`kb_indexer.safe_write`)."""
     from kb_indexer.errors import KbError
+    from kb_indexer.safe_write import write_atomic
 
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, text)
     except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
 
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from kb_indexer.enrich.keyphrases import CATEGORIES, MAX_KEYWORDS, MIN_KEYWORDS
-from kb_indexer.limits import MAX_KEYWORD_CHARS
+from kb_indexer.limits import MAX_KEYWORD_CHARS, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS
 from kb_indexer.llm.base import Message
 from kb_indexer.text import normalize_keyword
 
 TASK = "enrich_document"
 DOC_CHARS = 6000          # of the document shown to the model
-MAX_TITLE_CHARS = 200
-MAX_SUMMARY_CHARS = 800
 MAX_TOKENS = 900
 
 SYSTEM = (

@@ -1,16 +1,19 @@
 """`kbindex enrich`: generate and merge keywords files, then index them, in batches.
 
-Per document: read it and its keywords file (a broken keywords file is reported and left alone), skip it
-when its ``generated.source_hash`` says it was enriched as it is now (so an interrupted run goes on where
-it stopped), generate (one LLM call, or the statistical extractor), merge (:mod:`kb_indexer.index.generated`:
-a person's keywords, title and summary are kept), write ``<doc>.keywords.json`` and index it. A batch
-writes its files, then indexes them in one transaction. One failing document is reported and skipped.
+Per document: read it and its keywords file (a broken keywords file is reported and left alone, unless
+only the parts enrich generated are invalid: those are replaced), skip it when its
+``generated.source_hash`` says it was enriched as it is now (so an interrupted run goes on where it
+stopped), generate (one LLM call, or the statistical extractor), drop what a keywords file must not hold
+(:func:`kb_indexer.index.generated.drop_invalid`: what enrich writes, sync reads), merge
+(:mod:`kb_indexer.index.generated`: a person's keywords, title and summary are kept), write
+``<doc>.keywords.json`` (:mod:`kb_indexer.safe_write`: atomically, never through or over a symlink) and
+index it. A batch writes its files, then indexes them in one transaction. One failing document is
+reported and skipped.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -20,11 +23,12 @@ from typing import Any, Callable
 from kb_indexer.enrich.keyphrases import CorpusStats, extract
 from kb_indexer.enrich.source import Source, read_source
 from kb_indexer.errors import KbError, UsageError, ValidationError
-from kb_indexer.index.generated import Generated, merge
+from kb_indexer.index.generated import Generated, drop_invalid, merge
 from kb_indexer.index.loader import load_document
 from kb_indexer.index.membership import excluded_reason, is_document_name
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, to_relative
 from kb_indexer.index.reader import FILE_ERRORS
+from kb_indexer.safe_write import write_atomic
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, upsert_document
 from kb_indexer.text import normalize_keyword
@@ -102,8 +106,10 @@ def run(conn: sqlite3.Connection, root: Path, rels: list[str], settings: Setting
         src = sources.get(rel)
         if src is not None:
             gen = llm.generate(src) or statistical(src, stats, llm.fallback_reason)
+            dropped = drop_invalid(gen)
             data = merge(src.existing, src.validated, rel, gen)
             entry = _entry(rel, "would_enrich" if settings.dry_run else "enriched", gen, data, src)
+            entry["dropped"] = dropped
             entries.append(entry)
             batch.append((src, data, entry))
         done += 1
@@ -156,7 +162,8 @@ def _entry(rel: str, action: str, gen: Generated, data: dict[str, Any], src: Sou
             "model": gen.model, "title": data.get("title"), "summary": data.get("summary"),
             "generated_keywords": list(mark["keywords"]),
             "kept_keywords": [k for k in data["keywords"] if k not in set(mark["keywords"])],
-            "questions": list(gen.questions), "keywords_file": default_keywords_rel(rel)}
+            "questions": list(gen.questions), "keywords_file": default_keywords_rel(rel),
+            "replaced_invalid": src.replaces_invalid}
 
 
 def _commit(conn: sqlite3.Connection, root: Path, batch: list, settings: Settings) -> None:
@@ -167,15 +174,17 @@ def _commit(conn: sqlite3.Connection, root: Path, batch: list, settings: Setting
     for src, data, entry in batch:
         try:
             if settings.write:
-                write_json(keywords_path_for(root / src.rel), data)
+                write_json(keywords_path_for(root / src.rel), data, root)
             ready.append((src, data, entry))
+        except KbError as exc:
+            entry.update(action="failed", error=exc.message)
         except OSError as exc:
             entry.update(action="failed", error=f"cannot write {entry['keywords_file']}: {exc.strerror or exc}")
     ids = KeywordIds(conn)
     with transaction(conn):
         for src, data, entry in ready:
             try:
-                doc = load_document(root, src.rel)
+                doc = load_document(root, src.rel, lenient=True)
             except (KbError, *FILE_ERRORS) as exc:
                 entry.update(action="failed", error=getattr(exc, "message", str(exc)))
                 continue
@@ -199,15 +208,10 @@ def _in_index_only(doc: Any, data: dict[str, Any]) -> None:
     doc.summary = data.get("summary") or doc.summary
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomically: a reader (or a crash) sees the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+def write_json(path: Path, data: dict[str, Any], root: Path | None = None) -> None:
+    """Atomically, through no symlink (:mod:`kb_indexer.safe_write`); ``root``: the knowledge base the file
+    must stay in (for a keywords file)."""
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", root=root)
 
 
 def _report(entries: list[dict[str, Any]], settings: Settings, seconds: float) -> dict[str, Any]:

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.index.files import load_json_file, validate_keywords_data
-from kb_indexer.index.generated import generated_norms, marker
+from kb_indexer.errors import ValidationError
+from kb_indexer.index.files import is_there, load_keywords_file, validate_keywords_data
+from kb_indexer.index.generated import generated_norms, marker, without_generated
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
 from kb_indexer.index.paths import keywords_path_for
-from kb_indexer.limits import max_doc_bytes
 from kb_indexer.text import normalize_keyword
-
 
 
 @dataclass
@@ -27,6 +26,7 @@ class Source:
     validated: dict[str, Any] | None        # the same, validated (keywords with categories)
     has_keywords: bool                      # a person gave keywords (keywords file or front matter)
     enriched_hash: str | None               # the source_hash of the last enrichment, if any
+    replaces_invalid: str | None = None     # what was wrong with the keywords file's generated parts
 
 
 def read_source(root: Path, rel: str) -> Source:
@@ -36,10 +36,9 @@ def read_source(root: Path, rel: str) -> Source:
     parsed = parse_markdown(text)
     fm = parsed.front_matter
     kw_path = keywords_path_for(md)
-    existing = validated = None
-    if kw_path.exists():
-        existing, _ = load_json_file(kw_path, kw_path.name, limit=max_doc_bytes())
-        validated = validate_keywords_data(existing, kw_path.name)
+    existing = validated = replaces = None
+    if is_there(kw_path):
+        existing, validated, replaces = _keywords_file(root, kw_path)
     else:
         existing, validated = _front_matter_as_file(rel, fm)
     mark = marker(existing)
@@ -48,7 +47,24 @@ def read_source(root: Path, rel: str) -> Source:
     title = parsed.title or _fm(fm, "title") or Path(rel).stem.replace("-", " ").replace("_", " ")
     return Source(rel=rel, text=text, body=parsed.body, title=title,
                   source_hash=hashlib.sha1(raw).hexdigest(), existing=existing, validated=validated,
-                  has_keywords=bool(human), enriched_hash=mark.get("source_hash") if mark else None)
+                  has_keywords=bool(human), enriched_hash=mark.get("source_hash") if mark and not replaces else None,
+                  replaces_invalid=replaces)
+
+
+def _keywords_file(root: Path, kw_path: Path) -> tuple[Any, dict[str, Any], str | None]:
+    """The keywords file's data, validated, and what was wrong with it when only its generated parts were
+    (enrich wrote them, and replaces them; the rest, a person's, must be valid). A file that is not
+    JSON, not enrich's, or invalid in a person's part raises: it is reported and left alone."""
+    existing, _ = load_keywords_file(root, kw_path, kw_path.name)
+    try:
+        return existing, validate_keywords_data(existing, kw_path.name), None
+    except ValidationError as exc:
+        if not marker(existing):
+            raise
+        try:
+            return existing, validate_keywords_data(without_generated(existing), kw_path.name), exc.message
+        except ValidationError:
+            raise exc from None
 
 
 def _front_matter_as_file(rel: str, fm: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

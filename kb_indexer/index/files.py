@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.markdown import read_text_file
-from kb_indexer.limits import MAX_JSON_FILE_BYTES, check_keyword, parse_json
+from kb_indexer.limits import MAX_JSON_FILE_BYTES, check_keyword, max_doc_bytes, parse_json
+from kb_indexer.safe_write import resolves_outside
 from kb_indexer.store.similarities import validate_relation
 from kb_indexer.text import normalize_keyword
 
@@ -18,6 +20,24 @@ def load_json_file(path: Path, display: str | None = None, *, limit: int = MAX_J
     name = display or str(path)
     text, raw = read_text_file(path, name, limit=limit)
     return parse_json(text, name), raw
+
+
+def is_there(path: Path) -> bool:
+    """Whether anything is at ``path``, a dangling symlink included (one ``lstat``)."""
+    try:
+        os.lstat(path)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def load_keywords_file(kb_root: Path, path: Path, display: str) -> tuple[Any, bytes]:
+    """A document's own ``<stem>.keywords.json`` as data, refused (as a document would be, see
+    :mod:`kb_indexer.index.walk`) when it is a symlink resolving outside the knowledge-base root."""
+    if os.path.islink(path) and resolves_outside(os.path.realpath(kb_root), path):
+        raise ValidationError(f"{display} resolves outside the knowledge-base root (a symlink); it is not read",
+                              code="outside_kb")
+    return load_json_file(path, display, limit=max_doc_bytes())
 
 
 def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb_indexer.limits import (MAX_KEYWORD_CHARS, MAX_QUESTION_CHARS, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS,
+                               text_problem)
 from kb_indexer.text import normalize_keyword
 
 MARKER = "generated"
@@ -49,6 +51,49 @@ class Generated:
     backend: str | None = None
     model: str | None = None
     fallback: str | None = None                  # why the statistical extractor stood in for the LLM
+
+
+def drop_invalid(gen: Generated) -> list[str]:
+    """Take out of ``gen`` what a keywords file must not hold (a control character such as NUL, a text
+    too long: :func:`kb_indexer.limits.text_problem`, the rule sync applies to keywords files), so that
+    what enrich writes, sync reads; returns what was dropped and why."""
+    dropped: list[str] = []
+
+    def ok(what: str, value: str, limit: int) -> bool:
+        problem = text_problem(value, limit)
+        if problem:
+            dropped.append(f"{what} {value[:40]!r} {problem}" if isinstance(value, str) else f"{what} {problem}")
+        return problem is None
+
+    gen.keywords = [(kw, cat) for kw, cat in gen.keywords if ok("keyword", kw, MAX_KEYWORD_CHARS)]
+    gen.questions = [q for q in gen.questions if ok("question", q, MAX_QUESTION_CHARS)]
+    if gen.title is not None and not ok("title", gen.title, MAX_TITLE_CHARS):
+        gen.title = None
+    if gen.summary is not None and not ok("summary", gen.summary, MAX_SUMMARY_CHARS):
+        gen.summary = None
+    return dropped
+
+
+def without_generated(data: dict[str, Any]) -> dict[str, Any]:
+    """A keywords file's data with what enrich generated taken out (its generated keywords, and the title
+    and summary when marked generated): what a person wrote, to check on its own when the whole file is
+    invalid because of a generated part."""
+    generated = generated_norms(data)
+    mark = marker(data)
+
+    def persons(items: Any) -> Any:
+        return [k for k in items if not (isinstance(k, str) and normalize_keyword(k) in generated)] \
+            if isinstance(items, list) else items
+
+    out = dict(data)
+    out["keywords"] = persons(out.get("keywords"))
+    if isinstance(out.get("categories"), dict):
+        out["categories"] = {cat: persons(items) for cat, items in out["categories"].items()}
+    if mark.get("title") is True:
+        out.pop("title", None)
+    if mark.get("summary") is True:
+        out["summary"] = ""
+    return out
 
 
 def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, filepath: str,

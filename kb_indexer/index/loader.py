@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from kb_indexer.errors import ValidationError
-from kb_indexer.index.files import load_json_file, validate_keywords_data
+from kb_indexer.index.files import is_there, load_json_file, load_keywords_file, validate_keywords_data
 from kb_indexer.index.generated import generated_norms
 from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, stat_sig, store_keywords_file
@@ -26,25 +27,33 @@ class LoadedDocument:
     stat_sig: str
     keywords_file: str | None
     warnings: list[str] = field(default_factory=list)
+    problems: list[dict[str, str]] = field(default_factory=list)  # {file, message}: for sync's errors
 
 
-def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) -> LoadedDocument:
-    """Read and validate ``rel`` (relative to ``kb_root``); raises ValidationError on bad input."""
+def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
+                  lenient: bool = False) -> LoadedDocument:
+    """Read and validate ``rel`` (relative to ``kb_root``); raises ValidationError on bad input.
+
+    ``lenient`` (sync, enrich): a bad default keywords file (``<stem>.keywords.json``: not valid, not for
+    this document, a symlink leading outside the root) does not stop the document from being indexed
+    with its own title and front-matter keywords; the problem is in ``problems``. A keywords file given
+    with ``add --keywords`` is always checked strictly."""
     md_path = kb_root / rel
     text, raw, warning = read_document_text(md_path, rel)
     explicit = keywords_file is not None
     kw_path = keywords_file if explicit else keywords_path_for(md_path)
-    kw_data = None
+    data = kw_data = kw_rel = None
     kw_raw = b""
-    kw_rel = None
-    if kw_path is not None and (explicit or kw_path.exists()):  # a FIFO or folder there: a clear error
-        name = kw_path.name if not explicit else str(keywords_file)
-        data, kw_raw = load_json_file(kw_path, name, limit=max_doc_bytes())
-        kw_data = validate_keywords_data(data, name)
-        if not describes(kw_data["filepath"], rel):
-            raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "
-                                  "the document's path relative to the knowledge-base root, or its file name)")
-        kw_rel = store_keywords_file(kb_root, kw_path) if explicit else default_keywords_rel(rel)
+    problems: list[dict[str, str]] = []
+    if explicit or is_there(kw_path):  # a FIFO or folder there: a clear error
+        try:
+            data, kw_raw, kw_data = _keywords(kb_root, rel, kw_path, explicit)
+            kw_rel = store_keywords_file(kb_root, kw_path) if explicit else default_keywords_rel(rel)
+        except ValidationError as exc:
+            if explicit or not lenient:
+                raise
+            problems.append({"file": default_keywords_rel(rel), "message": f"{exc.message}; {rel} is indexed "
+                             "without it (its own title and front-matter keywords)"})
     parsed = parse_markdown(text)
     fm = parsed.front_matter
     stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()
@@ -69,8 +78,23 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
-        warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []),
+        warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []), problems=problems,
     )
+
+
+def _keywords(kb_root: Path, rel: str, kw_path: Path, explicit: bool) -> tuple[Any, bytes, dict[str, Any]]:
+    """The keywords file's data, bytes and validated form."""
+    if explicit:
+        name = str(kw_path)
+        data, raw = load_json_file(kw_path, name, limit=max_doc_bytes())
+    else:
+        name = kw_path.name
+        data, raw = load_keywords_file(kb_root, kw_path, name)
+    kw_data = validate_keywords_data(data, name)
+    if not describes(kw_data["filepath"], rel):
+        raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "
+                              "the document's path relative to the knowledge-base root, or its file name)")
+    return data, raw, kw_data
 
 
 def describes(filepath: str, rel: str) -> bool:

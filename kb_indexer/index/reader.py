@@ -36,7 +36,7 @@ Read = Union[LoadedDocument, str]  # the document, or why it could not be read
 def read_one(root: Path, rel: str, stored_keywords_file: str | None) -> Read:
     """Read and parse one document; anything reading one file can raise becomes the message."""
     try:
-        return load_document(root, rel, keywords_source(root, rel, stored_keywords_file))
+        return load_document(root, rel, keywords_source(root, rel, stored_keywords_file), lenient=True)
     except KbError as exc:
         return exc.message
     except FILE_ERRORS as exc:

@@ -205,6 +205,8 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
                     _file_failed(root, rel, known, doc, stats, rejected, vanished)
                 else:
                     _store_read(conn, ids, doc, known, stats, fts_rows)
+                    if doc.problems:  # indexed without its bad keywords file: read (and reported) again
+                        _reject(root, rel, None, rejected)  # by every sync, not counted by the stale check
                 done += 1
                 if progress:
                     progress(done, len(todo))
@@ -215,6 +217,7 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
 
 def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
+    stats["errors"] += doc.problems  # a bad keywords file: the document is indexed without it
     if known is not None and known[0] == doc.content_hash:
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, doc.filepath))
         stats["unchanged"] += 1
@@ -229,8 +232,13 @@ def _file_failed(root: Path, rel: str, known, message: str, stats: dict, rejecte
     if not os.path.exists(root / rel):
         vanished.add(rel)  # deleted meanwhile, or a dangling symlink: not in the KB any more
         return
-    try:  # the stale check leaves it alone until it changes again
-        rejected[rel] = disk_sig(root, rel, (known or (None, None, None))[2])
+    _reject(root, rel, (known or (None, None, None))[2], rejected)
+
+
+def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: dict) -> None:
+    """The stale check leaves a file sync reported alone until it changes again."""
+    try:
+        rejected[rel] = disk_sig(root, rel, stored_keywords_file)
     except KbError:
         pass
 

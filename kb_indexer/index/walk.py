@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kb_indexer.index.membership import MARKDOWN_SUFFIXES, is_document_name, is_skipped_dir, regular_file_problem
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
+from kb_indexer.safe_write import resolves_outside
 
 
 @dataclass
@@ -141,19 +142,14 @@ def _is_dir(e: os.DirEntry) -> bool:
 def _add_document(walk: Walk, e: os.DirEntry, pre: str, root_real: str, kw: os.DirEntry | None) -> None:
     rel = pre + e.name
     try:
-        if e.is_symlink():
-            target = os.path.realpath(e.path)
-            if os.path.commonpath([root_real, target]) != root_real:
-                walk.problems.append({"file": rel, "message": "resolves outside the knowledge-base root"})
-                return
+        if e.is_symlink() and resolves_outside(root_real, e.path):
+            walk.problems.append({"file": rel, "message": "resolves outside the knowledge-base root"})
+            return
         st = e.stat()
     except OSError as exc:  # a symlink loop, a dangling symlink, a name too long, permissions
         walk.problems.append({"file": rel, "message": _os_problem(exc)})
         if exc.errno not in (errno.ENOENT, errno.ELOOP):
             walk.unreadable.add(rel)
-        return
-    except ValueError as exc:  # commonpath on mixed absolute/relative or odd paths
-        walk.problems.append({"file": rel, "message": f"cannot be resolved: {exc}"})
         return
     if stat.S_ISDIR(st.st_mode):
         return  # a folder named like a document (a symlink to one: not followed)

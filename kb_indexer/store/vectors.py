@@ -19,7 +19,6 @@ numpy is imported only by the functions that build or read matrices.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import KbError
+from kb_indexer.safe_write import atomic_file
 from kb_indexer.store.connection import file_identity, transaction
 
 
@@ -208,20 +208,16 @@ def _write_sidecar(path: Path | None, matrix: Any) -> None:
     be written (read-only index, full disk) only means the next query reads the BLOB again."""
     if path is None:
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
-        matrix.astype("<f4", copy=False).tofile(tmp)
-        os.replace(tmp, path)
+        with atomic_file(path) as fh:
+            matrix.astype("<f4", copy=False).tofile(fh)
         prefix = path.name.split("-gen", 1)[0] + "-gen"
         for old in path.parent.glob(prefix + "*.f32"):
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:   # the folder is not there, or not a folder
-            pass
+        pass
 
 
 # -- reporting ----------------------------------------------------------------------------
