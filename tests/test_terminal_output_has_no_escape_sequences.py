@@ -34,8 +34,9 @@ def evil_kb(small):
                                    f"policy gradients {TITLE_OSC}and rewards.\n", encoding="utf-8")
     (kbdir / "evil.keywords.json").write_text(json.dumps({
         "filepath": "evil.md", "title": f"Evil {EVIL}title", "summary": f"about {EVIL}escapes",
-        "keywords": [f"rein{CLEAR}forcement", f"policy{C1_CSI} gradient", f"osc{TITLE_OSC}kw",
-                     "reinforcement learning"]}), encoding="utf-8")
+        # A keyword may not hold a control character (refused with its file); a bidi override it may.
+        "keywords": [f"rein{BIDI}forcement", f"policy{BIDI} gradient", "reinforcement learning"]}),
+        encoding="utf-8")
     result = handle.sync()
     assert result["errors"] == [], result["errors"]
     return handle
