@@ -22,6 +22,9 @@ MAX_JSON_DEPTH = 64
 DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
 # A similarities file (or another JSON file kbindex reads whole) larger than this is refused.
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
+# A user context (``similar --user-context``, ``query --context``) longer than this is refused: it describes
+# the user's situation in a sentence or a paragraph, and goes whole into every LLM prompt.
+MAX_CONTEXT_CHARS = 4000
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
 
@@ -92,6 +95,15 @@ def check_keyword(value: str, where: str = "keyword") -> str:
                               f"(starts {value[:40]!r})")
     if "\x00" in value:
         raise ValidationError(f"{where} contains a NUL character")
+    return value
+
+
+def check_context(value: str, where: str = "context") -> str:
+    """A user context of at most ``MAX_CONTEXT_CHARS`` characters (refused beyond, never cut: a cut context
+    could mean something else)."""
+    if len(value) > MAX_CONTEXT_CHARS:
+        raise ValidationError(f"{where} is {len(value)} characters long; at most {MAX_CONTEXT_CHARS} are allowed "
+                              "(describe the situation in a paragraph)")
     return value
 
 
