@@ -1,10 +1,12 @@
 """LLM fault stress: every LLM command against a misbehaving server must fall back and say so, on time.
 
-    python bench/stress_llm.py [--quick] [--timeout 3] [--grace 5]
+    python bench/stress_llm.py [--quick] [--timeout 3] [--grace 5] [--protocols gemini,openai]
 
-A loopback fault server (127.0.0.1 only, stdlib, stops by itself) speaks both the
-Ollama protocol (``/api/chat``, ``/api/tags``) and the OpenAI-compatible one
-(``/v1/chat/completions``, ``/v1/models``). The fault is the first path segment
+A loopback fault server (127.0.0.1 only, stdlib, stops by itself) speaks the
+Ollama protocol (``/api/chat``, ``/api/embed``, ``/api/tags``), the OpenAI-compatible one
+(``/v1/chat/completions``, ``/v1/embeddings``, ``/v1/models``) and Gemini's REST API
+(``/v1beta/models/<model>:generateContent``, ``:batchEmbedContents``, ``GET /v1beta/models/<model>``).
+The fault is the first path segment
 of the server URL (``http://127.0.0.1:PORT/<fault>``), and every endpoint under it
 misbehaves that way:
 
@@ -15,11 +17,14 @@ misbehaves that way:
 ``http429``    429 with ``Retry-After: 8`` every time
 ``truncated``  announces a body, sends a piece of it and closes
 ``nonjson``    200 with an HTML page
-``envelope``   200 JSON without ``message`` (Ollama) / ``choices`` (OpenAI)
+``envelope``   200 JSON without ``message`` (Ollama) / ``choices`` (OpenAI) / ``candidates`` (Gemini)
 ``wrong_schema`` a valid envelope whose answer does not match the schema
 ``endless``    200 with a body that never ends, as fast as it can
 ``trickle``    200, one byte every 0.2 s
 =============  ===========================================================
+
+Not in the suite: ``redirect`` answers 307 to ``FaultServer(redirect_to=URL)`` + the same path (a
+backend must not send its key there). Every request's path and headers are kept in ``FaultServer.seen``.
 
 For each protocol and fault it runs, through the installed ``kbindex`` command on
 a copy of the bundled knowledge base, ``similar --user-context``, ``query
@@ -55,7 +60,7 @@ REPO = Path(__file__).resolve().parent.parent
 FAULTS = ("ok", "stall", "http500", "http429", "truncated", "nonjson", "envelope", "wrong_schema", "endless",
           "trickle")
 QUICK_FAULTS = ("ok", "stall", "http429", "nonjson", "envelope", "endless", "trickle")
-PROTOCOLS = ("ollama", "openai")
+PROTOCOLS = ("ollama", "openai", "gemini")
 MODEL = "stress-model:1"
 MAX_STALL = 120.0             # no handler waits longer than this, whatever happens
 MAX_BODY = 256 * 1024 * 1024  # the endless body ends here at the latest
@@ -92,6 +97,9 @@ def _instance(schema: Any) -> Any:
 def _schema_of(body: dict) -> Any:
     if isinstance(body.get("format"), dict):                      # Ollama
         return body["format"]
+    gen = body.get("generationConfig")
+    if isinstance(gen, dict):                                      # Gemini
+        return gen.get("responseJsonSchema") or {}
     fmt = body.get("response_format") or {}                       # OpenAI-compatible
     if isinstance(fmt.get("json_schema"), dict):
         return fmt["json_schema"].get("schema")
@@ -102,9 +110,11 @@ class FaultServer:
     """The loopback fault server; ``url(fault)`` is a base URL for a backend. Stops after
     ``lifetime`` seconds at the latest (or on :meth:`close`)."""
 
-    def __init__(self, lifetime: float = 1800.0):
+    def __init__(self, lifetime: float = 1800.0, redirect_to: str | None = None):
         self.stop = threading.Event()
         self.requests = 0
+        self.seen: list[dict[str, Any]] = []   # {"path", "headers"} of every request
+        self.redirect_to = redirect_to
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,6 +137,7 @@ class FaultServer:
 
             def _serve(self, body: dict) -> None:
                 outer.requests += 1
+                outer.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
                 _, fault, rest = (self.path.split("?")[0] + "/").split("/", 2)
                 try:
                     outer._answer(self, fault, "/" + rest.rstrip("/"), body)
@@ -164,9 +175,15 @@ class FaultServer:
         h.wfile.flush()
 
     @staticmethod
-    def _good(endpoint: str, content: str) -> Any:
+    def _good(endpoint: str, content: str, body: dict | None = None) -> Any:
+        if endpoint.startswith("/v1beta/"):
+            return _gemini_good(endpoint, content, body or {})
         if endpoint == "/api/tags":
             return {"models": [{"name": MODEL, "model": MODEL}]}
+        if endpoint == "/api/embed":
+            return {"model": MODEL, "embeddings": [VECTOR for _ in _inputs(body)]}
+        if endpoint == "/v1/embeddings":
+            return {"object": "list", "data": [{"index": i, "embedding": VECTOR} for i, _ in enumerate(_inputs(body))]}
         if endpoint == "/v1/models":
             return {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
         if endpoint.startswith("/v1/"):
@@ -178,9 +195,14 @@ class FaultServer:
 
     def _answer(self, h: BaseHTTPRequestHandler, fault: str, endpoint: str, body: dict) -> None:
         if fault == "ok":
-            self._send(h, 200, self._good(endpoint, json.dumps(_instance(_schema_of(body)))))
+            self._send(h, 200, self._good(endpoint, json.dumps(_instance(_schema_of(body))), body))
         elif fault == "wrong_schema":
-            self._send(h, 200, self._good(endpoint, json.dumps({"unexpected": True})))
+            self._send(h, 200, self._good(endpoint, json.dumps({"unexpected": True}), body))
+        elif fault == "redirect" and self.redirect_to:
+            h.send_response(307)
+            h.send_header("Location", self.redirect_to.rstrip("/") + "/" + h.path.split("/", 2)[-1])
+            h.send_header("Content-Length", "0")
+            h.end_headers()
         elif fault == "http500":
             self._send(h, 500, {"error": "internal failure"})
         elif fault == "http429":
@@ -194,6 +216,7 @@ class FaultServer:
             h.wfile.write(page)
         elif fault == "envelope":
             self._send(h, 200, {"object": "chat.completion"} if endpoint.startswith("/v1/")
+                       else {"modelVersion": MODEL} if endpoint.startswith("/v1beta/")
                        else {"model": MODEL, "done": True})
         elif fault == "truncated":
             full = json.dumps(self._good(endpoint, '{"ok": true}')).encode()
@@ -229,6 +252,27 @@ class FaultServer:
             if gap:
                 self.stop.wait(gap)
         h.close_connection = True
+
+
+VECTOR = [0.6, 0.8, 0.0]
+
+
+def _inputs(body: dict | None) -> list:
+    """The texts of an Ollama (``input``) or OpenAI (``input``) embedding request."""
+    value = (body or {}).get("input")
+    return value if isinstance(value, list) else [value]
+
+
+def _gemini_good(endpoint: str, content: str, body: dict) -> Any:
+    """A valid Gemini REST answer: a model (``GET models/<m>``), a model list, embeddings or a candidate."""
+    if endpoint == "/v1beta/models":
+        return {"models": [{"name": f"models/{MODEL}"}]}
+    if endpoint.endswith(":batchEmbedContents"):
+        return {"embeddings": [{"values": VECTOR} for _ in body.get("requests") or []]}
+    if not endpoint.endswith("Content"):   # not :generateContent / :streamGenerateContent: GET models/<m>
+        return {"name": f"models/{MODEL}", "displayName": MODEL}
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": content}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}, "modelVersion": MODEL}
 
 
 # -- the commands --------------------------------------------------------------------------
@@ -291,6 +335,18 @@ def _llm_flagged(command: str, data: dict, fault: str) -> str | None:
     return None if llm.get("fallback") == "lexical" and llm.get("error") else f"fallback not flagged: {llm}"
 
 
+STRESS_KEY = "stress-key-not-a-secret"
+
+
+def endpoint_env(protocol: str, url: str) -> dict[str, str]:
+    """The environment that points ``protocol``'s backend at the fault server's ``url`` (Gemini needs a key)."""
+    if protocol == "ollama":
+        return {"OLLAMA_HOST": url}
+    if protocol == "gemini":
+        return {"KBINDEX_GEMINI_BASE_URL": url, "GEMINI_API_KEY": STRESS_KEY}
+    return {"KBINDEX_OPENAI_BASE_URL": url + "/v1"}
+
+
 def baseline(project: Path, command: str) -> float:
     """Seconds of ``command`` with ``--llm-backend none``: the same process without any LLM call."""
     started = time.monotonic()
@@ -302,10 +358,7 @@ def baseline(project: Path, command: str) -> float:
 def run_case(project: Path, server: FaultServer, protocol: str, fault: str, command: str,
              timeout: float, grace: float) -> dict[str, Any]:
     env = _base_env()
-    if protocol == "ollama":
-        env["OLLAMA_HOST"] = server.url(fault)
-    else:
-        env["KBINDEX_OPENAI_BASE_URL"] = server.url(fault) + "/v1"
+    env.update(endpoint_env(protocol, server.url(fault)))
     args = COMMANDS[command] + ["--llm-backend", protocol, "--llm-model", MODEL, "--llm-timeout", f"{timeout:g}",
                                 "--format", "json"]
     if command != "doctor":
@@ -338,7 +391,8 @@ def run_case(project: Path, server: FaultServer, protocol: str, fault: str, comm
     return row
 
 
-def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: bool = False) -> dict[str, Any]:
+def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: bool = False,
+        protocols: tuple[str, ...] = PROTOCOLS) -> dict[str, Any]:
     """Every protocol x fault x command; ``{"cases", "failures", "max_seconds", "baseline_seconds", "rows"}``."""
     faults = QUICK_FAULTS if quick else FAULTS   # read at call time (--faults changes QUICK_FAULTS)
     rows = []
@@ -347,7 +401,7 @@ def run(quick: bool = True, timeout: float = 3.0, grace: float = 5.0, verbose: b
         base = {command: baseline(project, command) for command in COMMANDS}
         server = FaultServer()
         try:
-            for protocol in PROTOCOLS:
+            for protocol in protocols:
                 for fault in faults:
                     for command in COMMANDS:
                         row = run_case(project, server, protocol, fault, command, timeout, grace)
@@ -379,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kbindex", help="the command to test instead of the installed kbindex, e.g. "
                         "'python -m kb_indexer' with PYTHONPATH pointing at another checkout (a baseline)")
     parser.add_argument("--faults", help="comma-separated subset of: " + ", ".join(FAULTS))
+    parser.add_argument("--protocols", help="comma-separated subset of: " + ", ".join(PROTOCOLS))
     args = parser.parse_args(argv)
     if args.kbindex:
         _CMD = shlex.split(args.kbindex)
@@ -386,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         QUICK_FAULTS = tuple(f.strip() for f in args.faults.split(",") if f.strip() in FAULTS)
         args.quick = True
     print(f"{'proto':<7} {'fault':<13} {'command':<8} exit      seconds  no-LLM  result")
-    out = run(quick=args.quick, timeout=args.timeout, grace=args.grace, verbose=True)
+    protocols = tuple(p.strip() for p in (args.protocols or "").split(",") if p.strip() in PROTOCOLS) or PROTOCOLS
+    out = run(quick=args.quick, timeout=args.timeout, grace=args.grace, verbose=True, protocols=protocols)
     print(f"\n{out['cases']} cases, {out['failures']} failures; slowest {out['max_seconds']}s "
           f"(limit: --llm-timeout {args.timeout:g}s + {args.grace:g}s grace); largest kbindex process "
           f"{out['max_child_rss_mb']} MB")

@@ -16,7 +16,7 @@ from typing import Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import check_id, check_keyword, check_utf8
+from kb_indexer.limits import check_context, check_id, check_keyword, check_utf8
 from kb_indexer.learn.api import LearningAPI
 from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.context.api import ContextAPI
@@ -37,13 +37,16 @@ def _check_type(sim_type: str | None) -> None:
         raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
 
 
-def _text(value: Any, what: str, *, keyword: bool = False) -> None:
+def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False) -> None:
     """User text at an entry point: valid Unicode (an argument with bytes that are not UTF-8 arrives with
-    lone surrogates and is refused here, before SQLite or JSON), and a keyword within the length limit."""
+    lone surrogates and is refused here, before SQLite or JSON), and a keyword or a user context within
+    its length limit."""
     if value is None:
         return
     if keyword:
         check_keyword(value, what)
+    if context and isinstance(value, str):
+        check_context(value, what)
     if isinstance(value, str):
         check_utf8(value, what)
 
@@ -214,7 +217,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
         _check_type(sim_type)
-        _text(user_context, "--user-context")
+        _text(user_context, "--user-context", context=True)
         kw = self._keyword_row(keyword)
         if user_context is not None:
             from kb_indexer.llm.context_match import similar_in_context
@@ -292,7 +295,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         _text(question, "the question")
         _keywords(keywords)
         check_question(question, keywords)   # before any model is asked or anything recorded
-        _text(options.get("context"), "context")
+        _text(options.get("context"), "context", context=True)
         run_query = self._run_query
         context = options.get("context")
         if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:

@@ -26,6 +26,9 @@ DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 # A .env file larger than this is ignored, with a warning (it holds a few settings).
 MAX_ENV_FILE_BYTES = 64 * 1024
+# A user context (``similar --user-context``, ``query --context``) longer than this is refused: it describes
+# the user's situation in a sentence or a paragraph, and goes whole into every LLM prompt.
+MAX_CONTEXT_CHARS = 4000
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
 # A session id (context, skills and chat sessions) is 1 to this many printable characters.
@@ -137,6 +140,15 @@ def check_session_id(value: Any) -> str:
         raise UsageError(f"a session id must be printable: U+{ord(bad):04X} "
                          f"({unicodedata.name(bad, unicodedata.category(bad))}) in {sid[:60]!r}")
     return sid
+
+
+def check_context(value: str, where: str = "context") -> str:
+    """A user context of at most ``MAX_CONTEXT_CHARS`` characters (refused beyond, never cut: a cut context
+    could mean something else)."""
+    if len(value) > MAX_CONTEXT_CHARS:
+        raise ValidationError(f"{where} is {len(value)} characters long; at most {MAX_CONTEXT_CHARS} are allowed "
+                              "(describe the situation in a paragraph)")
+    return value
 
 
 def check_finite(value: float, what: str) -> float:

@@ -1,51 +1,51 @@
-"""Gemini via ``google-genai``: structured output through ``response_json_schema``.
+"""Gemini through its REST API (``generativelanguage.googleapis.com/v1beta``), with httpx directly.
 
-Key from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` (environment or ``.env``).
-Default model ``gemini-2.5-flash`` (stable). Thinking is switched off for the
-2.5 Flash models (its tokens would count against the small output caps used
-for judgements) and kept at its minimum for 2.5 Pro. The SDK's own retries stay
-off: :class:`kb_indexer.llm.structured.LLMClient` retries.
+Key from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``, sent only in the ``x-goog-api-key`` header;
+redirects are not followed, so the key never reaches another host. ``KBINDEX_GEMINI_BASE_URL``
+(or ``GOOGLE_GEMINI_BASE_URL``) points at another endpoint (proxies, tests). Default model
+``gemini-2.5-flash`` (stable). Structured output through ``responseJsonSchema``. Thinking is
+switched off for the 2.5 Flash models (its tokens would count against the small output caps used
+for judgements) and kept at its minimum for 2.5 Pro.
+
+Like the OpenAI-compatible backend (and through the same :mod:`kb_indexer.llm.rest` helpers), the
+client's transports keep a :class:`~kb_indexer.llm.guard.Budget`: ``timeout`` is a deadline for the
+whole call, a trickling or endless body included, and replies are size-capped. Retries (429, 5xx,
+a dropped connection; not a refused one) are :class:`kb_indexer.llm.structured.LLMClient`'s, as for
+every backend. The google-genai SDK is not used (nor a dependency any more): with the REST calls here, the
+deadline, size cap, redirect and error rules are the ones of :mod:`kb_indexer.llm.rest`, not those of the
+SDK's own HTTP layer (which follows redirects with the key, retries on its own, and switches to the
+httpx2 fork when that is installed).
 """
 
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from typing import Any, Iterator
-
-import httpx
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types
+from urllib.parse import quote
 
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMBadResponse, LLMConfigError, LLMError,
-                                 LLMTimeout, LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status)
+                                 Message, ProbeResult, Tool, ToolCall)
+from kb_indexer.llm.guard import Budget
+from kb_indexer.llm.rest import guarded_client, json_object, raise_for, send, sse_events
 from kb_indexer.llm.settings import LLMConfig
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+API_VERSION = "v1beta"
 
 
-def _http_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """Timeout and transport errors of httpx and of httpx2 (the fork the SDK prefers when installed)."""
-    timeouts: list[type[BaseException]] = [httpx.TimeoutException]
-    transport: list[type[BaseException]] = [httpx.TransportError]
-    try:
-        import httpx2
-    except ImportError:
-        pass
-    else:
-        timeouts.append(httpx2.TimeoutException)
-        transport.append(httpx2.TransportError)
-    return tuple(timeouts), tuple(transport)
+def model_path(model: str) -> str:
+    """``models/<name>`` (a name given with its ``models/`` or ``tunedModels/`` prefix is kept), URL-quoted."""
+    name = model.strip()
+    if not name.startswith(("models/", "tunedModels/")):
+        name = "models/" + name
+    return quote(name, safe="/")
 
 
-_TIMEOUTS, _TRANSPORT = _http_errors()
-
-
-def _contents(messages: list[Message]) -> tuple[str | None, list[types.Content]]:
+def wire_contents(messages: list[Message]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """Gemini takes the system prompt apart and calls the assistant ``model``."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system") or None
-    contents: list[types.Content] = []
+    system_text = "\n\n".join(m.content for m in messages if m.role == "system")
+    system = {"parts": [{"text": system_text}]} if system_text else None
+    contents: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "system":
             continue
@@ -56,52 +56,62 @@ def _contents(messages: list[Message]) -> tuple[str | None, list[types.Content]]
                 payload = None
             if not isinstance(payload, dict):
                 payload = {"result": m.content}
-            part = types.Part.from_function_response(name=m.name or "tool", response=payload)
-            contents.append(types.Content(role="user", parts=[part]))
+            part = {"functionResponse": {"name": m.name or "tool", "response": payload}}
+            contents.append({"role": "user", "parts": [part]})
             continue
-        parts: list[types.Part] = []
-        if m.content:
-            parts.append(types.Part(text=m.content))
-        for t in m.tool_calls:
-            parts.append(types.Part(function_call=types.FunctionCall(name=t.name, args=t.arguments)))
-        contents.append(types.Content(role="model" if m.role == "assistant" else "user",
-                                      parts=parts or [types.Part(text="")]))
+        parts: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
+        parts += [{"functionCall": {"name": t.name, "args": t.arguments}} for t in m.tool_calls]
+        contents.append({"role": "model" if m.role == "assistant" else "user", "parts": parts or [{"text": ""}]})
     return system, contents
 
 
-def _finish(resp: Any) -> str | None:
-    try:
-        reason = resp.candidates[0].finish_reason
-    except (AttributeError, IndexError, TypeError):
-        return None
-    return getattr(reason, "value", None) or (str(reason) if reason else None)
+def _candidate(data: dict[str, Any]) -> dict[str, Any]:
+    """The first candidate of a reply; ``LLMBadResponse`` when there is none (a blocked prompt says why)."""
+    candidates = data.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        return candidates[0]
+    feedback = data.get("promptFeedback")
+    reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    why = f"the prompt was blocked ({reason})" if reason else f"no candidate in {json.dumps(data)[:200]}"
+    raise LLMBadResponse(f"Gemini sent no answer: {why}")
 
 
-def _text(resp: Any) -> str:
+def _parts(candidate: dict[str, Any]) -> list[dict[str, Any]]:
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    pieces = [p.get("text") for p in parts if not p.get("thought")]
+    return "".join(t for t in pieces if isinstance(t, str))
+
+
+def _calls(parts: list[dict[str, Any]]) -> list[ToolCall]:
     out = []
-    for cand in (getattr(resp, "candidates", None) or [])[:1]:
-        for part in (getattr(cand.content, "parts", None) or []) if cand.content else []:
-            if getattr(part, "text", None) and not getattr(part, "thought", False):
-                out.append(part.text)
-    return "".join(out)
-
-
-def _calls(resp: Any) -> list[ToolCall]:
-    out = []
-    for cand in (getattr(resp, "candidates", None) or [])[:1]:
-        for part in (getattr(cand.content, "parts", None) or []) if cand.content else []:
-            fc = getattr(part, "function_call", None)
-            if fc is not None:
-                out.append(ToolCall(name=fc.name or "", arguments=dict(fc.args or {}), id=fc.id))
+    for p in parts:
+        fc = p.get("functionCall")
+        if isinstance(fc, dict):
+            args = fc.get("args")
+            out.append(ToolCall(name=str(fc.get("name") or ""), arguments=args if isinstance(args, dict) else {},
+                                id=fc.get("id") if isinstance(fc.get("id"), str) else None))
     return out
 
 
-def _usage(resp: Any) -> dict[str, int]:
-    meta = getattr(resp, "usage_metadata", None)
-    if meta is None:
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    meta = data.get("usageMetadata")
+    if not isinstance(meta, dict):
         return {}
-    usage = {"prompt_tokens": meta.prompt_token_count, "completion_tokens": meta.candidates_token_count}
-    return {k: v for k, v in usage.items() if isinstance(v, int)}
+    usage = {"prompt_tokens": meta.get("promptTokenCount"), "completion_tokens": meta.get("candidatesTokenCount")}
+    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _completion(data: dict[str, Any]) -> Completion:
+    candidate = _candidate(data)
+    parts = _parts(candidate)
+    finish = candidate.get("finishReason")
+    return Completion(text=_text(parts), finish_reason=finish if isinstance(finish, str) else None,
+                      usage=_usage(data), tool_calls=_calls(parts))
 
 
 class GeminiBackend:
@@ -112,112 +122,109 @@ class GeminiBackend:
             raise LLMConfigError("no Gemini API key: set GEMINI_API_KEY or GOOGLE_API_KEY (environment or .env)")
         self.config = config
         self.model = config.model or "gemini-2.5-flash"
-        self.base_url = config.base_url or DEFAULT_BASE_URL
-        options = types.HttpOptions(timeout=int(config.timeout * 1000),
-                                    base_url=config.base_url if config.base_url else None)
-        self._client = genai.Client(api_key=config.api_key, http_options=options)
+        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.budget = Budget()
+        headers = {"Accept": "application/json", "x-goog-api-key": config.api_key}
+        self._http = guarded_client(f"{self.base_url}/{API_VERSION}", headers, config.timeout, self.budget,
+                                    follow_redirects=False)
 
     def close(self) -> None:
-        try:
-            self._client.close()
-        except Exception:  # pragma: no cover - closing is best effort
-            pass
+        self._http.close()
 
-    @contextmanager
-    def _errors(self, timeout: float):
+    def _post(self, method: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """``POST models/<model>:<method>``: the reply's JSON object, or the ``LLMError`` it stands for."""
+        resp = send(self._http, "POST", f"{model_path(self.model)}:{method}", body=body, timeout=timeout)
+        self._raise_for(resp)
+        return json_object(resp)
+
+    def _raise_for(self, resp: Any) -> None:
         try:
-            yield
-        except LLMError:
+            raise_for(resp, self.model)
+        except LLMError as exc:
+            if exc.status == 400 and "api key" in exc.message.lower():
+                raise LLMAuthError(f"Gemini refused the API key: {exc.message}", status=400) from None
             raise
-        except genai_errors.APIError as exc:
-            message = getattr(exc, "message", None) or str(exc)
-            if exc.code == 400 and "api key" in message.lower():
-                raise LLMAuthError(f"Gemini refused the API key: {message}", status=400) from None
-            raise error_for_status(exc.code or 0, message, model=self.model) from None
-        except _TIMEOUTS as exc:
-            raise LLMTimeout(f"no answer from Gemini within {timeout:g}s ({type(exc).__name__})") from None
-        except _TRANSPORT as exc:
-            raise LLMUnavailable.from_transport(
-                f"cannot reach Gemini at {self.base_url}: {exc or type(exc).__name__}", exc) from None
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors included
-            raise LLMBadResponse(f"Gemini sent an answer the SDK cannot read: {type(exc).__name__}: "
-                                 f"{str(exc)[:200]}") from None
 
-    def _config(self, system: str | None, max_tokens: int, temperature: float, timeout: float,
-                **extra: Any) -> types.GenerateContentConfig:
-        thinking = None
+    def _request(self, messages: list[Message], max_tokens: int, temperature: float,
+                 **generation: Any) -> dict[str, Any]:
+        system, contents = wire_contents(messages)
+        config: dict[str, Any] = {"temperature": temperature, "maxOutputTokens": max_tokens, **generation}
         name = self.model.lower()
         if "2.5-flash" in name:
-            thinking = types.ThinkingConfig(thinking_budget=0)
+            config["thinkingConfig"] = {"thinkingBudget": 0}
         elif "2.5-pro" in name:
-            thinking = types.ThinkingConfig(thinking_budget=128)
-            max_tokens += 128
-        return types.GenerateContentConfig(
-            system_instruction=system, temperature=temperature, max_output_tokens=max_tokens,
-            thinking_config=thinking, http_options=types.HttpOptions(timeout=int(timeout * 1000)), **extra)
+            config["thinkingConfig"] = {"thinkingBudget": 128}
+            config["maxOutputTokens"] = max_tokens + 128
+        body: dict[str, Any] = {"contents": contents, "generationConfig": config}
+        if system:
+            body["systemInstruction"] = system
+        return body
 
     def complete_json(self, messages: list[Message], schema: dict[str, Any], *, task: str, max_tokens: int,
                       temperature: float, timeout: float) -> Completion:
-        system, contents = _contents(messages)
-        config = self._config(system, max_tokens, temperature, timeout,
-                              response_mime_type="application/json", response_json_schema=schema)
-        with self._errors(timeout):
-            resp = self._client.models.generate_content(model=self.model, contents=contents, config=config)
-            return Completion(text=_text(resp), finish_reason=_finish(resp), usage=_usage(resp))
+        self.budget.start(timeout, self.config.timeout)
+        body = self._request(messages, max_tokens, temperature, responseMimeType="application/json",
+                             responseJsonSchema=schema)
+        completion = _completion(self._post("generateContent", body, timeout))
+        completion.tool_calls = []
+        return completion
 
     def chat(self, messages: list[Message], *, tools: list[Tool] | None = None, max_tokens: int,
              temperature: float, timeout: float, stream: bool = False) -> Completion | Iterator[ChatChunk]:
-        system, contents = _contents(messages)
-        extra: dict[str, Any] = {}
+        self.budget.start(timeout, self.config.timeout)
+        body = self._request(messages, max_tokens, temperature)
         if tools:
-            extra["tools"] = [types.Tool(function_declarations=[
-                types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
-                for t in tools])]
-            extra["automatic_function_calling"] = types.AutomaticFunctionCallingConfig(disable=True)
-        config = self._config(system, max_tokens, temperature, timeout, **extra)
+            body["tools"] = [{"functionDeclarations": [
+                {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+                for t in tools]}]
         if not stream:
-            with self._errors(timeout):
-                resp = self._client.models.generate_content(model=self.model, contents=contents, config=config)
-            return Completion(text=_text(resp), finish_reason=_finish(resp), usage=_usage(resp),
-                              tool_calls=_calls(resp))
-        return self._stream(contents, config, timeout)
+            return _completion(self._post("generateContent", body, timeout))
+        resp = send(self._http, "POST", f"{model_path(self.model)}:streamGenerateContent", body=body,
+                    timeout=timeout, stream=True, params={"alt": "sse"})
+        try:
+            self._raise_for(resp)
+        except LLMError:
+            resp.close()
+            raise
+        return self._stream(resp, timeout)
 
-    def _stream(self, contents: list[types.Content], config: types.GenerateContentConfig,
-                timeout: float) -> Iterator[ChatChunk]:
+    def _stream(self, resp: Any, timeout: float) -> Iterator[ChatChunk]:
         calls: list[ToolCall] = []
         finish, usage = None, {}
-        with self._errors(timeout):
-            for part in self._client.models.generate_content_stream(model=self.model, contents=contents,
-                                                                     config=config):
-                calls.extend(_calls(part))
-                finish = _finish(part) or finish
-                usage = _usage(part) or usage
-                text = _text(part)
-                if text:
-                    yield ChatChunk(text=text)
+        for data in sse_events(resp, self.base_url, timeout):
+            usage = _usage(data) or usage
+            candidates = data.get("candidates")
+            if not (isinstance(candidates, list) and candidates and isinstance(candidates[0], dict)):
+                continue
+            parts = _parts(candidates[0])
+            calls.extend(_calls(parts))
+            reason = candidates[0].get("finishReason")
+            finish = reason if isinstance(reason, str) else finish
+            text = _text(parts)
+            if text:
+                yield ChatChunk(text=text)
         yield ChatChunk(finish_reason=finish or "STOP", tool_calls=calls, usage=usage)
 
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
-        """``models.embed_content`` with every text as one content (the SDK sends one batch request)."""
-        config = types.EmbedContentConfig(http_options=types.HttpOptions(timeout=int(timeout * 1000)))
-        with self._errors(timeout):
-            resp = self._client.models.embed_content(model=self.model, contents=list(texts), config=config)
-            return [list(e.values or []) for e in (resp.embeddings or [])]
+        """``POST models/<model>:batchEmbedContents`` with one request per text, in order."""
+        self.budget.start(timeout, self.config.timeout)
+        name = model_path(self.model)
+        body = {"requests": [{"model": name, "content": {"parts": [{"text": t}]}} for t in texts]}
+        embeddings = self._post("batchEmbedContents", body, timeout).get("embeddings")
+        if not isinstance(embeddings, list) or not all(isinstance(e, dict) for e in embeddings):
+            raise LLMBadResponse(f"Gemini sent no list of embeddings for {self.model}")
+        return [list(e.get("values") or []) for e in embeddings]
 
     def probe(self, timeout: float) -> ProbeResult:
+        url = f"{self.base_url}/{API_VERSION}/{model_path(self.model)}"
+        self.budget.start(timeout, self.config.timeout)
         try:
-            version = self._client._api_client._http_options.api_version or "v1"
-        except AttributeError:  # pragma: no cover - SDK internals moved
-            version = "v1"
-        url = f"{self.base_url.rstrip('/')}/{version}/models/{self.model}"
-        try:
-            with self._errors(timeout):
-                info = self._client.models.get(model=self.model,
-                                               config=types.GetModelConfig(
-                                                   http_options=types.HttpOptions(timeout=int(timeout * 1000))))
+            resp = send(self._http, "GET", model_path(self.model), timeout=timeout)
+            self._raise_for(resp)
+            info = json_object(resp)
         except LLMError as exc:
-            reachable = exc.status is not None
+            reachable = exc.status is not None or isinstance(exc, LLMBadResponse)
             available = False if exc.code == "llm_model_not_found" else None
             return ProbeResult(url=url, reachable=reachable, model_available=available, error=exc.message)
-        name = (getattr(info, "name", "") or "").removeprefix("models/")
+        name = str(info.get("name") or "").removeprefix("models/")
         return ProbeResult(url=url, reachable=True, model_available=True, models=[name] if name else [])

@@ -27,11 +27,11 @@ from typing import Any, Iterator
 
 import httpx
 
-from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, LLMTimeout,
-                                 LLMUnavailable, Message, ProbeResult, Tool, ToolCall, error_for_status,
-                                 parse_retry_after, with_system_note)
+from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, Message,
+                                 ProbeResult, Tool, ToolCall, with_system_note)
+from kb_indexer.llm.guard import Budget
+from kb_indexer.llm.rest import guarded_client, json_object, raise_for, send, sse_events
 from kb_indexer.llm.settings import LLMConfig
-from kb_indexer.llm.guard import Budget, guard_client
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")
 _mode_memo: dict[str, int] = {}
@@ -102,8 +102,8 @@ class OpenAIBackend:
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         self.budget = Budget()
-        self._http = guard_client(httpx.Client(base_url=self.base_url, headers=headers, timeout=config.timeout,
-                                               transport=transport, follow_redirects=True), self.budget)
+        self._http = guarded_client(self.base_url, headers, config.timeout, self.budget, transport=transport,
+                                    follow_redirects=True)
 
     def close(self) -> None:
         self._http.close()
@@ -111,45 +111,14 @@ class OpenAIBackend:
     # -- HTTP --------------------------------------------------------------------------
     def _send(self, method: str, path: str, *, timeout: float, body: dict | None = None,
               stream: bool = False) -> httpx.Response:
-        url = f"{self.base_url}{path}"
-        try:
-            if stream:
-                req = self._http.build_request(method, path, json=body, timeout=timeout)
-                resp = self._http.send(req, stream=True)
-            else:
-                resp = self._http.request(method, path, json=body, timeout=timeout)
-        except httpx.TimeoutException as exc:
-            raise LLMTimeout(f"no answer from {url} within {timeout:g}s ({type(exc).__name__})") from None
-        except httpx.TransportError as exc:
-            raise LLMUnavailable.from_transport(f"cannot reach {url}: {exc or type(exc).__name__}", exc) from None
-        except httpx.HTTPError as exc:
-            raise LLMBadResponse(f"bad HTTP answer from {url}: {exc or type(exc).__name__}") from None
-        return resp
+        return send(self._http, method, path, timeout=timeout, body=body, stream=stream)
 
     def _raise_for(self, resp: httpx.Response) -> None:
-        if resp.status_code < 400:
-            return
-        try:
-            text = resp.read().decode("utf-8", "replace")
-        except httpx.HTTPError:
-            text = ""
-        message = text
-        try:
-            err = json.loads(text).get("error")
-            message = err.get("message", text) if isinstance(err, dict) else (err or text)
-        except (json.JSONDecodeError, AttributeError):
-            pass
-        raise error_for_status(resp.status_code, str(message), model=self.model,
-                               retry_after=parse_retry_after(resp.headers.get("retry-after")))
+        raise_for(resp, self.model)
 
-    def _json(self, resp: httpx.Response) -> dict[str, Any]:
-        try:
-            data = resp.json()
-        except ValueError:  # JSONDecodeError, UnicodeDecodeError
-            raise LLMBadResponse(f"the server's reply is not JSON: {resp.text[:200]!r}") from None
-        if not isinstance(data, dict):
-            raise LLMBadResponse(f"the server's reply is not a JSON object: {resp.text[:200]!r}")
-        return data
+    @staticmethod
+    def _json(resp: httpx.Response) -> dict[str, Any]:
+        return json_object(resp)
 
     def list_models(self, timeout: float) -> list[str]:
         resp = self._send("GET", "/models", timeout=timeout)
@@ -243,36 +212,20 @@ class OpenAIBackend:
         calls: dict[int, dict[str, Any]] = {}
         finish = None
         usage: dict[str, int] = {}
-        try:
-            for line in resp.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    break
-                try:
-                    data = json.loads(payload)
-                except json.JSONDecodeError:
-                    raise LLMBadResponse(f"bad stream event: {payload[:200]!r}") from None
-                if data.get("usage"):
-                    usage = {k: v for k, v in data["usage"].items() if isinstance(v, int)}
-                for choice in data.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    for t in delta.get("tool_calls") or []:
-                        slot = calls.setdefault(t.get("index", 0), {"id": None, "name": "", "arguments": ""})
-                        slot["id"] = t.get("id") or slot["id"]
-                        fn = t.get("function") or {}
-                        slot["name"] += fn.get("name") or ""
-                        slot["arguments"] += fn.get("arguments") or ""
-                    finish = choice.get("finish_reason") or finish
-                    if delta.get("content"):
-                        yield ChatChunk(text=delta["content"])
-        except httpx.TimeoutException:
-            raise LLMTimeout(f"the stream from {self.base_url} stalled for {timeout:g}s") from None
-        except httpx.TransportError as exc:
-            raise LLMUnavailable(f"the stream from {self.base_url} broke: {exc}") from None
-        finally:
-            resp.close()
+        for data in sse_events(resp, self.base_url, timeout):
+            if isinstance(data.get("usage"), dict):
+                usage = {k: v for k, v in data["usage"].items() if isinstance(v, int)}
+            for choice in data.get("choices") or []:
+                delta = choice.get("delta") or {}
+                for t in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(t.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                    slot["id"] = t.get("id") or slot["id"]
+                    fn = t.get("function") or {}
+                    slot["name"] += fn.get("name") or ""
+                    slot["arguments"] += fn.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+                if delta.get("content"):
+                    yield ChatChunk(text=delta["content"])
         tool_calls = _tool_calls([{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
                                   for _, c in sorted(calls.items())])
         yield ChatChunk(finish_reason=finish or "stop", tool_calls=tool_calls, usage=usage)

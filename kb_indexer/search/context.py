@@ -32,6 +32,7 @@ one below it is down-weighted in proportion (to ``CONTEXT_FLOOR`` at a score of
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Mapping, Sequence
 
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
@@ -79,6 +80,12 @@ def content_stems(text: str) -> set[str]:
     return out
 
 
+@lru_cache(maxsize=16)
+def _wanted(user_context: str) -> frozenset[str]:
+    """The content stems of a user context, computed once per context (not once per relation scored)."""
+    return frozenset(content_stems(user_context))
+
+
 def _matches(term: str, pool: set[str]) -> bool:
     if term in pool:
         return True
@@ -92,7 +99,7 @@ def context_overlap(user_context: str, candidate: Mapping, extra: str = "") -> f
     The one lexical measure behind both ``query --context`` and ``similar --user-context``
     without an LLM.
     """
-    wanted = content_stems(user_context)
+    wanted = _wanted(user_context)
     if not wanted:
         return None
     pool = content_stems(" ".join(str(candidate.get(k) or "") for k in ("context", "keyword", "source")) + " " + extra)

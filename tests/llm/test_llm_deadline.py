@@ -11,7 +11,8 @@ import pytest
 from fake_llm import FakeBackend
 
 from kb_indexer.errors import UsageError
-from kb_indexer.llm.base import LLMBadResponse, LLMError, LLMRateLimited, LLMServerError, LLMTimeout
+from kb_indexer.llm.base import (LLMBadResponse, LLMError, LLMRateLimited, LLMServerError, LLMTimeout,
+                                 LLMUnavailable)
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.guard import Budget
 from kb_indexer.llm.structured import LLMClient
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.stress_llm import MODEL, FaultServer  # noqa: E402
+from bench.stress_llm import MODEL, PROTOCOLS, FaultServer, endpoint_env  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
           "additionalProperties": False}
@@ -130,18 +131,40 @@ def server():
     s.close()
 
 
-@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_trickle_and_endless_bodies_end_at_the_deadline_or_the_cap(server, make_client, protocol):
-    env_name = "OLLAMA_HOST" if protocol == "ollama" else "KBINDEX_OPENAI_BASE_URL"
-    suffix = "" if protocol == "ollama" else "/v1"
-    trickle = make_client(protocol, env={env_name: server.url("trickle") + suffix}, model=MODEL, timeout=0.8,
+    trickle = make_client(protocol, env=endpoint_env(protocol, server.url("trickle")), model=MODEL, timeout=0.8,
                           retries=0)
     with pytest.raises(LLMTimeout):
         trickle.structured("t", ASK, SCHEMA, max_tokens=8, use_cache=False)
-    endless = make_client(protocol, env={env_name: server.url("endless") + suffix}, model=MODEL, timeout=30,
+    endless = make_client(protocol, env=endpoint_env(protocol, server.url("endless")), model=MODEL, timeout=30,
                           retries=0)
     with pytest.raises(LLMBadResponse, match="larger than"):
         endless.structured("t", ASK, SCHEMA, max_tokens=8, use_cache=False)
+
+
+def _requests_to(server, fault):
+    return [r for r in server.seen if r["path"].startswith(f"/{fault}/")]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("fault, error", [("http500", LLMServerError), ("http429", LLMRateLimited)])
+def test_5xx_and_429_are_retried_alike_on_every_backend(server, make_client, protocol, fault, error):
+    before = len(_requests_to(server, fault))
+    client = make_client(protocol, env=endpoint_env(protocol, server.url(fault)), model=MODEL, timeout=30,
+                         retries=2)   # make_client does not really sleep between retries
+    with pytest.raises(error):
+        client.structured("t", ASK, SCHEMA, max_tokens=8, use_cache=False)
+    assert len(_requests_to(server, fault)) - before == 3   # the first try and two retries
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_refused_connection_is_not_retried(closed_port, make_client, protocol, capsys):
+    client = make_client(protocol, env=endpoint_env(protocol, f"http://127.0.0.1:{closed_port}"), model=MODEL,
+                         timeout=30, retries=2)
+    with pytest.raises(LLMUnavailable) as caught:
+        client.structured("t", ASK, SCHEMA, max_tokens=8, use_cache=False)
+    assert caught.value.retryable is False and "retry" not in capsys.readouterr().err
 
 
 def test_budget_without_deadline_never_expires():
@@ -151,7 +174,7 @@ def test_budget_without_deadline_never_expires():
     assert b.expired()
 
 
-@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_proxy_transports_from_the_environment_are_guarded_too(monkeypatch, protocol):
     from kb_indexer.llm.guard import GuardedTransport
     from kb_indexer.llm.registry import make_backend
@@ -160,6 +183,7 @@ def test_proxy_transports_from_the_environment_are_guarded_too(monkeypatch, prot
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
     backend = make_backend(resolve(LLMOptions(backend=protocol, model=MODEL)))
     try:
         http = backend._client._client if protocol == "ollama" else backend._http

@@ -1,8 +1,8 @@
 """A misbehaving LLM server never breaks an LLM command: it falls back and says so (issue 8 item 9).
 
-The fault server is bench/stress_llm.py's (loopback only). Every fault kind, on the Ollama and the
-OpenAI-compatible protocol, through the Python API for all three LLM commands and through the
-installed ``kbindex`` for a subset. Asserted: exit code / no exception, valid JSON, the fallback
+The fault server is bench/stress_llm.py's (loopback only). Every fault kind, on the Ollama, the
+OpenAI-compatible and the Gemini protocol (issue 27 item 9), through the Python API for all three LLM
+commands and embeddings, and through the installed ``kbindex`` for a subset. Asserted: exit code / no exception, valid JSON, the fallback
 flagged with its error (the LLM used for the control case ``ok``). Nothing is timed beyond "it
 finished" (the subprocess timeout is generous).
 """
@@ -19,10 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.stress_llm import FAULTS, MODEL, FaultServer  # noqa: E402
+from bench.stress_llm import FAULTS, MODEL, PROTOCOLS, VECTOR, FaultServer, endpoint_env  # noqa: E402
 
 from kb_indexer.api import KnowledgeBase  # noqa: E402
-from kb_indexer.llm.config import LLMOptions  # noqa: E402
+from kb_indexer.llm.base import LLMError  # noqa: E402
+from kb_indexer.llm.config import EmbedOptions, LLMOptions, resolve_embed  # noqa: E402
+from kb_indexer.llm.embedding import EmbedClient  # noqa: E402
 
 TIMEOUT = 1.0
 OK_TIMEOUT = 30.0  # the control case never waits; a long timeout keeps a loaded machine from failing it
@@ -36,10 +38,8 @@ def server():
 
 
 def _point(monkeypatch, server, protocol, fault):
-    if protocol == "ollama":
-        monkeypatch.setenv("OLLAMA_HOST", server.url(fault))
-    else:
-        monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", server.url(fault) + "/v1")
+    for name, value in endpoint_env(protocol, server.url(fault)).items():
+        monkeypatch.setenv(name, value)
     return LLMOptions(backend=protocol, model=MODEL, timeout=OK_TIMEOUT if fault == "ok" else TIMEOUT, no_cache=True)
 
 
@@ -51,7 +51,7 @@ def _assert_flagged(llm, fault):
         assert llm["batches"]["lexical"] >= 1
 
 
-@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("fault", FAULTS)
 def test_similar_and_query_fall_back_on_every_fault(similar_kb, server, monkeypatch, protocol, fault):
     opts = _point(monkeypatch, server, protocol, fault)
@@ -67,7 +67,7 @@ def test_similar_and_query_fall_back_on_every_fault(similar_kb, server, monkeypa
     assert q["count"] > 0
 
 
-@pytest.mark.parametrize("protocol", ["ollama", "openai"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("fault", FAULTS)
 def test_doctor_reports_every_fault_as_a_problem(similar_kb, server, monkeypatch, protocol, fault):
     opts = _point(monkeypatch, server, protocol, fault)
@@ -79,9 +79,28 @@ def test_doctor_reports_every_fault_as_a_problem(similar_kb, server, monkeypatch
         assert report["ok"] is False and report["problems"] and report["llm"]["error"]
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("fault", FAULTS)
+def test_embeddings_fail_cleanly_on_every_fault(server, monkeypatch, protocol, fault):
+    _point(monkeypatch, server, protocol, fault)
+    opts = EmbedOptions(backend=protocol, model=MODEL, timeout=OK_TIMEOUT if fault == "ok" else TIMEOUT,
+                        retries=0 if fault == "http429" else None)
+    client = EmbedClient(resolve_embed(opts), sleep=lambda s: None)
+    try:
+        if fault in ("ok", "wrong_schema"):   # an embedding request has no schema: both answer vectors
+            vectors = client.embed(["alpha", "beta"])
+            assert vectors.shape == (2, len(VECTOR))
+        else:
+            with pytest.raises(LLMError):
+                client.embed(["alpha", "beta"])
+    finally:
+        client.close()
+
+
 CLI_CASES = [("ollama", "nonjson", "similar"), ("ollama", "envelope", "query"), ("ollama", "nonjson", "doctor"),
              ("ollama", "trickle", "similar"), ("openai", "endless", "query"), ("openai", "stall", "similar"),
-             ("openai", "wrong_schema", "doctor"), ("ollama", "ok", "similar")]
+             ("openai", "wrong_schema", "doctor"), ("ollama", "ok", "similar"), ("gemini", "trickle", "similar"),
+             ("gemini", "endless", "query"), ("gemini", "stall", "doctor"), ("gemini", "ok", "similar")]
 COMMANDS = {
     "similar": ["similar", "reinforcement learning", "--user-context", "game playing agents"],
     "query": ["query", "agents for board games", "-k", "reinforcement learning", "--context", "game AI"],
@@ -91,8 +110,7 @@ COMMANDS = {
 
 @pytest.mark.parametrize("protocol,fault,command", CLI_CASES)
 def test_installed_cli_falls_back_with_valid_json(similar_kb, server, run, protocol, fault, command):
-    env = {"OLLAMA_HOST": server.url(fault)} if protocol == "ollama" else \
-        {"KBINDEX_OPENAI_BASE_URL": server.url(fault) + "/v1"}
+    env = endpoint_env(protocol, server.url(fault))
     res = run(*COMMANDS[command], "--llm-backend", protocol, "--llm-model", MODEL, "--llm-timeout",
               str(OK_TIMEOUT if fault == "ok" else TIMEOUT),
               "--db", similar_kb.db_path, "--format", "json", env=env, timeout=120)

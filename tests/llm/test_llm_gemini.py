@@ -1,4 +1,4 @@
-"""The gemini backend (google-genai SDK) at the HTTP level, against a scripted server on 127.0.0.1."""
+"""The gemini backend (Gemini's REST API over httpx) at the HTTP level, against a scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def api_error(code: int, message: str, status: str) -> dict:
 
 @pytest.fixture
 def gemini_server(http_server):
-    # The SDK picks the API version (v1 or v1beta); the tests do not depend on which.
+    # The backend calls v1beta; the tests do not depend on the API version.
     http_server.rewrite = lambda path: path.replace("/v1beta/", "/v1/")
     return http_server
 
