@@ -136,6 +136,8 @@ def sync(
         sys.stderr.write(f"warning: {warning['message']}\n")
     if embed and result["embed"].get("error"):
         sys.stderr.write(f"warning: embedding failed: {result['embed']['error']}\n")
+    if Format(format) is not Format.json and result.get("renames"):  # the table: one "old -> new" per rename
+        result = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result["renames"]]}
     emit(result, format, title="sync")
 
 

@@ -26,6 +26,7 @@ class LoadedDocument:
     stat_sig: str
     keywords_file: str | None
     warnings: list[str] = field(default_factory=list)
+    text_hash: str | None = None  # of the markdown file alone: what pairs a renamed file with its document
 
 
 def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) -> LoadedDocument:
@@ -66,10 +67,11 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
                 seen.add(norm)
                 keywords.append((kw, None, "frontmatter"))
     digest = hashlib.sha1(raw + b"\0" + kw_raw).hexdigest()
+    text_digest = hashlib.sha1(raw + b"\0").hexdigest() if kw_raw else digest  # (see m110_document_text_hash)
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
-        warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []),
+        warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []), text_hash=text_digest,
     )
 
 

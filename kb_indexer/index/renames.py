@@ -1,0 +1,100 @@
+"""Renames in a sync: a new file with the markdown text of a document whose file vanished takes over that
+document, so its id, and all that hangs off the id, stay (keywords, learned items, vectors, full-text row).
+
+Rules (one sync, one folder scope):
+
+- A pair is a stored document whose file is gone and a file new to the index whose markdown text is the
+  same (``documents.text_hash``: the keywords file is not part of it). A rename plus an edit in one sync is
+  not detected: it is a removal and an addition, as before. So is a document indexed by an older kbindex
+  with a keywords file and not read since (its text hash is not known yet).
+- Several vanished documents with the same text: new files of that text take them in path order, each the
+  vanished one with the same file name first, else the first in path order. New files left over are added;
+  vanished documents left over are removed.
+- The renamed document is read from its new path: its title (when it comes from the file name), its
+  default keywords file (``<new stem>.keywords.json``: moved along, it is used; left behind, it is an
+  orphan and the document keeps no file keywords) and its full-text row are those of the new path. A
+  keywords file given with ``add --keywords`` is not carried over.
+- What stores the path instead of the id follows in the same transaction: feedback (``query_feedback``),
+  the recorded results of queries (``query_attempts.top_results``) and the learned items' details.
+
+Sync writes new files in batches and removes vanished ones after the last batch, so a vanished document is
+never removed before the batch that could rename it (a sync killed in between renames the rest next time).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from posixpath import basename
+from typing import Iterable
+
+
+class Renames:
+    """The vanished documents a sync can rename, by text hash; ``take`` moves one to a new path."""
+
+    def __init__(self, conn: sqlite3.Connection, vanished: Iterable[str]):
+        self.by_text: dict[str, list[str]] = {}
+        paths = sorted(vanished)
+        if paths:
+            rows = conn.execute("SELECT filepath, text_hash FROM documents WHERE text_hash IS NOT NULL AND filepath IN "
+                                "(SELECT value FROM json_each(?)) ORDER BY filepath", (json.dumps(paths),))
+            for path, text in rows:
+                self.by_text.setdefault(text, []).append(path)
+        self.done: list[dict[str, str]] = []  # {"from", "to"} in the order renamed
+        self._pending: list[tuple[str, str]] = []  # renamed in this batch, paths not yet followed
+
+    def __bool__(self) -> bool:
+        return bool(self.by_text)
+
+    @property
+    def moved_from(self) -> set[str]:
+        return {r["from"] for r in self.done}
+
+    def take(self, conn: sqlite3.Connection, new_path: str, text_hash: str | None) -> bool:
+        """Give ``new_path`` the document of a vanished file with this text (False: none)."""
+        candidates = self.by_text.get(text_hash or "")
+        if not candidates:
+            return False
+        name = basename(new_path)
+        old = next((p for p in candidates if basename(p) == name), candidates[0])
+        candidates.remove(old)
+        conn.execute("UPDATE documents SET filepath = ? WHERE filepath = ?", (new_path, old))
+        self.done.append({"from": old, "to": new_path})
+        self._pending.append((old, new_path))
+        return True
+
+    def follow(self, conn: sqlite3.Connection) -> None:
+        """Move what stores the renamed documents' paths (call in the transaction that renamed them)."""
+        if self._pending:
+            follow_paths(conn, dict(self._pending))
+            self._pending.clear()
+
+
+def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
+    """Feedback, recorded query results and learned items' details: from the old paths to the new ones."""
+    mapping = json.dumps([[old, new] for old, new in moved.items()])
+    pairs = "(SELECT json_extract(value, '$[0]') AS old, json_extract(value, '$[1]') AS new FROM json_each(?))"
+    # A feedback row already on a new path is about an earlier document that was removed from there:
+    # the renamed document's own feedback replaces it (UNIQUE(query_id, filepath)).
+    conn.execute(f"UPDATE OR REPLACE query_feedback SET filepath = (SELECT new FROM {pairs} WHERE old = filepath) "
+                 f"WHERE filepath IN (SELECT old FROM {pairs})", (mapping, mapping))
+    detail_path = "CASE WHEN json_valid(detail) THEN json_extract(detail, '$.filepath') END"
+    conn.execute(f"UPDATE learned_items SET detail = json_set(detail, '$.filepath', "
+                 f"(SELECT new FROM {pairs} WHERE old = {detail_path})) "
+                 f"WHERE {detail_path} IN (SELECT old FROM {pairs})", (mapping, mapping))
+    _follow_results(conn, moved)
+
+
+def _follow_results(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
+    results_of = "json_each(CASE WHEN json_valid(a.top_results) THEN a.top_results ELSE '[]' END)"
+    rows = conn.execute(
+        f"SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM {results_of} r "
+        "WHERE CASE WHEN r.type = 'object' THEN json_extract(r.value, '$.filepath') END IN "
+        "(SELECT value FROM json_each(?)))", (json.dumps(list(moved)),)).fetchall()
+    for attempt_id, text in rows:
+        results = json.loads(text)
+        for r in results:
+            if isinstance(r, dict) and r.get("filepath") in moved:
+                r["filepath"] = moved[r["filepath"]]
+        conn.execute("UPDATE query_attempts SET top_results = ? WHERE id = ?",
+                     (json.dumps(results, ensure_ascii=False, separators=(",", ":")), attempt_id))
