@@ -52,11 +52,11 @@ def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
     os.rename(kb.kb_root / TARGET, kb.kb_root / "mdp.md")
 
     res = kb.sync()
-    assert (res["renamed"], res["added"], res["removed"]) == (1, 0, 0)
-    assert res["renames"] == [{"from": TARGET, "to": "mdp.md"}]
-    assert _doc_id(kb.conn, "mdp.md") == doc_id
     after = kb.learned_list(include_removed=True)["learned"]
     assert _by_id(after) == before
+    assert _doc_id(kb.conn, "mdp.md") == doc_id
+    assert (res["renamed"], res["added"], res["removed"]) == (1, 0, 0)
+    assert res["renames"] == [{"from": TARGET, "to": "mdp.md"}]
     assert {i["id"]: i["detail"].get("filepath") for i in after} == {
         k: "mdp.md" if v == TARGET else v for k, v in paths.items()}
     for qid in (1, 2, 3):
@@ -223,9 +223,9 @@ def test_git_mv_then_sync_through_the_command_keeps_every_learned_item(proj, run
         os.rename(kbdir / TARGET, kbdir / "mdp.md")
     out = run("sync", "-f", "json", cwd=proj)
     assert out.returncode == 0, out.stderr
-    assert out.json()["renames"] == [{"from": TARGET, "to": "mdp.md"}]
     after = run("learned", "list", "--all", "-f", "json", cwd=proj).json()
     assert _by_id(after["learned"]) == _by_id(before["learned"])
+    assert out.json()["renames"] == [{"from": TARGET, "to": "mdp.md"}]
     shown = run("feedback", "1", "--show", "-f", "json", cwd=proj).json()
     assert [f["filepath"] for f in shown["feedback"]] == ["mdp.md"]
     os.rename(kbdir / "mdp.md", kbdir / "mdp2.md")
