@@ -69,6 +69,21 @@ def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
     assert "bellman optimality" in [k["keyword"] for k in kb.keywords("mdp.md")["keywords"]]
 
 
+def test_a_renamed_document_keeps_its_vectors(small):
+    from kb_indexer.llm.config import EmbedOptions
+
+    handle, kbdir = small
+    write_doc(kbdir, "engines.md", "# Automobile engines\n\nPistons and crankshafts in the automobile.\n")
+    write_doc(kbdir, "gardens.md", "# Gardens\n\nRoses and tulips need water.\n")
+    handle.sync()
+    assert handle.embed(embed=EmbedOptions(backend="fake-embed"))["embedded"] == 2
+    os.rename(kbdir / "engines.md", kbdir / "cars.md")
+    res = handle.sync()
+    assert handle.embed()["embedded"] == 0  # nothing to embed again: its vectors stayed with it
+    assert res["renamed"] == 1
+    assert handle.query("car", method="semantic")["results"][0]["filepath"] == "cars.md"
+
+
 def test_a_document_moved_into_a_subfolder_with_its_keywords_file_keeps_both(small):
     handle, kbdir = small
     write_doc(kbdir, "notes.md", "# Notes\n\nabout gradient clipping\n", kw("s", "clipping", "gradients", filepath="notes.md"))
