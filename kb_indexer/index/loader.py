@@ -66,8 +66,10 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None) ->
             if norm and norm not in seen:
                 seen.add(norm)
                 keywords.append((kw, None, "frontmatter"))
-    digest = hashlib.sha1(raw + b"\0" + kw_raw).hexdigest()
-    text_digest = hashlib.sha1(raw + b"\0").hexdigest() if kw_raw else digest  # (see m110_document_text_hash)
+    hashed = hashlib.sha1(raw + b"\0")
+    text_digest = hashed.hexdigest()  # the markdown alone: pairs a renamed file with its document (sync)
+    hashed.update(kw_raw)
+    digest = hashed.hexdigest()
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,

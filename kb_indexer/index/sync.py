@@ -155,10 +155,9 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
-    renames = Renames(conn, missing if any(rel not in existing for rel in todo) else ())
+    renames = Renames(conn, missing, new_files=any(rel not in existing for rel in todo))
     vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress, renames)
-    gone = sorted((missing | (vanished & set(existing))) - renames.moved_from)
-    stats["renames"] = renames.done
+    gone = sorted((missing | (vanished & set(existing))) - renames.settle(existing, walk.files, rejected, stats))
     _delete_documents(conn, gone, stats)
     with transaction(conn):
         _record_rejected(conn, prefix, rejected)
