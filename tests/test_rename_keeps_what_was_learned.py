@@ -84,6 +84,21 @@ def test_a_renamed_document_keeps_its_vectors(small):
     assert handle.query("car", method="semantic")["results"][0]["filepath"] == "cars.md"
 
 
+def test_a_rename_onto_the_path_of_a_removed_document_carries_its_own_feedback(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# Alpha\n\nfirst note about kites\n")
+    write_doc(kbdir, "x.md", "# Other\n\nsecond note about kites\n")
+    handle.sync()
+    qid = handle.query("kites")["query_id"]
+    handle.feedback(qid, ["a.md"], ["x.md"])
+    os.remove(kbdir / "x.md")
+    handle.sync()  # x.md's feedback row stays (history), on a path no document has now
+    os.rename(kbdir / "a.md", kbdir / "x.md")
+    res = handle.sync()
+    assert res["renames"] == [{"from": "a.md", "to": "x.md"}]
+    assert [(f["filepath"], f["helpful"]) for f in handle.feedback_show(qid)["feedback"]] == [("x.md", True)]
+
+
 def test_a_document_moved_into_a_subfolder_with_its_keywords_file_keeps_both(small):
     handle, kbdir = small
     write_doc(kbdir, "notes.md", "# Notes\n\nabout gradient clipping\n", kw("s", "clipping", "gradients", filepath="notes.md"))

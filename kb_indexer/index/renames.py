@@ -31,6 +31,8 @@ import json
 import sqlite3
 from posixpath import basename
 
+from kb_indexer.store.document_paths import follow_paths, move_document
+
 
 class Renames:
     """The vanished documents a sync can rename, by text hash; ``take`` moves one to a new path."""
@@ -58,7 +60,7 @@ class Renames:
         name = basename(new_path)
         old = next((p for p in candidates if basename(p) == name), candidates[0])
         candidates.remove(old)
-        conn.execute("UPDATE documents SET filepath = ? WHERE filepath = ?", (new_path, old))
+        move_document(conn, old, new_path)
         self.done.append({"from": old, "to": new_path})
         self._pending.append((old, new_path))
         return True
@@ -98,33 +100,3 @@ def held_back(missing: set[str], existing: dict[str, tuple], on_disk: dict[str, 
 
 def _size(sig: str) -> str:
     return sig.split("|", 1)[0].rpartition(":")[2]
-
-
-def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
-    """Feedback, recorded query results and learned items' details: from the old paths to the new ones."""
-    mapping = json.dumps([[old, new] for old, new in moved.items()])
-    pairs = "(SELECT json_extract(value, '$[0]') AS old, json_extract(value, '$[1]') AS new FROM json_each(?))"
-    # A feedback row already on a new path is about an earlier document that was removed from there:
-    # the renamed document's own feedback replaces it (UNIQUE(query_id, filepath)).
-    conn.execute(f"UPDATE OR REPLACE query_feedback SET filepath = (SELECT new FROM {pairs} WHERE old = filepath) "
-                 f"WHERE filepath IN (SELECT old FROM {pairs})", (mapping, mapping))
-    detail_path = "CASE WHEN json_valid(detail) THEN json_extract(detail, '$.filepath') END"
-    conn.execute(f"UPDATE learned_items SET detail = json_set(detail, '$.filepath', "
-                 f"(SELECT new FROM {pairs} WHERE old = {detail_path})) "
-                 f"WHERE {detail_path} IN (SELECT old FROM {pairs})", (mapping, mapping))
-    _follow_results(conn, moved)
-
-
-def _follow_results(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
-    results_of = "json_each(CASE WHEN json_valid(a.top_results) THEN a.top_results ELSE '[]' END)"
-    rows = conn.execute(
-        f"SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM {results_of} r "
-        "WHERE CASE WHEN r.type = 'object' THEN json_extract(r.value, '$.filepath') END IN "
-        "(SELECT value FROM json_each(?)))", (json.dumps(list(moved)),)).fetchall()
-    for attempt_id, text in rows:
-        results = json.loads(text)
-        for r in results:
-            if isinstance(r, dict) and r.get("filepath") in moved:
-                r["filepath"] = moved[r["filepath"]]
-        conn.execute("UPDATE query_attempts SET top_results = ? WHERE id = ?",
-                     (json.dumps(results, ensure_ascii=False, separators=(",", ":")), attempt_id))
