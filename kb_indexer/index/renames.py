@@ -1,7 +1,8 @@
 """Renames in a sync: a new file with the markdown text of a document whose file vanished takes over that
 document, so its id, and all that hangs off the id, stay (keywords, learned items, vectors, full-text row).
 
-Rules (one sync, one folder scope):
+Rules (one sync, within its folder scope: after ``sync DIR`` a file moved out of DIR is removed, as before,
+so run a plain ``sync`` after moving files between folders):
 
 - A pair is a stored document whose file is gone and a file new to the index whose markdown text is the
   same (``documents.text_hash``: the keywords file is not part of it). A rename plus an edit in one sync is
