@@ -52,6 +52,7 @@ def test_sync_is_incremental_and_reports_counts(small):
     write_doc(kbdir, "sub/b.md", "# B\n\ntext b\n", kw("sb", "k2"))
     write_doc(kbdir, "c.md", "# C\n\ntext c\n")
     assert handle.sync() == {"added": 3, "updated": 0, "removed": 0, "unchanged": 0, "errors": [], "warnings": [], "batches": 1,
+                             "renamed": 0, "renames": [],
                              "similarities": {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}}
     assert handle.show("sub/b.md")["filepath"] == "sub/b.md"
     again = handle.sync()

@@ -136,6 +136,8 @@ def sync(
         warn(warning["message"])
     if embed and result["embed"].get("error"):
         warn(f"embedding failed: {result['embed']['error']}")
+    if Format(format) is not Format.json and result.get("renames"):  # the table: one "old -> new" per rename
+        result = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result["renames"]]}
     emit(result, format, title="sync")
 
 

@@ -28,6 +28,7 @@ class LoadedDocument:
     keywords_file: str | None
     warnings: list[str] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)  # {file, message}: for sync's errors
+    text_hash: str | None = None  # of the markdown file alone: what pairs a renamed file with its document
 
 
 def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
@@ -74,11 +75,15 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
             if norm and norm not in seen:
                 seen.add(norm)
                 keywords.append((kw, None, "frontmatter"))
-    digest = hashlib.sha1(raw + b"\0" + kw_raw).hexdigest()
+    hashed = hashlib.sha1(raw + b"\0")
+    text_digest = hashed.hexdigest()  # the markdown alone: pairs a renamed file with its document (sync)
+    hashed.update(kw_raw)
+    digest = hashed.hexdigest()
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
         warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []), problems=problems,
+        text_hash=text_digest,
     )
 
 

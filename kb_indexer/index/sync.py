@@ -14,6 +14,7 @@ from kb_indexer.index.loader import LoadedDocument, load_document
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.reader import keywords_source, read_all
+from kb_indexer.index.renames import Renames
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
@@ -33,7 +34,7 @@ def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
         keywords=doc.keywords, content_hash=doc.content_hash, stat_sig=doc.stat_sig,
-        keywords_file=doc.keywords_file, fts_rows=fts_rows,
+        keywords_file=doc.keywords_file, fts_rows=fts_rows, text_hash=doc.text_hash,
     )
 
 
@@ -144,7 +145,7 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     base, prefix = _scope(conn, root, directory)
     started_ns = time.time_ns()
     walk = scan(root, prefix)
-    stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "unchanged": 0,
+    stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "renamed": 0, "unchanged": 0,
                              "errors": list(walk.problems), "warnings": [], "batches": 0}
     rows = conn.cursor()
     rows.row_factory = None  # plain tuples: 100,000 of them
@@ -153,8 +154,10 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     todo = _changed(root, walk.files, existing)
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
-    vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress)
-    gone = sorted((set(existing) - set(walk.files) - walk.unreadable) | (vanished & set(existing)))
+    missing = set(existing) - set(walk.files) - walk.unreadable
+    renames = Renames(conn, missing, new_files=any(rel not in existing for rel in todo))
+    vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress, renames)
+    gone = sorted((missing | (vanished & set(existing))) - renames.settle(existing, walk.files, rejected, stats))
     _delete_documents(conn, gone, stats)
     with transaction(conn):
         _record_rejected(conn, prefix, rejected)
@@ -188,7 +191,7 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) ->
 
 
 def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: dict, rejected: dict,
-                     progress: Progress | None) -> set[str]:
+                     progress: Progress | None, renames: Renames) -> set[str]:
     """Read (see :mod:`reader`) and store ``todo`` in batches; returns the files that vanished before they
     could be read. Storing reads nothing, so its failures are the database's (disk full, a lock): they
     abort the batch, which rolls back whole (no half-stored document, no per-document savepoint)."""
@@ -204,22 +207,28 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
                 if isinstance(doc, str):
                     _file_failed(root, rel, known, doc, stats, rejected, vanished)
                 else:
-                    _store_read(conn, ids, doc, known, stats, fts_rows)
+                    _store_read(conn, ids, doc, known, stats, fts_rows, renames)
                     if doc.problems:  # indexed without its bad keywords file: read (and reported) again
                         _reject(root, rel, None, rejected)  # by every sync, not counted by the stale check
                 done += 1
                 if progress:
                     progress(done, len(todo))
+            renames.follow(conn)
             write_fts_rows(conn, fts_rows)
         stats["batches"] += 1
     return vanished
 
 
-def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list) -> None:
+def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list,
+                renames: Renames) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
     stats["errors"] += doc.problems  # a bad keywords file: the document is indexed without it
-    if known is not None and known[0] == doc.content_hash:
-        conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, doc.filepath))
+    if known is None and renames and renames.take(conn, doc.filepath, doc.text_hash):
+        _store(conn, ids, doc, fts_rows)  # a renamed document keeps its id; stored as read from its new path
+        stats["renamed"] += 1
+    elif known is not None and known[0] == doc.content_hash:
+        conn.execute("UPDATE documents SET stat_sig = ?, text_hash = ? WHERE filepath = ?",
+                     (doc.stat_sig, doc.text_hash, doc.filepath))
         stats["unchanged"] += 1
     else:
         _store(conn, ids, doc, fts_rows)

@@ -77,10 +77,12 @@ def upsert_document(
     stat_sig: str | None,
     keywords_file: str | None,
     fts_rows: list | None = None,
+    text_hash: str | None = None,
 ) -> tuple[int, bool]:
     """Insert or replace a document and its file keywords; keeps learned keywords.
 
-    ``keywords`` yields (keyword, category, source). Returns (id, created). With ``fts_rows`` the
+    ``keywords`` yields (keyword, category, source); ``text_hash``: of the markdown text alone (None keeps the
+    stored one). Returns (id, created). With ``fts_rows`` the
     full-text row is appended there for :func:`write_fts_rows` instead of written now: a batch writes
     its full-text rows last, because every statement that opens a statement journal (any insert with
     foreign keys) makes FTS5 flush its pending terms, and interleaving costs ~5x.
@@ -90,16 +92,16 @@ def upsert_document(
     if row is None:
         cur = conn.execute(
             "INSERT INTO documents (filepath, title, summary, content_hash, stat_sig, keywords_file, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (filepath, title, summary, content_hash, stat_sig, keywords_file, now, now),
+            "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (filepath, title, summary, content_hash, stat_sig, keywords_file, now, now, text_hash),
         )
         doc_id, created = cur.lastrowid, True
     else:
         doc_id, created = row[0], False
         conn.execute(
             "UPDATE documents SET title = ?, summary = ?, content_hash = ?, stat_sig = ?, "
-            "keywords_file = ?, updated_at = ? WHERE id = ?",
-            (title, summary, content_hash, stat_sig, keywords_file, now, doc_id),
+            "keywords_file = ?, updated_at = ?, text_hash = coalesce(?, text_hash) WHERE id = ?",
+            (title, summary, content_hash, stat_sig, keywords_file, now, text_hash, doc_id),
         )
         conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
     rows = [(doc_id, ids.ensure(kw, category), category, source,

@@ -485,6 +485,18 @@ def m100_sparse(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m110_document_text_hash(conn: sqlite3.Connection) -> None:
+    # The hash of a document's markdown text alone (sha1 of its bytes and a NUL; ``content_hash`` also
+    # covers its keywords file): sync pairs a file that vanished with a new file of the same text, so a
+    # renamed document keeps its id and what hangs off it (see kb_indexer.index.renames). A document without
+    # a keywords file has the same value in both; the others get theirs when sync next reads them.
+    run_script(conn, """
+    ALTER TABLE documents ADD COLUMN text_hash TEXT;
+    UPDATE documents SET text_hash = content_hash WHERE keywords_file IS NULL;
+    """)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str] | None:
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"

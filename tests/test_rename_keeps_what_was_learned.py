@@ -1,0 +1,284 @@
+"""A file renamed (or moved) between two syncs keeps its document: its id, learned items, feedback, recorded
+query results and vectors follow it (issue 27, item 6). Pairing rules: kb_indexer.index.renames."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import kw, write_doc
+from kb_indexer.index import reader as reader_mod
+from kb_indexer.index import sync as sync_mod
+
+TARGET = "markov-decision-processes.md"  # a bundled document without a keywords file
+QUESTIONS = ["what is the bellman equation for values", "how to formalise sequential decisions under uncertainty",
+             "discounted return of a policy"]
+
+
+def _doc_id(conn, path):
+    row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (path,)).fetchone()
+    return row[0] if row else None
+
+
+def _teach(kb, target=TARGET):
+    """Feedback on three questions (with a keyword) marking ``target`` helpful, then learn."""
+    for question in QUESTIONS:
+        res = kb.query(question, ["bellman optimality"])
+        others = [r["filepath"] for r in res["results"] if r["filepath"] != target][:1]
+        kb.feedback(res["query_id"], [target], others)
+    assert kb.learn()["applied"]
+    return kb.learned_list(include_removed=True)["learned"]
+
+
+def _by_id(items):
+    return {i["id"]: (i["kind"], i["status"], i["key"], i["weight"]) for i in items}
+
+
+def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
+    learned = _teach(kb)
+    assert {i["kind"] for i in learned} >= {"association", "keyword"}
+    kb.learned_remove([learned[0]["id"]])  # a removed item is kept as removed: `learned list --all` shows it
+    listed = kb.learned_list(include_removed=True)["learned"]
+    before = _by_id(listed)
+    paths = {i["id"]: i["detail"].get("filepath") for i in listed}
+    assert TARGET in paths.values()
+    doc_id = _doc_id(kb.conn, TARGET)
+    boosted_before = next("learned" in r["sources"] for r in kb.query(QUESTIONS[2], ["bellman optimality"])["results"]
+                          if r["filepath"] == TARGET)
+    os.rename(kb.kb_root / TARGET, kb.kb_root / "mdp.md")
+
+    res = kb.sync()
+    after = kb.learned_list(include_removed=True)["learned"]
+    assert _by_id(after) == before
+    assert _doc_id(kb.conn, "mdp.md") == doc_id
+    assert (res["renamed"], res["added"], res["removed"]) == (1, 0, 0)
+    assert res["renames"] == [{"from": TARGET, "to": "mdp.md"}]
+    assert {i["id"]: i["detail"].get("filepath") for i in after} == {
+        k: "mdp.md" if v == TARGET else v for k, v in paths.items()}
+    for qid in (1, 2, 3):
+        assert [f["filepath"] for f in kb.feedback_show(qid)["feedback"] if f["helpful"]] == ["mdp.md"]
+        tops = [r["filepath"] for a in kb.history(qid)["attempts"] for r in a["top_results"]]
+        assert "mdp.md" in tops and TARGET not in tops
+    assert kb.learn(dry_run=True)["suggestions"] == []  # nothing to learn again: it all followed
+    hit = next(r for r in kb.query(QUESTIONS[2], ["bellman optimality"])["results"] if r["filepath"] == "mdp.md")
+    assert "learned" in hit["sources"] and boosted_before
+    assert "bellman optimality" in [k["keyword"] for k in kb.keywords("mdp.md")["keywords"]]
+
+
+def test_a_renamed_document_keeps_its_vectors(small):
+    from kb_indexer.llm.config import EmbedOptions
+
+    handle, kbdir = small
+    write_doc(kbdir, "engines.md", "# Automobile engines\n\nPistons and crankshafts in the automobile.\n")
+    write_doc(kbdir, "gardens.md", "# Gardens\n\nRoses and tulips need water.\n")
+    handle.sync()
+    assert handle.embed(embed=EmbedOptions(backend="fake-embed"))["embedded"] == 2
+    os.rename(kbdir / "engines.md", kbdir / "cars.md")
+    res = handle.sync()
+    assert handle.embed()["embedded"] == 0  # nothing to embed again: its vectors stayed with it
+    assert res["renamed"] == 1
+    assert handle.query("car", method="semantic")["results"][0]["filepath"] == "cars.md"
+
+
+def test_a_rename_onto_the_path_of_a_removed_document_carries_its_own_feedback(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# Alpha\n\nfirst note about kites\n")
+    write_doc(kbdir, "x.md", "# Other\n\nsecond note about kites\n")
+    handle.sync()
+    qid = handle.query("kites")["query_id"]
+    handle.feedback(qid, ["a.md"], ["x.md"])
+    os.remove(kbdir / "x.md")
+    handle.sync()  # x.md's feedback row stays (history), on a path no document has now
+    os.rename(kbdir / "a.md", kbdir / "x.md")
+    res = handle.sync()
+    assert res["renames"] == [{"from": "a.md", "to": "x.md"}]
+    assert [(f["filepath"], f["helpful"]) for f in handle.feedback_show(qid)["feedback"]] == [("x.md", True)]
+
+
+def test_a_document_moved_into_a_subfolder_with_its_keywords_file_keeps_both(small):
+    handle, kbdir = small
+    write_doc(kbdir, "notes.md", "# Notes\n\nabout gradient clipping\n", kw("s", "clipping", "gradients", filepath="notes.md"))
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "notes.md")
+    (kbdir / "deep").mkdir()
+    os.rename(kbdir / "notes.md", kbdir / "deep" / "notes.md")
+    os.rename(kbdir / "notes.keywords.json", kbdir / "deep" / "notes.keywords.json")  # names it "notes.md"
+    res = handle.sync()
+    assert res["renames"] == [{"from": "notes.md", "to": "deep/notes.md"}] and res["errors"] == []
+    row = handle.conn.execute("SELECT id, keywords_file FROM documents WHERE filepath = 'deep/notes.md'").fetchone()
+    assert tuple(row) == (doc_id, "deep/notes.keywords.json")
+    assert {k["keyword"] for k in handle.keywords("deep/notes.md")["keywords"]} == {"clipping", "gradients"}
+
+
+def test_a_renamed_keywords_file_goes_with_its_renamed_document(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers", title="Tokenizers"))
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "a.md")
+    os.rename(kbdir / "a.md", kbdir / "b.md")
+    os.remove(kbdir / "a.keywords.json")  # renamed, and its "filepath" says the new name
+    write_doc(kbdir, "b.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers", "bpe", title="Tokenizers"))
+    res = handle.sync()
+    assert (res["renamed"], res["added"], res["removed"], res["errors"]) == (1, 0, 0, [])
+    assert _doc_id(handle.conn, "b.md") == doc_id
+    assert {k["keyword"] for k in handle.keywords("b.md")["keywords"]} == {"tokenizers", "bpe"}
+
+
+def test_git_mv_of_a_document_and_its_keywords_file_naming_the_old_path_keeps_it_until_fixed(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers"))  # "filepath": "a.md"
+    write_doc(kbdir, "other.md", "# Other\n\nunrelated\n")
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "a.md")
+    os.rename(kbdir / "a.md", kbdir / "b.md")
+    os.rename(kbdir / "a.keywords.json", kbdir / "b.keywords.json")
+    res = handle.sync()
+    assert [e["file"] for e in res["errors"]] == ["b.md"]  # its keywords file describes 'a.md'
+    assert _doc_id(handle.conn, "a.md") == doc_id and res["removed"] == 0
+    assert any("b.md could not be read" in w["message"] for w in res["warnings"] if w["file"] == "a.md")
+    write_doc(kbdir, "b.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers"))  # fixed
+    res = handle.sync()
+    assert res["renames"] == [{"from": "a.md", "to": "b.md"}] and res["errors"] == []
+    assert _doc_id(handle.conn, "b.md") == doc_id
+    os.remove(kbdir / "other.md")  # a vanished file with no failed new file of its size is removed as before
+    assert handle.sync()["removed"] == 1
+
+
+def test_a_keywords_file_left_behind_is_an_orphan_and_the_document_keeps_its_identity(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# A\n\ntext\n", kw("s", "alpha"))
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "a.md")
+    os.rename(kbdir / "a.md", kbdir / "b.md")
+    res = handle.sync()
+    assert res["renames"] == [{"from": "a.md", "to": "b.md"}]
+    assert _doc_id(handle.conn, "b.md") == doc_id
+    assert handle.keywords("b.md")["keywords"] == []  # the file keywords stayed with the keywords file
+    assert [e["file"] for e in res["errors"]] == ["a.keywords.json"]
+
+
+def test_two_identical_files_renamed_each_keep_their_own_identity(small):
+    handle, kbdir = small
+    for name in ("a.md", "b.md", "c.md"):
+        write_doc(kbdir, name, "# Template\n\nTODO\n")
+    handle.sync()
+    ids = {n: _doc_id(handle.conn, n) for n in ("a.md", "b.md", "c.md")}
+    (kbdir / "x").mkdir()
+    for name in ("b.md", "a.md"):
+        os.rename(kbdir / name, kbdir / "x" / name)
+    os.rename(kbdir / "c.md", kbdir / "z.md")
+    res = handle.sync()
+    # Same text: the vanished document with the same file name first, then path order.
+    assert sorted((r["from"], r["to"]) for r in res["renames"]) == [
+        ("a.md", "x/a.md"), ("b.md", "x/b.md"), ("c.md", "z.md")]
+    assert {n: _doc_id(handle.conn, n) for n in ("x/a.md", "x/b.md", "z.md")} == {
+        "x/a.md": ids["a.md"], "x/b.md": ids["b.md"], "z.md": ids["c.md"]}
+
+
+def test_more_vanished_copies_than_new_files_renames_one_and_removes_the_rest(small):
+    handle, kbdir = small
+    for name in ("a.md", "b.md"):
+        write_doc(kbdir, name, "# Same\n\nsame\n")
+    handle.sync()
+    os.remove(kbdir / "a.md")
+    os.rename(kbdir / "b.md", kbdir / "c.md")
+    res = handle.sync()
+    assert (res["renamed"], res["removed"], res["added"]) == (1, 1, 0)
+    assert res["renames"] == [{"from": "a.md", "to": "c.md"}]  # no same name: the first in path order
+
+
+def test_a_rename_with_an_edit_in_the_same_sync_is_a_removal_and_an_addition(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# A\n\nfirst text\n")
+    handle.sync()
+    old_id = _doc_id(handle.conn, "a.md")
+    os.remove(kbdir / "a.md")
+    write_doc(kbdir, "b.md", "# A\n\nfirst text, edited\n")
+    res = handle.sync()
+    assert (res["renamed"], res["removed"], res["added"], res["renames"]) == (0, 1, 1, [])
+    assert _doc_id(handle.conn, "b.md") != old_id
+
+
+def test_a_sync_killed_between_batches_keeps_the_identity_of_every_renamed_document(small, monkeypatch):
+    handle, kbdir = small
+    monkeypatch.setattr(sync_mod, "BATCH_DOCS", 10)
+    for i in range(35):
+        write_doc(kbdir, f"d{i:03d}.md", f"# Doc {i}\n\nbody {i}\n")
+    handle.sync()
+    ids = {f"d{i:03d}.md": _doc_id(handle.conn, f"d{i:03d}.md") for i in range(35)}
+    (kbdir / "moved").mkdir()
+    for name in ids:
+        os.rename(kbdir / name, kbdir / "moved" / name)
+    real, calls = reader_mod.load_document, {"n": 0}
+
+    def dies_on_the_25th(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 25:
+            raise KeyboardInterrupt  # as a kill between two reads would
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader_mod, "load_document", dies_on_the_25th)
+    with pytest.raises(KeyboardInterrupt):
+        handle.sync()
+    assert handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 35  # none lost
+    monkeypatch.setattr(reader_mod, "load_document", real)
+    res = handle.sync()
+    assert (res["renamed"], res["added"], res["removed"]) == (15, 0, 0)
+    assert {n: _doc_id(handle.conn, "moved/" + n) for n in ids} == ids
+
+
+def test_an_index_from_before_text_hashes_still_pairs_documents_without_keywords_files(small):
+    from kb_indexer.store.migrations import open_db
+
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# A\n\ntext\n")
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "a.md")
+    handle.conn.execute("ALTER TABLE documents DROP COLUMN text_hash")  # as an index written before m110
+    handle.conn.execute("DELETE FROM _migrations WHERE name = 'm110_document_text_hash'")
+    handle.conn.commit()
+    handle.conn.close()
+    handle.conn = open_db(handle.db_path)  # upgrades it
+    os.rename(kbdir / "a.md", kbdir / "b.md")
+    assert handle.sync()["renamed"] == 1
+    assert _doc_id(handle.conn, "b.md") == doc_id
+
+
+@pytest.fixture
+def proj(project, run):
+    assert run("init", cwd=project).returncode == 0
+    assert run("sync", cwd=project).returncode == 0
+    return project
+
+
+def test_git_mv_then_sync_through_the_command_keeps_every_learned_item(proj, run):
+    for question in QUESTIONS:
+        res = run("query", question, "--keywords", "bellman optimality", "-f", "json", cwd=proj).json()
+        assert run("feedback", res["query_id"], "--helpful", TARGET, cwd=proj).returncode == 0
+    assert run("learn", cwd=proj).returncode == 0
+    before = run("learned", "list", "--all", "-f", "json", cwd=proj).json()
+    assert before["count"] >= 4
+    kbdir = proj / "knowledge-base"
+    if shutil.which("git"):
+        git = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+        subprocess.run(git + ["init", "-q"], cwd=kbdir, check=True)
+        subprocess.run(git + ["add", "-A"], cwd=kbdir, check=True)
+        subprocess.run(git + ["commit", "-qm", "notes"], cwd=kbdir, check=True)
+        subprocess.run(git + ["mv", TARGET, "mdp.md"], cwd=kbdir, check=True)
+    else:
+        os.rename(kbdir / TARGET, kbdir / "mdp.md")
+    out = run("sync", "-f", "json", cwd=proj)
+    assert out.returncode == 0, out.stderr
+    after = run("learned", "list", "--all", "-f", "json", cwd=proj).json()
+    assert _by_id(after["learned"]) == _by_id(before["learned"])
+    assert out.json()["renames"] == [{"from": TARGET, "to": "mdp.md"}]
+    shown = run("feedback", "1", "--show", "-f", "json", cwd=proj).json()
+    assert [f["filepath"] for f in shown["feedback"]] == ["mdp.md"]
+    os.rename(kbdir / "mdp.md", kbdir / "mdp2.md")
+    text = run("sync", cwd=proj)
+    assert text.returncode == 0 and "mdp.md -> mdp2.md" in text.stdout
+    assert json.loads(run("learned", "list", "--all", "-f", "json", cwd=proj).stdout)["count"] == before["count"]
