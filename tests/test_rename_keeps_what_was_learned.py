@@ -128,7 +128,7 @@ def test_a_renamed_keywords_file_goes_with_its_renamed_document(small):
     assert {k["keyword"] for k in handle.keywords("b.md")["keywords"]} == {"tokenizers", "bpe"}
 
 
-def test_git_mv_of_a_document_and_its_keywords_file_naming_the_old_path_keeps_it_until_fixed(small):
+def test_git_mv_of_a_document_and_its_keywords_file_naming_the_old_path_keeps_its_identity(small):
     handle, kbdir = small
     write_doc(kbdir, "a.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers"))  # "filepath": "a.md"
     write_doc(kbdir, "other.md", "# Other\n\nunrelated\n")
@@ -137,14 +137,16 @@ def test_git_mv_of_a_document_and_its_keywords_file_naming_the_old_path_keeps_it
     os.rename(kbdir / "a.md", kbdir / "b.md")
     os.rename(kbdir / "a.keywords.json", kbdir / "b.keywords.json")
     res = handle.sync()
-    assert [e["file"] for e in res["errors"]] == ["b.md"]  # its keywords file describes 'a.md'
-    assert _doc_id(handle.conn, "a.md") == doc_id and res["removed"] == 0
-    assert any("b.md could not be read" in w["message"] for w in res["warnings"] if w["file"] == "a.md")
+    # The keywords file still describes 'a.md': it is reported, and b.md is indexed without it, as itself.
+    assert [e["file"] for e in res["errors"]] == ["b.keywords.json"]
+    assert res["renames"] == [{"from": "a.md", "to": "b.md"}] and res["removed"] == 0
+    assert _doc_id(handle.conn, "b.md") == doc_id
     write_doc(kbdir, "b.md", "# A\n\nsome text about tokenizers\n", kw("s", "tokenizers"))  # fixed
     res = handle.sync()
-    assert res["renames"] == [{"from": "a.md", "to": "b.md"}] and res["errors"] == []
+    assert res["errors"] == [] and res["updated"] == 1
     assert _doc_id(handle.conn, "b.md") == doc_id
-    os.remove(kbdir / "other.md")  # a vanished file with no failed new file of its size is removed as before
+    assert "tokenizers" in [k["keyword"] for k in handle.keywords("b.md")["keywords"]]
+    os.remove(kbdir / "other.md")  # a vanished file with no new file of its text is removed as before
     assert handle.sync()["removed"] == 1
 
 
