@@ -16,7 +16,7 @@ FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the cur
 
 
 def _warn(result: dict) -> None:
-    for warning in result.get("warnings") or []:
+    for warning in (result.get("warnings") or []) + (result.get("errors") or []):
         sys.stderr.write(f"warning: {warning}\n")
 
 
@@ -131,7 +131,7 @@ def sync(
         else:
             result = k.sync(directory, progress.callback("Indexing", lines=False), **vectors)
     for err in result["errors"]:
-        sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+        sys.stderr.write(f"warning: {'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}\n")
     for warning in result["warnings"]:
         sys.stderr.write(f"warning: {warning['message']}\n")
     if embed and result["embed"].get("error"):

@@ -123,7 +123,7 @@ def _refresh(k, sync: bool, stale_check: bool) -> None:
     if sync:
         result = k.sync()
         for err in result["errors"]:
-            sys.stderr.write(f"warning: skipped {err['file']}: {err['message']}\n")
+            sys.stderr.write(f"warning: {'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}\n")
     elif stale_check:
         from kb_indexer.index.stale import message
 

@@ -39,7 +39,8 @@ def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
 
 def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
     return {"action": action, "filepath": doc.filepath, "title": doc.title,
-            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file, "warnings": doc.warnings}
+            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file, "warnings": doc.warnings,
+            "errors": doc.errors}
 
 
 def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> dict:
@@ -215,6 +216,7 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
 
 def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
+    stats["errors"] += [{"file": doc.filepath, "message": e, "indexed": True} for e in doc.errors]
     if known is not None and known[0] == doc.content_hash:
         conn.execute("UPDATE documents SET stat_sig = ? WHERE filepath = ?", (doc.stat_sig, doc.filepath))
         stats["unchanged"] += 1
