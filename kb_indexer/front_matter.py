@@ -2,16 +2,19 @@
 
 The front matter is the block between a first line ``---`` (after a byte-order mark) and the next line
 ``---`` or ``...``; a ``---`` further down is markdown (a thematic break), never front matter. Line ends
-(CRLF, CR) become LF once a block is found. A text without a first line ``---`` costs one ``find``: no
-YAML is loaded.
+(CRLF, CR) become LF once a block is found. A text whose first line is not ``---`` costs one regular
+expression match: no YAML is loaded.
 
 The block is parsed with PyYAML's safe loader (libyaml's when installed), so only plain data is built,
-never a Python object. Bounds, each a :class:`FrontMatterError` naming the problem (and the line):
-at most ``MAX_FRONT_MATTER_BYTES``; no aliases (a few hundred bytes of nested aliases expand to millions of
+never a Python object. Bounds, each a :class:`FrontMatterError` naming the problem (and the line): at
+most ``MAX_FRONT_MATTER_BYTES``; no aliases (a few hundred bytes of nested aliases expand to millions of
 items); nesting at most ``MAX_JSON_DEPTH`` deep (checked on the parser's events before libyaml composes
-the block: its recursive composer crashes the process on ~30,000 nested ``[`` or ``- ``). ``typed=False`` (documents) keeps every scalar as
-the text written (``3.10``, ``no``, ``2024-05-01`` stay strings; ``~``, ``null`` and an empty value are
-None); ``typed=True`` (skills' metadata) resolves numbers, booleans and dates as YAML does.
+the block: its recursive composer crashes the process on ~30,000 nested ``[`` or ``- ``).
+
+``typed=False`` (documents) keeps every scalar as the text written (``3.10``, ``no``, ``2024-05-01`` stay
+strings; ``~``, ``null`` and an empty value are None; tags are not applied): only ``str``, ``None``,
+``list`` and ``dict`` are built. ``typed=True`` (skills' metadata) resolves numbers, booleans and dates
+as YAML's safe loader does.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
         text = text[1:]
     if not _OPEN.match(text):
         return None, text
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     start = text.index("\n") + 1 if "\n" in text else len(text)
     close = _CLOSE.search(text, start)
     if close is None:
@@ -59,7 +63,11 @@ def load_front_matter(block: str, *, typed: bool = False, where: str = "front ma
     try:
         if "*" in block or sum(block.count(c) for c in _NESTING) > MAX_JSON_DEPTH:
             _check_events(yaml, block, where)
-        data = yaml.load(block, Loader=_loader(typed))  # noqa: S506 - safe loaders
+        if typed:
+            data = yaml.load(block, Loader=_loader(True))  # noqa: S506 - a safe loader
+        else:  # composed by libyaml, built here: only str, None, list and dict, whatever the tags say
+            node = yaml.compose(block, Loader=_loader(False))
+            data = None if node is None else _as_text(yaml, node)
     except yaml.YAMLError as exc:
         raise FrontMatterError(_yaml_message(exc)) from None
     if data is None:
@@ -85,6 +93,21 @@ def _check_events(yaml: Any, block: str, where: str) -> None:
             depth -= 1
 
 
+def _as_text(yaml: Any, node: Any) -> Any:
+    """A composed node as plain data, scalars as the text written (nulls None). Depth is bounded (see
+    :func:`_check_events`): the recursion is too."""
+    if isinstance(node, yaml.ScalarNode):
+        return None if node.tag == _NULL_TAG else node.value
+    if isinstance(node, yaml.SequenceNode):
+        return [_as_text(yaml, item) for item in node.value]
+    out = {}
+    for key, value in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            raise yaml.MarkedYAMLError(None, None, "a key must be text, not a list or mapping", key.start_mark)
+        out[_as_text(yaml, key)] = _as_text(yaml, value)
+    return out
+
+
 def _yaml_message(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     at = f" (line {mark.line + 2}, column {mark.column + 1})" if mark is not None else ""  # line 1 is '---'
@@ -96,8 +119,8 @@ _LOADERS: dict[bool, Any] = {}
 
 
 def _loader(typed: bool) -> Any:
-    """A safe loader class (libyaml's when installed); ``typed=False`` resolves only nulls, so every other
-    scalar stays the text written. Built once."""
+    """A safe loader class (libyaml's when installed); ``typed=False`` resolves only nulls (the tag
+    :func:`_as_text` looks at). Built once."""
     if typed not in _LOADERS:
         import yaml
 

@@ -192,3 +192,20 @@ def test_enrich_starts_from_the_front_matter_as_read(tmp_path):
 def test_skills_use_the_same_bounds(head):
     with pytest.raises(SkillParseError, match="nested more than 64 levels deep"):
         parse_skill(("---\nname: deep\ndescription: d\n" + head + "---\n").encode("utf-8"))
+
+
+def test_yaml_tags_build_nothing(small, tmp_path):
+    """Only text, lists and mappings are built from a document's front matter: no tag is applied."""
+    target = tmp_path / "pwned"
+    text = (f"---\ntitle: !!binary aGk=\ntags: !!python/object/apply:os.system [\"touch {target}\"]\n"
+            "summary: !!int '12'\n---\n" + BODY)
+    res, shown = _synced(small, text)
+    assert res["errors"] == [] and not target.exists()
+    assert shown["title"] == "aGk=" and shown["summary"] == "12" and _keywords(shown) == [f"touch {target}"]
+
+
+def test_a_list_as_a_key_is_an_error(small):
+    res, shown = _synced(small, "---\n? [a, b]\n: c\ntitle: T\n---\n" + BODY)
+    [error] = res["errors"]
+    assert "(line 2, column 3): a key must be text" in error["message"]
+    assert shown["title"] == "Heading Title"

@@ -6,7 +6,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,46 +196,38 @@ def parse_markdown(text: str) -> ParsedMarkdown:
 
 _TEXT_KEYS = ("title", "summary", "description")
 _KEYWORD_KEYS = ("keywords", "tags")
-_SCALARS = (str, int, float, bool, date, datetime)
 
 
 def _checked(fm: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The front matter without the keys kbindex reads whose value has the wrong type, and what was wrong."""
-    wrong = [k for k in _TEXT_KEYS if fm.get(k) is not None and not isinstance(fm[k], _SCALARS)]
-    wrong += [k for k in _KEYWORD_KEYS if fm.get(k) is not None and not all(
-        isinstance(v, _SCALARS) for v in _flat(fm[k]) if v is not None)]
+    """The front matter (scalars as text: see :func:`load_front_matter`) without the keys kbindex reads
+    whose value has the wrong type, and what was wrong."""
+    wrong = [k for k in _TEXT_KEYS if fm.get(k) is not None and not isinstance(fm[k], str)]
+    wrong += [k for k in _KEYWORD_KEYS if fm.get(k) is not None and not _keywords_value(fm[k])]
     if not wrong:
         return fm, None
     problems = "; ".join(
         f"'{k}' must be {'text' if k in _TEXT_KEYS else 'a list of keywords or comma-separated text'}, "
-        f"not {_kind(fm[k])}" for k in wrong)
+        f"not {'a mapping' if isinstance(fm[k], dict) else 'a list'}" for k in wrong)
     return {k: v for k, v in fm.items() if k not in wrong}, f"front matter: {problems} (ignored)"
 
 
-def _flat(value: Any) -> list[Any]:
-    """A keywords value's items: nested lists are flattened, a scalar is one item."""
-    if not isinstance(value, list):
-        return [value]
-    return [item for v in value for item in _flat(v)]
+def _keywords_value(value: Any) -> bool:
+    """Text, or a list of text (nested lists too; empty items are skipped)."""
+    if isinstance(value, list):
+        return all(v is None or isinstance(v, str) or (isinstance(v, list) and _keywords_value(v)) for v in value)
+    return isinstance(value, str)
 
 
-def _kind(value: Any) -> str:
-    return "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else \
-        type(value).__name__
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value.isoformat() if isinstance(value, (date, datetime)) else str(value)
+def _flat(value: list) -> list[Any]:
+    """A keywords list's items, nested lists flattened."""
+    return [item for v in value for item in (_flat(v) if isinstance(v, list) else [v])]
 
 
 def front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:
     """A text field of checked front matter (``title``, ``summary``, ``description``), stripped; None when
     absent or empty."""
     value = front_matter.get(key)
-    text = _as_text(value).strip() if value is not None else ""
-    return text or None
+    return value.strip() or None if isinstance(value, str) else None
 
 
 def front_matter_summary(front_matter: dict[str, Any]) -> str | None:
@@ -249,7 +240,7 @@ def front_matter_keywords(front_matter: dict[str, Any]) -> list[str]:
     for key in _KEYWORD_KEYS:
         value = front_matter.get(key)
         if isinstance(value, list):
-            return [t for t in (_as_text(v).strip() for v in _flat(value) if v is not None) if t]
-        if value is not None:
-            return [t.strip() for t in _as_text(value).split(",") if t.strip()]
+            return [t for t in (v.strip() for v in _flat(value) if v is not None) if t]
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
     return []
