@@ -209,3 +209,16 @@ def test_a_list_as_a_key_is_an_error(small):
     [error] = res["errors"]
     assert "(line 2, column 3): a key must be text" in error["message"]
     assert shown["title"] == "Heading Title"
+
+
+def test_enrich_does_not_write_past_a_block_it_cannot_read(tmp_path):
+    """A keywords file written now would hide the front matter's keywords once the block is fixed."""
+    root = tmp_path / "kb"
+    write_doc(root, "fm.md", "---\ntitle: Part 1: broken\ntags: [alpha, beta]\n---\n# Heading\n\n"
+                             "Delta waves and epsilon noise meet zeta functions.\n")
+    with KnowledgeBase.init(tmp_path / "kbindex.db", root)[0] as kb:
+        kb.sync()
+        out = kb.enrich(["fm.md"], use_llm=False)
+    [entry] = out["documents"]
+    assert entry["action"] == "failed" and "invalid YAML front matter (line 2" in entry["error"]
+    assert not (root / "fm.keywords.json").exists()

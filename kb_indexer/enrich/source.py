@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_json_file, validate_keywords_data
 from kb_indexer.index.generated import generated_norms, marker
 from kb_indexer.index.markdown import (front_matter_keywords, front_matter_summary, front_matter_text, parse_markdown,
@@ -41,6 +42,8 @@ def read_source(root: Path, rel: str) -> Source:
     if kw_path.exists():
         existing, _ = load_json_file(kw_path, kw_path.name, limit=max_doc_bytes())
         validated = validate_keywords_data(existing, kw_path.name)
+    elif parsed.front_matter_error:  # the keywords file written would hide the front matter's keywords
+        raise ValidationError(f"{rel}: {parsed.front_matter_error}; fix it, then enrich the document")
     else:
         existing, validated = _front_matter_as_file(rel, fm)
     mark = marker(existing)
