@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from kb_indexer.index.markdown import parse_front_matter, parse_markdown
+from kb_indexer.front_matter import load_front_matter
+from kb_indexer.index.markdown import parse_markdown
 from tests.helpers import kw, write_doc
 
 
@@ -25,8 +26,8 @@ def test_parse_markdown_title_summary_body_front_matter():
 
 
 def test_parse_front_matter_block_list_and_scalars():
-    fm = parse_front_matter("name: 'quoted'\nlist:\n  - one\n  - 'two'\nempty:\n")
-    assert fm == {"name": "quoted", "list": ["one", "two"], "empty": []}
+    fm = load_front_matter("name: 'quoted'\nlist:\n  - one\n  - 'two'\nempty:\n")
+    assert fm == {"name": "quoted", "list": ["one", "two"], "empty": None}  # YAML: an empty value is null
 
 
 def test_plain_markdown_without_keywords_file_is_indexed(small):

@@ -16,7 +16,7 @@ FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the cur
 
 
 def _warn(result: dict) -> None:
-    for warning in result.get("warnings") or []:
+    for warning in (result.get("warnings") or []) + (result.get("errors") or []):
         warn(warning)
 
 
@@ -131,7 +131,7 @@ def sync(
         else:
             result = k.sync(directory, progress.callback("Indexing", lines=False), **vectors)
     for err in result["errors"]:
-        warn(f"skipped {err['file']}: {err['message']}")
+        warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     for warning in result["warnings"]:
         warn(warning["message"])
     if embed and result["embed"].get("error"):

@@ -124,7 +124,7 @@ def _refresh(k, sync: bool, stale_check: bool) -> None:
     if sync:
         result = k.sync()
         for err in result["errors"]:
-            warn(f"skipped {err['file']}: {err['message']}")
+            warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     elif stale_check:
         from kb_indexer.index.stale import message
 

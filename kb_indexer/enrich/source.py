@@ -10,7 +10,8 @@ from typing import Any
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import is_there, load_keywords_file, validate_keywords_data
 from kb_indexer.index.generated import generated_norms, marker, without_generated
-from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
+from kb_indexer.index.markdown import (front_matter_keywords, front_matter_summary, front_matter_text, parse_markdown,
+                                      read_document_text)
 from kb_indexer.index.paths import keywords_path_for
 from kb_indexer.text import normalize_keyword
 
@@ -39,12 +40,14 @@ def read_source(root: Path, rel: str) -> Source:
     existing = validated = replaces = None
     if is_there(kw_path):
         existing, validated, replaces = _keywords_file(root, kw_path)
+    elif parsed.front_matter_error:  # the keywords file written would hide the front matter's keywords
+        raise ValidationError(f"{rel}: {parsed.front_matter_error}; fix it, then enrich the document")
     else:
         existing, validated = _front_matter_as_file(rel, fm)
     mark = marker(existing)
     generated = generated_norms(existing)
     human = [k for k, _ in (validated or {}).get("keywords", []) if normalize_keyword(k) not in generated]
-    title = parsed.title or _fm(fm, "title") or Path(rel).stem.replace("-", " ").replace("_", " ")
+    title = parsed.title or front_matter_text(fm, "title") or Path(rel).stem.replace("-", " ").replace("_", " ")
     return Source(rel=rel, text=text, body=parsed.body, title=title,
                   source_hash=hashlib.sha1(raw).hexdigest(), existing=existing, validated=validated,
                   has_keywords=bool(human), enriched_hash=mark.get("source_hash") if mark and not replaces else None,
@@ -74,15 +77,10 @@ def _front_matter_as_file(rel: str, fm: dict[str, Any]) -> tuple[dict[str, Any] 
     for k in front_matter_keywords(fm):
         first.setdefault(normalize_keyword(k), k)
     keywords = list(first.values())
-    title, summary = _fm(fm, "title"), _fm(fm, "summary") or _fm(fm, "description")
+    title, summary = front_matter_text(fm, "title"), front_matter_summary(fm)
     if not (keywords or title or summary):
         return None, None
     data: dict[str, Any] = {"filepath": rel, "summary": summary or "", "keywords": keywords}
     if title:
         data["title"] = title
     return data, validate_keywords_data(data, f"{rel} (front matter)")
-
-
-def _fm(fm: dict[str, Any], key: str) -> str | None:
-    value = fm.get(key)
-    return value.strip() if isinstance(value, str) and value.strip() else None

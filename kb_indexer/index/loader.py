@@ -10,7 +10,8 @@ from typing import Any
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import is_there, load_json_file, load_keywords_file, validate_keywords_data
 from kb_indexer.index.generated import generated_norms
-from kb_indexer.index.markdown import front_matter_keywords, parse_markdown, read_document_text
+from kb_indexer.index.markdown import (front_matter_keywords, front_matter_summary, front_matter_text, parse_markdown,
+                                      read_document_text)
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, stat_sig, store_keywords_file
 from kb_indexer.limits import check_keyword, max_doc_bytes
 from kb_indexer.text import normalize_keyword
@@ -29,6 +30,7 @@ class LoadedDocument:
     warnings: list[str] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)  # {file, message}: for sync's errors
     text_hash: str | None = None  # of the markdown file alone: what pairs a renamed file with its document
+    errors: list[str] = field(default_factory=list)  # the document is indexed all the same (its front matter)
 
 
 def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
@@ -57,20 +59,25 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
                              "without it (its own title and front-matter keywords)"})
     parsed = parse_markdown(text)
     fm = parsed.front_matter
+    errors = [parsed.front_matter_error] if parsed.front_matter_error else []
     stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()
     if kw_data:
-        title = kw_data["title"] or parsed.title or _fm_str(fm, "title") or stem_title
-        summary = kw_data["summary"] or _fm_str(fm, "summary") or parsed.summary or ""
+        title = kw_data["title"] or parsed.title or front_matter_text(fm, "title") or stem_title
+        summary = kw_data["summary"] or front_matter_text(fm, "summary") or parsed.summary or ""
         generated = generated_norms(data)  # written by `kbindex enrich` (see kb_indexer.index.generated)
         keywords = [(kw, cat, "generated" if normalize_keyword(kw) in generated else "file")
                     for kw, cat in kw_data["keywords"]]
     else:
-        title = _fm_str(fm, "title") or parsed.title or stem_title
-        summary = _fm_str(fm, "summary") or _fm_str(fm, "description") or parsed.summary or ""
+        title = front_matter_text(fm, "title") or parsed.title or stem_title
+        summary = front_matter_summary(fm) or parsed.summary or ""
         keywords = []
         seen = set()
         for kw in front_matter_keywords(fm):
-            check_keyword(kw, f"{rel}: a keyword in the front matter")
+            try:
+                check_keyword(kw, "a keyword in the front matter")
+            except ValidationError as exc:  # that keyword is left out; the document is indexed all the same
+                errors.append(f"{exc.message}; {rel} is indexed without it")
+                continue
             norm = normalize_keyword(kw)
             if norm and norm not in seen:
                 seen.add(norm)
@@ -84,6 +91,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
         warnings=([warning] if warning else []) + (kw_data["warnings"] if kw_data else []), problems=problems,
         text_hash=text_digest,
+        errors=errors,
     )
 
 
@@ -112,8 +120,3 @@ def describes(filepath: str, rel: str) -> bool:
     while value.startswith("./"):
         value = value[2:]
     return value == rel or ("/" not in value and value == PurePosixPath(rel).name)
-
-
-def _fm_str(fm: dict, key: str) -> str | None:
-    value = fm.get(key)
-    return value.strip() if isinstance(value, str) and value.strip() else None

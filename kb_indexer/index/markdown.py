@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import ValidationError
+from kb_indexer.front_matter import FrontMatterError, load_front_matter, split_front_matter
 from kb_indexer.limits import max_doc_bytes
 
 SUMMARY_MAX = 400
@@ -33,6 +34,7 @@ class ParsedMarkdown:
     title: str | None = None
     summary: str | None = None
     body: str = ""
+    front_matter_error: str | None = None
 
 
 def _read_regular(path: Path, name: str, limit: int) -> bytes:
@@ -101,62 +103,6 @@ def read_document_text(path: Path, display: str | None = None) -> tuple[str, byt
         "(set KBINDEX_MAX_DOC_BYTES to raise the limit)")
 
 
-def _scalar(value: str) -> Any:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
-def _split_inline_list(value: str) -> list[str]:
-    inner = value.strip()[1:-1]
-    items, buf, quote = [], "", None
-    for ch in inner:
-        if quote:
-            if ch == quote:
-                quote = None
-            else:
-                buf += ch
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ",":
-            items.append(buf.strip())
-            buf = ""
-        else:
-            buf += ch
-    if buf.strip():
-        items.append(buf.strip())
-    return [i for i in items if i]
-
-
-def parse_front_matter(block: str) -> dict[str, Any]:
-    """A small YAML subset: ``key: value``, ``key: [a, b]`` and block lists (``- item``)."""
-    data: dict[str, Any] = {}
-    current: str | None = None
-    for raw in block.splitlines():
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        stripped = line.strip()
-        if stripped.startswith("- ") and current is not None:
-            if not isinstance(data.get(current), list):
-                data[current] = []
-            data[current].append(_scalar(stripped[2:]))
-            continue
-        if ":" in line and not line[0].isspace():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            value = value.strip()
-            current = key
-            if value.startswith("[") and value.endswith("]"):
-                data[key] = [_scalar(v) for v in _split_inline_list(value)]
-            elif value:
-                data[key] = _scalar(value)
-            else:
-                data[key] = []
-    return data
-
-
 def _unemphasise(text: str) -> str:
     for _ in range(3):  # nested: **bold _and_ em**
         new = _EMPHASIS.sub(r"\2", text)
@@ -191,16 +137,27 @@ def _h1_text(line: str) -> str | None:
     return text or None
 
 
+def _read_front_matter(text: str, out: ParsedMarkdown) -> str:
+    """Fill ``out``'s front matter (or its error); the markdown after it."""
+    try:
+        block, body = split_front_matter(text)
+    except FrontMatterError as exc:  # not closed: all of it is markdown
+        out.front_matter_error = f"{exc}; the document is read without front matter"
+        return text
+    if block is not None:
+        try:
+            out.front_matter, out.front_matter_error = _checked(load_front_matter(block))
+        except FrontMatterError as exc:
+            out.front_matter_error = f"{exc}; the document is read without front matter"
+    return body
+
+
 def parse_markdown(text: str) -> ParsedMarkdown:
+    """Front matter (see :mod:`kb_indexer.front_matter`), title, summary and body. A block that cannot be
+    read, or a key kbindex reads with a value of the wrong type, is ``front_matter_error``: the document is
+    read without it (or without that key), never guessed."""
     out = ParsedMarkdown()
-    body = text
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":
-        for i in range(1, len(lines)):
-            if lines[i].strip() in ("---", "..."):
-                out.front_matter = parse_front_matter("\n".join(lines[1:i]))
-                body = "\n".join(lines[i + 1:])
-                break
+    body = _read_front_matter(text, out)
     out.body = body.strip()
     in_fence = False
     para: list[str] = []
@@ -237,11 +194,53 @@ def parse_markdown(text: str) -> ParsedMarkdown:
     return out
 
 
+_TEXT_KEYS = ("title", "summary", "description")
+_KEYWORD_KEYS = ("keywords", "tags")
+
+
+def _checked(fm: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The front matter (scalars as text: see :func:`load_front_matter`) without the keys kbindex reads
+    whose value has the wrong type, and what was wrong."""
+    wrong = [k for k in _TEXT_KEYS if fm.get(k) is not None and not isinstance(fm[k], str)]
+    wrong += [k for k in _KEYWORD_KEYS if fm.get(k) is not None and not _keywords_value(fm[k])]
+    if not wrong:
+        return fm, None
+    problems = "; ".join(
+        f"'{k}' must be {'text' if k in _TEXT_KEYS else 'a list of keywords or comma-separated text'}, "
+        f"not {'a mapping' if isinstance(fm[k], dict) else 'a list'}" for k in wrong)
+    return {k: v for k, v in fm.items() if k not in wrong}, f"front matter: {problems} (ignored)"
+
+
+def _keywords_value(value: Any) -> bool:
+    """Text, or a list of text (nested lists too; empty items are skipped)."""
+    if isinstance(value, list):
+        return all(v is None or isinstance(v, str) or (isinstance(v, list) and _keywords_value(v)) for v in value)
+    return isinstance(value, str)
+
+
+def _flat(value: list) -> list[Any]:
+    """A keywords list's items, nested lists flattened."""
+    return [item for v in value for item in (_flat(v) if isinstance(v, list) else [v])]
+
+
+def front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:
+    """A text field of checked front matter (``title``, ``summary``, ``description``), stripped; None when
+    absent or empty."""
+    value = front_matter.get(key)
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def front_matter_summary(front_matter: dict[str, Any]) -> str | None:
+    """``summary``, else ``description``."""
+    return front_matter_text(front_matter, "summary") or front_matter_text(front_matter, "description")
+
+
 def front_matter_keywords(front_matter: dict[str, Any]) -> list[str]:
-    for key in ("keywords", "tags"):
+    """``keywords`` (else ``tags``) of checked front matter: a list, or comma-separated text."""
+    for key in _KEYWORD_KEYS:
         value = front_matter.get(key)
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
         if isinstance(value, list):
-            return [str(v).strip() for v in value if str(v).strip()]
+            return [t for t in (v.strip() for v in _flat(value) if v is not None) if t]
+        if isinstance(value, str):
+            return [t.strip() for t in value.split(",") if t.strip()]
     return []

@@ -40,7 +40,8 @@ def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
 
 def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
     return {"action": action, "filepath": doc.filepath, "title": doc.title,
-            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file, "warnings": doc.warnings}
+            "keywords": len(doc.keywords), "keywords_file": doc.keywords_file, "warnings": doc.warnings,
+            "errors": doc.errors}
 
 
 def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> dict:
@@ -223,6 +224,7 @@ def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, 
                 renames: Renames) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
     stats["errors"] += doc.problems  # a bad keywords file: the document is indexed without it
+    stats["errors"] += [{"file": doc.filepath, "message": e, "indexed": True} for e in doc.errors]
     if known is None and renames and renames.take(conn, doc.filepath, doc.text_hash):
         _store(conn, ids, doc, fts_rows)  # a renamed document keeps its id; stored as read from its new path
         stats["renamed"] += 1

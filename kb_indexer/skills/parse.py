@@ -1,8 +1,7 @@
 """Reading one ``SKILL.md``: YAML front matter (``name``, ``description``) and the markdown body.
 
-The front matter is the block between a first line ``---`` and the next line ``---``, parsed with
-PyYAML's safe loader (quoted strings, block scalars ``|`` and ``>``, unicode) with aliases refused (a
-few hundred bytes of nested aliases expand to millions of items). ``name`` and ``description`` are
+The front matter is read by :mod:`kb_indexer.front_matter` (PyYAML's safe loader, aliases refused, size
+and nesting bounded), with YAML's types (numbers, booleans, dates). ``name`` and ``description`` are
 required non-empty strings; every other key is kept as metadata (JSON-ready: dates become ISO strings; at
 most ``MAX_METADATA_BYTES`` of JSON). Anything else is a :class:`SkillParseError` naming what is wrong.
 """
@@ -16,11 +15,12 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb_indexer.front_matter import FrontMatterError, load_front_matter, split_front_matter
+
 MAX_SKILL_BYTES = 1_000_000   # a SKILL.md larger than this is refused (skills are meant to be short)
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4_000
 MAX_METADATA_BYTES = 65_536   # the stored metadata (every key but name and description) as JSON
-ALIAS_ERROR = "YAML aliases are not allowed in SKILL.md front matter"
 
 
 class SkillParseError(ValueError):
@@ -37,35 +37,6 @@ class ParsedSkill:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _split_front_matter(text: str) -> tuple[str, str]:
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
-        raise SkillParseError("no YAML front matter: the file must start with a line '---'")
-    for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n").rstrip() in ("---", "..."):
-            return "".join(lines[1:i]), "".join(lines[i + 1:])
-    raise SkillParseError("the YAML front matter is not closed by a line '---'")
-
-
-_LOADER: Any = None
-
-
-def _loader() -> Any:
-    """A ``yaml.SafeLoader`` that refuses aliases (built on first use: PyYAML is imported lazily)."""
-    global _LOADER
-    if _LOADER is None:
-        import yaml
-
-        class NoAliasLoader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                if self.check_event(yaml.AliasEvent):
-                    raise yaml.composer.ComposerError(None, None, ALIAS_ERROR, self.peek_event().start_mark)
-                return super().compose_node(parent, index)
-
-        _LOADER = NoAliasLoader
-    return _LOADER
 
 
 def _jsonable(value: Any) -> Any:
@@ -108,8 +79,6 @@ def _check_name(name: str) -> str:
 
 def parse_skill(data: bytes) -> ParsedSkill:
     """A SKILL.md's bytes as a skill; raises :class:`SkillParseError`."""
-    import yaml  # only `skills sync` needs it
-
     if len(data) > MAX_SKILL_BYTES:
         raise SkillParseError(f"larger than {MAX_SKILL_BYTES} bytes")
     try:
@@ -118,17 +87,13 @@ def parse_skill(data: bytes) -> ParsedSkill:
         raise SkillParseError(f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
     if "\x00" in text:
         raise SkillParseError("contains NUL characters (a binary file?)")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")   # CRLF and CR line ends are LF
-    head, body = _split_front_matter(text)
     try:
-        meta = yaml.load(head, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" (line {where.line + 2}, column {where.column + 1})" if where is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SkillParseError(f"invalid YAML front matter{at}: {problem}") from None
-    if not isinstance(meta, dict):
-        raise SkillParseError("the front matter is not a mapping of keys to values")
+        head, body = split_front_matter(text)   # CRLF and CR line ends become LF
+        if head is None:
+            raise SkillParseError("no YAML front matter: the file must start with a line '---'")
+        meta = load_front_matter(head, typed=True, where="SKILL.md front matter")
+    except FrontMatterError as exc:
+        raise SkillParseError(str(exc)) from None
     name = _check_name(_required_text(meta, "name", MAX_NAME_CHARS))
     description = _required_text(meta, "description", MAX_DESCRIPTION_CHARS)
     metadata = _jsonable({k: v for k, v in meta.items() if k not in ("name", "description")})
