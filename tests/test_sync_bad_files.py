@@ -80,9 +80,10 @@ def test_a_100kb_keyword_is_refused_with_its_file(small):
     write_doc(kbdir, "huge.md", "# Huge\n\ntext\n", kw("s", "x" * 100_000))
     write_doc(kbdir, "fm.md", "---\nkeywords: [" + "y" * 100_000 + "]\n---\n# FM\n\ntext\n")
     res = handle.sync()
-    assert res["added"] == 2  # huge.md, without its keywords file
+    assert res["added"] == 3  # huge.md without its keywords file, fm.md without that keyword
     msgs = _messages(res)
     assert "100000 characters" in msgs["huge.keywords.json"] and "100000 characters" in msgs["fm.md"]
+    assert [e.get("indexed") for e in res["errors"] if e["file"] == "fm.md"] == [True]
     assert handle.conn.execute("SELECT max(length(keyword)) FROM keywords").fetchone()[0] < 200
 
 
