@@ -15,6 +15,7 @@ import unicodedata
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.text import INVISIBLE_FILLERS
 
 # A keyword (tag, relation end, --keywords value) longer than this is refused.
 MAX_KEYWORD_CHARS = 200
@@ -35,7 +36,7 @@ MAX_ID = 2**63 - 1
 MAX_SESSION_CHARS = 200
 # Characters a session id must not hold: controls (ESC, NUL, newline, C1), format characters (bidi
 # overrides, zero-width), line and paragraph separators, surrogates.
-_NOT_IN_SESSION_IDS = ("Cc", "Cf", "Cs", "Zl", "Zp")
+_NOT_IN_SESSION_IDS = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
 def max_doc_bytes() -> int:
@@ -135,10 +136,13 @@ def check_session_id(value: Any) -> str:
     if not sid or len(sid) > MAX_SESSION_CHARS:
         raise UsageError(f"a session id must be 1 to {MAX_SESSION_CHARS} characters, got {len(sid)}"
                          + (f" ({sid[:40]!r}...)" if sid else ""))
-    bad = next((c for c in sid if unicodedata.category(c) in _NOT_IN_SESSION_IDS), None)
+    bad = next((c for c in sid if unicodedata.category(c) in _NOT_IN_SESSION_IDS or c in INVISIBLE_FILLERS), None)
     if bad is not None:
         raise UsageError(f"a session id must be printable: U+{ord(bad):04X} "
                          f"({unicodedata.name(bad, unicodedata.category(bad))}) in {sid[:60]!r}")
+    if unicodedata.normalize("NFKC", sid) != sid:  # "ｓ1" and "s1", "s\u00a01" and "s 1" would look alike
+        raise UsageError(f"a session id must be in its plain form: {sid[:60]!r} would be "
+                         f"{unicodedata.normalize('NFKC', sid)[:60]!r}")
     return sid
 
 

@@ -39,6 +39,18 @@ def terminal_safe(value: str) -> str:
     return _TERMINAL_CONTROLS.sub("", value)
 
 
+# Characters that show nothing: controls, format characters (zero-width space and joiners, bidi marks),
+# separators, and the filler characters of Hangul and Braille that render as blanks.
+_INVISIBLE_CATEGORIES = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
+INVISIBLE_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def is_blank(value: str) -> bool:
+    """Whether ``value`` shows nothing: empty, or only whitespace, controls, format characters (a zero-width
+    space), separators and blank fillers."""
+    return all(unicodedata.category(c) in _INVISIBLE_CATEGORIES or c in INVISIBLE_FILLERS for c in value)
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 

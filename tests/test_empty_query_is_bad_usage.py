@@ -17,9 +17,9 @@ def _recorded(kb) -> int:
 
 @pytest.mark.parametrize("question, keywords", EMPTY)
 def test_the_api_refuses_an_empty_query_and_records_nothing(kb, question, keywords):
-    with pytest.raises(UsageError, match="the question is empty"):
+    with pytest.raises(UsageError, match="(the question|a keyword) is empty"):
         kb.query(question, keywords)
-    with pytest.raises(UsageError, match="the question is empty"):
+    with pytest.raises(UsageError, match="(the question|a keyword) is empty"):
         kb.query_markdown(question, keywords, context="training agents")
     assert _recorded(kb) == 0
 
@@ -32,7 +32,7 @@ def test_a_keyword_alone_is_a_query(kb):
 @pytest.mark.parametrize("args", [("",), ("   ",), ("", "--keywords", " "), ("", "--sync")], ids=repr)
 def test_the_command_line_says_bad_usage(run, kb, args):
     res = run("query", *args, "--db", kb.db_path)
-    assert res.returncode == 2 and "the question is empty" in res.stderr and res.stdout == ""
+    assert res.returncode == 2 and " is empty" in res.stderr and res.stdout == ""
     res = run("query", *args, "--db", kb.db_path, "--format", "json")
     assert res.returncode == 2 and res.error()["code"] == "usage"
     assert run("history", "--db", kb.db_path, "--format", "json").json()["queries"] == []
@@ -48,3 +48,15 @@ def test_the_mcp_tool_says_so_as_a_tool_error(kb):
     for result in _session(kb.db_path, body):
         assert result.is_error and "the question is empty" in result.content[0].text
     assert _recorded(kb) == 0
+
+
+@pytest.mark.parametrize("question, keywords", [("x", ["   "]), ("\u200b", None), ("\u200b\u2060 \u3164", None),
+                                                ("what is RL?", ["RL", "\u200b"])],
+                         ids=["blank-keyword", "zero-width-question", "invisible-question", "one-blank-keyword"])
+def test_an_invisible_question_or_a_blank_keyword_is_bad_usage_and_not_recorded(kb, question, keywords):
+    from kb_indexer.errors import UsageError
+
+    before = kb.conn.execute("SELECT count(*) FROM queries").fetchone()[0]
+    with pytest.raises(UsageError):
+        kb.query(question, keywords)
+    assert kb.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == before

@@ -70,3 +70,15 @@ def test_on_the_command_line_it_is_bad_usage_with_a_json_error(cli, db, args):
     plain = cli(*args, "--db", db)
     assert plain.exit_code == 2 and "session id must be printable" in plain.stderr
     assert "\x1b" not in plain.stderr and "\x07" not in plain.stderr
+
+
+@pytest.mark.parametrize("sid", ["\u3164", "a\u115fb", "\u2800", "s\ue000", "s\u0378", "s\uffff", "\uff531",
+                                 "s\u00a01"], ids=["hangul-filler", "choseong-filler", "braille-blank",
+                                                   "private-use", "unassigned", "noncharacter", "fullwidth",
+                                                   "no-break-space"])
+def test_blank_looking_private_unassigned_or_unnormalised_ids_are_refused(sid):
+    from kb_indexer.errors import UsageError
+    from kb_indexer.limits import check_session_id
+
+    with pytest.raises(UsageError):
+        check_session_id(sid)

@@ -52,7 +52,7 @@ from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
-from kb_indexer.text import normalize_keyword
+from kb_indexer.text import is_blank, normalize_keyword
 
 SUMMARY_SNIPPET_CHARS = 240
 
@@ -93,7 +93,10 @@ def _validate(limit: int, expand_depth: int, thresholds: dict[str, float]) -> No
 def check_question(question: Any, keywords: Iterable[str] | None) -> None:
     """A query asks something: a question with a non-blank character, or at least one non-blank keyword.
     Else it is bad usage, refused before anything is searched or recorded in the history."""
-    if isinstance(question, str) and question.strip():
+    blank = [k for k in keywords or [] if isinstance(k, str) and is_blank(k)]
+    if blank:
+        raise UsageError(f"a keyword is empty ({blank[0]!r}): give words, or leave --keywords out")
+    if isinstance(question, str) and not is_blank(question):
         return
     if _dedupe_keywords(keywords or []):
         return
