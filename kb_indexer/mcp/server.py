@@ -226,9 +226,7 @@ class KbMCPServer(MCPServer):
 
 def _read(kb: KnowledgeBase, uri: str) -> str:
     if uri.startswith("skill://") and uri.endswith("/SKILL.md"):
-        skill = kb.skills_show(unquote(uri[len("skill://"):-len("/SKILL.md")]))
-        path = Path(skill["file"])
-        return path.read_text(encoding="utf-8") if path.is_file() else skill["body"]
+        return kb.skills_source(unquote(uri[len("skill://"):-len("/SKILL.md")]))
     if uri.startswith("kb://"):
         doc = require_document(kb.conn, kb.show(unquote(uri[len("kb://"):]))["filepath"])
         return get_body(kb.conn, doc["id"])
