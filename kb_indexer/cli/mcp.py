@@ -24,7 +24,8 @@ def mcp(
     db: DbOpt = None,
     transport: Annotated[Transport, typer.Option("--transport", help="stdio (an agent starts the server) or "
                                                  "http (streamable HTTP on --port).")] = Transport.stdio,
-    port: Annotated[int, typer.Option("--port", help="Port of the http transport.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535,
+                                      help="Port of the http transport (1 to 65535).")] = 8765,
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
@@ -48,5 +49,12 @@ def mcp(
     server = build_server(db_path)
     if transport is Transport.stdio:
         server.run("stdio")
-    else:
+        return
+    try:
         server.run("streamable-http", host="127.0.0.1", port=port)
+    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
+        if exc.code not in (0, None):
+            print(f"Error: the http server could not start on 127.0.0.1:{port} (see the message above)",
+                  file=sys.stderr)
+            raise typer.Exit(1) from None
+        raise
