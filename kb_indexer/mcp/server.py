@@ -29,12 +29,10 @@ from mcp_types import ToolAnnotations
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
+from kb_indexer.mcp.early import INSTRUCTIONS, NAME
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 from kb_indexer.store.documents import get_body, require_document
 
-INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents (give kb_feedback on its "
-                "query_id: it improves later answers), kb_get reads one, kb_similar lists related keywords, "
-                "skills_match picks skills for a message. Results are paged: pass next_cursor back as cursor.")
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
 _RELATED_FIELDS = tuple(outputs.Related.__annotations__)
 _SKILL_FIELDS = tuple(outputs.Skill.__annotations__)
@@ -246,7 +244,7 @@ def build_server(db: str | os.PathLike | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     from kb_indexer import __version__
 
-    server = KbMCPServer(db, name="kbindex", version=__version__, instructions=INSTRUCTIONS,
+    server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")
     _register_tools(server, db)
     return server
