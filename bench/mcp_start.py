@@ -31,7 +31,8 @@ TARGET_MS = 500
 def _params(db: Path):
     from mcp.client.stdio import StdioServerParameters
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return StdioServerParameters(command=sys.executable, args=["-m", "kb_indexer", "mcp", "--db", str(db)], env=env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "kb_indexer", "mcp", "--db", str(db)], env=env,
+                                 cwd=str(REPO))   # `python -m` puts the cwd first on sys.path: this checkout
 
 
 async def one_start(db: Path) -> tuple[float, float]:

@@ -3,7 +3,9 @@
 The index is opened per request (and closed after), so a long-running server sees ``sync``s made by
 other processes, and concurrent requests (the SDK runs these synchronous tools in worker threads) each
 have their own SQLite connection. Every tool result fits about ``paging.BUDGET`` estimated tokens and
-carries ``next_cursor`` when there is more. Errors of kbindex (bad arguments, unknown document or
+carries ``next_cursor`` when there is more (a cursor is bound to the arguments of its call, see
+:mod:`kb_indexer.mcp.paging`). Resources (:mod:`kb_indexer.mcp.resources`) are listed in pages and read in
+worker threads too. Errors of kbindex (bad arguments, unknown document or
 keyword) become MCP tool errors. Nothing here writes to stdout: stdio belongs to the protocol.
 """
 
