@@ -14,41 +14,14 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
 
-import anyio  # noqa: E402  (installed with mcp)
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-
 from kb_indexer.api import KnowledgeBase  # noqa: E402
 from kb_indexer.tokens import estimate_tokens  # noqa: E402
 from tests.conftest import REPO, kbindex_exe  # noqa: E402
 from tests.helpers import write_skills  # noqa: E402
+from tests.mcp_client import data as _data  # noqa: E402
+from tests.mcp_client import session as _session  # noqa: E402
 
 TOOLS = {"kb_query", "kb_get", "kb_similar", "kb_feedback", "skills_match"}
-
-
-def _params(db) -> StdioServerParameters:
-    exe = kbindex_exe()
-    return StdioServerParameters(command=exe[0], args=[*exe[1:], "mcp", "--db", str(db)],
-                                 env={"PYTHONPATH": str(REPO), **{k: v for k, v in os.environ.items()
-                                                                  if k.startswith("KBINDEX_")}})
-
-
-def _session(db, body):
-    """Run ``body(session)`` against a fresh `kbindex mcp` over stdio."""
-    async def main():
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(_params(db), errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    return await body(session)
-    return anyio.run(main)
-
-
-def _data(result) -> dict:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        return result.structured_content
-    return json.loads(result.content[0].text)
 
 
 @pytest.fixture
@@ -317,6 +290,8 @@ def test_the_http_transport_serves_the_same_tools(db):
     import socket
     import time
 
+    import anyio
+    from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     with socket.socket() as probe:

@@ -24,18 +24,22 @@ def mcp(
     db: DbOpt = None,
     transport: Annotated[Transport, typer.Option("--transport", help="stdio (an agent starts the server) or "
                                                  "http (streamable HTTP on --port).")] = Transport.stdio,
-    port: Annotated[int, typer.Option("--port", help="Port of the http transport.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535,
+                                      help="Port of the http transport (1 to 65535).")] = 8765,
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
-    try:
-        import mcp.server  # noqa: F401  (the optional SDK; imported only by this command)
-    except ImportError:
+    import importlib.util
+
+    try:  # found, not imported: importing it takes most of a second (see kb_indexer.mcp.early)
+        sdk = importlib.util.find_spec("mcp")
+    except (ImportError, ValueError):
+        sdk = None
+    if sdk is None:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1)
     from kb_indexer.config import find_db
     from kb_indexer.errors import KbError
-    from kb_indexer.mcp.server import build_server
 
     try:  # resolved once, so an index that cannot be found is said at start, not per request
         db_path = find_db(db)
@@ -45,8 +49,34 @@ def mcp(
     if not db_path.is_file():
         print(f"Error: no index at {db_path} (create one with `kbindex init`, or pass --db)", file=sys.stderr)
         raise typer.Exit(1)
-    server = build_server(db_path)
     if transport is Transport.stdio:
-        server.run("stdio")
-    else:
+        _serve_stdio(db_path)
+        return
+    from kb_indexer.mcp.server import build_server
+
+    server = build_server(db_path)
+    try:
         server.run("streamable-http", host="127.0.0.1", port=port)
+    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
+        if exc.code not in (0, None):
+            print(f"Error: the http server could not start on 127.0.0.1:{port} (see the message above)",
+                  file=sys.stderr)
+            raise typer.Exit(1) from None
+        raise
+
+
+def _serve_stdio(db_path) -> None:
+    """The first line of stdin is read (and an initialize request answered) before the SDK is imported."""
+    from kb_indexer import __version__
+    from kb_indexer.mcp.early import answer_first_line
+
+    first_line, answered = answer_first_line(__version__)
+    try:
+        import anyio
+
+        from kb_indexer.mcp.server import build_server
+        from kb_indexer.mcp.stdio import serve
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        raise typer.Exit(1) from None
+    anyio.run(serve, build_server(db_path), first_line, answered)

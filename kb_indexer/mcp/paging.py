@@ -1,38 +1,60 @@
 """Bounded results for MCP tools: every result fits about ``BUDGET`` estimated tokens, with a cursor.
 
-Cursors are opaque strings to the client; here they are plain offsets (items of a list, characters of
-a text), optionally with a ``:``-separated tag (the query id of a paged ``kb_query``).
+A cursor is opaque to the client: ``<offset>.<tag>.<mac>``, the offset of the next page (items of a list,
+characters of a text, resources), an optional tag (the query id of a paged ``kb_query``) and an HMAC, under
+a key drawn when the server starts, of both and of the *scope*: the arguments the cursor continues (the
+question and options of a query, the path of a document). So a cursor passed with other arguments, edited,
+or made by another server process is refused (a query's feedback is never recorded against another
+question), and so is anything else: a clean ``usage`` error, never a crash.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import re
+import secrets
 from typing import Any
 
 from kb_indexer.errors import UsageError
+from kb_indexer.limits import MAX_ID
 from kb_indexer.tokens import estimate_tokens
 
 BUDGET = 2000
 # Room left in the budget for the envelope of a result (keys, ids, the cursor).
 ENVELOPE = 150
+_KEY = secrets.token_bytes(32)
+_CURSOR = re.compile(r"([0-9]{1,18})\.([0-9]{0,19})\.([0-9a-f]{32})")
 
 
 def tokens_of(value: Any) -> int:
     return estimate_tokens(json.dumps(value, ensure_ascii=False))
 
 
-def parse_cursor(cursor: str | None) -> tuple[int, str | None]:
-    """(offset, tag) of a cursor; (0, None) for none. A cursor not made here is bad usage."""
+def _mac(offset: int, tag: str, scope: Any) -> str:
+    scoped = json.dumps([offset, tag, scope], ensure_ascii=False, separators=(",", ":"), default=str)
+    return hmac.new(_KEY, scoped.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+
+
+def make_cursor(offset: int, scope: Any = None, tag: int | None = None) -> str:
+    """The cursor of the page from ``offset`` of the call with arguments ``scope`` (tag: a query id)."""
+    text = "" if tag is None else str(tag)
+    return f"{offset}.{text}.{_mac(offset, text, scope)}"
+
+
+def parse_cursor(cursor: str | None, scope: Any = None) -> tuple[int, int | None]:
+    """(offset, tag) of a cursor made by :func:`make_cursor` for this ``scope``; (0, None) for none."""
     if cursor is None or cursor == "":
         return 0, None
-    head, _, tag = str(cursor).partition(":")
-    if not head.isdigit():
-        raise UsageError(f"Invalid cursor: {cursor!r} (pass back a next_cursor unchanged)")
-    return int(head), (tag or None)
-
-
-def make_cursor(offset: int, tag: Any = None) -> str:
-    return f"{offset}:{tag}" if tag is not None else str(offset)
+    found = _CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
+    if found is None or not hmac.compare_digest(found[3], _mac(int(found[1]), found[2], scope)):
+        raise UsageError(f"Invalid cursor {str(cursor)[:40]!r}: pass back a next_cursor of this server unchanged, "
+                         "with the same arguments as the call that returned it")
+    tag = int(found[2]) if found[2] else None
+    if tag is not None and not 1 <= tag <= MAX_ID:
+        raise UsageError(f"Invalid cursor {cursor[:40]!r}")
+    return int(found[1]), tag
 
 
 def page_items(items: list[Any], offset: int, budget: int | None = None) -> tuple[list[Any], int | None]:

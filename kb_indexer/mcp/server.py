@@ -3,7 +3,9 @@
 The index is opened per request (and closed after), so a long-running server sees ``sync``s made by
 other processes, and concurrent requests (the SDK runs these synchronous tools in worker threads) each
 have their own SQLite connection. Every tool result fits about ``paging.BUDGET`` estimated tokens and
-carries ``next_cursor`` when there is more. Errors of kbindex (bad arguments, unknown document or
+carries ``next_cursor`` when there is more (a cursor is bound to the arguments of its call, see
+:mod:`kb_indexer.mcp.paging`). Resources (:mod:`kb_indexer.mcp.resources`) are listed in pages and read in
+worker threads too. Errors of kbindex (bad arguments, unknown document or
 keyword) become MCP tool errors. Nothing here writes to stdout: stdio belongs to the protocol.
 """
 
@@ -13,27 +15,26 @@ import contextlib
 import functools
 import json
 import os
-from pathlib import Path
 from typing import Annotated, Any, Iterator, Literal, Optional
-from urllib.parse import quote, unquote
 
+import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, TextContent
 from mcp_types import Resource as MCPResource
+from mcp_types import ResourceTemplate as MCPResourceTemplate
 from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import KbError
-from kb_indexer.mcp import outputs
+from kb_indexer.mcp import outputs, resources
+from kb_indexer.mcp.early import INSTRUCTIONS, NAME
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 from kb_indexer.store.documents import get_body, require_document
 
-INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents (give kb_feedback on its "
-                "query_id: it improves later answers), kb_get reads one, kb_similar lists related keywords, "
-                "skills_match picks skills for a message. Results are paged: pass next_cursor back as cursor.")
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
 _RELATED_FIELDS = tuple(outputs.Related.__annotations__)
 _SKILL_FIELDS = tuple(outputs.Skill.__annotations__)
@@ -91,29 +92,31 @@ def _fallback(llm: Any) -> dict:
 
 def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: str, limit: int,
                   context: Optional[str], cursor: Optional[str]) -> outputs.QueryOut:
-    offset, tag = parse_cursor(cursor)
+    scope = ["kb_query", question, keywords, method, limit, context]
+    offset, tag = parse_cursor(cursor, scope)
     with _opened(db) as kb:
-        # A continuation re-runs the query without recording it again, and keeps the first query_id.
-        out = kb.query(question, keywords, method=method, limit=limit, context=context, record=cursor is None)
-    query_id = out.get("query_id") if cursor is None else (int(tag) if tag and tag.isdigit() else None)
+        # A continuation (its cursor made for these very arguments) re-runs the query without recording
+        # it again, and keeps the first query_id.
+        out = kb.query(question, keywords, method=method, limit=limit, context=context, record=not cursor)
+    query_id = out.get("query_id") if not cursor else tag
     results = [_compact(r) for r in out.get("results", [])]
     page, nxt = page_items(results, offset)
     q = out.get("query", {})
     return {"query_id": query_id, "keywords": q.get("keywords") or [],
             "expanded_keywords": q.get("expanded_keywords") or [], "method": q.get("method"),
             "total": out.get("total") or 0, "results": page, **_fallback(out.get("llm") if context else None),
-            "next_cursor": None if nxt is None else make_cursor(nxt, query_id)}
+            "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
 
 
 def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOut:
-    offset, _ = parse_cursor(cursor)
+    offset, _ = parse_cursor(cursor, ["kb_get", path])
     with _opened(db) as kb:
         info = kb.show(path)
         body = get_body(kb.conn, require_document(kb.conn, info["filepath"])["id"])
     text, nxt = page_text(body, offset)
     out: Any = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
                            "total_chars": len(body), "text": text,
-                           "next_cursor": None if nxt is None else make_cursor(nxt)}
+                           "next_cursor": None if nxt is None else make_cursor(nxt, ["kb_get", path])}
     if offset == 0:
         out["keywords"] = [k["keyword"] for k in info["keywords"]][:40]
     return out
@@ -121,7 +124,8 @@ def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOu
 
 def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
                     cursor: Optional[str]) -> outputs.SimilarOut:
-    offset, _ = parse_cursor(cursor)
+    scope = ["kb_similar", keyword, user_context]
+    offset, _ = parse_cursor(cursor, scope)
     with _opened(db) as kb:
         out = kb.similar(keyword, user_context=user_context)
     items = [_pick(item, _RELATED_FIELDS) for item in out.get("similar_keywords") or []]
@@ -130,7 +134,7 @@ def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
     if user_context is not None:
         head["user_context"] = out.get("user_context")
     return {**head, "similar_keywords": page, **_fallback(out.get("llm")),  # type: ignore[typeddict-item]
-            "next_cursor": None if nxt is None else make_cursor(nxt)}
+            "next_cursor": None if nxt is None else make_cursor(nxt, scope)}
 
 
 def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> outputs.FeedbackOut:
@@ -140,7 +144,8 @@ def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: li
 
 
 def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> outputs.SkillsOut:
-    offset, _ = parse_cursor(cursor)
+    scope = ["skills_match", message, session]
+    offset, _ = parse_cursor(cursor, scope)
     with _opened(db) as kb:
         out = kb.skills_match(message, session=session)
     matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
@@ -150,7 +155,7 @@ def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Opt
     why = out.get("fallback_reason")
     return {"matched": page, "method": out.get("method"), **({"fallback": clip(why, 200)} if why else {}),
             "loaded": sess.get("loaded") or [], "evicted": sess.get("evicted") or [],
-            "next_cursor": None if nxt is None else make_cursor(nxt)}
+            "next_cursor": None if nxt is None else make_cursor(nxt, scope)}
 
 
 def _result(data: Any) -> CallToolResult:
@@ -189,8 +194,9 @@ def _register_tools(server: MCPServer, db: Any) -> None:
 
 
 class KbMCPServer(MCPServer):
-    """MCPServer whose resources are listed from the index on each request: ``skill://<name>/SKILL.md``
-    for every indexed skill, ``kb://<path>`` for every document."""
+    """MCPServer whose resources come from the index on each request (:mod:`kb_indexer.mcp.resources`):
+    two resource templates, and ``resources/list`` in pages with a cursor. The blocking work (SQLite, files)
+    runs in a worker thread with its own connection, never on the event loop."""
 
     def __init__(self, db: Any, **kwargs: Any):
         super().__init__(**kwargs)
@@ -203,43 +209,44 @@ class KbMCPServer(MCPServer):
         return [t.model_copy(update={"input_schema": outputs.compact_schema(t.input_schema),
                                      "output_schema": outputs.compact_schema(t.output_schema)}) for t in tools]
 
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        return [MCPResourceTemplate(**t) for t in resources.templates()]
+
+    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        """``resources/list`` with the SDK's pagination (``cursor`` in, ``nextCursor`` out): MCPServer's
+        own handler answers every resource at once. A cursor not made here is invalid params."""
+        try:
+            page, nxt = await anyio.to_thread.run_sync(self._resource_page, params.cursor if params else None)
+        except KbError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        return ListResourcesResult(resources=page, next_cursor=nxt)
+
     async def list_resources(self) -> list[MCPResource]:
-        with _opened(self._db) as kb:
-            skills = kb.skills_list()["skills"]
-            docs = kb.list_docs()["documents"]
-        out = [MCPResource(uri=f"skill://{quote(s['name'])}/SKILL.md", name=s["name"],
-                           description=clip(s.get("description"), 200), mime_type="text/markdown")
-               for s in skills]
-        out += [MCPResource(uri=f"kb://{quote(d['filepath'])}", name=d["filepath"], title=d.get("title"),
-                            mime_type="text/markdown") for d in docs]
-        return out
+        """The first page (``resources/list`` pages: see :meth:`_handle_list_resources`)."""
+        return (await anyio.to_thread.run_sync(self._resource_page, None))[0]
+
+    def _resource_page(self, cursor: str | None) -> tuple[list[MCPResource], str | None]:
+        with KnowledgeBase.open(self._db) as kb:
+            page, nxt = resources.list_page(kb, cursor)
+        return [MCPResource(**r) for r in page], nxt
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
-        uri = str(uri)
-        try:
-            with _opened(self._db) as kb:
-                text = _read(kb, uri)
-        except ToolError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        text = await anyio.to_thread.run_sync(self._read, str(uri))
         return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
-
-def _read(kb: KnowledgeBase, uri: str) -> str:
-    if uri.startswith("skill://") and uri.endswith("/SKILL.md"):
-        skill = kb.skills_show(unquote(uri[len("skill://"):-len("/SKILL.md")]))
-        path = Path(skill["file"])
-        return path.read_text(encoding="utf-8") if path.is_file() else skill["body"]
-    if uri.startswith("kb://"):
-        doc = require_document(kb.conn, kb.show(unquote(uri[len("kb://"):]))["filepath"])
-        return get_body(kb.conn, doc["id"])
-    raise ToolError(f"Unknown resource: {uri}")
+    def _read(self, uri: str) -> str:
+        try:
+            with KnowledgeBase.open(self._db) as kb:
+                return resources.read(kb, uri)
+        except KbError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
 
 
 def build_server(db: str | os.PathLike | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     from kb_indexer import __version__
 
-    server = KbMCPServer(db, name="kbindex", version=__version__, instructions=INSTRUCTIONS,
+    server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")
     _register_tools(server, db)
     return server

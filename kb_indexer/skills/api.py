@@ -50,6 +50,11 @@ class SkillsAPI:
         from kb_indexer.skills.sync import show_skill
         return show_skill(self.conn, _check_text(name, "the skill name"))
 
+    def skills_source(self, name: str) -> str:
+        """The skill's SKILL.md as it is on disk now (checked as ``skills sync`` checks it)."""
+        from kb_indexer.skills.sync import skill_source
+        return skill_source(self.conn, _check_text(name, "the skill name"))
+
     def skills_remove(self, name: str) -> dict:
         from kb_indexer.skills.sync import remove_skill
         return remove_skill(self.conn, _check_text(name, "the skill name"))

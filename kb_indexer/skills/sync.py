@@ -69,8 +69,9 @@ def read_skill_file(file: Path, root: Path) -> bytes:
             raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size}); skipped")
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):   # replaced since the stat
-                raise _Refused("not a regular file; skipped")
+            opened = os.fstat(fh.fileno())
+            if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+                raise _Refused("replaced while it was read (not the file checked); skipped")
             data = fh.read(MAX_SKILL_BYTES + 1)
     except OSError as exc:
         raise _Refused(f"cannot read: {exc.strerror or exc}") from None
@@ -262,6 +263,21 @@ def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             "body": r["body"], "folder": r["folder"], "file": str(Path(r["folder"]) / SKILL_FILE),
             "source_dir": r["source_dir"], "content_hash": r["content_hash"],
             "created_at": r["created_at"], "updated_at": r["updated_at"]}
+
+
+def skill_source(conn: sqlite3.Connection, name: str) -> str:
+    """The text of an indexed skill's SKILL.md as it is on disk now, read by the rule of ``skills sync``
+    (:func:`read_skill_file`: inside its skills directory, a regular file, at most ``MAX_SKILL_BYTES``);
+    a file refused, gone or not UTF-8 is an ``invalid_input`` error, never another file's content."""
+    r = require_skill(conn, name)
+    file = Path(r["folder"]) / SKILL_FILE
+    try:
+        data = read_skill_file(file, Path(resolved(r["source_dir"])))
+        return data.decode("utf-8")
+    except _Refused as exc:
+        raise ValidationError(f"skill {r['name']!r}: {file} is not read: {str(exc).removesuffix('; skipped')}") from None
+    except UnicodeDecodeError:
+        raise ValidationError(f"skill {r['name']!r}: {file} is not UTF-8 text") from None
 
 
 def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
