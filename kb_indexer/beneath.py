@@ -1,0 +1,131 @@
+"""Opening a file or folder of the knowledge base beneath its root, free of check-then-use races.
+
+A path such as ``root/a/b/doc.md`` is not handed to the kernel whole: the root is opened, then every
+component relative to the folder before it (``dir_fd``) with ``O_NOFOLLOW``. A component that is a symlink
+is therefore seen as one, by the very call that would have followed it, and swapping a folder for a symlink
+between a check and the use (``renameat2(RENAME_EXCHANGE)`` in a loop) cannot lead the open elsewhere:
+
+* ``follow=True`` (reading a document or its keywords file): a symlink is resolved by hand, its target read
+  with ``readlink`` and walked the same way; a target that climbs above the root (``..``) or is an absolute
+  path outside it is refused (``outside_kb``). A symlink that stays inside the root is read, as before.
+* ``follow=False`` (the folder a file is written to): a symlinked folder is refused.
+
+:func:`resolves_outside` is the one path-based rule for "outside the root" (the walk uses it to report a
+document or keywords file leading outside; this module uses it where ``dir_fd`` is not supported).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from kb_indexer.errors import ValidationError
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+# Where ``dir_fd`` and ``O_NOFOLLOW`` are missing (Windows), the path-based checks are used instead.
+SUPPORTED = bool(_NOFOLLOW and getattr(os, "O_DIRECTORY", 0)) and {
+    os.open, os.readlink, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
+MAX_LINKS = 40  # symlinks resolved in one path, as the kernel allows
+# What opening a symlink with O_NOFOLLOW raises (Linux: ELOOP; with O_DIRECTORY maybe ENOTDIR; BSD: EMLINK).
+_LINK_ERRNOS = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}
+
+
+def resolves_outside(root_real: str, path: str | os.PathLike) -> bool:
+    """Whether ``path``, its symlinks resolved, leads outside ``root_real`` (an already resolved root)."""
+    try:
+        return os.path.commonpath([root_real, os.path.realpath(path)]) != root_real
+    except ValueError:  # mixed absolute and relative, or another drive
+        return True
+
+
+def outside(shown: str, why: str) -> ValidationError:
+    return ValidationError(f"{shown} {why}", code="outside_kb")
+
+
+def relative_parts(root: Path, path: str | os.PathLike, shown: str) -> list[str]:
+    """``path``'s components below ``root`` (both made absolute, without resolving symlinks)."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
+    if parts[:1] == [os.pardir] or os.path.isabs(rel):
+        raise outside(shown, f"is outside the knowledge-base root {root}")
+    return parts
+
+
+def open_beneath(root: Path, path: str | os.PathLike, flags: int, shown: str) -> int:
+    """A file descriptor of ``path`` (inside ``root``), opened with ``flags``, symlinks followed only while
+    they stay beneath the root."""
+    if not SUPPORTED:
+        if resolves_outside(os.path.realpath(root), path):
+            raise outside(shown, "resolves outside the knowledge-base root")
+        return os.open(path, flags | _CLOEXEC)
+    return _walk(root, relative_parts(root, path, shown), flags, shown, follow=True)
+
+
+def open_folder(root: Path, folder: str | os.PathLike, shown: str) -> int:
+    """A file descriptor of the folder ``folder`` of ``root``, reached through no symlink (refused)."""
+    return _walk(root, relative_parts(root, folder, shown), _DIR, shown, follow=False)
+
+
+def _walk(root: Path, parts: list[str], flags: int, shown: str, *, follow: bool) -> int:
+    todo = parts[::-1]  # a stack: the next component last
+    chain = [os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)]  # the root: as named
+    links = 0
+    try:
+        while todo:
+            name = todo.pop()
+            if name == os.pardir:
+                if len(chain) == 1:
+                    raise outside(shown, "resolves outside the knowledge-base root (a symlink leads above it)")
+                os.close(chain.pop())
+                continue
+            try:
+                fd = os.open(name, (_DIR if todo else flags | _NOFOLLOW | _CLOEXEC), dir_fd=chain[-1])
+            except OSError as exc:
+                target = _link_target(exc, name, chain[-1])
+                if target is None:
+                    raise
+                if not follow:
+                    raise outside(shown, f"is in a folder reached through the symlink {name!r}, which could lead "
+                                         "outside the knowledge-base root; kbindex writes only in real folders "
+                                         "of it") from None
+                links += 1
+                if links > MAX_LINKS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+                if os.path.isabs(target):
+                    _close(chain[1:])
+                    del chain[1:]
+                    target = _below_root(root, target, shown)
+                todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
+                continue
+            if not todo:
+                return fd
+            chain.append(fd)
+        return os.dup(chain[-1])  # the path ended on a folder ("a/..", or the root itself)
+    finally:
+        _close(chain)
+
+
+def _link_target(exc: OSError, name: str, dir_fd: int) -> str | None:
+    """The target of the symlink ``name`` that made ``exc``, or None when ``name`` is no symlink."""
+    if exc.errno not in _LINK_ERRNOS:
+        return None
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _below_root(root: Path, target: str, shown: str) -> str:
+    """An absolute symlink target as a path relative to the root (named as given, or resolved)."""
+    for base in {os.path.abspath(root), os.path.realpath(root)}:
+        if target == base or target.startswith(base.rstrip("/") + "/"):
+            return target[len(base):]
+    raise outside(shown, "resolves outside the knowledge-base root (a symlink)")
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
