@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 from kb_indexer.errors import ValidationError
@@ -28,7 +29,8 @@ _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 # Where ``dir_fd`` and ``O_NOFOLLOW`` are missing (Windows), the path-based checks are used instead.
 SUPPORTED = bool(_NOFOLLOW and getattr(os, "O_DIRECTORY", 0)) and {
     os.open, os.readlink, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
-MAX_LINKS = 40  # symlinks resolved in one path, as the kernel allows
+MAX_LINKS = 40  # symlinks resolved in one path, as the kernel allows (components opened again count too)
+_CHANGED = "\0changed"  # not a path: a component swapped while it was being opened
 # What opening a symlink with O_NOFOLLOW raises (Linux: ELOOP; with O_DIRECTORY maybe ENOTDIR; BSD: EMLINK).
 _LINK_ERRNOS = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}
 
@@ -47,7 +49,12 @@ def outside(shown: str, why: str) -> ValidationError:
 
 def relative_parts(root: Path, path: str | os.PathLike, shown: str) -> list[str]:
     """``path``'s components below ``root`` (both made absolute, without resolving symlinks)."""
-    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    base, full = os.fspath(root), os.fspath(path)
+    if full.startswith(base.rstrip(os.sep) + os.sep) and os.path.isabs(base):  # the usual case: root / rel
+        parts = full[len(base.rstrip(os.sep)) + 1:].split(os.sep)
+        if os.pardir not in parts:
+            return [p for p in parts if p not in ("", ".")]
+    rel = os.path.relpath(os.path.abspath(full), os.path.abspath(base))
     parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
     if parts[:1] == [os.pardir] or os.path.isabs(rel):
         raise outside(shown, f"is outside the knowledge-base root {root}")
@@ -70,23 +77,34 @@ def open_folder(root: Path, folder: str | os.PathLike, shown: str) -> int:
 
 
 def _walk(root: Path, parts: list[str], flags: int, shown: str, *, follow: bool) -> int:
+    """Open ``parts`` below ``root`` one at a time. ``chain``: the folders entered, each relative to the one
+    before; the root itself (as named, symlinks in its own path followed: the user's choice) is not opened
+    unless the path ends on it: the first component is opened as ``root/name``, still ``O_NOFOLLOW``."""
     todo = parts[::-1]  # a stack: the next component last
-    chain = [os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)]  # the root: as named
+    chain: list[int] = []
     links = 0
     try:
         while todo:
             name = todo.pop()
             if name == os.pardir:
-                if len(chain) == 1:
+                if not chain:
                     raise outside(shown, "resolves outside the knowledge-base root (a symlink leads above it)")
                 os.close(chain.pop())
                 continue
+            where = {"dir_fd": chain[-1]} if chain else {}
+            at = name if chain else os.path.join(root, name)
             try:
-                fd = os.open(name, (_DIR if todo else flags | _NOFOLLOW | _CLOEXEC), dir_fd=chain[-1])
+                fd = os.open(at, (_DIR if todo else flags | _NOFOLLOW | _CLOEXEC), **where)
             except OSError as exc:
-                target = _link_target(exc, name, chain[-1])
+                target = _link_target(exc, at, where)
                 if target is None:
                     raise
+                if target is _CHANGED:  # swapped between the open and readlink: open it again
+                    links += 1
+                    if links > MAX_LINKS:
+                        raise
+                    todo.append(name)
+                    continue
                 if not follow:
                     raise outside(shown, f"is in a folder reached through the symlink {name!r}, which could lead "
                                          "outside the knowledge-base root; kbindex writes only in real folders "
@@ -95,27 +113,34 @@ def _walk(root: Path, parts: list[str], flags: int, shown: str, *, follow: bool)
                 if links > MAX_LINKS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
                 if os.path.isabs(target):
-                    _close(chain[1:])
-                    del chain[1:]
+                    _close(chain)
+                    chain.clear()
                     target = _below_root(root, target, shown)
                 todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
                 continue
             if not todo:
                 return fd
             chain.append(fd)
-        return os.dup(chain[-1])  # the path ended on a folder ("a/..", or the root itself)
+        # the path ends on a folder (the root itself, or "a/.."): open it as a folder
+        return os.dup(chain[-1]) if chain else os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     finally:
         _close(chain)
 
 
-def _link_target(exc: OSError, name: str, dir_fd: int) -> str | None:
-    """The target of the symlink ``name`` that made ``exc``, or None when ``name`` is no symlink."""
+def _link_target(exc: OSError, at: str, where: dict[str, int]) -> str | None:
+    """The target of the symlink ``at`` that made ``exc``; None when ``at`` is no symlink; ``_CHANGED`` when
+    it changed between the open and ``readlink`` (a folder or a symlink again by now: open it again)."""
     if exc.errno not in _LINK_ERRNOS:
         return None
     try:
-        return os.readlink(name, dir_fd=dir_fd)
+        return os.readlink(at, **where)
+    except OSError:
+        pass
+    try:
+        mode = os.stat(at, **where, follow_symlinks=False).st_mode
     except OSError:
         return None
+    return _CHANGED if stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else None
 
 
 def _below_root(root: Path, target: str, shown: str) -> str:
