@@ -19,7 +19,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from _thread import get_ident
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from kb_indexer.errors import ValidationError
 
@@ -33,6 +36,8 @@ MAX_LINKS = 40  # symlinks resolved in one path, as the kernel allows (component
 _CHANGED = "\0changed"  # not a path: a component swapped while it was being opened
 # What opening a symlink with O_NOFOLLOW raises (Linux: ELOOP; with O_DIRECTORY maybe ENOTDIR; BSD: EMLINK).
 _LINK_ERRNOS = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}
+_CACHES: dict[int, dict[tuple[str, ...], int]] = {}  # thread -> (root, *folder components) -> folder fd
+_CACHE_MAX = 64
 
 
 def resolves_outside(root_real: str, path: str | os.PathLike) -> bool:
@@ -63,12 +68,43 @@ def relative_parts(root: Path, path: str | os.PathLike, shown: str) -> list[str]
 
 def open_beneath(root: Path, path: str | os.PathLike, flags: int, shown: str) -> int:
     """A file descriptor of ``path`` (inside ``root``), opened with ``flags``, symlinks followed only while
-    they stay beneath the root."""
+    they stay beneath the root. Inside :func:`cached_folders` the folder is opened once for its files."""
     if not SUPPORTED:
         if resolves_outside(os.path.realpath(root), path):
             raise outside(shown, "resolves outside the knowledge-base root")
         return os.open(path, flags | _CLOEXEC)
-    return _walk(root, relative_parts(root, path, shown), flags, shown, follow=True)
+    parts = relative_parts(root, path, shown)
+    cache = _CACHES.get(get_ident())
+    if cache is None or not parts:
+        return _walk(root, parts, flags, shown, follow=True)
+    key = (os.fspath(root), *parts[:-1])
+    folder = cache.get(key)
+    if folder is None:
+        folder = _walk(root, parts[:-1], _DIR, shown, follow=True)
+        if len(cache) >= _CACHE_MAX:
+            _close(list(cache.values()))
+            cache.clear()
+        cache[key] = folder
+    try:
+        return os.open(parts[-1], flags | _NOFOLLOW | _CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno not in _LINK_ERRNOS:
+            raise
+    return _walk(root, parts, flags, shown, follow=True)  # the file is a symlink: resolved the long way
+
+
+@contextmanager
+def cached_folders() -> Iterator[None]:
+    """While this block runs (in this thread), :func:`open_beneath` keeps the folders it opened (each
+    reached from the root as always) and opens the next file of one relative to it: one open per file
+    instead of one per path component, for a sync reading a folder's documents one after another. A
+    folder renamed meanwhile is still the one opened, inside the root when it was opened."""
+    ident = get_ident()
+    _CACHES[ident] = {}
+    try:
+        yield
+    finally:
+        _close(list(_CACHES.pop(ident).values()))
 
 
 def open_folder(root: Path, folder: str | os.PathLike, shown: str) -> int:

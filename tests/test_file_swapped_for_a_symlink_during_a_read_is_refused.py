@@ -4,7 +4,8 @@ read: the open itself walks from the knowledge-base root one component at a time
 symlink that leads outside.
 
 The swap is made deterministic: it happens at the ``os.open`` that reads the file (or enters the folder),
-after every check on the path. Symlinks that stay inside the root are still read."""
+after every check on the path. Symlinks that stay inside the root are still read. Each test runs as a single
+read does and as a sync reads (inside ``cached_folders``: a folder opened once for its files)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,21 @@ import os
 import pytest
 
 from helpers import write_doc
+from kb_indexer.beneath import cached_folders
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import load_keywords_file
 from kb_indexer.index.loader import load_document
 
 SECRET = json.dumps({"filepath": "a.md", "summary": "from outside", "keywords": ["exfiltrated"]})
+
+
+@pytest.fixture(autouse=True, params=["one read", "a sync's reads"])
+def reads(request):
+    if request.param == "one read":
+        yield
+    else:
+        with cached_folders():
+            yield
 
 
 @pytest.fixture
