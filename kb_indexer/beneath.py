@@ -10,6 +10,9 @@ between a check and the use (``renameat2(RENAME_EXCHANGE)`` in a loop) cannot le
   path outside it is refused (``outside_kb``). A symlink that stays inside the root is read, as before.
 * ``follow=False`` (the folder a file is written to): a symlinked folder is refused.
 
+A sync's reader opens a folder once for the files it reads together (:func:`cached_folders`), each then
+opened relative to it: about one open per file, as a plain ``open`` of the whole path costs.
+
 :func:`resolves_outside` is the one path-based rule for "outside the root" (the walk uses it to report a
 document or keywords file leading outside; this module uses it where ``dir_fd`` is not supported).
 """
