@@ -2,16 +2,19 @@
 
 Every file kbindex writes goes through :func:`atomic_file` (or :func:`write_atomic`): ``<doc>.keywords.json``
 (``enrich``), the files named with ``--output`` (``export``, ``export-similarities``,
-``suggest-similarities``) and the vectors' sidecar files beside the index. The data goes to a new
-temporary file beside the target, created with an unpredictable name and ``O_EXCL``
-(:func:`tempfile.mkstemp`: no symlink or file planted there in advance is followed or reused), is
-flushed to disk, then renamed over the target (``os.replace`` replaces a link there, it never writes
-through it). A reader, or a crash, sees the old file or the new one, never half of one.
+``suggest-similarities``) and the vectors' sidecar files beside the index. The target's folder is opened
+once, and everything after is done relative to that open folder (``dir_fd``): the data goes to a new
+temporary file in it, created with an unpredictable name, ``O_EXCL`` and ``O_NOFOLLOW`` (no symlink or
+file planted there is followed or reused), is flushed to disk, then renamed over the target
+(``os.replace`` replaces a link there, it never writes through it), and the folder is flushed. A reader,
+or a crash, sees the old file or the new one, never half of one; on any error the temporary file is
+removed.
 
-Inside the knowledge base (``root`` given) a target that is a symlink, or whose folder resolves outside
-the root, is refused (:func:`check_target`): kbindex does not replace a link a person made, and a file it
-writes for a document stays in the knowledge base. :func:`resolves_outside` is the one rule for "outside
-the root" that the walk applies to documents and the loader to keywords files as well.
+Inside the knowledge base (``root`` given) the folder is reached from the root one component at a time
+through no symlink (:func:`kb_indexer.beneath.open_folder`), so a folder swapped for a link to elsewhere
+while kbindex runs cannot move the write outside the root; a target that is a symlink is refused too:
+kbindex does not replace a link a person made. Where ``dir_fd`` is not supported (Windows) the same rules
+are checked on the path (:func:`check_target`) and :func:`tempfile.mkstemp` makes the temporary file.
 """
 
 from __future__ import annotations
@@ -22,23 +25,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from kb_indexer.beneath import SUPPORTED, open_folder, resolves_outside
 from kb_indexer.errors import ValidationError
-
-
-def resolves_outside(root_real: str, path: str | os.PathLike) -> bool:
-    """Whether ``path``, its symlinks resolved, leads outside ``root_real`` (an already resolved root)."""
-    try:
-        return os.path.commonpath([root_real, os.path.realpath(path)]) != root_real
-    except ValueError:  # mixed absolute and relative, or another drive
-        return True
 
 
 def check_target(path: Path, root: Path) -> None:
     """Refuse to write ``path`` inside the knowledge base ``root`` when it is a symlink (a dangling one
-    too) or its folder resolves outside the root."""
+    too) or its folder resolves outside the root (the path-based check, where ``dir_fd`` is missing)."""
     if os.path.islink(path):
-        raise ValidationError(f"Refusing to write {path}: it is a symlink (kbindex never writes a file of the "
-                              "knowledge base through a link, nor replaces one); remove the link to let it write")
+        raise _symlink_refusal(path)
     if resolves_outside(os.path.realpath(root), path.parent):
         raise ValidationError(f"Refusing to write {path}: its folder resolves outside the knowledge-base root "
                               f"{root}", code="outside_kb")
@@ -50,12 +45,69 @@ def atomic_file(path: str | os.PathLike, *, root: Path | None = None, mode: int 
     an exception (otherwise the temporary file is removed and ``path`` is untouched). ``root``: the
     knowledge-base root ``path`` must stay in (see :func:`check_target`). ``mode``: the new file's
     permissions (default: those of the file it replaces, else ``0o666`` less the umask)."""
+    path = Path(path)
+    if not SUPPORTED:
+        with _atomic_file_by_path(path, root, mode) as fh:
+            yield fh
+        return
+    folder = _open_folder(path, root)
+    try:
+        with _atomic_in(folder, path, root, mode) as fh:
+            yield fh
+    finally:
+        os.close(folder)
+
+
+def _open_folder(path: Path, root: Path | None) -> int:
+    """The target's folder: inside a knowledge base walked from its root through no symlink (a folder
+    swapped for a link after a check cannot move the write outside); elsewhere, as the user named it."""
+    if root is not None:
+        return open_folder(root, path.parent, f"Refusing to write {path}:")
+    return os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+@contextmanager
+def _atomic_in(folder: int, path: Path, root: Path | None, mode: int | None) -> Iterator[BinaryIO]:
+    """Write ``path.name`` in the open ``folder``: a new temporary file (``O_EXCL``, ``O_NOFOLLOW``, an
+    unpredictable name), flushed to disk, renamed over the target, the folder flushed too. On any error
+    the temporary file is removed."""
+    import secrets  # only when writing (a query imports this module)
+
+    name = path.name
+    current = _lstat(name, folder)
+    if root is not None and current is not None and stat.S_ISLNK(current.st_mode):
+        raise _symlink_refusal(path)
+    final_mode = _mode_of(current) if mode is None else mode
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+                 dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fchmod(fh.fileno(), final_mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+    try:
+        os.fsync(folder)  # the rename itself reaches the disk
+    except OSError:
+        pass  # a file system that cannot flush a folder: the file's data is flushed all the same
+
+
+@contextmanager
+def _atomic_file_by_path(path: Path, root: Path | None, mode: int | None) -> Iterator[BinaryIO]:
+    """Where ``dir_fd`` is not supported (Windows): checks on the path, then ``mkstemp`` beside it."""
     import tempfile  # only when writing (a query imports this module, and tempfile costs start-up time)
 
-    path = Path(path)
     if root is not None:
         check_target(path, root)
-    final_mode = _mode(path) if mode is None else mode
+    final_mode = _mode_of(_lstat(path)) if mode is None else mode
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -72,6 +124,11 @@ def atomic_file(path: str | os.PathLike, *, root: Path | None = None, mode: int 
         raise
 
 
+def _symlink_refusal(path: Path) -> ValidationError:
+    return ValidationError(f"Refusing to write {path}: it is a symlink (kbindex never writes a file of the "
+                           "knowledge base through a link, nor replaces one); remove the link to let it write")
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str, *, root: Path | None = None,
                  mode: int | None = None) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` with :func:`atomic_file`."""
@@ -79,14 +136,17 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, *, root: Path | Non
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
-def _mode(path: Path) -> int:
+def _lstat(name: str | os.PathLike, folder: int | None = None) -> os.stat_result | None:
     try:
-        st = os.stat(path, follow_symlinks=False)
-        if stat.S_ISREG(st.st_mode):
-            return stat.S_IMODE(st.st_mode)
-    except OSError:
-        pass
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _mode_of(current: os.stat_result | None) -> int:
+    """The permissions of the file replaced (a regular one), else ``0o666`` less the umask."""
+    if current is not None and stat.S_ISREG(current.st_mode):
+        return stat.S_IMODE(current.st_mode)
     umask = os.umask(0o022)  # reading the umask means setting it: put it straight back
     os.umask(umask)
     return 0o666 & ~umask
-

@@ -33,7 +33,7 @@ class Source:
 def read_source(root: Path, rel: str) -> Source:
     """Read ``rel``; a bad document or keywords file raises ValidationError (the document is skipped)."""
     md = root / rel
-    text, raw, _ = read_document_text(md, rel)
+    text, raw, _ = read_document_text(md, rel, root=root)
     parsed = parse_markdown(text)
     fm = parsed.front_matter
     kw_path = keywords_path_for(md)

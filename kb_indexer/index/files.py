@@ -9,16 +9,16 @@ from typing import Any
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.markdown import read_text_file
 from kb_indexer.limits import MAX_JSON_FILE_BYTES, check_keyword, max_doc_bytes, parse_json
-from kb_indexer.safe_write import resolves_outside
 from kb_indexer.store.similarities import validate_relation
 from kb_indexer.text import normalize_keyword
 
 
-def load_json_file(path: Path, display: str | None = None, *, limit: int = MAX_JSON_FILE_BYTES) -> tuple[Any, bytes]:
+def load_json_file(path: Path, display: str | None = None, *, limit: int = MAX_JSON_FILE_BYTES,
+                   root: Path | None = None) -> tuple[Any, bytes]:
     """A JSON file (keywords file, similarities file) as data, refused cleanly when over ``limit`` bytes,
-    not JSON, or nested too deep."""
+    not JSON, or nested too deep. ``root``: the knowledge base it must stay in."""
     name = display or str(path)
-    text, raw = read_text_file(path, name, limit=limit)
+    text, raw = read_text_file(path, name, limit=limit, root=root)
     return parse_json(text, name), raw
 
 
@@ -33,11 +33,10 @@ def is_there(path: Path) -> bool:
 
 def load_keywords_file(kb_root: Path, path: Path, display: str) -> tuple[Any, bytes]:
     """A document's own ``<stem>.keywords.json`` as data, refused (as a document would be, see
-    :mod:`kb_indexer.index.walk`) when it is a symlink resolving outside the knowledge-base root."""
-    if os.path.islink(path) and resolves_outside(os.path.realpath(kb_root), path):
-        raise ValidationError(f"{display} resolves outside the knowledge-base root (a symlink); it is not read",
-                              code="outside_kb")
-    return load_json_file(path, display, limit=max_doc_bytes())
+    :mod:`kb_indexer.index.walk`) when it, or a folder on its way, is a symlink resolving outside the
+    knowledge-base root: opened from the root one component at a time (:mod:`kb_indexer.beneath`), so a
+    link swapped in after a check is caught by the open itself."""
+    return load_json_file(path, display, limit=max_doc_bytes(), root=kb_root)
 
 
 def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:

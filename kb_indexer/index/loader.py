@@ -42,7 +42,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
     with its own title and front-matter keywords; the problem is in ``problems``. A keywords file given
     with ``add --keywords`` is always checked strictly."""
     md_path = kb_root / rel
-    text, raw, warning = read_document_text(md_path, rel)
+    text, raw, warning = read_document_text(md_path, rel, root=kb_root)
     explicit = keywords_file is not None
     kw_path = keywords_file if explicit else keywords_path_for(md_path)
     data = kw_data = kw_rel = None

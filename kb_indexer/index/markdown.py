@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.beneath import open_beneath
 from kb_indexer.errors import ValidationError
 from kb_indexer.front_matter import FrontMatterError, load_front_matter, split_front_matter
 from kb_indexer.limits import max_doc_bytes
@@ -37,10 +38,13 @@ class ParsedMarkdown:
     front_matter_error: str | None = None
 
 
-def _read_regular(path: Path, name: str, limit: int) -> bytes:
+def _read_regular(path: Path, name: str, limit: int, root: Path | None) -> bytes:
     """At most ``limit + 1`` bytes of a regular file. Opened non-blocking and checked before reading, so a
-    FIFO, device or socket named like a document is refused instead of blocking forever."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    FIFO, device or socket named like a document is refused instead of blocking forever. With ``root``:
+    opened from the root one component at a time (:func:`kb_indexer.beneath.open_beneath`), so a folder or
+    file swapped for a symlink leading outside the root after a check is refused, never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags) if root is None else open_beneath(root, path, flags, name)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValidationError(f"{name} is not a regular file (a FIFO, device, socket or folder); "
@@ -54,9 +58,9 @@ def _read_regular(path: Path, name: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def _read_bytes(path: Path, name: str, limit: int) -> bytes:
+def _read_bytes(path: Path, name: str, limit: int, root: Path | None = None) -> bytes:
     try:
-        return _read_regular(path, name, limit)
+        return _read_regular(path, name, limit, root)
     except FileNotFoundError:
         raise ValidationError(f"File not found: {name}", code="not_found") from None
     except IsADirectoryError:
@@ -78,23 +82,27 @@ def _decode(data: bytes, name: str, cut: bool = False) -> str:
         raise ValidationError(f"{name} is not valid UTF-8 (byte {exc.start}); only UTF-8 text is indexed") from None
 
 
-def read_text_file(path: Path, display: str | None = None, *, limit: int | None = None) -> tuple[str, bytes]:
+def read_text_file(path: Path, display: str | None = None, *, limit: int | None = None,
+                   root: Path | None = None) -> tuple[str, bytes]:
     """Read a UTF-8 text file (a keywords file, similarities.json, an export); binary and non-UTF-8 files
-    and files over ``limit`` bytes (when given) are refused clearly."""
+    and files over ``limit`` bytes (when given) are refused clearly. ``root``: the knowledge base the file
+    must stay in (see :func:`_read_regular`)."""
     name = display or str(path)
-    data = _read_bytes(path, name, limit if limit is not None else 1 << 62)
+    data = _read_bytes(path, name, limit if limit is not None else 1 << 62, root)
     if limit is not None and len(data) > limit:
         raise ValidationError(f"{name} is larger than {limit} bytes, the limit for this kind of file "
                               "(README, \"Limits\")")
     return _decode(data, name), data
 
 
-def read_document_text(path: Path, display: str | None = None) -> tuple[str, bytes, str | None]:
+def read_document_text(path: Path, display: str | None = None, *,
+                       root: Path | None = None) -> tuple[str, bytes, str | None]:
     """Read a markdown document: ``(text, bytes read, warning)``. A document over the size limit is read
-    up to the limit (never more is loaded) and indexed with a warning rather than refused."""
+    up to the limit (never more is loaded) and indexed with a warning rather than refused. ``root``: the
+    knowledge base the document must stay in (see :func:`_read_regular`)."""
     name = display or str(path)
     limit = max_doc_bytes()
-    data = _read_bytes(path, name, limit)
+    data = _read_bytes(path, name, limit, root)
     if len(data) <= limit:
         return _decode(data, name), data, None
     data = data[:limit]

@@ -17,6 +17,7 @@ from pathlib import Path
 from itertools import islice
 from typing import Any, Iterator, Union
 
+from kb_indexer.beneath import cached_folders
 from kb_indexer.errors import KbError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
 from kb_indexer.index.paths import explicit_keywords_file
@@ -86,17 +87,18 @@ class _Chunk:
         self.finished, self.abandoned = threading.Event(), False
 
     def run(self) -> None:
-        for rel, kw in self.items:
-            self.since = time.monotonic()
-            try:
-                result: Any = read_one(self.root, rel, kw)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-                result = exc
-            if self.abandoned:
-                return
-            self.done.append(result)
-            if isinstance(result, BaseException):
-                break
+        with cached_folders():  # the chunk's files are mostly in one folder: opened once (kb_indexer.beneath)
+            for rel, kw in self.items:
+                self.since = time.monotonic()
+                try:
+                    result: Any = read_one(self.root, rel, kw)
+                except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                    result = exc
+                if self.abandoned:
+                    return
+                self.done.append(result)
+                if isinstance(result, BaseException):
+                    break
         self.finished.set()
 
     def wait(self, seconds: float) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kb_indexer.index.membership import MARKDOWN_SUFFIXES, is_document_name, is_skipped_dir, regular_file_problem
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
-from kb_indexer.safe_write import resolves_outside
+from kb_indexer.beneath import resolves_outside
 
 
 @dataclass
