@@ -25,10 +25,10 @@ from __future__ import annotations
 import io
 import os
 import stat
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_indexer import notices
 from kb_indexer.limits import MAX_ENV_FILE_BYTES
 
 ENV_FILE_VAR = "KBINDEX_ENV_FILE"
@@ -73,7 +73,7 @@ def warn(message: str) -> None:
     """One warning on stderr (each message once per process, however often the settings are resolved)."""
     if message not in _warned:
         _warned.add(message)
-        sys.stderr.write(f"warning: {_printable(message)}\n")
+        notices.warn(_printable(message))
 
 
 def forget_warnings() -> None:
