@@ -158,6 +158,5 @@ def embed(
     with open_kb(db, kb) as k, _progress() as progress:
         result = k.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
     if result["truncated"]:
-        sys.stderr.write(f"warning: {result['truncated']} long documents were embedded only in part "
-                         "(their first chunks)\n")
+        warn(f"{result['truncated']} long documents were embedded only in part (their first chunks)")
     emit(result, format, title="embed")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kb_indexer.cli.app import DbOpt, app
+from kb_indexer.cli.output import echo
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
                 "(or: pip install 'mcp>=2')")
@@ -44,10 +45,10 @@ def mcp(
     try:  # resolved once, so an index that cannot be found is said at start, not per request
         db_path = find_db(db)
     except KbError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        echo(f"Error: {exc}\n", err=True)  # the path is the user's text: terminal-safe
         raise typer.Exit(1)
     if not db_path.is_file():
-        print(f"Error: no index at {db_path} (create one with `kbindex init`, or pass --db)", file=sys.stderr)
+        echo(f"Error: no index at {db_path} (create one with `kbindex init`, or pass --db)\n", err=True)
         raise typer.Exit(1)
     if transport is Transport.stdio:
         _serve_stdio(db_path)

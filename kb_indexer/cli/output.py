@@ -49,7 +49,10 @@ def echo(text: str, *, err: bool = False) -> None:
 
 
 def warn(message: str) -> None:
-    echo(f"warning: {message}\n", err=True)
+    """A terminal-safe warning on stderr (:func:`kb_indexer.notices.warn`, shared with the lower layers)."""
+    from kb_indexer.notices import warn as _warn
+
+    _warn(message)
 
 
 def warn_shown(count: int, total: int) -> None:

@@ -55,8 +55,8 @@ def put(conn: sqlite3.Connection, key: str, *, backend: str, model: str, task: s
     try:
         _put(conn, key, backend, model, task, prompt_hash, schema_hash, response)
     except sqlite3.OperationalError as exc:
-        import sys
-        sys.stderr.write(f"warning: could not cache the LLM answer: {exc}\n")
+        from kb_indexer.notices import warn
+        warn(f"could not cache the LLM answer: {exc}")
         return False
     return True
 

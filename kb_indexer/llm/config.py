@@ -37,6 +37,7 @@ import math
 import os
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
@@ -126,34 +127,71 @@ def _first(names: tuple[str, ...], values: Any) -> str | None:
     return next((name for name in names if values.get(name)), None)
 
 
-def _api_key(url_var: str | None, key_vars: tuple[str, ...], env: Any, dotenv: EnvFile,
-             sources: dict[str, str]) -> str | None:
-    """The key for the server ``url_var`` names: a server named by the ``.env`` gets only a key from
-    that same file (a key from the real environment is withheld, with a warning)."""
-    if url_var is None or url_var not in dotenv.applied:
-        key_var = _first(key_vars, env)
-        if key_var:
-            sources["api_key"] = f"{key_var} ({_source(key_var, dotenv)})"
-        return env[key_var] if key_var else None
-    key_var = _first(key_vars, dotenv.values)
+#: Backends whose default server is the provider's own https endpoint (Google's, for Gemini): a key from the
+#: real environment may go there whoever chose the backend. Every other default is a local plain-HTTP port
+#: that any local user can listen on.
+PROVIDER_DEFAULT = frozenset({"gemini"})
+
+
+def _untrusted(backend: str, url_var: str | None, dotenv: EnvFile,
+               sources: dict[str, str]) -> tuple[str, str] | None:
+    """Why this server may get only a key from the ``.env`` (never one from the real environment), and what
+    the user can do about it; None when the user chose the server, or the backend whose default it is."""
+    if url_var is not None:
+        if url_var not in dotenv.applied:
+            return None
+        return f"{url_var} comes from {dotenv.path}", "put the key in that file if the server needs one"
+    chooser = {".env": str(dotenv.path), "index": "the index"}.get(sources.get("backend", ""))
+    if chooser is None or backend in PROVIDER_DEFAULT:
+        return None
+    return (f"the {backend} backend was chosen by {chooser} and its server is the default local port",
+            f"choose the backend with a flag or in the environment, or set {SERVERS[backend][0][0]} there")
+
+
+def _api_key(backend: str, url_var: str | None, env: Any, dotenv: EnvFile,
+             sources: dict[str, str]) -> tuple[str | None, str | None]:
+    """The key for the server (and why a real-environment key was withheld, if one was): a server the user
+    did not choose (see :func:`_untrusted`) gets only a key from the ``.env`` itself."""
+    key_vars = SERVERS[backend][1]
+    untrusted = _untrusted(backend, url_var, dotenv, sources)
+    pool = env if untrusted is None else dotenv.values
+    key_var = _first(key_vars, pool)
     if key_var:
-        sources["api_key"] = f"{key_var} (.env)"
-        return dotenv.values[key_var]
-    withheld = _first(key_vars, env)
-    if withheld:
-        sources["api_key"] = f"{withheld} (env) withheld: the server is from .env"
-        warn(f"{url_var} comes from {dotenv.path}, so {withheld} from the environment is not sent to it: "
-             f"requests go without an API key (put the key in that file if the server needs one)")
+        sources["api_key"] = f"{key_var} ({'.env' if untrusted else _source(key_var, dotenv)})"
+        return pool[key_var], None
+    withheld = _first(key_vars, env) if untrusted else None
+    if not withheld:
+        return None, None
+    reason, remedy = untrusted
+    sources["api_key"] = f"{withheld} (env) withheld: {reason}"
+    warn(f"{reason}, so {withheld} from the environment is not sent to it: requests go without an API key "
+         f"({remedy})")
+    return None, f"{withheld} is set in the environment but withheld: {reason} ({remedy})"
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` cannot name a server (None: it can): http(s), a host, a port in range, nothing unprintable."""
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "it contains whitespace or a control character"
+    try:
+        parts = urlsplit(url)
+        port = parts.port   # ValueError when not a number or out of range
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a server's port"
     return None
 
 
-def _endpoint(backend: str, env: Any, dotenv: EnvFile,
-              sources: dict[str, str]) -> tuple[str | None, str | None]:
-    """The server URL and API key of ``backend`` from the environment (``sources`` says where from)."""
+def _endpoint(backend: str, env: Any, dotenv: EnvFile, sources: dict[str, str]) -> dict[str, Any]:
+    """The server URL, API key and their problems for ``backend`` (``sources`` says where each came from)."""
     if backend not in SERVERS:
-        return None, None
-    url_vars, key_vars = SERVERS[backend]
-    url_var = _first(url_vars, env)
+        return {}
+    url_var = _first(SERVERS[backend][0], env)
     sources["url"] = _source(url_var, dotenv) if url_var else "default"
     raw = env[url_var] if url_var else None
     if backend == "ollama":
@@ -162,7 +200,12 @@ def _endpoint(backend: str, env: Any, dotenv: EnvFile,
         base_url = (raw or DEFAULT_OPENAI_BASE_URL).rstrip("/")
     else:
         base_url = raw
-    return base_url, _api_key(url_var, key_vars, env, dotenv, sources)
+    problem = _url_problem(base_url) if raw else None
+    if problem:
+        where = dotenv.path if url_var in dotenv.applied else "the environment"
+        return {"url_error": f"{url_var} (from {where}) is not a usable server URL: {problem}: {raw!r}"}
+    api_key, withheld = _api_key(backend, url_var, env, dotenv, sources)
+    return {"base_url": base_url, "api_key": api_key, "key_withheld": withheld}
 
 
 def _choose(flag: str | None, var: str, env, dotenv, *fallbacks: tuple[bool, object, str],
@@ -193,11 +236,9 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
            if env.get("KBINDEX_LLM_MAX_TOKENS") else DEFAULT_MAX_TOKENS)
 
-    base_url, api_key = _endpoint(backend, env, dotenv, sources)
-
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
-                     use_cache=not opts.no_cache, max_tokens_cap=cap, base_url=base_url, api_key=api_key,
-                     sources=sources, env_file=str(dotenv.path) if dotenv.path else None)
+                     use_cache=not opts.no_cache, max_tokens_cap=cap, sources=sources,
+                     env_file=str(dotenv.path) if dotenv.path else None, **_endpoint(backend, env, dotenv, sources))
 
 
 def is_configured(opts: LLMOptions | None = None) -> bool:
@@ -239,10 +280,9 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
                                       (bool(stored) and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
-    base_url, api_key = _endpoint(backend, env, dotenv, sources)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
-                     base_url=base_url, api_key=api_key, sources=sources,
-                     env_file=str(dotenv.path) if dotenv.path else None)
+                     sources=sources, env_file=str(dotenv.path) if dotenv.path else None,
+                     **_endpoint(backend, env, dotenv, sources))
 
 
 def embed_configured(opts: EmbedOptions | None = None) -> bool:

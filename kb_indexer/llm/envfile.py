@@ -13,7 +13,8 @@ skips it. The file never overrides a variable that is already set, and:
   would copy a real secret into a URL or a model name);
 * it is ignored, with a warning, when it is a symbolic link, not a regular file, not
   owned by the current user, writable by group or others, larger than
-  :data:`~kb_indexer.limits.MAX_ENV_FILE_BYTES` or not UTF-8 (as ssh treats its config).
+  :data:`~kb_indexer.limits.MAX_ENV_FILE_BYTES` or not UTF-8 (as ssh treats its config); a UTF-8
+  byte-order mark at its start is skipped.
 
 Which server may receive which key is decided in :mod:`kb_indexer.llm.config`, from
 :attr:`EnvFile.values` (a server named by this file gets only a key this file names).
@@ -24,10 +25,10 @@ from __future__ import annotations
 import io
 import os
 import stat
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_indexer import notices
 from kb_indexer.limits import MAX_ENV_FILE_BYTES
 
 ENV_FILE_VAR = "KBINDEX_ENV_FILE"
@@ -72,7 +73,7 @@ def warn(message: str) -> None:
     """One warning on stderr (each message once per process, however often the settings are resolved)."""
     if message not in _warned:
         _warned.add(message)
-        sys.stderr.write(f"warning: {_printable(message)}\n")
+        notices.warn(_printable(message))
 
 
 def forget_warnings() -> None:
@@ -126,7 +127,7 @@ def _read(path: Path) -> str | None:
             if reason is None and len(data) > MAX_ENV_FILE_BYTES:
                 reason = f"is larger than {MAX_ENV_FILE_BYTES // 1024} KiB"
             if reason is None:
-                return data.decode("utf-8")
+                return data.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
     except UnicodeDecodeError:
         reason = "is not UTF-8 text"
     except OSError as exc:

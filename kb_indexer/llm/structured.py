@@ -29,18 +29,17 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import sys
 import time
 from typing import Any, Callable, Iterator
 
 from kb_indexer.errors import KbError
-
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm import registry
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, Message,
                                  StructuredResult, Tool, as_messages, with_system_note)
 from kb_indexer.llm.config import LLMConfig, LLMOptions, resolve
 from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
+from kb_indexer.notices import warn
 
 BACKOFF_BASE = 0.5
 BACKOFF_MAX = 8.0
@@ -145,8 +144,8 @@ class LLMClient:
                 left = self._left()
                 if delay >= left:  # the retry could not finish in time: give up now, not at the deadline
                     raise
-                sys.stderr.write(f"warning: {self.config.backend}: {exc.message} "
-                                 f"(retry {attempt}/{self.config.retries} in {delay:.1f}s)\n")
+                warn(f"{self.config.backend}: {exc.message} "  # the server's text: made terminal-safe
+                     f"(retry {attempt}/{self.config.retries} in {delay:.1f}s)")
                 self._sleep(delay)
 
     def call(self, fn: Callable[[float], Any]) -> tuple[Any, int]:
