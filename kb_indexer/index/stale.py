@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
-from kb_indexer.index.walk import scan
+from kb_indexer.index.walk import Walk, scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -43,7 +43,7 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, walked_ns]} recorded by sync (see ``record_folders``)
+# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]} recorded by sync (see ``settle_folders``)
 FOLDERS_KEY = "folder_mtimes"
 # Up to this many indexed documents the check stats every file; above, it is the quick check.
 FULL_CHECK_MAX_FILES = 5000
@@ -51,19 +51,55 @@ FULL_CHECK_MAX_FILES = 5000
 # being worked on).
 RECENT_FILES = 1000
 # A folder whose mtime is this close to when sync looked at it may hide a change made in the same tick:
-# it is listed again by every check until a later sync records it.
+# it is listed again by every check until a sync records it as seen later (see ``settle_folders``).
 SETTLE_NS = 2_000_000_000
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, mtimes: dict[str, int], walked_ns: int) -> None:
-    """Remember the folders a sync walked (all under ``prefix``) with their mtimes."""
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list[int]]) -> None:
+    """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns]}``."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
     state = _decode_state(row[0] if row else None) or {}
     state = {k: v for k, v in state.items() if not k.startswith(prefix)}
-    state.update({k: [m, walked_ns] for k, m in mtimes.items()})
+    state.update(folders)
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
                  "excluded.value", (FOLDERS_KEY, json.dumps(state, sort_keys=True, separators=(",", ":"))))
+
+
+def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
+    """May a change made after the folder was listed at ``seen_ns`` still have left its mtime unchanged?"""
+    return mtime_ns > seen_ns - SETTLE_NS
+
+
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[int]]:
+    """The ``{folder: [mtime_ns, seen_ns]}`` a sync records after its walk (begun at ``walked_ns``).
+
+    A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
+    it was listed, so the quick check lists it again. Once that window has passed (a long first sync of a
+    freshly written knowledge base), each such folder is listed once more here: if its mtime, files (with
+    their stat signatures) and subfolders are what the walk saw, it is recorded as seen now, and a later
+    change shows as a new mtime (not every folder listed by every query until the next sync)."""
+    folders = {pre: [m, walked_ns] for pre, m in walk.folder_mtimes.items()}
+    suspects = [pre for pre, m in walk.folder_mtimes.items() if _unsettled(m, walked_ns)]
+    if not suspects:
+        return folders
+    files: dict[str, dict[str, str]] = {}
+    for rel, sig in walk.files.items():
+        files.setdefault(rel[: rel.rfind("/") + 1], {})[rel] = sig
+    subs: dict[str, set[str]] = {}
+    for pre in walk.folder_mtimes:
+        if pre:
+            subs.setdefault(pre[: pre.rstrip("/").rfind("/") + 1], set()).add(pre)
+    for pre in suspects:
+        seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
+        mtime = walk.folder_mtimes[pre]
+        if _unsettled(mtime, seen_ns):
+            continue                # still within the window: listed by the checks until a later sync
+        again = scan(root, pre, recursive=False)
+        if (again.folder_mtimes.get(pre) == mtime and again.files == files.get(pre, {})
+                and set(again.subfolders) == subs.get(pre, set())):
+            folders[pre] = [mtime, seen_ns]
+    return folders
 
 
 def _decode_state(raw: str | None) -> dict[str, list[int]] | None:
@@ -165,7 +201,7 @@ def _changed_folders(root: Path, state: dict[str, list[int]]) -> tuple[list[str]
         except OSError:
             gone.append(pre)
             continue
-        if now != mtime or now > walked - SETTLE_NS:
+        if now != mtime or _unsettled(now, walked):
             listed.append(pre)
     return listed, gone
 
