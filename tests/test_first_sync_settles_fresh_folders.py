@@ -14,26 +14,31 @@ import time
 import pytest
 
 from kb_indexer.index import stale as stale_mod
+from kb_indexer.index import sync as _sync  # noqa: F401 - imported now: the walk starts right after the writes
 
-SETTLE_NS = 200_000_000  # a short window keeps the test quick; the rule is the same as with 2 s
+SETTLE_NS = 500_000_000  # a shorter window keeps the test quick; the rule is the same as with 2 s
 
 
 @pytest.fixture
 def fresh(project, monkeypatch):
-    """(KnowledgeBase, folders) over the bundled KB copy whose folders were all just written to (their
-    mtimes half a window before now), checked as a large knowledge base is (the quick check)."""
+    """(KnowledgeBase, folders) over the bundled KB copy, checked as a large knowledge base is (the quick
+    check)."""
     from kb_indexer.api import KnowledgeBase
 
     monkeypatch.setattr(stale_mod, "FULL_CHECK_MAX_FILES", 0)
     monkeypatch.setattr(stale_mod, "SETTLE_NS", SETTLE_NS)
     root = project / "knowledge-base"
-    folders = [root] + [p for p in root.rglob("*") if p.is_dir()]
-    written = time.time_ns() - SETTLE_NS // 2
+    handle, _ = KnowledgeBase.init(project / "kbindex.db", root)
+    yield handle, [root] + [p for p in root.rglob("*") if p.is_dir()]
+    handle.close()
+
+
+def just_written(folders) -> int:
+    """Every folder written to a moment ago (as right after the KB was generated); returns that time."""
+    written = time.time_ns() - 1_000_000
     for folder in folders:
         os.utime(folder, ns=(written, written))
-    handle, _ = KnowledgeBase.init(project / "kbindex.db", root)
-    yield handle, folders, written
-    handle.close()
+    return written
 
 
 def wait_past_window(written_ns: int):
@@ -47,7 +52,8 @@ def wait_past_window(written_ns: int):
 
 
 def test_queries_after_the_first_sync_list_no_folder(fresh):
-    kb, folders, written = fresh
+    kb, folders = fresh
+    written = just_written(folders)
     result = kb.sync(progress=wait_past_window(written))
     assert result["errors"] == [] and result["added"] > 0
     info = kb.stale()
@@ -58,8 +64,9 @@ def test_queries_after_the_first_sync_list_no_folder(fresh):
 
 def test_a_file_added_in_the_same_tick_after_the_walk_is_still_found(fresh):
     """The second look must not settle a folder that changed after the walk without a new mtime."""
-    kb, folders, written = fresh
+    kb, folders = fresh
     root = kb.kb_root
+    written = just_written(folders)
     wait = wait_past_window(written)
 
     def progress(done: int, total: int) -> None:
