@@ -165,8 +165,9 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
         keep = set()
         before = {} if key is None else dict(conn.execute(
             "SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?", (key,)).fetchall())
-        for e in entries:
-            if key is not None and before.get(_entry_id(e)) == _entry_hash(e):
+        marks = [] if key is None else [(_entry_id(e), _entry_hash(e)) for e in entries]   # once per entry
+        for i, e in enumerate(entries):
+            if before and before.get(marks[i][0]) == marks[i][1]:
                 # Unchanged since this file was last imported: what a person or learning did to the
                 # relation since (relate, unrelate, score changes) stays.
                 unchanged += 1
@@ -189,7 +190,7 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
                 conn.execute("INSERT OR IGNORE INTO similarity_files (similarity_id, file) VALUES (?, ?)", (sid, key))
         if key is not None:
             removed = _unlist(conn, ids, key, _listed_by(conn, key) - keep, _Listings(root))
-            _remember_entries(conn, key, entries)
+            _remember_entries(conn, key, marks)
     out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
     if key is not None:
         out["unchanged"] = unchanged
@@ -198,10 +199,11 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
     return out
 
 
-def _remember_entries(conn: sqlite3.Connection, key: str, entries: list[dict[str, Any]]) -> None:
+def _remember_entries(conn: sqlite3.Connection, key: str, marks: list[tuple[str, str]]) -> None:
+    """Record the file's entries as ``(entry id, entry hash)`` pairs."""
     conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
     conn.executemany("INSERT OR REPLACE INTO similarity_file_entries (file, entry, entry_hash) VALUES (?, ?, ?)",
-                     [(key, _entry_id(e), _entry_hash(e)) for e in entries])
+                     [(key, entry, digest) for entry, digest in marks])
 
 
 def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
