@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
-from kb_indexer.index.walk import Walk, scan
+from kb_indexer.index.walk import Walk, list_mark, scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -43,7 +43,8 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]} recorded by sync (see ``settle_folders``)
+# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns, entries mark]} recorded by sync (see
+# ``settle_folders``; the mark is :func:`kb_indexer.index.walk.entries_mark`, absent in older indexes)
 FOLDERS_KEY = "folder_mtimes"
 # Up to this many indexed documents the check stats every file; above, it is the quick check.
 FULL_CHECK_MAX_FILES = 5000
@@ -51,13 +52,14 @@ FULL_CHECK_MAX_FILES = 5000
 # being worked on).
 RECENT_FILES = 1000
 # A folder whose mtime is this close to when sync looked at it may hide a change made in the same tick:
-# it is listed again by every check until a sync records it as seen later (see ``settle_folders``).
+# until a sync records it as seen later (see ``settle_folders``), every check lists its names again and
+# compares their mark with the one sync recorded (and lists it in full when they differ).
 SETTLE_NS = 2_000_000_000
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list[int]]) -> None:
-    """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns]}``."""
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
+    """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
     state = _decode_state(row[0] if row else None) or {}
     state = {k: v for k, v in state.items() if not k.startswith(prefix)}
@@ -71,15 +73,16 @@ def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
     return mtime_ns > seen_ns - SETTLE_NS
 
 
-def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[int]]:
-    """The ``{folder: [mtime_ns, seen_ns]}`` a sync records after its walk (begun at ``walked_ns``).
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
+    """The ``{folder: [mtime_ns, seen_ns, mark]}`` a sync records after its walk (begun at ``walked_ns``).
 
     A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
-    it was listed, so the quick check lists it again. Once that window has passed (a long first sync of a
-    freshly written knowledge base), each such folder is listed once more here: if its mtime, files (with
-    their stat signatures) and subfolders are what the walk saw, it is recorded as seen now, and a later
-    change shows as a new mtime (not every folder listed by every query until the next sync)."""
-    folders = {pre: [m, walked_ns] for pre, m in walk.folder_mtimes.items()}
+    it was listed, so the quick check lists its names again (and in full if they changed). Once that window
+    has passed (a long first sync of a freshly written knowledge base), each such folder is listed once
+    more here: if its mtime, files (with their stat signatures) and subfolders are what the walk saw, it is
+    recorded as seen now, and a later change shows as a new mtime: the queries after the first sync check
+    no folder's entries at all."""
+    folders = {pre: [m, walked_ns, walk.folder_marks.get(pre)] for pre, m in walk.folder_mtimes.items()}
     suspects = [pre for pre, m in walk.folder_mtimes.items() if _unsettled(m, walked_ns)]
     if not suspects:
         return folders
@@ -98,11 +101,11 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[int
         again = scan(root, pre, recursive=False)
         if (again.folder_mtimes.get(pre) == mtime and again.files == files.get(pre, {})
                 and set(again.subfolders) == subs.get(pre, set())):
-            folders[pre] = [mtime, seen_ns]
+            folders[pre] = [mtime, seen_ns, again.folder_marks.get(pre)]
     return folders
 
 
-def _decode_state(raw: str | None) -> dict[str, list[int]] | None:
+def _decode_state(raw: str | None) -> dict[str, list] | None:
     try:
         data = json.loads(raw) if raw else None
     except ValueError:
@@ -130,7 +133,7 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     if state is None or total <= FULL_CHECK_MAX_FILES:
         stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
-        on_disk = scan(root).files
+        on_disk = scan(root, marks=False).files
         info: dict[str, Any] = {"mode": "full", "files": len(on_disk)}
     else:
         stored, on_disk, info = _quick(conn, root, state)
@@ -167,14 +170,14 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
     listed, trees = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
     for pre in listed:
-        walk = scan(root, pre, recursive=False)
+        walk = scan(root, pre, recursive=False, marks=False)
         on_disk.update(walk.files)
         for sub in walk.subfolders:
             if sub not in state:  # a new folder: everything in it is new
                 trees.append(sub)
     for pre in trees:
         if (root / pre).is_dir():
-            on_disk.update(scan(root, pre).files)
+            on_disk.update(scan(root, pre, marks=False).files)
     stored: dict[str, str] = {}
     for pre in listed:
         stored.update((p, sig) for p, sig in _stored_under(conn, pre) if "/" not in p[len(pre):])
@@ -192,16 +195,18 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list[int]]) -> tuple[list[str], list[str]]:
-    """Folders whose mtime moved (or that may hide a same-tick change), and folders that are gone."""
+def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str]]:
+    """Folders whose mtime moved (or whose entries changed within the same tick), and folders that are gone."""
     listed, gone = [], []
-    for pre, (mtime, walked) in state.items():
+    for pre, (mtime, walked, *mark) in state.items():
+        folder = os.path.join(root, pre) if pre else str(root)
         try:
-            now = os.stat(root / pre).st_mtime_ns if pre else os.stat(root).st_mtime_ns
+            now = os.stat(folder).st_mtime_ns
         except OSError:
             gone.append(pre)
             continue
-        if now != mtime or _unsettled(now, walked):
+        if now != mtime or (_unsettled(now, walked) and (not mark or mark[0] is None
+                                                         or list_mark(folder) != mark[0])):
             listed.append(pre)
     return listed, gone
 
