@@ -60,6 +60,7 @@ def test_queries_after_the_first_sync_list_no_folder(fresh):
     assert info["mode"] == "quick" and info["stale"] is False
     assert info["folders"] == len(folders)
     assert info["folders_listed"] == 0
+    assert info["folders_compared"] == 0   # settled: not even their names are listed again
 
 
 def test_a_file_added_in_the_same_tick_after_the_walk_is_still_found(fresh):

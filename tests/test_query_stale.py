@@ -171,6 +171,7 @@ def test_a_folder_changed_in_the_same_tick_as_the_sync_is_listed_again(kb, monke
     monkeypatch.setattr(stale_mod, "SETTLE_NS", 10**18)  # every folder counts as just written
     info = kb.stale()
     assert info["folders_listed"] == 0 and info["stale"] is False
+    assert info["folders_compared"] == info["folders"]
     root = kb.kb_root
     st = os.stat(root)
     (root / "same-tick.md").write_text("# Same tick\n\ntext\n", encoding="utf-8")

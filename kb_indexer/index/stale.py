@@ -167,7 +167,7 @@ def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[lis
 
 def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict, dict, dict]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
-    listed, trees = _changed_folders(root, state)
+    listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
     for pre in listed:
         walk = scan(root, pre, recursive=False, marks=False)
@@ -192,12 +192,14 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
             if now is not None:
                 on_disk[rel] = now
     return stored, on_disk, {"mode": "quick", "folders": len(state), "folders_listed": len(listed) + len(trees),
+                             "folders_compared": compared,
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str]]:
-    """Folders whose mtime moved (or whose entries changed within the same tick), and folders that are gone."""
-    listed, gone = [], []
+def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str], int]:
+    """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
+    how many folders' entries were compared (those still within the settle window)."""
+    listed, gone, compared = [], [], 0
     for pre, (mtime, walked, *mark) in state.items():
         folder = os.path.join(root, pre) if pre else str(root)
         try:
@@ -205,10 +207,13 @@ def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], lis
         except OSError:
             gone.append(pre)
             continue
-        if now != mtime or (_unsettled(now, walked) and (not mark or mark[0] is None
-                                                         or list_mark(folder) != mark[0])):
+        if now == mtime and _unsettled(now, walked) and mark and mark[0] is not None:
+            compared += 1
+            if list_mark(folder) == mark[0]:
+                continue
+        if now != mtime or _unsettled(now, walked):
             listed.append(pre)
-    return listed, gone
+    return listed, gone, compared
 
 
 def _stored_under(conn: sqlite3.Connection, pre: str) -> list[tuple[str, str]]:
