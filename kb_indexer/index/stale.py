@@ -78,30 +78,22 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
 
     A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
     it was listed, so the quick check lists its names again (and in full if they changed). Once that window
-    has passed (a long first sync of a freshly written knowledge base), each such folder is listed once
-    more here: if its mtime, files (with their stat signatures) and subfolders are what the walk saw, it is
-    recorded as seen now, and a later change shows as a new mtime: the queries after the first sync check
-    no folder's entries at all."""
+    has passed (a long first sync of a freshly written knowledge base), each such folder's names are listed
+    once more here: if its mtime and entries (names, inode numbers) are what the walk saw, it is recorded as
+    seen now, and a later change shows as a new mtime: the queries after the first sync check no folder's
+    entries at all."""
     folders = {pre: [m, walked_ns, walk.folder_marks.get(pre)] for pre, m in walk.folder_mtimes.items()}
-    suspects = [pre for pre, m in walk.folder_mtimes.items() if _unsettled(m, walked_ns)]
-    if not suspects:
-        return folders
-    files: dict[str, dict[str, str]] = {}
-    for rel, sig in walk.files.items():
-        files.setdefault(rel[: rel.rfind("/") + 1], {})[rel] = sig
-    subs: dict[str, set[str]] = {}
-    for pre in walk.folder_mtimes:
-        if pre:
-            subs.setdefault(pre[: pre.rstrip("/").rfind("/") + 1], set()).add(pre)
-    for pre in suspects:
+    for pre, (mtime, _, mark) in folders.items():
         seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
-        mtime = walk.folder_mtimes[pre]
-        if _unsettled(mtime, seen_ns):
-            continue                # still within the window: listed by the checks until a later sync
-        again = scan(root, pre, recursive=False)
-        if (again.folder_mtimes.get(pre) == mtime and again.files == files.get(pre, {})
-                and set(again.subfolders) == subs.get(pre, set())):
-            folders[pre] = [mtime, seen_ns, again.folder_marks.get(pre)]
+        if mark is None or not _unsettled(mtime, walked_ns) or _unsettled(mtime, seen_ns):
+            continue               # settled already, or still within the window (compared by the checks)
+        folder = os.path.join(root, pre) if pre else str(root)
+        try:
+            unchanged = os.stat(folder).st_mtime_ns == mtime and list_mark(folder) == mark
+        except OSError:
+            continue
+        if unchanged:
+            folders[pre] = [mtime, seen_ns, mark]
     return folders
 
 
