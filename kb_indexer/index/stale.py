@@ -35,7 +35,11 @@ _EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_f
 
 def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (REJECTED_FILES_KEY,)).fetchone()
+    return _meta_dict(conn, REJECTED_FILES_KEY)
+
+
+def _meta_dict(conn: sqlite3.Connection, key: str) -> dict:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     try:
         data = json.loads(row[0]) if row and row[0] else {}
     except ValueError:
@@ -43,9 +47,16 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns, entries mark]} recorded by sync (see
-# ``settle_folders``; the mark is :func:`kb_indexer.index.walk.entries_mark`, absent in older indexes)
+def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                 "excluded.value", (key, json.dumps(value, sort_keys=True, separators=(",", ":"))))
+
+
+# meta keys recorded by sync (see ``settle_folders``): {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]}, and
+# {folder: its entries mark} (:func:`kb_indexer.index.walk.entries_mark`; a key of its own, so an older
+# kbindex reads the first as it wrote it)
 FOLDERS_KEY = "folder_mtimes"
+MARKS_KEY = "folder_marks"
 # Up to this many indexed documents the check stats every file; above, it is the quick check.
 FULL_CHECK_MAX_FILES = 5000
 # The quick check also stats this many most recently indexed documents (in-place edits of the notes
@@ -60,12 +71,12 @@ _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path s
 
 def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
-    state = _decode_state(row[0] if row else None) or {}
-    state = {k: v for k, v in state.items() if not k.startswith(prefix)}
-    state.update(folders)
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
-                 "excluded.value", (FOLDERS_KEY, json.dumps(state, sort_keys=True, separators=(",", ":"))))
+    state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
+    marks = {k: v for k, v in _meta_dict(conn, MARKS_KEY).items() if not k.startswith(prefix)}
+    state.update((k, v[:2]) for k, v in folders.items())
+    marks.update((k, v[2]) for k, v in folders.items() if v[2] is not None)
+    _set_meta_json(conn, FOLDERS_KEY, state)
+    _set_meta_json(conn, MARKS_KEY, marks)
 
 
 def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
@@ -97,12 +108,19 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
     return folders
 
 
-def _decode_state(raw: str | None) -> dict[str, list] | None:
-    try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
+def _decode_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+    """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
+    data = _meta_dict(conn, FOLDERS_KEY)
+    return data if "" in data else None
+
+
+def _folder_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+    """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
+    state = _decode_state(conn)
+    if state is None:
         return None
-    return data if isinstance(data, dict) and "" in data else None
+    marks = _meta_dict(conn, MARKS_KEY)
+    return {k: [*v[:2], marks.get(k)] for k, v in state.items()}
 
 
 def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: bool = False) -> dict[str, Any]:
@@ -120,8 +138,7 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
         return {"stale": False, "checked": False, "reason": f"knowledge-base root {root} does not exist",
                 "seconds": round(time.perf_counter() - start, 6)}
     root = root.resolve()
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
-    state = None if full else _decode_state(row[0] if row else None)
+    state = None if full else _folder_state(conn)
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     if state is None or total <= FULL_CHECK_MAX_FILES:
         stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
@@ -192,16 +209,16 @@ def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], lis
     """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
     how many folders' entries were compared (those still within the settle window)."""
     listed, gone, compared = [], [], 0
-    for pre, (mtime, walked, *mark) in state.items():
+    for pre, (mtime, walked, mark) in state.items():
         folder = os.path.join(root, pre) if pre else str(root)
         try:
             now = os.stat(folder).st_mtime_ns
         except OSError:
             gone.append(pre)
             continue
-        if now == mtime and _unsettled(now, walked) and mark and mark[0] is not None:
+        if now == mtime and _unsettled(now, walked) and mark is not None:
             compared += 1
-            if list_mark(folder) == mark[0]:
+            if list_mark(folder) == mark:
                 continue
         if now != mtime or _unsettled(now, walked):
             listed.append(pre)
