@@ -164,7 +164,18 @@ def test_quick_check_sees_in_place_edits_of_recent_files_only(quick, monkeypatch
 
 
 def test_a_folder_changed_in_the_same_tick_as_the_sync_is_listed_again(kb, monkeypatch):
+    """A folder written to close to the sync's walk may hide a change made in the same mtime tick: the check
+    compares its entries (names and inode numbers, no stat per file) with those sync saw, and lists it in
+    full only when they differ."""
     monkeypatch.setattr(stale_mod, "FULL_CHECK_MAX_FILES", 0)
     monkeypatch.setattr(stale_mod, "SETTLE_NS", 10**18)  # every folder counts as just written
     info = kb.stale()
-    assert info["folders_listed"] == info["folders"] and info["stale"] is False
+    assert info["folders_listed"] == 0 and info["stale"] is False
+    assert info["folders_compared"] == info["folders"]
+    root = kb.kb_root
+    st = os.stat(root)
+    (root / "same-tick.md").write_text("# Same tick\n\ntext\n", encoding="utf-8")
+    os.utime(root, ns=(st.st_atime_ns, st.st_mtime_ns))   # the folder's mtime unchanged: the same tick
+    info = kb.stale()
+    assert info["added"] == 1 and info["examples"] == ["same-tick.md"]
+    assert info["folders_listed"] == 1

@@ -26,7 +26,6 @@ file's path is kept relative to the KB root's parent.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -65,6 +64,14 @@ def file_key(root: Path, path: Path) -> str:
         return str(resolved)
 
 
+def _sha1(data: bytes):
+    """hashlib's sha1, imported when a digest is needed: a query's stale check of an unchanged similarities
+    file needs none (hashlib loads OpenSSL)."""
+    import hashlib
+
+    return hashlib.sha1(data)
+
+
 def hash_key(path: Path) -> str:
     return HASH_KEY + str(path.resolve())
 
@@ -81,7 +88,7 @@ def _entry_id(e: dict[str, Any]) -> str:
 def _entry_hash(e: dict[str, Any]) -> str:
     values = [normalize_keyword(e["keyword1"]), normalize_keyword(e["keyword2"]), e["type"], e["context"].strip(),
               float(e["score"]), bool(e["directional"])]
-    return hashlib.sha1(json.dumps(values).encode()).hexdigest()
+    return _sha1(json.dumps(values).encode()).hexdigest()
 
 
 def _relation_id(conn: sqlite3.Connection, ids: KeywordIds, e: dict[str, Any]) -> int | None:
@@ -165,8 +172,9 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
         keep = set()
         before = {} if key is None else dict(conn.execute(
             "SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?", (key,)).fetchall())
-        for e in entries:
-            if key is not None and before.get(_entry_id(e)) == _entry_hash(e):
+        marks = [] if key is None else [(_entry_id(e), _entry_hash(e)) for e in entries]   # once per entry
+        for i, e in enumerate(entries):
+            if before and before.get(marks[i][0]) == marks[i][1]:
                 # Unchanged since this file was last imported: what a person or learning did to the
                 # relation since (relate, unrelate, score changes) stays.
                 unchanged += 1
@@ -189,7 +197,7 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
                 conn.execute("INSERT OR IGNORE INTO similarity_files (similarity_id, file) VALUES (?, ?)", (sid, key))
         if key is not None:
             removed = _unlist(conn, ids, key, _listed_by(conn, key) - keep, _Listings(root))
-            _remember_entries(conn, key, entries)
+            _remember_entries(conn, key, marks)
     out = {"file": str(path), "imported": len(entries), "created": created, "updated": updated}
     if key is not None:
         out["unchanged"] = unchanged
@@ -198,10 +206,11 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
     return out
 
 
-def _remember_entries(conn: sqlite3.Connection, key: str, entries: list[dict[str, Any]]) -> None:
+def _remember_entries(conn: sqlite3.Connection, key: str, marks: list[tuple[str, str]]) -> None:
+    """Record the file's entries as ``(entry id, entry hash)`` pairs."""
     conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
     conn.executemany("INSERT OR REPLACE INTO similarity_file_entries (file, entry, entry_hash) VALUES (?, ?, ?)",
-                     [(key, _entry_id(e), _entry_hash(e)) for e in entries])
+                     [(key, entry, digest) for entry, digest in marks])
 
 
 def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
@@ -219,7 +228,7 @@ def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
         recorded = dict(conn.execute("SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?",
                                      (key,)).fetchall())
         if recorded and recorded == {_entry_id(e): _entry_hash(e) for e in entries}:
-            _set_meta(conn, hash_key(path), hashlib.sha1(raw).hexdigest())
+            _set_meta(conn, hash_key(path), _sha1(raw).hexdigest())
             adopted.append(str(path))
     return adopted
 
@@ -253,7 +262,7 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dic
         digest = None
         try:
             sig = sig_of(path.stat())
-            digest = hashlib.sha1(path.read_bytes()).hexdigest()
+            digest = _sha1(path.read_bytes()).hexdigest()
             _remember_seen(conn, path, sig, digest)
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             if row and row[0] == digest:
@@ -299,7 +308,7 @@ def _digest_for_check(path: Path, seen: str | None) -> str:
     sig = sig_of(path.stat())
     if seen and seen.split(" ", 1)[0] == sig:
         return seen.split(" ", 1)[1]
-    return hashlib.sha1(path.read_bytes()).hexdigest()
+    return _sha1(path.read_bytes()).hexdigest()
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
-from kb_indexer.index.walk import scan
+from kb_indexer.index.walk import Walk, list_mark, scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -35,7 +35,11 @@ _EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_f
 
 def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (REJECTED_FILES_KEY,)).fetchone()
+    return _meta_dict(conn, REJECTED_FILES_KEY)
+
+
+def _meta_dict(conn: sqlite3.Connection, key: str) -> dict:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     try:
         data = json.loads(row[0]) if row and row[0] else {}
     except ValueError:
@@ -43,35 +47,80 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-# meta key: {folder ("" / "a/" / "a/b/"): [mtime_ns, walked_ns]} recorded by sync (see ``record_folders``)
+def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                 "excluded.value", (key, json.dumps(value, sort_keys=True, separators=(",", ":"))))
+
+
+# meta keys recorded by sync (see ``settle_folders``): {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]}, and
+# {folder: its entries mark} (:func:`kb_indexer.index.walk.entries_mark`; a key of its own, so an older
+# kbindex reads the first as it wrote it)
 FOLDERS_KEY = "folder_mtimes"
+MARKS_KEY = "folder_marks"
 # Up to this many indexed documents the check stats every file; above, it is the quick check.
 FULL_CHECK_MAX_FILES = 5000
 # The quick check also stats this many most recently indexed documents (in-place edits of the notes
 # being worked on).
 RECENT_FILES = 1000
 # A folder whose mtime is this close to when sync looked at it may hide a change made in the same tick:
-# it is listed again by every check until a later sync records it.
+# until a sync records it as seen later (see ``settle_folders``), every check lists its names again and
+# compares their mark with the one sync recorded (and lists it in full when they differ).
 SETTLE_NS = 2_000_000_000
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, mtimes: dict[str, int], walked_ns: int) -> None:
-    """Remember the folders a sync walked (all under ``prefix``) with their mtimes."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
-    state = _decode_state(row[0] if row else None) or {}
-    state = {k: v for k, v in state.items() if not k.startswith(prefix)}
-    state.update({k: [m, walked_ns] for k, m in mtimes.items()})
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
-                 "excluded.value", (FOLDERS_KEY, json.dumps(state, sort_keys=True, separators=(",", ":"))))
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
+    """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
+    state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
+    marks = {k: v for k, v in _meta_dict(conn, MARKS_KEY).items() if not k.startswith(prefix)}
+    state.update((k, v[:2]) for k, v in folders.items())
+    marks.update((k, v[2]) for k, v in folders.items() if v[2] is not None)
+    _set_meta_json(conn, FOLDERS_KEY, state)
+    _set_meta_json(conn, MARKS_KEY, marks)
 
 
-def _decode_state(raw: str | None) -> dict[str, list[int]] | None:
-    try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
+def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
+    """May a change made after the folder was listed at ``seen_ns`` still have left its mtime unchanged?"""
+    return mtime_ns > seen_ns - SETTLE_NS
+
+
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
+    """The ``{folder: [mtime_ns, seen_ns, mark]}`` a sync records after its walk (begun at ``walked_ns``).
+
+    A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
+    it was listed, so the quick check lists its names again (and in full if they changed). Once that window
+    has passed (a long first sync of a freshly written knowledge base), each such folder's names are listed
+    once more here: if its mtime and entries (names, inode numbers) are what the walk saw, it is recorded as
+    seen now, and a later change shows as a new mtime: the queries after the first sync check no folder's
+    entries at all."""
+    folders = {pre: [m, walked_ns, walk.folder_marks.get(pre)] for pre, m in walk.folder_mtimes.items()}
+    for pre, (mtime, _, mark) in folders.items():
+        seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
+        if mark is None or not _unsettled(mtime, walked_ns) or _unsettled(mtime, seen_ns):
+            continue               # settled already, or still within the window (compared by the checks)
+        folder = os.path.join(root, pre) if pre else str(root)
+        try:
+            unchanged = os.stat(folder).st_mtime_ns == mtime and list_mark(folder) == mark
+        except OSError:
+            continue
+        if unchanged:
+            folders[pre] = [mtime, seen_ns, mark]
+    return folders
+
+
+def _decode_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+    """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
+    data = _meta_dict(conn, FOLDERS_KEY)
+    return data if "" in data else None
+
+
+def _folder_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+    """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
+    state = _decode_state(conn)
+    if state is None:
         return None
-    return data if isinstance(data, dict) and "" in data else None
+    marks = _meta_dict(conn, MARKS_KEY)
+    return {k: [*v[:2], marks.get(k)] for k, v in state.items()}
 
 
 def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: bool = False) -> dict[str, Any]:
@@ -89,12 +138,11 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
         return {"stale": False, "checked": False, "reason": f"knowledge-base root {root} does not exist",
                 "seconds": round(time.perf_counter() - start, 6)}
     root = root.resolve()
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FOLDERS_KEY,)).fetchone()
-    state = None if full else _decode_state(row[0] if row else None)
+    state = None if full else _folder_state(conn)
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     if state is None or total <= FULL_CHECK_MAX_FILES:
         stored = dict(conn.execute("SELECT filepath, stat_sig FROM documents").fetchall())
-        on_disk = scan(root).files
+        on_disk = scan(root, marks=False).files
         info: dict[str, Any] = {"mode": "full", "files": len(on_disk)}
     else:
         stored, on_disk, info = _quick(conn, root, state)
@@ -128,17 +176,17 @@ def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[lis
 
 def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict, dict, dict]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
-    listed, trees = _changed_folders(root, state)
+    listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
     for pre in listed:
-        walk = scan(root, pre, recursive=False)
+        walk = scan(root, pre, recursive=False, marks=False)
         on_disk.update(walk.files)
         for sub in walk.subfolders:
             if sub not in state:  # a new folder: everything in it is new
                 trees.append(sub)
     for pre in trees:
         if (root / pre).is_dir():
-            on_disk.update(scan(root, pre).files)
+            on_disk.update(scan(root, pre, marks=False).files)
     stored: dict[str, str] = {}
     for pre in listed:
         stored.update((p, sig) for p, sig in _stored_under(conn, pre) if "/" not in p[len(pre):])
@@ -153,21 +201,28 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
             if now is not None:
                 on_disk[rel] = now
     return stored, on_disk, {"mode": "quick", "folders": len(state), "folders_listed": len(listed) + len(trees),
+                             "folders_compared": compared,
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list[int]]) -> tuple[list[str], list[str]]:
-    """Folders whose mtime moved (or that may hide a same-tick change), and folders that are gone."""
-    listed, gone = [], []
-    for pre, (mtime, walked) in state.items():
+def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str], int]:
+    """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
+    how many folders' entries were compared (those still within the settle window)."""
+    listed, gone, compared = [], [], 0
+    for pre, (mtime, walked, mark) in state.items():
+        folder = os.path.join(root, pre) if pre else str(root)
         try:
-            now = os.stat(root / pre).st_mtime_ns if pre else os.stat(root).st_mtime_ns
+            now = os.stat(folder).st_mtime_ns
         except OSError:
             gone.append(pre)
             continue
-        if now != mtime or now > walked - SETTLE_NS:
+        if now == mtime and _unsettled(now, walked) and mark is not None:
+            compared += 1
+            if list_mark(folder) == mark:
+                continue
+        if now != mtime or _unsettled(now, walked):
             listed.append(pre)
-    return listed, gone
+    return listed, gone, compared
 
 
 def _stored_under(conn: sqlite3.Connection, pre: str) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ from kb_indexer.index.reader import keywords_source, read_all
 from kb_indexer.index.renames import Renames
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
-from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files
+from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files, settle_folders
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.sparse import refresh as refresh_sparse
@@ -160,9 +160,10 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress, renames)
     gone = sorted((missing | (vanished & set(existing))) - renames.settle(existing, walk.files, rejected, stats))
     _delete_documents(conn, gone, stats)
+    folders = settle_folders(root, walk, started_ns)
     with transaction(conn):
         _record_rejected(conn, prefix, rejected)
-        record_folders(conn, prefix, walk.folder_mtimes, started_ns)
+        record_folders(conn, prefix, folders)
         used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
     stats["errors"] += [{"file": o, "message": "keywords file without a markdown document beside it"}
                         for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)

@@ -28,7 +28,8 @@ class Walk:
     files with no markdown document beside them; ``unreadable``: documents that are there but cannot be read
     now (a FIFO, permissions): sync keeps what it stored for them; ``folders``: how many folders were read;
     ``folder_mtimes``: each folder's (``""``, ``"a/"``, ``"a/b/"``) mtime in ns, taken before it was listed;
-    ``subfolders``: the folders found but not entered (``recursive=False``)."""
+    ``folder_marks``: each folder's :func:`entries_mark` as listed; ``subfolders``: the folders found but
+    not entered (``recursive=False``)."""
 
     files: dict[str, str] = field(default_factory=dict)
     problems: list[dict[str, str]] = field(default_factory=list)
@@ -36,6 +37,7 @@ class Walk:
     unreadable: set[str] = field(default_factory=set)
     folders: int = 0
     folder_mtimes: dict[str, int] = field(default_factory=dict)
+    folder_marks: dict[str, str] = field(default_factory=dict)
     subfolders: list[str] = field(default_factory=list)
 
 
@@ -60,9 +62,11 @@ def _valid_name(name: str) -> bool:
 
 
 
-def scan(root: Path, base: str = "", *, recursive: bool = True) -> Walk:
+def scan(root: Path, base: str = "", *, recursive: bool = True, marks: bool = True) -> Walk:
     """Walk ``root / base`` (``base``: a relative POSIX folder, "" for the whole KB); with
-    ``recursive=False`` only that folder (its subfolders are listed in ``subfolders``)."""
+    ``recursive=False`` only that folder (its subfolders are listed in ``subfolders``); with ``marks``
+    each folder's :func:`entries_mark` too (what sync records for the stale check; the check's own walks
+    leave them out)."""
     walk = Walk()
     root_real = os.path.realpath(root)
     start = os.path.join(root, base) if base else str(root)
@@ -79,6 +83,8 @@ def scan(root: Path, base: str = "", *, recursive: bool = True) -> Walk:
             walk.folder_mtimes.pop(pre, None)
             continue
         walk.folders += 1
+        if marks:
+            walk.folder_marks[pre] = entries_mark(entries)
         found: list = []
         _scan_folder(walk, entries, pre, root_real, found)
         if recursive:
@@ -86,6 +92,25 @@ def scan(root: Path, base: str = "", *, recursive: bool = True) -> Walk:
         else:
             walk.subfolders.extend(sub for _, sub in found)
     return walk
+
+
+def entries_mark(entries: list[os.DirEntry]) -> str:
+    """A digest of a folder's entries, their names and inode numbers (from the listing: no ``stat``). An
+    entry added, removed, renamed or replaced (an editor's save by rename) changes it, even when the folder's
+    mtime does not (a change in the same mtime tick as an earlier listing); an in-place edit does not."""
+    import hashlib
+
+    listing = "\n".join(sorted(f"{e.name}\0{e.inode()}" for e in entries))
+    return hashlib.blake2b(listing.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+
+
+def list_mark(folder: str) -> str | None:
+    """:func:`entries_mark` of ``folder`` now (None: it cannot be listed)."""
+    try:
+        with os.scandir(folder) as it:
+            return entries_mark(list(it))
+    except OSError:
+        return None
 
 
 def _scan_folder(walk: Walk, entries: list[os.DirEntry], pre: str, root_real: str, stack: list) -> None:

@@ -96,13 +96,6 @@ class Candidate:
         return out
 
 
-def keyword_part(best_sum: float, n_user_keywords: int) -> float:
-    """The keyword part from the sum of each user keyword's best evidence value in a document."""
-    if n_user_keywords <= 0:
-        return 0.0
-    return min(1.0, best_sum / n_user_keywords)
-
-
 def fuse(docs: Iterable[int], keyword: dict[int, float], ft_norm: dict[int, float],
          dense_norm: dict[int, float] | None = None, w_keyword: float = W_KEYWORD,
          w_fulltext: float = W_FULLTEXT, w_dense: float = W_DENSE) -> tuple[dict[int, float], dict[str, float]]:

@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from kb_indexer.search.expansion import Expansion
-from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence, keyword_part
+from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence
 
 
 @dataclass
@@ -33,7 +33,7 @@ class TagHits:
              n_user_keywords: int) -> TagHits:
         """Every tagged document's keyword part, computed by SQLite: per user keyword the best evidence value
         (exact: the tag's weight; expansion: ``expansion weight × EXPANSION_FACTOR × tag weight``), summed in
-        user-keyword order (:func:`kb_indexer.search.fusion.keyword_part`)."""
+        user-keyword order, divided by the number of user keywords, at most 1 (0 without user keywords)."""
         hits = cls(conn=conn)
         for n, kid in seeds:
             if kid is not None:
@@ -47,15 +47,15 @@ class TagHits:
         factors = [(kid, order[seed], None if e is None else e.weight * EXPANSION_FACTOR)
                    for kid, pairs in hits.by_kid.items() for seed, e in pairs]
         used = sorted({f[1] for f in factors})
-        # one column per user keyword: its best value in the document (only integers we make reach the SQL)
-        best = ", ".join(f"max(CASE f.seed WHEN {i} THEN coalesce(f.factor * dk.weight, dk.weight) END)" for i in used)
+        # one term per user keyword: its best value in the document (0 when it has none); no Python per tagged
+        # document (only integers we make reach the SQL)
+        best = " + ".join(f"coalesce(max(CASE f.seed WHEN {i} THEN coalesce(f.factor * dk.weight, dk.weight) END), "
+                          "0.0)" for i in used)
+        part = f"min(1.0, ({best}) / {int(n_user_keywords)})" if n_user_keywords > 0 else "0.0"
         rows = conn.execute(f"WITH f(kid, seed, factor) AS (VALUES {', '.join(['(?, ?, ?)'] * len(factors))}) "
-                            f"SELECT dk.document_id, {best} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
+                            f"SELECT dk.document_id, {part} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
                             "GROUP BY dk.document_id ORDER BY dk.document_id", [x for row in factors for x in row])
-        if len(used) == 1:
-            hits.parts = {doc: keyword_part(v, n_user_keywords) for doc, v in rows}
-        else:
-            hits.parts = {r[0]: keyword_part(sum(v for v in r[1:] if v is not None), n_user_keywords) for r in rows}
+        hits.parts = dict(rows)
         return hits
 
     def evidence(self, doc_ids: list[int]) -> dict[int, list[Evidence]]:
