@@ -16,6 +16,9 @@ layouts (--layout): ``round-robin`` (100 folders, every one written to until the
 does), ``nested`` (400 folders two deep, written one after the other) or ``flat`` (one folder). Questions
 mix Cranfield questions, keyword phrases, single words and "how does X relate to Y?".
 
+At the end, the figures of issue 27 items 12 (skills on the held-out set) and 14 (MCP start) beside their
+targets (bench/issue27_targets.py; --no-other-targets skips them).
+
 Figures, each beside a baseline measured in the same run, and the targets of issue 27 item 13 (sync >=
 1,000 docs/s at 50k documents with keywords files and 25k relations; a cold query <= 8x `python -c pass`
 right after the first sync of a freshly written knowledge base and after a second sync) marked pass / MISS:
@@ -367,6 +370,8 @@ def main() -> None:
                     "index in memory) and time its top-10 on the same questions: the alternative to FTS5")
     ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
                     "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
+    ap.add_argument("--no-other-targets", action="store_true", help="skip the figures of issue 27 items 12 "
+                    "(skills on the held-out set) and 14 (MCP start) printed at the end (bench/issue27_targets.py)")
     args = ap.parse_args()
     sizes = [int(n.replace("_", "")) for n in args.docs.split(",") if n.strip()]
     corpora = dict(PRESETS) if args.variants else {"options": Corpus(
@@ -383,6 +388,10 @@ def main() -> None:
                                                                                           corpus, args)
     if len(table) > 1:
         summary(table)
+    if not args.no_other_targets:
+        from bench.issue27_targets import main as other_targets
+        print()
+        other_targets()
 
 
 def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argparse.Namespace) -> dict:

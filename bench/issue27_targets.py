@@ -1,0 +1,90 @@
+"""The other figures of issue 27 beside their targets, for ``bench/scale.py`` (or alone):
+
+    python3 bench/issue27_targets.py            # skills negatives and F1 on the held-out set; MCP start
+
+- item 12: the keyword skill matcher on ``bench/data/skills_heldout.jsonl`` (140 labelled messages, never used
+  for tuning) over the 862 real skills of ../shared/data/skills: negatives (messages needing no skill that get
+  none) >= 0.9 with F1 >= 0.58; beside it, in the same run, the matcher without the background rule (the
+  threshold before it, 1.6);
+- item 14: `kbindex mcp` spawned to its `initialize` answer (the SDK's stdio client), median of 5 starts,
+  <= 500 ms, beside `python -c pass`.
+
+Each is skipped with a message when what it needs (the shared data, the MCP SDK) is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+TARGET_NEGATIVES = 0.9
+TARGET_F1 = 0.58
+TARGET_MCP_MS = 500
+
+
+def _line(name: str, value: str, target: str, ok: bool, baseline: str = "") -> None:
+    print(f"  {name:44s} {value:>12s}   target {target:12s} {'pass' if ok else 'MISS'}   {baseline}")
+
+
+def skills_heldout() -> None:
+    from bench import skills_eval as se
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.skills import match
+
+    data = next((d for d in (REPO.parent / "shared" / "data" / "skills",) if (d / "catalog.jsonl").is_file()), None)
+    if data is None:
+        print("  skills (item 12): ../shared/data/skills not found: skipped")
+        return
+    catalog, _ = se.load(data)
+    queries = se.read_jsonl(se.HELD_OUT)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "kb").mkdir()
+        kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
+        kb.skills_sync([str(se.write_skills(catalog, root))])
+        ours = se.evaluate(queries, se.run_kbindex(kb, queries)[0])
+        saved = match.BACKGROUND_WEIGHT
+        match.BACKGROUND_WEIGHT = 0.0
+        try:
+            before = se.evaluate(queries, se.run_kbindex(kb, queries, min_score=1.6)[0])
+        finally:
+            match.BACKGROUND_WEIGHT = saved
+        kb.close()
+    _line(f"skills held-out ({len(queries)}) negatives", f"{ours['negatives']:.2f}", f">= {TARGET_NEGATIVES}",
+          ours["negatives"] >= TARGET_NEGATIVES, f"without the background rule {before['negatives']:.2f}")
+    _line("skills held-out F1", f"{ours['f1']:.3f}", f">= {TARGET_F1}", ours["f1"] >= TARGET_F1,
+          f"without the background rule {before['f1']:.3f}")
+
+
+def mcp_start(starts: int = 5) -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("  MCP start (item 14): the MCP SDK (kbindex[mcp]) is not installed: skipped")
+        return
+    import statistics
+
+    from bench import mcp_start as ms
+
+    with tempfile.TemporaryDirectory(prefix="kbindex-mcp-start-") as tmp:
+        db = ms.small_index(Path(tmp))
+        asyncio.run(ms.one_start(db))
+        init = statistics.median(asyncio.run(ms.one_start(db))[0] for _ in range(starts))
+    py = ms.cold([sys.executable, "-c", "pass"], starts)
+    _line("MCP spawn to initialize answered, ms", f"{init:.0f}", f"<= {TARGET_MCP_MS}", init <= TARGET_MCP_MS,
+          f"python -c pass {py:.0f} ms")
+
+
+def main() -> None:
+    print("  issue 27, items 12 and 14:")
+    skills_heldout()
+    mcp_start()
+
+
+if __name__ == "__main__":
+    main()
