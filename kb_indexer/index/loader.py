@@ -82,10 +82,8 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
             if norm and norm not in seen:
                 seen.add(norm)
                 keywords.append((kw, None, "frontmatter"))
-    hashed = hashlib.sha1(raw + b"\0")
-    text_digest = hashed.hexdigest()  # the markdown alone: pairs a renamed file with its document (sync)
-    hashed.update(kw_raw)
-    digest = hashed.hexdigest()
+    text_digest = _text_digest(raw)  # the markdown alone: pairs a renamed file with its document (sync)
+    digest = hashlib.sha1(raw + b"\0" + kw_raw).hexdigest()
     return LoadedDocument(
         filepath=rel, title=title, summary=summary, body=parsed.body, keywords=keywords,
         content_hash=digest, stat_sig=stat_sig(md_path, kw_path if kw_data else None), keywords_file=kw_rel,
@@ -93,6 +91,19 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
         text_hash=text_digest,
         errors=errors,
     )
+
+
+def text_hash(kb_root: Path, rel: str) -> str | None:
+    """``LoadedDocument.text_hash`` of ``rel`` without loading it (None: it cannot be read)."""
+    try:
+        _, raw, _ = read_document_text(kb_root / rel, rel, root=kb_root)
+    except (ValidationError, OSError):
+        return None
+    return _text_digest(raw)
+
+
+def _text_digest(raw: bytes) -> str:
+    return hashlib.sha1(raw + b"\0").hexdigest()
 
 
 def _keywords(kb_root: Path, rel: str, kw_path: Path, explicit: bool) -> tuple[Any, bytes, dict[str, Any]]:

@@ -4,13 +4,23 @@ document, so its id, and all that hangs off the id, stay (keywords, learned item
 Rules (one sync, within its folder scope: after ``sync DIR`` a file moved out of DIR is removed, as before,
 so run a plain ``sync`` after moving files between folders):
 
-- A pair is a stored document whose file is gone and a file new to the index whose markdown text is the
-  same (``documents.text_hash``: the keywords file is not part of it). A rename plus an edit in one sync is
-  not detected: it is a removal and an addition, as before. So is a document indexed by an older kbindex
-  with a keywords file and not read since (its text hash is not known yet).
-- Several vanished documents with the same text: new files of that text take them in path order, each the
-  vanished one with the same file name first, else the first in path order. New files left over are added;
-  vanished documents left over are removed.
+- A pair is a stored document whose text left its file and a file whose markdown text is that text
+  (``documents.text_hash``: the keywords file is not part of it). The text left its file when the file is
+  gone, or when the file is still there with another text (a changed path). The file taking the document is
+  a new file, or a changed path whose new text is another document's old text: ``mv a.md b.md`` over an
+  indexed b.md gives b.md a's document and removes b's (as if b.md had been deleted); two files that swap
+  names swap their documents (any permutation of texts among files alike). A changed path whose document
+  went elsewhere and which takes none is a new document; one whose document stays (nobody took it) and
+  which takes none is updated in place, as before. A rename plus an edit in one sync is not detected: it is
+  a removal and an addition, as before. So is a document indexed by an older kbindex with a keywords file
+  and not read since (its text hash is not known yet).
+- Order: changed paths choose first, then new files, each in path order; among several documents of the
+  same text, the one with the same file name first, else the first in path order. New files left over are
+  added; vanished documents left over are removed.
+- When stored files changed, sync first reads the text of every file it will read (to know where texts
+  went) and moves the documents involving changed paths in one transaction before the batches (through
+  temporary paths, so documents can swap paths); a new file taking a vanished document is moved in its
+  batch. A file edited between that first read and its batch is stored as read in its batch.
 - The renamed document is read from its new path: its title (when it comes from the file name), its
   default keywords file (``<new stem>.keywords.json``: moved along, it is used; left behind, it is an
   orphan and the document keeps no file keywords) and its full-text row are those of the new path. A
@@ -31,7 +41,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from posixpath import basename
+from typing import Callable
 
+from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
 
 
@@ -49,22 +61,60 @@ class Renames:
                 self.by_text.setdefault(text, []).append(path)
         self.done: list[dict[str, str]] = []  # {"from", "to"} in the order renamed
         self._pending: list[tuple[str, str]] = []  # renamed in this batch, paths not yet followed
+        self._planned: dict[str, str] | None = None  # after :meth:`plan`: {new file: vanished path}
+        self._moved_in: set[str] = set()  # paths :meth:`plan` gave another document
 
     def __bool__(self) -> bool:
-        return bool(self.by_text)
+        return bool(self.by_text) or bool(self._moved_in)
 
     def take(self, conn: sqlite3.Connection, new_path: str, text_hash: str | None) -> bool:
-        """Give ``new_path`` the document of a vanished file with this text (False: none)."""
-        candidates = self.by_text.get(text_hash or "")
-        if not candidates:
+        """Give ``new_path`` the document of a vanished file with this text (False: none); True also for a
+        path :meth:`plan` already gave a document."""
+        if new_path in self._moved_in:
+            self._moved_in.discard(new_path)
+            return True
+        if self._planned is not None:
+            old = self._planned.pop(new_path, None)
+        else:
+            candidates = self.by_text.get(text_hash or "")
+            old = _pick(candidates, new_path) if candidates else None
+        if old is None:
             return False
-        name = basename(new_path)
-        old = next((p for p in candidates if basename(p) == name), candidates[0])
-        candidates.remove(old)
         move_document(conn, old, new_path)
         self.done.append({"from": old, "to": new_path})
         self._pending.append((old, new_path))
         return True
+
+    def plan(self, conn: sqlite3.Connection, existing: dict[str, tuple], todo: list[str],
+             text_of: Callable[[str], str | None]) -> tuple[dict[str, tuple], int]:
+        """Pair the texts that moved when stored documents' files changed (see the module's rules), and move
+        the documents involved at once, in one transaction. Returns ``existing`` as the batches must see it
+        (a path that got another document, or lost its own, is read as a new file) and the number of
+        documents removed because another one took their path."""
+        old = {rel: existing[rel][3] for rel in todo if rel in existing and existing[rel][3]}
+        if not old:
+            return existing, 0
+        new = {rel: text_of(rel) for rel in todo}
+        pool = {text: list(paths) for text, paths in self.by_text.items()}
+        changed = sorted(rel for rel, text in old.items() if new[rel] and new[rel] != text)
+        for rel in changed:
+            pool.setdefault(old[rel], []).append(rel)
+        pairs: dict[str, str] = {}
+        for rel in changed + [rel for rel in todo if rel not in existing and new[rel]]:
+            candidates = sorted(p for p in pool.get(new[rel] or "", []) if p != rel)
+            if candidates:
+                pairs[rel] = _pick(candidates, rel)
+                pool[new[rel] or ""].remove(pairs[rel])
+        now = {new_path: src for new_path, src in pairs.items() if new_path in existing or src not in self.vanished}
+        self._planned = {new_path: src for new_path, src in pairs.items() if new_path not in now}
+        displaced = sorted(set(now) & set(existing) - set(now.values()))  # documents whose path another took
+        if now:
+            with transaction(conn):
+                _permute(conn, now, displaced)
+            self.done += [{"from": now[p], "to": p} for p in sorted(now)]
+            self._moved_in = set(now)
+        left = set(now) | set(now.values())
+        return {rel: row for rel, row in existing.items() if rel not in left}, len(displaced)
 
     def settle(self, existing: dict[str, tuple], on_disk: dict[str, str], rejected: dict[str, str],
                stats: dict) -> set[str]:
@@ -82,6 +132,29 @@ class Renames:
         if self._pending:
             follow_paths(conn, dict(self._pending))
             self._pending.clear()
+
+
+def _pick(candidates: list[str], new_path: str) -> str:
+    """The vanished document with the same file name as ``new_path``, else the first in path order."""
+    name = basename(new_path)
+    old = next((p for p in candidates if basename(p) == name), candidates[0])
+    candidates.remove(old)
+    return old
+
+
+def _permute(conn: sqlite3.Connection, moves: dict[str, str], displaced: list[str]) -> None:
+    """``moves``: {new path: old path}. Through temporary paths (no stored path starts with ``/``), so
+    documents can swap paths under UNIQUE(filepath); the documents at ``displaced`` are deleted."""
+    temp = {old: f"/kbindex-renaming/{n}" for n, old in enumerate(sorted(moves.values()))}
+    for old, tmp in temp.items():
+        move_document(conn, old, tmp)
+    follow_paths(conn, temp)
+    for path in displaced:
+        conn.execute("DELETE FROM documents WHERE filepath = ?", (path,))
+    final = {temp[old]: new for new, old in moves.items()}
+    for tmp, new in final.items():
+        move_document(conn, tmp, new)
+    follow_paths(conn, final)
 
 
 def held_back(missing: set[str], existing: dict[str, tuple], on_disk: dict[str, str],

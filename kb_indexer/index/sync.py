@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
-from kb_indexer.index.loader import LoadedDocument, load_document
+from kb_indexer.index.loader import LoadedDocument, load_document, text_hash
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.reader import keywords_source, read_all
@@ -151,13 +151,14 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     rows = conn.cursor()
     rows.row_factory = None  # plain tuples: 100,000 of them
     existing = {r[0]: r[1:] for r in rows.execute(
-        "SELECT filepath, content_hash, stat_sig, keywords_file FROM documents") if r[0].startswith(prefix)}
+        "SELECT filepath, content_hash, stat_sig, keywords_file, text_hash FROM documents") if r[0].startswith(prefix)}
     todo = _changed(root, walk.files, existing)
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
-    renames = Renames(conn, missing, new_files=any(rel not in existing for rel in todo))
-    vanished = _write_documents(conn, root, todo, existing, stats, rejected, progress, renames)
+    renames = Renames(conn, missing, new_files=bool(todo))
+    writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
+    vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
     gone = sorted((missing | (vanished & set(existing))) - renames.settle(existing, walk.files, rejected, stats))
     _delete_documents(conn, gone, stats)
     folders = settle_folders(root, walk, started_ns)

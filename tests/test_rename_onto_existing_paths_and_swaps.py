@@ -1,0 +1,88 @@
+"""A file renamed over another document's file, or two files that swap names, move their documents'
+identities with their texts (learned items, feedback, keywords follow the text, not the path). Rules:
+kb_indexer.index.renames."""
+
+from __future__ import annotations
+
+import os
+
+from helpers import write_doc
+
+
+def _setup(small):
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# Alpha\n\nfirst note about kites and strings\n")
+    write_doc(kbdir, "b.md", "# Beta\n\nsecond note about gliders and thermals\n")
+    write_doc(kbdir, "c.md", "# Gamma\n\nthird note about balloons\n")
+    handle.sync()
+    for question, keyword, target in [("kites strings", "kiteflying", "a.md"),
+                                      ("kite strings tension", "kiteflying", "a.md"),
+                                      ("gliders thermals", "soaring", "b.md"),
+                                      ("glider thermal lift", "soaring", "b.md")]:
+        res = handle.query(question, [keyword])
+        others = [r["filepath"] for r in res["results"] if r["filepath"] != target][:1]
+        handle.feedback(res["query_id"], [target], others)
+    assert handle.learn()["applied"]
+    return handle, kbdir
+
+
+def _ids(conn):
+    return {r[0]: r[1] for r in conn.execute("SELECT filepath, id FROM documents")}
+
+
+def _learned(handle):
+    """{learned item id: the path its detail names}"""
+    return {i["id"]: (i["detail"] or {}).get("filepath") for i in handle.learned_list(include_removed=True)["learned"]}
+
+
+def _feedback(conn):
+    return sorted(tuple(r) for r in conn.execute("SELECT query_id, filepath, helpful FROM query_feedback"))
+
+
+def test_a_file_moved_over_another_document_takes_its_path_and_the_other_is_removed(small):
+    handle, kbdir = _setup(small)
+    ids, learned = _ids(handle.conn), _learned(handle)
+    of_a = {i for i, p in learned.items() if p == "a.md"}
+    assert of_a and set(learned.values()) >= {"a.md", "b.md"}
+    os.replace(kbdir / "a.md", kbdir / "b.md")
+
+    res = handle.sync()
+    assert (res["renamed"], res["removed"], res["updated"], res["added"]) == (1, 1, 0, 0)
+    assert res["renames"] == [{"from": "a.md", "to": "b.md"}]
+    assert _ids(handle.conn) == {"b.md": ids["a.md"], "c.md": ids["c.md"]}
+    after = _learned(handle)
+    assert {i for i, p in after.items() if p == "b.md"} == of_a  # a's items, now on b.md; b's went with b
+    assert not {i for i, p in learned.items() if p == "b.md"} & set(after)
+    hits = [r["filepath"] for r in handle.query("glider thermal lift", ["soaring"])["results"]]
+    assert "b.md" not in hits  # b.md holds a's text now: nothing learned about gliders points at it
+
+
+def test_two_files_that_swap_names_swap_their_documents(small):
+    handle, kbdir = _setup(small)
+    ids, learned, feedback = _ids(handle.conn), _learned(handle), _feedback(handle.conn)
+    os.rename(kbdir / "a.md", kbdir / "t.md")
+    os.rename(kbdir / "b.md", kbdir / "a.md")
+    os.rename(kbdir / "t.md", kbdir / "b.md")
+
+    res = handle.sync()
+    assert (res["renamed"], res["removed"], res["updated"], res["added"]) == (2, 0, 0, 0)
+    assert res["renames"] == [{"from": "b.md", "to": "a.md"}, {"from": "a.md", "to": "b.md"}]
+    assert _ids(handle.conn) == {"a.md": ids["b.md"], "b.md": ids["a.md"], "c.md": ids["c.md"]}
+    swap = {"a.md": "b.md", "b.md": "a.md"}
+    assert _learned(handle) == {i: swap.get(p, p) for i, p in learned.items()}
+    assert _feedback(handle.conn) == sorted((q, swap.get(p, p), h) for q, p, h in feedback)
+    assert handle.show("a.md")["title"] == "Beta"
+
+
+def test_a_file_moved_away_and_replaced_by_a_new_text_keeps_its_document_at_the_new_path(small):
+    handle, kbdir = _setup(small)
+    ids = _ids(handle.conn)
+    os.rename(kbdir / "a.md", kbdir / "z.md")
+    write_doc(kbdir, "a.md", "# Delta\n\na new note about rockets\n")
+
+    res = handle.sync()
+    assert (res["renamed"], res["added"], res["removed"], res["updated"]) == (1, 1, 0, 0)
+    assert res["renames"] == [{"from": "a.md", "to": "z.md"}]
+    now = _ids(handle.conn)
+    assert now["z.md"] == ids["a.md"] and now["a.md"] not in ids.values()
+    assert handle.sync()["unchanged"] == 4  # settled
