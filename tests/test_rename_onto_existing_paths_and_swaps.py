@@ -86,3 +86,20 @@ def test_a_file_moved_away_and_replaced_by_a_new_text_keeps_its_document_at_the_
     now = _ids(handle.conn)
     assert now["z.md"] == ids["a.md"] and now["a.md"] not in ids.values()
     assert handle.sync()["unchanged"] == 4  # settled
+
+
+def test_an_unreadable_file_of_the_same_size_keeps_a_deleted_document_for_one_sync_only(small):
+    handle, kbdir = small
+    write_doc(kbdir, "secret.md", "# Secret\n\nthe launch codes are zebra\n")
+    write_doc(kbdir, "other.md", "# Other\n\nunrelated\n")
+    handle.sync()
+    size = (kbdir / "secret.md").stat().st_size
+    os.remove(kbdir / "secret.md")
+    (kbdir / "junk.md").write_bytes(b"\0" * size)  # not a document: sync cannot read it
+
+    first = handle.sync()
+    assert first["removed"] == 0 and [w["file"] for w in first["warnings"]] == ["secret.md"]
+    second = handle.sync()
+    assert second["removed"] == 1 and second["warnings"] == []
+    assert "junk.md" in [e["file"] for e in second["errors"]]
+    assert "secret.md" not in [r["filepath"] for r in handle.query("launch codes zebra")["results"]]

@@ -25,10 +25,11 @@ so run a plain ``sync`` after moving files between folders):
   default keywords file (``<new stem>.keywords.json``: moved along, it is used; left behind, it is an
   orphan and the document keeps no file keywords) and its full-text row are those of the new path. A
   keywords file given with ``add --keywords`` is not carried over.
-- A vanished document is kept (not removed) while a new file with a markdown file of the same size could
-  not be read in this sync (``git mv`` of a document and its keywords file, whose ``filepath`` still names
-  the old path, is refused until that is fixed): the sync after the fix pairs them. It is reported in
-  ``warnings``.
+- A vanished document is kept (not removed) for one sync when a new file of the same markdown size could
+  not be read in this sync and was not reported by the previous one (it may be that document renamed, with
+  a bad byte): fixed before the next sync, it pairs then. The sync after removes the document whatever, so
+  a file that stays unreadable (NUL bytes of the same size, say) cannot keep a deleted document indexed.
+  It is reported in ``warnings``.
 - What stores the path instead of the id follows in the same transaction: feedback (``query_feedback``),
   the recorded results of queries (``query_attempts.top_results``) and the learned items' details.
 
@@ -117,11 +118,12 @@ class Renames:
         return {rel: row for rel, row in existing.items() if rel not in left}, len(displaced)
 
     def settle(self, existing: dict[str, tuple], on_disk: dict[str, str], rejected: dict[str, str],
-               stats: dict) -> set[str]:
+               rejected_before: dict[str, str], stats: dict) -> set[str]:
         """After the last batch: the vanished paths sync must not remove (renamed, or held back; see
         :func:`held_back`), with ``renames`` and the warnings in ``stats``."""
         moved = {r["from"] for r in self.done}
-        kept = held_back(self.vanished - moved, existing, on_disk, rejected)
+        kept = held_back(self.vanished - moved, existing, on_disk,
+                         {rel: sig for rel, sig in rejected.items() if rel not in rejected_before})
         stats["renames"] = self.done
         stats["warnings"] += [{"file": old, "message": f"{old} is gone but its document is kept: {new} could not "
                                "be read and may be it renamed (fix it and sync again)"} for old, new in kept.items()]
@@ -161,7 +163,8 @@ def held_back(missing: set[str], existing: dict[str, tuple], on_disk: dict[str, 
               rejected: dict[str, str]) -> dict[str, str]:
     """``{vanished path: new path}``: vanished documents to keep because a new file of the same markdown
     size (``existing``: path -> (content hash, stat signature, ...); signatures: ``mtime:size[|...]``)
-    could not be read in this sync, and may be that document renamed."""
+    could not be read in this sync, and may be that document renamed. ``rejected``: the files this sync
+    could not read and the previous one could (held back once: the next sync removes the document)."""
     failed: dict[str, str] = {}
     for rel in sorted(rejected):
         if rel not in existing and rel in on_disk:

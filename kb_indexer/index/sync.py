@@ -159,7 +159,8 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     renames = Renames(conn, missing, new_files=bool(todo))
     writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
     vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
-    gone = sorted((missing | (vanished & set(existing))) - renames.settle(existing, walk.files, rejected, stats))
+    kept = renames.settle(existing, walk.files, rejected, rejected_files(conn), stats)
+    gone = sorted((missing | (vanished & set(existing))) - kept)
     _delete_documents(conn, gone, stats)
     folders = settle_folders(root, walk, started_ns)
     with transaction(conn):
