@@ -29,7 +29,11 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
     A path is refused only when every existing candidate resolves (symlinks
     included) outside the root.
     """
-    rel = _to_relative(kb_root, path, must_exist)
+    try:
+        rel = _to_relative(kb_root, path, must_exist)
+    except OSError as exc:  # a file name too long for the file system, say: no such file can be in the KB
+        raise ValidationError(f"File not found: {path} ({exc.strerror or type(exc).__name__})",
+                              code="not_found") from None
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:

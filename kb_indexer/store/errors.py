@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
@@ -96,6 +97,10 @@ def from_os_error(exc: OSError) -> KbError | None:
         return ReadOnlyError(f"Permission denied:{name or ' a file kbindex needs'}. Check its permissions.")
     if exc.errno == errno.EIO:
         return StorageError(f"Reading or writing{name} failed: {exc.strerror} (a disk or filesystem error).")
+    if exc.errno == errno.ENAMETOOLONG:  # a user-given path: named by its last part (not the whole, cwd and all)
+        last = os.path.basename(os.fsdecode(exc.filename or "").rstrip("/"))
+        shown = f" {last[:60]}..." if len(last) > 60 else f" {last}" if last else ""
+        return ValidationError(f"A file name is too long for the file system:{shown}")
     return None
 
 
