@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from helpers import write_doc
 
 
@@ -103,3 +105,27 @@ def test_an_unreadable_file_of_the_same_size_keeps_a_deleted_document_for_one_sy
     assert second["removed"] == 1 and second["warnings"] == []
     assert "junk.md" in [e["file"] for e in second["errors"]]
     assert "secret.md" not in [r["filepath"] for r in handle.query("launch codes zebra")["results"]]
+
+
+def test_a_swap_interrupted_before_its_batch_is_finished_by_the_next_sync(small, monkeypatch):
+    from kb_indexer.index import reader as reader_mod
+
+    handle, kbdir = _setup(small)
+    ids = _ids(handle.conn)
+    os.rename(kbdir / "a.md", kbdir / "t.md")
+    os.rename(kbdir / "b.md", kbdir / "a.md")
+    os.rename(kbdir / "t.md", kbdir / "b.md")
+    real = reader_mod.load_document
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a kill after the documents moved, before the batch stored them
+
+    monkeypatch.setattr(reader_mod, "load_document", killed)
+    with pytest.raises(KeyboardInterrupt):
+        handle.sync()
+    monkeypatch.setattr(reader_mod, "load_document", real)
+    res = handle.sync()
+    assert (res["updated"], res["added"], res["removed"]) == (2, 0, 0)
+    assert _ids(handle.conn) == {"a.md": ids["b.md"], "b.md": ids["a.md"], "c.md": ids["c.md"]}
+    assert (handle.show("a.md")["title"], handle.show("b.md")["title"]) == ("Beta", "Alpha")
+    assert handle.sync()["unchanged"] == 3

@@ -156,6 +156,10 @@ def _permute(conn: sqlite3.Connection, moves: dict[str, str], displaced: list[st
     final = {temp[old]: new for new, old in moves.items()}
     for tmp, new in final.items():
         move_document(conn, tmp, new)
+        # Read again from the new path by the next sync should this one be killed before its batch (a moved
+        # file keeps its stat signature); a keywords file given with ``add --keywords`` is not carried over.
+        conn.execute("UPDATE documents SET stat_sig = NULL, content_hash = NULL, keywords_file = NULL "
+                     "WHERE filepath = ?", (new,))
     follow_paths(conn, final)
 
 
