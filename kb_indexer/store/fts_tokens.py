@@ -25,7 +25,6 @@ _CHUNK = re.compile(r"[0-9A-Za-z\u0080-\U0010FFFF]+")
 # ASCII text: letters and digits kept (upper case lowered), every other byte a space.
 _ASCII_TABLE = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
 _CACHE_MAX = 500_000     # distinct chunks kept (a real vocabulary is far smaller)
-_KEY_BYTES = 16          # words up to this long are told apart by their bytes as two 64-bit integers
 
 
 class Tokenizer:
@@ -37,6 +36,8 @@ class Tokenizer:
         self._single: dict[str | bytes, int] = {}     # chunk -> id of its one token, -1 for any other chunk
         self.names: list[str] = []            # token id -> token
         self._ids: dict[str, int] = {}        # token -> token id
+        self._keys8: Any = _no_pairs()[0].astype("uint64")   # sorted keys of known words of <= 8 bytes ...
+        self._ids8: Any = _no_pairs()[0]                      # ... and their token ids (see _ascii_ids)
 
     def _learn(self, chunks: Iterable[str | bytes]) -> None:
         """Tokenise the chunks not cached yet, in one round trip through SQLite (a chunk of an ASCII text is
@@ -108,50 +109,53 @@ class Tokenizer:
         return out
 
     def _ascii_ids(self, texts: list[str]) -> list[Any]:
-        """The token ids of ASCII texts, with numpy rather than a dictionary look-up per word: each word (a
-        chunk: see ``_chunks``) of up to ``_KEY_BYTES`` bytes is keyed by its bytes (zero-padded, two
-        integers: exact, as a word holds no zero byte), so only the distinct words are looked up; longer
-        words one by one."""
+        """The token ids of ASCII texts, with numpy rather than a dictionary look-up per word: a word (a
+        chunk: see ``_chunks``) of up to 16 bytes is keyed by its bytes as big-endian integers, zero-padded
+        (exact: a word holds no zero byte), so only distinct words are looked up. Words of up to 8 bytes (most)
+        are found in a sorted table of known keys; words of 9-16 bytes by their two keys; longer ones one by
+        one."""
         import numpy as np
 
         if not texts:
             return []
         joined = " ".join(texts).encode("ascii").translate(_ASCII_TABLE)
-        buf = np.frombuffer(joined, dtype=np.uint8)
-        edges = np.diff(np.r_[False, buf != 32, False].view(np.int8))
+        padded = np.frombuffer(joined + bytes(16), dtype=np.uint8)
+        edges = np.diff(np.r_[False, padded[:len(joined)] != 32, False].view(np.int8))
         starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
         bounds = np.cumsum([0] + [len(t) + 1 for t in texts])   # where each text starts in ``joined``
-        cuts = np.searchsorted(starts, bounds[1:-1])
+        lengths = ends - starts
+        words8 = np.ndarray((len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))  # 8 bytes at each byte
+        keep = _top_bytes()
+        head = words8[starts].astype(np.uint64) & keep[np.minimum(lengths, 8)]
         ids = np.empty(len(starts), dtype=np.int64)
-        long = np.flatnonzero(ends - starts > _KEY_BYTES)
+        short = lengths <= 8
+        ids[short] = self._short_ids(head[short])
+        mid = np.flatnonzero(~short & (lengths <= 16))
+        tail = words8[starts[mid] + 8].astype(np.uint64) & keep[lengths[mid] - 8]
+        words, inverse = _distinct(head[mid], tail)
+        long = np.flatnonzero(lengths > 16)
         longs = [joined[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist())]
-        short = np.flatnonzero(ends - starts <= _KEY_BYTES)
-        words, inverse = self._distinct_words(buf, starts[short], ends[short])
         self._learn(words + longs)
-        ids[short] = np.asarray([self._single[w] for w in words], dtype=np.int64)[inverse] if words else 0
+        ids[mid] = np.asarray([self._single[w] for w in words], dtype=np.int64)[inverse] if words else 0
         ids[long] = [self._single[w] for w in longs]
-        return np.split(ids, cuts)
+        return np.split(ids, np.searchsorted(starts, bounds[1:-1]))
 
-    @staticmethod
-    def _distinct_words(buf: Any, starts: Any, ends: Any) -> tuple[list[bytes], Any]:
-        """The distinct words among ``buf[starts[i]:ends[i]]`` (each at most ``_KEY_BYTES`` long), and the
-        index of each word in them."""
+    def _short_ids(self, keys: Any) -> Any:
+        """Token ids of words of up to 8 bytes given as their keys (see ``_ascii_ids``)."""
         import numpy as np
 
-        if not len(starts):
-            return [], np.zeros(0, dtype=np.int64)
-        padded = np.concatenate([buf, np.zeros(_KEY_BYTES, dtype=np.uint8)])
-        keys = np.lib.stride_tricks.sliding_window_view(padded, _KEY_BYTES)[starts]   # a copy: (words, bytes)
-        keys[np.arange(_KEY_BYTES) >= (ends - starts)[:, None]] = 0
-        pair = keys.view(">u8")
-        order = np.lexsort((pair[:, 1], pair[:, 0]))
-        hi, lo = pair[order, 0], pair[order, 1]
-        new = np.r_[True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])]
-        inverse = np.empty(len(order), dtype=np.int64)
-        inverse[order] = np.cumsum(new) - 1
-        words = [(a.to_bytes(8, "big") + b.to_bytes(8, "big")).rstrip(b"\0")
-                 for a, b in zip(hi[new].tolist(), lo[new].tolist())]
-        return words, inverse
+        pos = np.searchsorted(self._keys8, keys)
+        known = self._keys8[np.minimum(pos, len(self._keys8) - 1)] == keys if len(self._keys8) else pos < 0
+        if not known.all():
+            new = np.unique(keys[~known])
+            words = [int(k).to_bytes(8, "big").rstrip(b"\0") for k in new.tolist()]
+            self._learn(words)
+            every = np.r_[self._keys8, new]
+            order = np.argsort(every, kind="stable")
+            self._keys8 = every[order]
+            self._ids8 = np.r_[self._ids8, np.asarray([self._single[w] for w in words], dtype=np.int64)][order]
+            pos = np.searchsorted(self._keys8, keys)
+        return self._ids8[pos]
 
     def count(self, texts: list[list[str]], pairs: Pairs | None = None) -> tuple[Any, Any]:
         """Token counts of documents given as lists of column texts, as numpy arrays: ``(document index,
@@ -185,6 +189,30 @@ class Tokenizer:
         chunked = [[c.lower() if c.isascii() else c for c in _CHUNK.findall(t or "")] for t in terms]
         self._learn({c for chunks in chunked for c in chunks})
         return [tuple(tok for c in chunks for tok in self._tokens[c]) for chunks in chunked]
+
+
+def _top_bytes() -> Any:
+    """``[n]``: the mask that keeps the first n bytes of a big-endian 64-bit key (n = 0..8)."""
+    import numpy as np
+
+    return np.asarray([~((1 << 8 * (8 - n)) - 1) & 0xFFFF_FFFF_FFFF_FFFF for n in range(9)], dtype=np.uint64)
+
+
+def _distinct(hi: Any, lo: Any) -> tuple[list[bytes], Any]:
+    """The distinct words among those keyed ``(hi, lo)`` (see ``Tokenizer._ascii_ids``), and the index of
+    each word in them."""
+    import numpy as np
+
+    if not len(hi):
+        return [], np.zeros(0, dtype=np.int64)
+    order = np.lexsort((lo, hi))
+    hi, lo = hi[order], lo[order]
+    new = np.r_[True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])]
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    words = [(a.to_bytes(8, "big") + b.to_bytes(8, "big")).rstrip(b"\0")
+             for a, b in zip(hi[new].tolist(), lo[new].tolist())]
+    return words, inverse
 
 
 def _no_pairs() -> tuple[Any, Any, Any]:
