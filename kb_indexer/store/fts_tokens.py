@@ -144,18 +144,18 @@ class Tokenizer:
         """Token ids of words of up to 8 bytes given as their keys (see ``_ascii_ids``)."""
         import numpy as np
 
-        pos = np.searchsorted(self._keys8, keys)
-        known = self._keys8[np.minimum(pos, len(self._keys8) - 1)] == keys if len(self._keys8) else pos < 0
-        if not known.all():
-            new = np.unique(keys[~known])
+        pos = np.minimum(np.searchsorted(self._keys8, keys), max(0, len(self._keys8) - 1))
+        known = self._keys8[pos] == keys if len(self._keys8) else np.zeros(len(keys), dtype=bool)
+        ids = self._ids8[pos] if len(self._keys8) else np.zeros(len(keys), dtype=np.int64)
+        if not known.all():   # words not seen before: learnt, then added to the table
+            new, at = np.unique(keys[~known], return_inverse=True)
             words = [int(k).to_bytes(8, "big").rstrip(b"\0") for k in new.tolist()]
             self._learn(words)
-            every = np.r_[self._keys8, new]
-            order = np.argsort(every, kind="stable")
-            self._keys8 = every[order]
-            self._ids8 = np.r_[self._ids8, np.asarray([self._single[w] for w in words], dtype=np.int64)][order]
-            pos = np.searchsorted(self._keys8, keys)
-        return self._ids8[pos]
+            new_ids = np.asarray([self._single[w] for w in words], dtype=np.int64)
+            ids[~known] = new_ids[at.ravel()]
+            order = np.argsort(np.r_[self._keys8, new], kind="stable")
+            self._keys8, self._ids8 = np.r_[self._keys8, new][order], np.r_[self._ids8, new_ids][order]
+        return ids
 
     def count(self, texts: list[list[str]], pairs: Pairs | None = None) -> tuple[Any, Any]:
         """Token counts of documents given as lists of column texts, as numpy arrays: ``(document index,
