@@ -8,6 +8,7 @@ the reason (shown by ``pytest -ra``).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,22 @@ from llm_helpers import FakeServer, free_port  # noqa: E402
 from llm_server import start_llama_server, stop  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def dotenv_on(monkeypatch):
+    """`.env` reading on (turned off for the other tests here), no KBINDEX_ENV_FILE, and every variable a
+    `.env` sets in this process removed afterwards."""
+    from kb_indexer.llm import config
+
+    monkeypatch.delenv("KBINDEX_NO_DOTENV", raising=False)
+    monkeypatch.delenv("KBINDEX_ENV_FILE", raising=False)
+    before = set(os.environ)
+    config.reset_env_cache()
+    yield
+    for name in set(os.environ) - before:
+        os.environ.pop(name)
+    config.reset_env_cache()
 
 
 @pytest.fixture(autouse=True)

@@ -19,17 +19,9 @@ MARKER = "PLUGIN_RAN"
 
 
 @pytest.fixture
-def dotenv_on(monkeypatch):
-    """`.env` reading on (tests/llm turns it off), no plugin from the real environment, and every
-    variable a `.env` sets in this process removed afterwards."""
-    monkeypatch.delenv("KBINDEX_NO_DOTENV", raising=False)
-    monkeypatch.delenv("KBINDEX_ENV_FILE", raising=False)
+def dotenv_on(dotenv_on, monkeypatch):
+    """`.env` reading on (tests/llm/conftest.py) and no plugin from the real environment."""
     monkeypatch.delenv("KBINDEX_LLM_PLUGINS", raising=False)
-    before = set(os.environ)
-    config.reset_env_cache()
-    yield
-    for name in set(os.environ) - before:
-        os.environ.pop(name)
     config.reset_env_cache()
 
 

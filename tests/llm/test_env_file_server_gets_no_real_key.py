@@ -6,27 +6,13 @@ server records what each backend actually sends.
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from llm_helpers import Reply, ollama_reply, openai_models, openai_reply
 
-from kb_indexer.llm import config
 from kb_indexer.llm.config import LLMOptions, resolve
 
 SECRET = "sk-real-secret"
-
-
-@pytest.fixture
-def dotenv_on(monkeypatch):
-    monkeypatch.delenv("KBINDEX_NO_DOTENV", raising=False)
-    monkeypatch.delenv("KBINDEX_ENV_FILE", raising=False)
-    before = set(os.environ)
-    config.reset_env_cache()
-    yield
-    for name in set(os.environ) - before:
-        os.environ.pop(name)
-    config.reset_env_cache()
 
 
 def no_secret_sent(server) -> None:

@@ -3,7 +3,6 @@ not read as part of the first name."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -12,16 +11,9 @@ from kb_indexer.llm.config import resolve
 
 
 @pytest.fixture
-def dotenv_on(monkeypatch):
-    monkeypatch.delenv("KBINDEX_NO_DOTENV", raising=False)
-    monkeypatch.delenv("KBINDEX_ENV_FILE", raising=False)
+def dotenv_on(dotenv_on, monkeypatch):
     for name in ("KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    before = set(os.environ)
-    config.reset_env_cache()
-    yield
-    for name in set(os.environ) - before:
-        os.environ.pop(name)
     config.reset_env_cache()
 
 

@@ -4,7 +4,6 @@ range), from the environment or from a `.env`, is a clear error naming the varia
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -32,18 +31,6 @@ def test_doctor_reports_a_malformed_url_from_the_environment(run, tmp_path, back
     problem = next(p for p in report["problems"] if var in p)
     assert "from the environment" in problem and "not a usable server URL" in problem
     assert report["llm"]["error"] and "internal" not in res.stderr and "bug" not in res.stderr
-
-
-@pytest.fixture
-def dotenv_on(monkeypatch):
-    monkeypatch.delenv("KBINDEX_NO_DOTENV", raising=False)
-    monkeypatch.delenv("KBINDEX_ENV_FILE", raising=False)
-    before = set(os.environ)
-    config.reset_env_cache()
-    yield
-    for name in set(os.environ) - before:
-        os.environ.pop(name)
-    config.reset_env_cache()
 
 
 def test_a_multi_line_quoted_env_file_value_is_named_with_its_file(run, tmp_path, dotenv_on):
