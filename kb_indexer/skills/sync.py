@@ -265,21 +265,6 @@ def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             "created_at": r["created_at"], "updated_at": r["updated_at"]}
 
 
-def skill_source(conn: sqlite3.Connection, name: str) -> str:
-    """The text of an indexed skill's SKILL.md as it is on disk now, read by the rule of ``skills sync``
-    (:func:`read_skill_file`: inside its skills directory, a regular file, at most ``MAX_SKILL_BYTES``);
-    a file refused, gone or not UTF-8 is an ``invalid_input`` error, never another file's content."""
-    r = require_skill(conn, name)
-    file = Path(r["folder"]) / SKILL_FILE
-    try:
-        data = read_skill_file(file, Path(resolved(r["source_dir"])))
-        return data.decode("utf-8")
-    except _Refused as exc:
-        raise ValidationError(f"skill {r['name']!r}: {file} is not read: {str(exc).removesuffix('; skipped')}") from None
-    except UnicodeDecodeError:
-        raise ValidationError(f"skill {r['name']!r}: {file} is not UTF-8 text") from None
-
-
 def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
     """Drop a skill from the index (its folder stays on disk: the next sync indexes it again)."""
     with transaction(conn):
