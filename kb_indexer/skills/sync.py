@@ -1,7 +1,8 @@
 """`skills sync`: index Agent Skills folders (``<dir>/<name>/SKILL.md``) into the ``skills`` table.
 
-The directories synced (:mod:`kb_indexer.skills.dirs`, all resolved; a remembered one swapped for a symlink since is reported, not followed) are those remembered (given before),
-those given now (then remembered) and those of ``KBINDEX_SKILLS`` (never remembered); ``forget`` removes
+The directories synced (:mod:`kb_indexer.skills.dirs`, all resolved; a remembered one swapped for a
+symlink since is reported, not followed) are those remembered (given before), those given now (then
+remembered) and those of ``KBINDEX_SKILLS`` (never remembered); ``forget`` removes
 remembered ones. Every folder's SKILL.md is checked (a regular file inside its directory, at most 1 MB:
 stat first), read and hashed first; then one transaction writes what changed: new and changed skills (by
 content hash), and drops skills whose folder is gone, whose SKILL.md became invalid, or whose directory is
