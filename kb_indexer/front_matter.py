@@ -118,6 +118,21 @@ def _yaml_message(exc: Exception) -> str:
 _LOADERS: dict[bool, Any] = {}
 
 
+def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict:
+    """The safe constructor's mapping, refusing two keys written differently that are one key once read
+    (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently). A key written
+    twice the same way is YAML's usual last-one-wins."""
+    import yaml
+
+    mapping = yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
+    written = {(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    if len(mapping) < len(written):
+        first = next(k for k, _ in node.value if isinstance(k, yaml.ScalarNode))
+        raise yaml.MarkedYAMLError(None, None, "two keys are the same key once read (e.g. 1 and true, or 1 "
+                                   f"and 1.0): {sorted(v for _, v in written)[:6]}", first.start_mark)
+    return mapping
+
+
 def _loader(typed: bool) -> Any:
     """A safe loader class (libyaml's when installed); ``typed=False`` resolves only nulls (the tag
     :func:`_as_text` looks at). Built once."""
@@ -126,7 +141,9 @@ def _loader(typed: bool) -> Any:
 
         base = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
         attrs: dict[str, Any] = {}
-        if not typed:
+        if typed:
+            attrs["construct_mapping"] = _distinct_keys_mapping
+        else:
             attrs["yaml_implicit_resolvers"] = {
                 first: [(tag, rx) for tag, rx in resolvers if tag == _NULL_TAG]
                 for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}

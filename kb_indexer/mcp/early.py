@@ -7,7 +7,8 @@ handshake protocol versions, answers it at once with what the SDK would answer (
 capabilities, name, version and instructions, the version echoed). Then the SDK starts and is given that
 same line first (:mod:`kb_indexer.mcp.stdio`), so its session is initialised as usual; its own answer to
 it is not sent again but compared with the early one (a difference is reported on stderr). Any other
-first line (another method, another protocol version, not JSON) is answered by the SDK alone.
+first line (another method, another protocol version, not JSON, params of a shape the SDK might refuse,
+a line longer than ``MAX_FIRST_LINE``) is answered by the SDK alone.
 """
 
 from __future__ import annotations
@@ -41,6 +42,35 @@ def read_first_line(fd: int = 0) -> bytes:
     return bytes(out)
 
 
+# What an initialize request may hold to be answered early: only shapes the SDK surely accepts. Anything
+# else (another key, a value of another type, ``icons``, ``_meta``) is left to the SDK, which validates it.
+_PARAMS = {"protocolVersion", "capabilities", "clientInfo"}
+_CLIENT_TEXTS = {"name", "version", "title", "description", "websiteUrl"}
+_EMPTY_SUBS = {"sampling": {"context", "tools"}, "elicitation": {"form", "url"}}
+
+
+def _capability_ok(key: str, value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    if key == "roots":
+        return set(value) <= {"listChanged"} and all(isinstance(v, bool) for v in value.values())
+    if key in _EMPTY_SUBS:
+        return set(value) <= _EMPTY_SUBS[key] and all(v == {} for v in value.values())
+    if key == "experimental":
+        return all(isinstance(v, dict) for v in value.values())
+    return False
+
+
+def _surely_valid(params: dict) -> bool:
+    """Whether the SDK surely accepts these initialize params (False: maybe not; the SDK answers)."""
+    caps, client = params.get("capabilities"), params.get("clientInfo")
+    if not set(params) <= _PARAMS or not isinstance(caps, dict) or not isinstance(client, dict):
+        return False
+    if not all(_capability_ok(k, v) for k, v in caps.items()):
+        return False
+    return {"name", "version"} <= set(client) <= _CLIENT_TEXTS and all(isinstance(v, str) for v in client.values())
+
+
 def early_answer(line: bytes, version: str) -> dict[str, Any] | None:
     """The answer to ``line`` when it is an ``initialize`` request this module answers; else None."""
     try:
@@ -52,10 +82,7 @@ def early_answer(line: bytes, version: str) -> dict[str, Any] | None:
     params, id_ = msg.get("params"), msg.get("id")
     if not isinstance(params, dict) or isinstance(id_, bool) or not isinstance(id_, (int, str)):
         return None
-    if params.get("protocolVersion") not in HANDSHAKE_VERSIONS or not isinstance(params.get("capabilities"), dict):
-        return None
-    client = params.get("clientInfo")
-    if not isinstance(client, dict) or not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+    if params.get("protocolVersion") not in HANDSHAKE_VERSIONS or not _surely_valid(params):
         return None
     return {"jsonrpc": "2.0", "id": id_, "result": {
         "capabilities": CAPABILITIES, "instructions": INSTRUCTIONS, "protocolVersion": params["protocolVersion"],
@@ -65,7 +92,8 @@ def early_answer(line: bytes, version: str) -> dict[str, Any] | None:
 def answer_first_line(version: str, fd_in: int = 0, fd_out: int = 1) -> tuple[bytes, dict[str, Any] | None]:
     """Read the first line and answer it when it is a handshake this module answers: (line, answer or None)."""
     line = read_first_line(fd_in)
-    answer = early_answer(line, version)
+    # a line cut at MAX_FIRST_LINE is not answered here: the SDK is given it whole (mcp.stdio)
+    answer = early_answer(line, version) if len(line) < MAX_FIRST_LINE else None
     if answer is not None:
         data = (json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         while data:

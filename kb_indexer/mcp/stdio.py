@@ -1,6 +1,10 @@
 """The stdio transport of ``kbindex mcp``: the SDK's ``stdio_server`` over the process's stdin and stdout,
 given first the line :mod:`kb_indexer.mcp.early` already read (and perhaps answered).
 
+A message (one line) longer than ``MAX_LINE_CHARS`` is never held whole: it is read and dropped in pieces
+and answered with a JSON-RPC error (id null); the first line, which :mod:`kb_indexer.mcp.early` reads only
+up to ``MAX_FIRST_LINE`` bytes, is completed here, never split.
+
 As the SDK does for its own streams, fd 0 is pointed at the null device and fd 1 at stderr while the
 server runs, so nothing else in the process can read the protocol's input or write into its output.
 """
@@ -11,24 +15,63 @@ import io
 import json
 import os
 import sys
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 
+from kb_indexer.mcp.early import MAX_FIRST_LINE
+
+MAX_LINE_CHARS = 8 << 20   # a longer message is dropped (kbindex's requests are small; an answer may be big)
+_PIECE = 1 << 20
+
+
+def _drain(readline: Callable[[int], Any]) -> None:
+    """Read and drop the rest of a line, one piece at a time."""
+    while True:
+        piece = readline(_PIECE)
+        if not piece or piece.endswith(b"\n" if isinstance(piece, bytes) else "\n"):
+            return
+
+
+def _whole_first_line(first: bytes, raw: io.BufferedReader) -> bytes | None:
+    """The first line, completed when ``early`` stopped at its cap; None when longer than the limit (dropped)."""
+    if len(first) < MAX_FIRST_LINE or first.endswith(b"\n"):
+        return first
+    first += raw.readline(MAX_LINE_CHARS + 1 - len(first))
+    if len(first) <= MAX_LINE_CHARS or first.endswith(b"\n"):
+        return first
+    _drain(raw.readline)
+    return None
+
+
+def _too_long(line: str) -> bool:
+    return len(line) > MAX_LINE_CHARS and not line.endswith("\n")
+
 
 class _Replay:
-    """stdin's lines, after the first line (read before the SDK started)."""
+    """stdin's lines, after the first line (read before the SDK started; None: it was too long). A line
+    longer than ``MAX_LINE_CHARS`` is dropped and ``refuse`` called; the next line is read."""
 
-    def __init__(self, first: str, rest: io.TextIOWrapper):
-        self._first, self._rest = first, rest
+    def __init__(self, first: str | None, rest: io.TextIOWrapper, refuse: Callable[[], None]):
+        self._first, self._rest, self._refuse, self._started = first, rest, refuse, False
 
     def readline(self) -> str:
-        if self._first:
-            line, self._first = self._first, ""
-            return line
-        return self._rest.readline()
+        while True:
+            if not self._started:
+                self._started, line = True, self._first
+                if line is None:
+                    self._refuse()
+                    continue
+                if line:
+                    return line
+            line = self._rest.readline(MAX_LINE_CHARS + 1)
+            if not _too_long(line):
+                return line
+            _drain(self._rest.readline)
+            self._refuse()
 
 
 class _Once:
@@ -36,8 +79,22 @@ class _Once:
 
     def __init__(self, out: io.TextIOWrapper, answered: dict[str, Any] | None):
         self._out, self._answered = out, answered
+        self._lock = threading.Lock()   # the reader's refusals and the SDK's writes, one line at a time
+
+    def refuse_long_line(self) -> None:
+        print(f"kbindex mcp: a message longer than {MAX_LINE_CHARS} characters was dropped", file=sys.stderr)
+        error = {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": f"Invalid Request: a message longer than {MAX_LINE_CHARS} characters "
+                                       "is not read"}}
+        with self._lock:
+            self._out.write(json.dumps(error) + "\n")
+            self._out.flush()
 
     def write(self, text: str) -> int:
+        with self._lock:
+            return self._write(text)
+
+    def _write(self, text: str) -> int:
         if self._answered is not None:
             try:
                 msg = json.loads(text)
@@ -52,7 +109,8 @@ class _Once:
         return self._out.write(text)
 
     def flush(self) -> None:
-        self._out.flush()
+        with self._lock:
+            self._out.flush()
 
 
 def _claim_std_fds() -> tuple[int, int]:
@@ -67,9 +125,11 @@ def _claim_std_fds() -> tuple[int, int]:
 
 async def serve(server: MCPServer, first_line: bytes, answered: dict[str, Any] | None) -> None:
     wire_in, wire_out = _claim_std_fds()
-    stdin = io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace")
-    stdout = io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8")
-    replay = _Replay(first_line.decode("utf-8", "replace"), stdin)
-    async with stdio_server(anyio.wrap_file(replay), anyio.wrap_file(_Once(stdout, answered))) as (read, write):
+    raw = os.fdopen(wire_in, "rb")
+    whole = _whole_first_line(first_line, raw)   # before the text wrapper reads ahead
+    stdin = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    out = _Once(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"), answered)
+    replay = _Replay(None if whole is None else whole.decode("utf-8", "replace"), stdin, out.refuse_long_line)
+    async with stdio_server(anyio.wrap_file(replay), anyio.wrap_file(out)) as (read, write):
         low = server._lowlevel_server   # what MCPServer.run_stdio_async runs, over these streams
         await low.run(read, write, low.create_initialization_options())

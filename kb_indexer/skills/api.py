@@ -51,8 +51,8 @@ class SkillsAPI:
         return show_skill(self.conn, _check_text(name, "the skill name"))
 
     def skills_source(self, name: str) -> str:
-        """The skill's SKILL.md as it is on disk now (checked as ``skills sync`` checks it)."""
-        from kb_indexer.skills.sync import skill_source
+        """The skill's SKILL.md as it is on disk now (its stored paths checked, no symlink followed)."""
+        from kb_indexer.skills.source import skill_source
         return skill_source(self.conn, _check_text(name, "the skill name"))
 
     def skills_remove(self, name: str) -> dict:

@@ -1,7 +1,9 @@
 """The skills directories of one `skills sync`: remembered, given, ``KBINDEX_SKILLS``, forgotten.
 
 Every path is stored and compared resolved (``Path.resolve()``: ``a/../a`` and a symlink to ``a`` are
-``a``); rows stored before that are resolved and deduplicated when read, and rewritten by the next sync.
+``a``); rows stored before that (relative, or not normalised) are resolved and deduplicated when read, and
+rewritten by the next sync. A remembered directory that has become a symlink since (or sits below one) is
+not followed: it is reported (:attr:`SyncDirs.moved`), not synced, and stays remembered as it was.
 The order decides which copy of a duplicate name is new-indexed: the remembered directories (in the
 order they were first given), then the ones given now (command-line order), then ``KBINDEX_SKILLS``
 (read on every sync, never remembered).
@@ -26,12 +28,26 @@ class SyncDirs:
     forget: list[str] = field(default_factory=list)
 
     @property
+    def moved(self) -> list[str]:
+        """Remembered directories that lead elsewhere now (a symlink swapped in since they were given)."""
+        return [d for d in self.ordered if os.path.realpath(d) != d]
+
+    @property
     def scanned(self) -> list[str]:
-        return [d for d in self.ordered if Path(d).is_dir()]
+        moved = self.moved
+        return [d for d in self.ordered if d not in moved and Path(d).is_dir()]
 
 
 def resolved(path: str | os.PathLike) -> str:
     return str(Path(path).expanduser().resolve())
+
+
+def stored(path: str) -> str:
+    """A remembered path as used: as stored when absolute and normalised (a sync stored it resolved; a
+    symlink it has become since is not followed), else (a row of an older version) resolved."""
+    if os.path.isabs(path) and os.path.normpath(path) == path:
+        return path
+    return resolved(path)
 
 
 def env_dirs() -> list[str]:
@@ -42,7 +58,7 @@ def env_dirs() -> list[str]:
 def remembered(conn: sqlite3.Connection) -> list[str]:
     """The remembered directories, resolved and without duplicates, oldest first."""
     rows = conn.execute("SELECT path FROM skill_dirs ORDER BY added_at, rowid")
-    return list(dict.fromkeys(resolved(r[0]) for r in rows))
+    return list(dict.fromkeys(stored(r[0]) for r in rows))
 
 
 def resolve_dirs(conn: sqlite3.Connection, given: list[str], forget: list[str] | None = None) -> SyncDirs:
@@ -54,10 +70,11 @@ def resolve_dirs(conn: sqlite3.Connection, given: list[str], forget: list[str] |
             raise NotFoundError(f"Skills directory not found: {d}")
         given_res.append(resolved(d))
     known = remembered(conn)
-    sources = {resolved(r[0]) for r in conn.execute("SELECT DISTINCT source_dir FROM skills")}
+    sources = {stored(r[0]) for r in conn.execute("SELECT DISTINCT source_dir FROM skills")}
     gone: list[str] = []
     for d in forget or []:
-        r = resolved(d)
+        named = os.path.abspath(os.path.expanduser(d))   # a remembered dir that is a symlink now, as named
+        r = named if named in known or named in sources else resolved(d)
         if r not in known and r not in sources:
             raise NotFoundError(f"Not a remembered skills directory: {d} (see `kbindex skills list`)")
         if r in given_res:
@@ -73,7 +90,7 @@ def store_dirs(conn: sqlite3.Connection, dirs: SyncDirs) -> None:
     """In the sync's transaction: remember the new directories, forget the forgotten ones and rewrite
     rows stored unresolved (older versions) as resolved paths."""
     for (path, added_at) in conn.execute("SELECT path, added_at FROM skill_dirs").fetchall():
-        r = resolved(path)
+        r = stored(path)
         if r != path or r in dirs.forget:
             conn.execute("DELETE FROM skill_dirs WHERE path = ?", (path,))
             if r not in dirs.forget:

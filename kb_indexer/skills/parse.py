@@ -3,7 +3,8 @@
 The front matter is read by :mod:`kb_indexer.front_matter` (PyYAML's safe loader, aliases refused, size
 and nesting bounded), with YAML's types (numbers, booleans, dates). ``name`` and ``description`` are
 required non-empty strings; every other key is kept as metadata (JSON-ready: dates become ISO strings; at
-most ``MAX_METADATA_BYTES`` of JSON). Anything else is a :class:`SkillParseError` naming what is wrong.
+most ``MAX_METADATA_BYTES`` of JSON; ``.nan`` and ``.inf`` become null; keys that are one key once
+read, as ``1`` and ``true``, or once made text, as ``1`` and ``"1"``, are refused). Anything else is a :class:`SkillParseError` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,12 +45,15 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        out = {str(k): _jsonable(v) for k, v in value.items()}
+        if len(out) < len(value):
+            raise SkillParseError(f"front matter keys that are one key as text: {sorted(map(repr, value))[:6]}")
+        return out
     if isinstance(value, (list, tuple, set)):
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if isinstance(value, float) and value != value:  # NaN is not JSON
+    if isinstance(value, float) and not math.isfinite(value):  # NaN and ±.inf are not JSON
         return None
     return value
 

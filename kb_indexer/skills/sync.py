@@ -1,7 +1,8 @@
 """`skills sync`: index Agent Skills folders (``<dir>/<name>/SKILL.md``) into the ``skills`` table.
 
-The directories synced (:mod:`kb_indexer.skills.dirs`, all resolved) are those remembered (given before),
-those given now (then remembered) and those of ``KBINDEX_SKILLS`` (never remembered); ``forget`` removes
+The directories synced (:mod:`kb_indexer.skills.dirs`, all resolved; a remembered one swapped for a
+symlink since is reported, not followed) are those remembered (given before), those given now (then
+remembered) and those of ``KBINDEX_SKILLS`` (never remembered); ``forget`` removes
 remembered ones. Every folder's SKILL.md is checked (a regular file inside its directory, at most 1 MB:
 stat first), read and hashed first; then one transaction writes what changed: new and changed skills (by
 content hash), and drops skills whose folder is gone, whose SKILL.md became invalid, or whose directory is
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, ValidationError
-from kb_indexer.skills.dirs import SyncDirs, env_dirs, resolve_dirs, resolved, store_dirs
+from kb_indexer.skills.dirs import SyncDirs, env_dirs, resolve_dirs, store_dirs, stored
 from kb_indexer.index.membership import mode_problem
 from kb_indexer.index.paths import is_inside
 from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseError, content_hash, parse_skill
@@ -128,7 +129,7 @@ def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     dirs: dict[str, str] = {}
     out = []
     for r in conn.execute("SELECT name, folder, source_dir, content_hash FROM skills ORDER BY id"):
-        src = dirs.setdefault(r["source_dir"], resolved(r["source_dir"]))
+        src = dirs.setdefault(r["source_dir"], stored(r["source_dir"]))
         out.append({"name": r["name"], "folder": os.path.join(src, os.path.basename(r["folder"])),
                     "source_dir": src, "content_hash": r["content_hash"], "stored": (r["folder"], r["source_dir"])})
     return out
@@ -136,7 +137,13 @@ def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Found]:
     found: list[Found] = []
+    moved = dirs.moved
     for d in dirs.ordered:
+        if d in moved:
+            errors.append({"file": d, "message": f"the remembered skills directory leads elsewhere now (to "
+                           f"{os.path.realpath(d)}): not followed, its skills are kept; give the real directory "
+                           "(`kbindex skills sync DIR`) or forget this one (`--forget`)"})
+            continue
         if not Path(d).is_dir():
             errors.append({"file": d, "message": "skills directory not found; its skills are kept"})
             continue
@@ -263,21 +270,6 @@ def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             "body": r["body"], "folder": r["folder"], "file": str(Path(r["folder"]) / SKILL_FILE),
             "source_dir": r["source_dir"], "content_hash": r["content_hash"],
             "created_at": r["created_at"], "updated_at": r["updated_at"]}
-
-
-def skill_source(conn: sqlite3.Connection, name: str) -> str:
-    """The text of an indexed skill's SKILL.md as it is on disk now, read by the rule of ``skills sync``
-    (:func:`read_skill_file`: inside its skills directory, a regular file, at most ``MAX_SKILL_BYTES``);
-    a file refused, gone or not UTF-8 is an ``invalid_input`` error, never another file's content."""
-    r = require_skill(conn, name)
-    file = Path(r["folder"]) / SKILL_FILE
-    try:
-        data = read_skill_file(file, Path(resolved(r["source_dir"])))
-        return data.decode("utf-8")
-    except _Refused as exc:
-        raise ValidationError(f"skill {r['name']!r}: {file} is not read: {str(exc).removesuffix('; skipped')}") from None
-    except UnicodeDecodeError:
-        raise ValidationError(f"skill {r['name']!r}: {file} is not UTF-8 text") from None
 
 
 def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
