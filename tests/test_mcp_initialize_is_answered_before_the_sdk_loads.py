@@ -74,13 +74,18 @@ def test_the_answer_comes_while_the_sdk_import_is_held(kb, tmp_path):
 def _answers(db, first: bytes, version: str) -> tuple[dict, bytes]:
     proc, killer = _spawn(db, str(REPO))
     try:
-        proc.stdin.write(first + _init(7, version) + INITIALIZED + b'{"jsonrpc":"2.0","id":8,"method":"ping"}\n')
+        # As a client does: the initialized notification and the next request only after the answer.
+        proc.stdin.write(first + _init(7, version))
         proc.stdin.flush()
-        lines = []
-        while not any(json.loads(line).get("id") == 8 for line in lines):
-            line = _line_within(proc, 90)
-            assert line, lines
-            lines.append(line)
+        lines: list = []
+        for wanted, then in ((7, INITIALIZED + b'{"jsonrpc":"2.0","id":8,"method":"ping"}\n'), (8, b"")):
+            while not any(json.loads(line).get("id") == wanted for line in lines):
+                line = _line_within(proc, 90)
+                assert line, lines
+                lines.append(line)
+            if then:
+                proc.stdin.write(then)
+                proc.stdin.flush()
     finally:
         killer.cancel()
         proc.kill()
