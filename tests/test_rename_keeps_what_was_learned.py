@@ -166,7 +166,7 @@ def test_a_keywords_file_left_behind_is_an_orphan_and_the_document_keeps_its_ide
 def test_two_identical_files_renamed_each_keep_their_own_identity(small):
     handle, kbdir = small
     for name in ("a.md", "b.md", "c.md"):
-        write_doc(kbdir, name, "# Template\n\nTODO\n")
+        write_doc(kbdir, name, "# Template\n\nto be written\n")
     handle.sync()
     ids = {n: _doc_id(handle.conn, n) for n in ("a.md", "b.md", "c.md")}
     (kbdir / "x").mkdir()
