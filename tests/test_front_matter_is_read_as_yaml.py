@@ -6,6 +6,7 @@ aliases, deep nesting and oversized blocks are refused, never expanded or crashe
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -145,6 +146,11 @@ def test_a_billion_laughs_block_is_refused(small):
     assert _keywords(shown) == [] and shown["title"] == "Heading Title"
 
 
+# Our own check on the parser's events, or libyaml's own limit (PyYAML 6.0.4's libyaml stops deep nesting
+# itself, at a depth it reaches while reading ahead): either way the block is refused, never composed.
+TOO_DEEP = r"nested more than 64 levels deep|exceeded maximum nesting depth"
+
+
 def test_oversized_and_deeply_nested_blocks_are_refused(small):
     handle, kbdir = small
     write_doc(kbdir, "big.md", "---\ntitle: " + "x" * (MAX_FRONT_MATTER_BYTES + 1) + "\n---\n" + BODY)
@@ -153,8 +159,7 @@ def test_oversized_and_deeply_nested_blocks_are_refused(small):
     res = handle.sync()
     messages = {e["file"]: e["message"] for e in res["errors"]}
     assert f"larger than {MAX_FRONT_MATTER_BYTES} bytes" in messages["big.md"]
-    assert "nested more than 64 levels deep" in messages["flow.md"]
-    assert "nested more than 64 levels deep" in messages["block.md"]
+    assert re.search(TOO_DEEP, messages["flow.md"]) and re.search(TOO_DEEP, messages["block.md"])
     assert res["added"] == 3
 
 
@@ -190,7 +195,7 @@ def test_enrich_starts_from_the_front_matter_as_read(tmp_path):
 
 @pytest.mark.parametrize("head", ["deep:\n" + "- " * 5_000 + "x\n", "deep: " + "[" * 5_000 + "]" * 5_000 + "\n"])
 def test_skills_use_the_same_bounds(head):
-    with pytest.raises(SkillParseError, match="nested more than 64 levels deep"):
+    with pytest.raises(SkillParseError, match=TOO_DEEP):
         parse_skill(("---\nname: deep\ndescription: d\n" + head + "---\n").encode("utf-8"))
 
 
