@@ -19,10 +19,8 @@ from pathlib import Path
 
 from kb_indexer.beneath import SUPPORTED, open_folder
 from kb_indexer.errors import ValidationError
-from kb_indexer.index.membership import mode_problem
 from kb_indexer.skills.dirs import env_dirs
-from kb_indexer.skills.parse import MAX_SKILL_BYTES
-from kb_indexer.skills.sync import require_skill
+from kb_indexer.skills.sync import SkillFileRefused, read_opened, require_skill
 
 SKILL_FILE = "SKILL.md"
 _FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -83,18 +81,13 @@ def read_stored_skill(folder: str, source_dir: str, given: set[str]) -> bytes:
     if problem:
         raise Refused(problem)
     try:
-        with os.fdopen(_open_file(folder), "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if mode_problem(st.st_mode):
-                raise Refused(mode_problem(st.st_mode))
-            if st.st_size > MAX_SKILL_BYTES:
-                raise Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size})")
-            data = fh.read(MAX_SKILL_BYTES + 1)
+        fd = _open_file(folder)
     except OSError as exc:
         raise Refused(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SKILL_BYTES:
-        raise Refused(f"larger than {MAX_SKILL_BYTES} bytes")
-    return data
+    try:
+        return read_opened(fd)
+    except SkillFileRefused as exc:
+        raise Refused(str(exc)) from None
 
 
 def skill_source(conn: sqlite3.Connection, name: str) -> str:

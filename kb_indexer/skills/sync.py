@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,35 +49,49 @@ def skill_terms(name: str, description: str, body: str) -> str:
                        "body": tokens(body)[:MAX_BODY_TOKENS]}, ensure_ascii=False, separators=(",", ":"))
 
 
-class _Refused(Exception):
+class SkillFileRefused(Exception):
     """A SKILL.md that is not read; ``str()`` says why."""
+
+
+def read_opened(fd: int, checked: os.stat_result | None = None) -> bytes:
+    """The bytes of the opened SKILL.md ``fd`` (closed here): a regular file (the same one as ``checked``
+    when given), of at most ``MAX_SKILL_BYTES`` (only that much plus one byte is read);
+    :class:`SkillFileRefused`. The one rule for ``skills sync`` and for MCP's ``skill://`` reads."""
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            opened = os.fstat(fh.fileno())
+            if mode_problem(opened.st_mode):
+                raise SkillFileRefused(mode_problem(opened.st_mode))
+            if checked is not None and (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+                raise SkillFileRefused("replaced while it was read (not the file checked)")
+            if opened.st_size > MAX_SKILL_BYTES:
+                raise SkillFileRefused(f"larger than {MAX_SKILL_BYTES} bytes ({opened.st_size})")
+            data = fh.read(MAX_SKILL_BYTES + 1)
+    except OSError as exc:
+        raise SkillFileRefused(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_SKILL_BYTES:
+        raise SkillFileRefused(f"larger than {MAX_SKILL_BYTES} bytes")
+    return data
 
 
 def read_skill_file(file: Path, root: Path) -> bytes:
     """A SKILL.md's bytes, checked before it is opened: inside ``root``, a regular file (a FIFO is never
-    opened), at most ``MAX_SKILL_BYTES`` (only that much plus one byte is read); :class:`_Refused`."""
+    opened), at most ``MAX_SKILL_BYTES``; then :func:`read_opened`. :class:`SkillFileRefused`."""
     if file.is_symlink() and not file.exists():
-        raise _Refused(f"a dangling symlink (to {os.readlink(file)}); skipped")
+        raise SkillFileRefused(f"a dangling symlink (to {os.readlink(file)})")
     real = file.resolve()
     if not is_inside(root, real):
-        raise _Refused(f"leads outside the skills directory {root} (to {real}); skipped")
+        raise SkillFileRefused(f"leads outside the skills directory {root} (to {real})")
     try:
         st = real.stat()
         if mode_problem(st.st_mode):
-            raise _Refused(f"{mode_problem(st.st_mode)}; skipped")
+            raise SkillFileRefused(mode_problem(st.st_mode))
         if st.st_size > MAX_SKILL_BYTES:
-            raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size}); skipped")
+            raise SkillFileRefused(f"larger than {MAX_SKILL_BYTES} bytes ({st.st_size})")
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            opened = os.fstat(fh.fileno())
-            if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-                raise _Refused("replaced while it was read (not the file checked); skipped")
-            data = fh.read(MAX_SKILL_BYTES + 1)
     except OSError as exc:
-        raise _Refused(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SKILL_BYTES:
-        raise _Refused(f"larger than {MAX_SKILL_BYTES} bytes; skipped")
-    return data
+        raise SkillFileRefused(f"cannot read: {exc.strerror or exc}") from None
+    return read_opened(fd, st)
 
 
 def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
@@ -96,8 +109,8 @@ def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[
             continue   # not a skill folder
         try:
             data = read_skill_file(file, root)
-        except _Refused as exc:
-            errors.append({"file": str(file), "message": str(exc)})
+        except SkillFileRefused as exc:
+            errors.append({"file": str(file), "message": f"{exc}; skipped"})
             continue
         folder = str(child.absolute())
         digest = content_hash(data)
