@@ -23,7 +23,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from kb_indexer.beneath import SUPPORTED, open_folder, resolves_outside
 from kb_indexer.errors import ValidationError
@@ -67,6 +67,25 @@ def _open_folder(path: Path, root: Path | None) -> int:
 
 
 @contextmanager
+def _filled(fd: int, final_mode: int, replace: Callable[[], None], discard: Callable[[], None]) -> Iterator[BinaryIO]:
+    """The temporary file ``fd`` as the caller fills it, given its final mode, flushed to disk and put in
+    place by ``replace``; on any error ``discard`` removes it."""
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fchmod(fh.fileno(), final_mode)
+            os.fsync(fh.fileno())
+        replace()
+    except BaseException:
+        try:
+            discard()
+        except OSError:
+            pass
+        raise
+
+
+@contextmanager
 def _atomic_in(folder: int, path: Path, root: Path | None, mode: int | None) -> Iterator[BinaryIO]:
     """Write ``path.name`` in the open ``folder``: a new temporary file (``O_EXCL``, ``O_NOFOLLOW``, an
     unpredictable name), flushed to disk, renamed over the target, the folder flushed too. On any error
@@ -81,19 +100,9 @@ def _atomic_in(folder: int, path: Path, root: Path | None, mode: int | None) -> 
     tmp = f".{name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
                  dir_fd=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fchmod(fh.fileno(), final_mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=folder)
-        except OSError:
-            pass
-        raise
+    with _filled(fd, final_mode, lambda: os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder),
+                 lambda: os.unlink(tmp, dir_fd=folder)) as fh:
+        yield fh
     try:
         os.fsync(folder)  # the rename itself reaches the disk
     except OSError:
@@ -109,19 +118,8 @@ def _atomic_file_by_path(path: Path, root: Path | None, mode: int | None) -> Ite
         check_target(path, root)
     final_mode = _mode_of(_lstat(path)) if mode is None else mode
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fchmod(fh.fileno(), final_mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with _filled(fd, final_mode, lambda: os.replace(tmp, path), lambda: os.unlink(tmp)) as fh:
+        yield fh
 
 
 def _symlink_refusal(path: Path) -> ValidationError:
