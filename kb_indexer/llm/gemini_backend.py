@@ -26,7 +26,7 @@ from urllib.parse import quote
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMAuthError, LLMBadResponse, LLMConfigError, LLMError,
                                  Message, ProbeResult, Tool, ToolCall)
 from kb_indexer.llm.guard import Budget
-from kb_indexer.llm.rest import guarded_client, json_object, raise_for, send, sse_events
+from kb_indexer.llm.rest import guarded_client, json_object, open_stream, raise_for, send, sse_events
 from kb_indexer.llm.settings import LLMConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -183,12 +183,7 @@ class GeminiBackend:
             return _completion(self._post("generateContent", body, timeout))
         resp = send(self._http, "POST", f"{model_path(self.model)}:streamGenerateContent", body=body,
                     timeout=timeout, stream=True, params={"alt": "sse"})
-        try:
-            self._raise_for(resp)
-        except LLMError:
-            resp.close()
-            raise
-        return self._stream(resp, timeout)
+        return self._stream(open_stream(resp, self._raise_for), timeout)
 
     def _stream(self, resp: Any, timeout: float) -> Iterator[ChatChunk]:
         calls: list[ToolCall] = []

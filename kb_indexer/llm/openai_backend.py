@@ -30,7 +30,7 @@ import httpx
 from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMConfigError, LLMError, Message,
                                  ProbeResult, Tool, ToolCall, with_system_note)
 from kb_indexer.llm.guard import Budget
-from kb_indexer.llm.rest import guarded_client, json_object, raise_for, send, sse_events
+from kb_indexer.llm.rest import guarded_client, json_object, open_stream, raise_for, send, sse_events
 from kb_indexer.llm.settings import LLMConfig
 
 MODES = ("json_schema", "json_object_schema", "json_object", "none")
@@ -201,12 +201,7 @@ class OpenAIBackend:
             self._raise_for(resp)
             return self._completion(self._json(resp))
         resp = self._send("POST", "/chat/completions", body=body, timeout=timeout, stream=True)
-        try:
-            self._raise_for(resp)
-        except LLMError:
-            resp.close()
-            raise
-        return self._stream(resp, timeout)
+        return self._stream(open_stream(resp, self._raise_for), timeout)
 
     def _stream(self, resp: httpx.Response, timeout: float) -> Iterator[ChatChunk]:
         calls: dict[int, dict[str, Any]] = {}

@@ -42,6 +42,16 @@ def send(http: httpx.Client, method: str, path: str, *, timeout: float, body: di
         raise LLMBadResponse(f"bad HTTP answer from {url}: {exc or type(exc).__name__}") from None
 
 
+def open_stream(resp: httpx.Response, check: Any) -> httpx.Response:
+    """A streamed reply that ``check`` accepted (an error closes it before it propagates)."""
+    try:
+        check(resp)
+    except LLMError:
+        resp.close()
+        raise
+    return resp
+
+
 def error_message(resp: httpx.Response) -> str:
     """The reply's ``{"error": {"message": ...}}`` (or ``{"error": "..."}``), else its text."""
     try:
