@@ -44,3 +44,20 @@ def skills_index(tmp_path: Path, skills: dict[str, str | tuple[str, str]]) -> Pa
     assert handle.skills_sync([str(root)])["errors"] == []
     handle.close()
     return db
+
+
+def die_at_read(monkeypatch, n: int):
+    """Make the ``n``-th document read of a sync raise KeyboardInterrupt, as a kill between two reads would;
+    returns the real reader, to put back with ``monkeypatch.setattr(reader, "load_document", real)``."""
+    from kb_indexer.index import reader
+
+    real, calls = reader.load_document, {"n": 0}
+
+    def dies(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "load_document", dies)
+    return real

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from helpers import kw, write_doc
+from helpers import die_at_read, kw, write_doc
 from kb_indexer.index import reader as reader_mod
 from kb_indexer.index import sync as sync_mod
 
@@ -215,15 +215,7 @@ def test_a_sync_killed_between_batches_keeps_the_identity_of_every_renamed_docum
     (kbdir / "moved").mkdir()
     for name in ids:
         os.rename(kbdir / name, kbdir / "moved" / name)
-    real, calls = reader_mod.load_document, {"n": 0}
-
-    def dies_on_the_25th(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 25:
-            raise KeyboardInterrupt  # as a kill between two reads would
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(reader_mod, "load_document", dies_on_the_25th)
+    real = die_at_read(monkeypatch, 25)
     with pytest.raises(KeyboardInterrupt):
         handle.sync()
     assert handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 35  # none lost

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from helpers import kw, write_doc
+from helpers import die_at_read, kw, write_doc
 from kb_indexer.index import reader as reader_mod
 from kb_indexer.index import sync as sync_mod
 
@@ -30,16 +30,7 @@ def test_a_sync_killed_between_batches_keeps_them_and_a_rerun_goes_on(small, mon
     handle, kbdir = small
     monkeypatch.setattr(sync_mod, "BATCH_DOCS", 10)
     _docs(kbdir, 35)
-    real = reader_mod.load_document
-    calls = {"n": 0}
-
-    def dies_on_the_25th(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 25:
-            raise KeyboardInterrupt  # as a kill between two reads would
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(reader_mod, "load_document", dies_on_the_25th)
+    real = die_at_read(monkeypatch, 25)
     with pytest.raises(KeyboardInterrupt):
         handle.sync()
     stored = handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
