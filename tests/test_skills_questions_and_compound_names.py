@@ -41,7 +41,8 @@ def test_a_question_about_the_world_naming_a_skill_matches_nothing(k, message):
 
 
 @pytest.mark.parametrize("message", ["show my Stripe invoices", "what's on my Stripe account?",
-                                     "Stripe: refund the last payment"])
+                                     "Stripe: refund the last payment", "can you list the Stripe payouts?",
+                                     "which Stripe payouts failed? please check"])
 def test_a_request_for_the_writer_naming_the_same_skill_matches(k, message):
     assert names(k.skills_match(message)) == ["stripe"]
     assert not match.impersonal_question(message)

@@ -232,9 +232,11 @@ def query_terms(index: SkillIndex, message: str) -> list[str]:
 def impersonal_question(message: str) -> bool:
     """Whether ``message`` asks about the world rather than for something done for its writer: a question
     (a leading question word or a final "?") with no first-person word. "who founded Stripe?" is one;
-    "what's on my Stripe account?" and "add this to Trello" are not."""
+    "what's on my Stripe account?", "can you show the Stripe payouts?" and "add this to Trello" are not."""
     words = _WORDS.findall(message.lower().replace("\u2019", "'"))
-    if not words or not _FIRST_PERSON.isdisjoint(words):
+    if not words or not _FIRST_PERSON.isdisjoint(words) or not _POLITE.isdisjoint(words):
+        return False
+    if words[0] in _ASK and words[1:2] in (["you"], ["u"]):  # "can you ...?" asks for something done
         return False
     return words[0] in _QUESTION_WORDS or message.rstrip().endswith(("?", "\uff1f"))
 
@@ -244,6 +246,8 @@ _FIRST_PERSON = frozenset("""
 i me my mine myself we us our ours ourselves i'm im i've ive i'd i'll we're we've let's lets
 mi mis yo nuestro nuestra nuestros je moi mon ma mes nous notre nos
 """.split())  # the Spanish and French ones too (messages in those languages are common)
+_POLITE = frozenset("please pls plz".split())
+_ASK = frozenset("can could would will".split())
 _QUESTION_WORDS = frozenset("""
 what what's whats who who's whos whom whose why how how's when where which is are was were do does did
 can could should would will
