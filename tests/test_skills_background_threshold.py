@@ -1,6 +1,7 @@
 """A message of everyday words is judged against its background (issue 27 item 12: 41% of unseen messages
 that need no skill still got one). Measured on the 862 real skills of ``shared/data/skills``: the task-like
-messages needing no skill, the development queries, the tuning set with positives, and the two held-out sets never used for tuning."""
+messages needing no skill, the development queries, the tuning set with positives, and the two held-out sets
+never used for tuning."""
 
 from __future__ import annotations
 
