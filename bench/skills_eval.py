@@ -23,10 +23,13 @@ What it measures (one process):
    real call) with the configured backend: P/R/F1, negatives, p50 latency, mean prompt token estimate,
    and how many queries fell back to the keyword result. Reported, not gated; skipped when no backend is
    configured or the first call cannot reach it.
-5. The same matchers on this repository's own labelled messages: 40 task-like messages needing no skill
-   (``bench/data/skills_tune_negatives.jsonl``, used for tuning beside the dev queries) and a held-out set
-   of 140 (``bench/data/skills_heldout.jsonl``: written before any tuning on it, never used for it); bm25s
-   keeps the threshold picked on the dev queries. ``--grid`` tunes on dev + task-like negatives only.
+5. The same matchers on this repository's own labelled messages: for tuning, beside the dev queries, 40
+   task-like messages needing no skill (``bench/data/skills_tune_negatives.jsonl``) and 81 with positives
+   (``bench/data/skills_tune.jsonl``); and two held-out sets written before any tuning on them and never
+   used for it: 140 (``bench/data/skills_heldout.jsonl``) and 124 (``bench/data/skills_heldout2.jsonl``).
+   bm25s keeps the threshold picked on the dev queries. ``--grid`` tunes on the tuning sets only;
+   ``--no-heldout`` leaves the held-out sets out (for tuning runs). ``--code DIR`` evaluates the
+   ``kb_indexer`` of another checkout (e.g. the commit before a change) on the same sets.
 6. Cold start: median wall time of ``python -m kb_indexer skills match MESSAGE --no-llm`` against
    ``python -c pass``.
 
@@ -46,26 +49,35 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.llm.config import LLMOptions
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-#: Labelled messages of this repository's own: task-like messages needing no skill (used for tuning, beside
-#: the development queries) and a held-out set written before any tuning on it and never used for it.
+#: Labelled messages of this repository's own: for tuning (beside the development queries), task-like messages
+#: needing no skill and a set with positives; two held-out sets written before any tuning and never used for it.
 TUNE_NEGATIVES = REPO / "bench" / "data" / "skills_tune_negatives.jsonl"
+TUNE = REPO / "bench" / "data" / "skills_tune.jsonl"
 HELD_OUT = REPO / "bench" / "data" / "skills_heldout.jsonl"
+HELD_OUT2 = REPO / "bench" / "data" / "skills_heldout2.jsonl"
+TUNING_SETS = (("task-like negatives (tuning)", TUNE_NEGATIVES), ("tuning set (tuning)", TUNE))
+HELD_OUT_SETS = (("held-out (never tuned on)", HELD_OUT), ("held-out 2 (never tuned on)", HELD_OUT2))
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.open(encoding="utf-8")]
 
 
-def load(data: Path) -> tuple[list[dict], list[dict]]:
+def load(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return read_jsonl(data / "catalog.jsonl"), read_jsonl(data / "queries_dev.jsonl")
 
 
-def write_skills(catalog: list[dict], root: Path) -> Path:
+def write_skills(catalog: list[dict[str, Any]], root: Path) -> Path:
     import yaml
 
     skills = root / "skills"
@@ -78,7 +90,7 @@ def write_skills(catalog: list[dict], root: Path) -> Path:
     return skills
 
 
-def aiq_baseline(catalog: list[dict], query: str, top: int = 3) -> list[str]:
+def aiq_baseline(catalog: list[dict[str, Any]], query: str, top: int = 3) -> list[str]:
     words = [w for w in query.lower().split() if w]
     scored = []
     for e in catalog:
@@ -90,9 +102,9 @@ def aiq_baseline(catalog: list[dict], query: str, top: int = 3) -> list[str]:
 
 
 class Bm25s:
-    def __init__(self, catalog: list[dict]):
-        import bm25s
-        import Stemmer
+    def __init__(self, catalog: list[dict[str, Any]]) -> None:
+        import bm25s  # type: ignore[import-untyped]
+        import Stemmer  # type: ignore[import-not-found]
 
         self.bm25s, self.stemmer = bm25s, Stemmer.Stemmer("english")
         self.names = [e["name"] for e in catalog]
@@ -109,7 +121,7 @@ class Bm25s:
         return [(self.names[d], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
 
 
-def evaluate(queries: list[dict], predicted: list[list[str]]) -> dict:
+def evaluate(queries: list[dict[str, Any]], predicted: list[list[str]]) -> dict[str, Any]:
     tp = fp = fn = exact = 0
     kinds: dict[str, list[int]] = {}
     neg_ok = neg_n = empty_ok = empty_n = 0
@@ -132,13 +144,13 @@ def evaluate(queries: list[dict], predicted: list[list[str]]) -> dict:
     return out
 
 
-def _prf(tp: int, fp: int, fn: int) -> dict:
+def _prf(tp: int, fp: int, fn: int) -> dict[str, Any]:
     p = tp / (tp + fp) if tp + fp else 1.0
     r = tp / (tp + fn) if tp + fn else 1.0
     return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
-def run_kbindex(kb, queries: list[dict], **kw) -> tuple[list[list[str]], list[float], float]:
+def run_kbindex(kb: KnowledgeBase, queries: list[dict[str, Any]], **kw: Any) -> tuple[list[list[str]], list[float], float]:
     first = time.perf_counter()
     kb.skills_match("warm up", use_llm=False, **kw)
     first_ms = (time.perf_counter() - first) * 1000
@@ -151,7 +163,7 @@ def run_kbindex(kb, queries: list[dict], **kw) -> tuple[list[list[str]], list[fl
     return preds, times, first_ms
 
 
-def fresh_times(kb, queries: list[dict]) -> list[float]:
+def fresh_times(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> list[float]:
     """Per-call latency with the in-memory matcher index dropped first: what one CLI process pays."""
     from kb_indexer.skills import match
 
@@ -164,7 +176,7 @@ def fresh_times(kb, queries: list[dict]) -> list[float]:
     return times
 
 
-def run_llm(kb, queries: list[dict], opts) -> dict | None:
+def run_llm(kb: KnowledgeBase, queries: list[dict[str, Any]], opts: LLMOptions) -> dict[str, Any] | None:
     """The LLM matcher on every query (cache off); None when no backend is configured or reachable."""
     from kb_indexer.llm.config import is_configured, resolve
 
@@ -190,29 +202,29 @@ def run_llm(kb, queries: list[dict], opts) -> dict | None:
             "fallbacks": fallbacks, "n": len(queries)}
 
 
-def grid(kb, queries: list[dict]) -> None:
-    """The tuning grid: dev queries plus the task-like negatives (never the held-out set)."""
+def grid(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> None:
+    """The tuning grid: dev queries plus the tuning sets (never a held-out set)."""
     from kb_indexer.skills import match
 
-    negatives = read_jsonl(TUNE_NEGATIVES)
-    print("\nTuning grid (dev queries + task-like negatives): min_score background_weight -> dev F1, "
-          "negatives (dev + task-like)")
+    negatives, tune = read_jsonl(TUNE_NEGATIVES), read_jsonl(TUNE)
+    print("\nTuning grid (dev queries + tuning sets): min_score common_factor -> dev F1, tuning-set F1, "
+          "negatives (dev + task-like + tuning set)")
     rows = []
-    saved = match.BACKGROUND_WEIGHT
-    for bw in (0.0, 0.3, 0.5, 0.7, 1.0):
-        for ms in (1.4, 1.6, 1.8, 2.0, 2.2, 2.4):
-            match.BACKGROUND_WEIGHT = bw
-            m = evaluate(queries, run_kbindex(kb, queries, min_score=ms)[0])
-            n = evaluate(negatives, run_kbindex(kb, negatives, min_score=ms)[0])
-            neg = (m["negatives"] * 12 + n["negatives"] * len(negatives)) / (12 + len(negatives))
-            rows.append((m["f1"], bw, ms, neg))
-    match.BACKGROUND_WEIGHT = saved
-    for f1, bw, ms, neg in sorted(rows, key=lambda r: (-(r[3] >= 0.9), -r[0]))[:12]:
-        print(f"  {ms:4.1f}  {bw:4.1f}  F1 {f1:.3f}  negatives {neg:.2f}")
+    saved = match.COMMON_FACTOR
+    for cf in (1.0, 1.1, 1.2, 1.3):
+        for ms in (1.4, 1.5, 1.6, 1.7, 1.8, 2.0):
+            match.COMMON_FACTOR = cf
+            m, n, t = (evaluate(qs, run_kbindex(kb, qs, min_score=ms)[0]) for qs in (queries, negatives, tune))
+            counts = [sum(q["kind"] == "negative" for q in qs) for qs in (queries, negatives, tune)]
+            neg = sum(x["negatives"] * c for x, c in zip((m, n, t), counts)) / sum(counts)
+            rows.append((m["f1"], t["f1"], cf, ms, neg))
+    match.COMMON_FACTOR = saved
+    for f1, tf1, cf, ms, neg in sorted(rows, key=lambda r: (-(r[4] >= 0.9), -(r[0] + r[1])))[:12]:
+        print(f"  {ms:4.1f}  {cf:4.2f}  dev F1 {f1:.3f}  tuning F1 {tf1:.3f}  negatives {neg:.2f}")
 
 
-def cold(db: Path, runs: int) -> tuple[float, float]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float]:
+    env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, "-m", "kb_indexer", "skills", "match", "turn off the Samsung TV", "--no-llm",
            "--db", str(db), "--format", "json"]
 
@@ -227,13 +239,13 @@ def cold(db: Path, runs: int) -> tuple[float, float]:
     return median(cmd), median([sys.executable, "-c", "pass"])
 
 
-def _line(label: str, m: dict, p50: float | None = None) -> str:
+def _line(label: str, m: dict[str, Any], p50: float | None = None) -> str:
     lat = f"  p50 {p50:6.2f} ms" if p50 is not None else ""
     return (f"{label:<26} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  exact {m['exact']:.3f}  "
             f"negatives {m['negatives']:.2f}  empty-expected {m['empty_expected']:.2f}{lat}")
 
 
-def _print_llm(kb, queries: list[dict], args: argparse.Namespace) -> None:
+def _print_llm(kb: KnowledgeBase, queries: list[dict[str, Any]], args: argparse.Namespace) -> None:
     from kb_indexer.llm.config import LLMOptions
 
     opts = LLMOptions(backend=args.llm_backend, model=args.llm_model, timeout=args.llm_timeout, no_cache=True)
@@ -246,10 +258,10 @@ def _print_llm(kb, queries: list[dict], args: argparse.Namespace) -> None:
         print(f"  {len(res['fallbacks'])} fell back to the keyword result, e.g. {res['fallbacks'][0]}")
 
 
-def _print_other_sets(kb, catalog: list[dict], bm25s: tuple | None) -> None:
-    """The same matchers on the task-like negatives (tuning) and the held-out set (never tuned on); bm25s keeps
-    the threshold tuned on the dev queries."""
-    for label, path in (("task-like negatives (tuning)", TUNE_NEGATIVES), ("held-out (never tuned on)", HELD_OUT)):
+def _print_other_sets(kb: KnowledgeBase, catalog: list[dict[str, Any]], bm25s: tuple[Bm25s, float] | None,
+                      sets: tuple[tuple[str, Path], ...]) -> None:
+    """The same matchers on this repository's labelled sets; bm25s keeps the threshold tuned on the dev queries."""
+    for label, path in sets:
         qs = read_jsonl(path)
         kinds = ", ".join(f"{k} {sum(q['kind'] == k for q in qs)}" for k in sorted({q["kind"] for q in qs}))
         print(f"\n{label}: {len(qs)} messages ({kinds})")
@@ -261,6 +273,15 @@ def _print_other_sets(kb, catalog: list[dict], bm25s: tuple | None) -> None:
                                                                      for q in qs])))
 
 
+def bm25s_tuned(catalog: list[dict[str, Any]], queries: list[dict[str, Any]]) -> tuple[Bm25s, float, dict[str, Any]]:
+    """The bm25s baseline with the threshold of best F1 on ``queries`` (a generous baseline) and its metrics."""
+    bm = Bm25s(catalog)
+    raw = [bm.scores(q["query"]) for q in queries]
+    metrics, th = max(((evaluate(queries, [[n for n, s in r if s >= th] for r in raw]), th)
+                       for th in [x / 2 for x in range(0, 31)]), key=lambda mt: mt[0]["f1"])
+    return bm, th, metrics
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default = next((d for d in (REPO.parent / "shared" / "data" / "skills",
@@ -270,13 +291,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", action="store_true", help="print the tuning grid too")
     p.add_argument("--cold", type=int, default=7, help="cold CLI runs to time (0: skip)")
     p.add_argument("--no-bm25s", action="store_true")
+    p.add_argument("--no-heldout", action="store_true", help="leave the held-out sets out (tuning runs)")
+    p.add_argument("--code", type=Path, default=REPO,
+                   help="the checkout whose kb_indexer is evaluated (default: this one)")
     p.add_argument("--llm", action="store_true", help="also run the LLM matcher with the configured backend")
     p.add_argument("--llm-backend", default=None)
     p.add_argument("--llm-model", default=None)
     p.add_argument("--llm-timeout", type=float, default=None)
     p.add_argument("--llm-limit", type=int, default=0, help="only the first N queries for --llm (0: all)")
     args = p.parse_args(argv)
+    sys.path.insert(0, str(args.code.resolve()))
     from kb_indexer.api import KnowledgeBase
+
+    print(f"kb_indexer from {Path(sys.modules['kb_indexer'].__file__ or '.').parent.parent}")
 
     catalog, queries = load(args.data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -295,13 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':<26} p50 {statistics.median(fresh):6.2f} ms fresh: index built per call, as one "
               f"`kbindex skills match` process pays (first call of this run {first_ms:.1f} ms)")
         print(_line("aiq-style substring", aiq))
+        bm25s = None
         if not args.no_bm25s:
-            bm = Bm25s(catalog)
-            raw = [bm.scores(q["query"]) for q in queries]
-            best = max(((evaluate(queries, [[n for n, s in r if s >= th] for r in raw]), th)
-                        for th in [x / 2 for x in range(0, 31)]), key=lambda mt: mt[0]["f1"])
-            print(_line(f"bm25s top3 >= {best[1]:.1f} (tuned)", best[0]))
-        _print_other_sets(kb, catalog, None if args.no_bm25s else (bm, best[1]))
+            bm, th, metrics = bm25s_tuned(catalog, queries)
+            print(_line(f"bm25s top3 >= {th:.1f} (tuned)", metrics))
+            bm25s = (bm, th)
+        _print_other_sets(kb, catalog, bm25s, TUNING_SETS + (() if args.no_heldout else HELD_OUT_SETS))
         print("\nPer kind, dev queries (kbindex keyword | aiq-style):")
         for kind, m in ours["kinds"].items():
             a = aiq["kinds"][kind]
@@ -313,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             _print_llm(kb, queries[:args.llm_limit] if args.llm_limit else queries, args)
         kb.close()
         if args.cold:
-            ours_ms, base_ms = cold(root / "kbindex.db", args.cold)
+            ours_ms, base_ms = cold(root / "kbindex.db", args.cold, args.code.resolve())
             print(f"\ncold `python -m kb_indexer skills match --no-llm`: median {ours_ms:.0f} ms; "
                   f"`python -c pass`: {base_ms:.0f} ms; ratio {ours_ms / base_ms:.1f}x ({args.cold} runs each)")
     return 0

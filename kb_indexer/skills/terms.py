@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Protocol
 
 from kb_indexer.search.terms import STOPWORDS, is_stopword, split_term
 
@@ -47,11 +48,16 @@ def stem(word: str) -> str:
     return _english().stemWord(word)
 
 
-@lru_cache(maxsize=1)
-def _english():
-    import snowballstemmer  # pure Python (PyStemmer's C code when that is installed)
+class _Stemmer(Protocol):
+    def stemWord(self, word: str) -> str: ...  # noqa: N802 (snowballstemmer's name)
 
-    return snowballstemmer.stemmer("english")
+
+@lru_cache(maxsize=1)
+def _english() -> _Stemmer:
+    import snowballstemmer  # type: ignore[import-untyped]  # pure Python (PyStemmer's C code when installed)
+
+    stemmer: _Stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 def _word_tokens(part: str) -> list[str]:
@@ -71,6 +77,14 @@ def _plain(word: str) -> list[str]:
     if len(word) < 2:  # single letters and digits ("x", the "2" of "cloudflare-2")
         return []
     return [stem(word)]
+
+
+def compounds(text: str) -> list[str]:
+    """The stems of every two adjacent words written as one (``last.fm`` and ``find my`` give ``lastfm`` and
+    the stem of ``findmy``), so a name written as one word ("lastfm", "icloud-findmy") matches a message that
+    writes it as two. The caller keeps only those some skill has; stopwords count here ("my" of "find my")."""
+    words = [w for w in re.split(r"[\W_]+", unicodedata.normalize("NFKC", text or "").lower()) if w]
+    return [stem(a + b) for a, b in zip(words, words[1:]) if (a + b).isascii() and (a + b).isalpha()]
 
 
 def tokens(text: str) -> list[str]:

@@ -1,0 +1,85 @@
+"""Issue 27 item 12, calibration for unseen messages: a question about the world needs more than a request
+for its writer; a name written as one word matches a message writing it as two; evidence made only of words
+many skills share needs more than a distinctive word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import write_skills
+
+from kb_indexer.api import KnowledgeBase
+from kb_indexer.skills import match
+
+SKILLS: dict[str, str | tuple[str, str]] = {
+    "stripe": "Stripe payment platform integration. Manage payments, subscriptions, invoices and customers.",
+    "icloud-findmy": "Query locations and battery status for family devices via iCloud.",
+    "lastfm": "Access listening history, scrobbles and music stats.",
+    "post-writer": "Write blog posts and articles in a chosen tone.",
+    "thread-writer": "Write threads and posts for social media.",
+    "essay-coach": "Write essays with feedback on structure.",
+    "weather": "Weather forecast for any city.",
+    "samsung-smart-tv": "Control Samsung smart TVs: power, volume, apps.",
+}
+
+
+@pytest.fixture
+def k(small: tuple[KnowledgeBase, Path], tmp_path: Path) -> KnowledgeBase:
+    handle, _ = small
+    assert handle.skills_sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
+    return handle
+
+
+def names(out: dict[str, Any]) -> list[str]:
+    return [m["name"] for m in out["matched"]]
+
+
+@pytest.mark.parametrize("message", ["who founded Stripe?", "why is it called Stripe",
+                                     "¿Stripe se fundó en Irlanda?"])
+def test_a_question_about_the_world_naming_a_skill_matches_nothing(k: KnowledgeBase, message: str) -> None:
+    assert names(k.skills_match(message)) == []
+    assert match.impersonal_question(message)
+
+
+@pytest.mark.parametrize("message", ["show my Stripe invoices", "what's on my Stripe account?",
+                                     "Stripe: refund the last payment", "can you list the Stripe payouts?",
+                                     "which Stripe payouts failed? please check"])
+def test_a_request_for_the_writer_naming_the_same_skill_matches(k: KnowledgeBase, message: str) -> None:
+    assert names(k.skills_match(message)) == ["stripe"]
+    assert not match.impersonal_question(message)
+
+
+def test_the_question_factor_is_the_only_difference(k: KnowledgeBase) -> None:
+    question, request = "who founded Stripe?", "stripe for me"
+    assert k.skills_match(question, min_score=0)["candidates"][0]["score"] == \
+        k.skills_match(request, min_score=0)["candidates"][0]["score"]
+    assert names(k.skills_match(request)) == ["stripe"] and names(k.skills_match(question)) == []
+
+
+def test_two_words_written_as_one_in_a_name_match(k: KnowledgeBase) -> None:
+    out = k.skills_match("where is my daughter's phone on Find My, check its battery")
+    assert names(out) == ["icloud-findmy"] and "findmi (name)" in out["matched"][0]["reason"]
+    assert "lastfm" in k.skills_match("what did I play most on last.fm this year")["terms"]
+
+
+def test_compounds_no_skill_has_are_not_terms(k: KnowledgeBase) -> None:
+    assert k.skills_match("the and of to")["terms"] == []
+    assert k.skills_match("thank you very much")["matched"] == []
+
+
+def test_evidence_with_no_distinctive_word_needs_the_common_factor(k: KnowledgeBase) -> None:
+    message = "write posts"   # both words are shared by several skills of this catalog
+
+    def best(m: str) -> float:
+        return float(k.skills_match(m, min_score=0)["candidates"][0]["score"])
+
+    score = best(message)
+    assert names(k.skills_match(message, min_score=score / match.COMMON_FACTOR * 0.99)) != []
+    assert names(k.skills_match(message, min_score=score / match.COMMON_FACTOR * 1.01)) == []
+    distinctive = "samsung tv volume"   # "samsung" is one skill's: the minimum applies as it is
+    score = best(distinctive)
+    assert names(k.skills_match(distinctive, min_score=score * 0.99)) == ["samsung-smart-tv"]
+    assert names(k.skills_match(distinctive, min_score=score * 1.01)) == []
