@@ -24,9 +24,9 @@ class Outcome:
     data: Any = None
     text: str = ""
     exit: bool = False
-    error: dict | None = None
+    error: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"command": self.command, "result": self.data, "error": self.error}
 
 
@@ -141,7 +141,7 @@ def _resume(engine, args: list[str]) -> Outcome:
     return Outcome("resume", result, text)
 
 
-def sessions_text(sessions: list[dict]) -> str:
+def sessions_text(sessions: list[dict[str, Any]]) -> str:
     if not sessions:
         return "no saved sessions"
     lines = ["saved sessions, most recent first:"]

@@ -29,18 +29,18 @@ class MarkdownStream:
         """Lines kept in the live region: the screen minus room for the prompt and the toolbar."""
         return max(4, self.console.size.height - 4)
 
-    def _lines(self) -> list:
+    def _lines(self) -> list[Any]:
         from rich.markdown import Markdown
 
         return self.console.render_lines(Markdown(self.text), self.console.options.update(height=None),
                                          pad=False, new_lines=False)
 
     @staticmethod
-    def _renderable(lines: list, end: bool = False):
+    def _renderable(lines: list[Any], end: bool = False):
         """The lines as one renderable; ``end`` adds the last newline (printing Segments adds none)."""
         from rich.segment import Segment, Segments
 
-        flat: list = []
+        flat: list[Any] = []
         for i, line in enumerate(lines):
             if i:
                 flat.append(Segment.line())

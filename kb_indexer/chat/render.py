@@ -31,7 +31,7 @@ def displayable(value: Any) -> Any:
     return value
 
 
-def unpack(event: Any) -> tuple[str, dict]:
+def unpack(event: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(event, dict):
         return str(event.get("kind")), dict(event.get("data") or {})
     return str(getattr(event, "kind", "")), dict(getattr(event, "data", None) or {})
@@ -44,17 +44,17 @@ class TurnRecord:
     def __init__(self, text: str, session: str | None):
         self.input = {"original": text, "normalised": text}
         self.chunks: list[str] = []
-        self.done: dict | None = None
-        self.skills: dict | None = None
-        self.retrieval: dict | None = None
-        self.compression: dict | None = None
-        self.tools: list[dict] = []
+        self.done: dict[str, Any] | None = None
+        self.skills: dict[str, Any] | None = None
+        self.retrieval: dict[str, Any] | None = None
+        self.compression: dict[str, Any] | None = None
+        self.tools: list[dict[str, Any]] = []
         self.notes: list[str] = []
-        self.error: dict | None = None
+        self.error: dict[str, Any] | None = None
         self.session = session
         self.cancelled = False
 
-    def add(self, kind: str, data: dict) -> None:
+    def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "input":
             self.input = {"original": data.get("original", self.input["original"]),
                           "normalised": data.get("normalised", self.input["normalised"])}
@@ -75,7 +75,7 @@ class TurnRecord:
         elif kind == "error":
             self.error = {"code": data.get("code") or "error", "message": data.get("message") or ""}
 
-    def _tool_result(self, data: dict) -> None:
+    def _tool_result(self, data: dict[str, Any]) -> None:
         for tool in reversed(self.tools):        # the latest call of that name still without a result
             if tool["name"] == data.get("name") and tool["ok"] is None:
                 tool.update(ok=data.get("ok"), summary=data.get("summary"))
@@ -89,7 +89,7 @@ class TurnRecord:
             return self.done["answer"]
         return "".join(self.chunks) if self.chunks else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         done = self.done or {}
         return {"input": self.input, "answer": self.answer, "citations": list(done.get("citations") or []),
                 "skills": self.skills, "retrieval": self.retrieval, "tools": self.tools,
@@ -104,7 +104,7 @@ class PlainRenderer:
         self.out, self.err = out, err
         self.text = ""          # the answer printed so far
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "text":
             chunk = str(data.get("text") or "")
             self.text += chunk
@@ -165,7 +165,7 @@ class RichRenderer:
         if waiting is not None:
             waiting.stop()
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("text", "done", "error"):
             self._stop_waiting()
         if kind == "text":
@@ -225,7 +225,7 @@ class RichRenderer:
             self.dim("^C answer cancelled")
 
 
-def failure(exc: Exception) -> dict:
+def failure(exc: Exception) -> dict[str, Any]:
     """The error object for an exception out of the engine: its KbError when it maps to one, else an
     internal error (a bug; re-raised instead when KBINDEX_DEBUG is set)."""
     import os

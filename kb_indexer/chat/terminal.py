@@ -107,7 +107,7 @@ class Terminal:
         self.engine = engine
         self.console = console or Console()
         self.err_console = err_console or Console(stderr=True)
-        self.status: dict = {}
+        self.status: dict[str, Any] = {}
         warning = None
         if history is None:
             history, warning = open_history(history_path())
