@@ -12,9 +12,15 @@ A renderer gets every event's text terminal-safe (:func:`displayable`); the reco
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
+
+if TYPE_CHECKING:  # rich and the markdown stream are imported when a terminal answer is shown
+    from rich.console import Console
+    from rich.status import Status
+
+    from kb_indexer.chat.mdstream import MarkdownStream
 
 
 def displayable(value: Any) -> Any:
@@ -86,7 +92,7 @@ class TurnRecord:
     @property
     def answer(self) -> str | None:
         if self.done is not None and self.done.get("answer") is not None:
-            return self.done["answer"]
+            return str(self.done["answer"])
         return "".join(self.chunks) if self.chunks else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,18 +153,18 @@ class RichRenderer:
     """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``; a spinner
     while the model has not started answering (and again after a tool call)."""
 
-    def __init__(self, console: Any, err_console: Any, *, spinner: bool = True):
+    def __init__(self, console: Console, err_console: Console, *, spinner: bool = True):
         self.console, self.err_console = console, err_console
-        self.stream = None          # the MarkdownStream of the answer segment being written
+        self.stream: MarkdownStream | None = None  # the MarkdownStream of the answer segment being written
         self.answered = False
         self.spinner = spinner
-        self.waiting = None         # the rich Status shown while waiting
+        self.waiting: Status | None = None  # the rich Status shown while waiting
         self._wait()
 
     def _wait(self) -> None:
         if self.spinner and self.waiting is None and self.stream is None:
-            self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
-            self.waiting.start()
+            waiting = self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
+            waiting.start()
 
     def _stop_waiting(self) -> None:
         waiting, self.waiting = self.waiting, None
@@ -192,7 +198,7 @@ class RichRenderer:
             if kind == "tool_result":
                 self._wait()            # the model is asked again
 
-    def _segment(self):
+    def _segment(self) -> MarkdownStream:
         if self.stream is None:
             from kb_indexer.chat.mdstream import MarkdownStream
 

@@ -105,7 +105,7 @@ _LINES: dict[str, Callable[[dict[str, Any]], str | None]] = {
 def source_dict(engine: Any) -> dict[str, Any]:
     """The engine's source as a dict (the engine may hold a dict or an object with ``to_dict()``)."""
     src = getattr(engine, "source", None)
-    if hasattr(src, "to_dict"):
+    if src is not None and hasattr(src, "to_dict"):
         return dict(src.to_dict())
     return dict(src or {})
 
