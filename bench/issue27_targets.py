@@ -46,7 +46,7 @@ def skills_heldout() -> None:
         root = Path(tmp)
         (root / "kb").mkdir()
         kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
-        kb.skills_sync([str(se.write_skills(catalog, root))])
+        kb.skills.sync([str(se.write_skills(catalog, root))])
         ours = se.evaluate(queries, se.run_kbindex(kb, queries)[0])
         saved = match.BACKGROUND_WEIGHT
         match.BACKGROUND_WEIGHT = 0.0

@@ -3,6 +3,15 @@
     from kb_indexer.api import KnowledgeBase
     with KnowledgeBase.open() as kb:
         print(kb.search(["reinforcement learning"]))
+        print(kb.skills.match("turn off the TV"))
+
+The facade keeps opening and closing, documents, keywords, similarities, search and query, the stale
+check, the LLM cache, export/import and stats. Each feature has its own sub-API, built on first use
+(the sqlite-utils ``db.table()`` pattern, so a cold ``search`` imports none of them):
+``kb.skills`` (:class:`~kb_indexer.skills.api.SkillsAPI`), ``kb.context``
+(:class:`~kb_indexer.context.api.ContextAPI`), ``kb.learning`` (:class:`~kb_indexer.learn.api.LearningAPI`),
+``kb.enrich`` (:class:`~kb_indexer.enrich.api.EnrichAPI`) and ``kb.embeddings``
+(:class:`~kb_indexer.embed.api.EmbeddingsAPI`).
 
 Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 """
@@ -11,24 +20,33 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import check_context, check_id, check_keyword, check_utf8
-from kb_indexer.learn.api import LearningAPI
-from kb_indexer.skills.api import SkillsAPI
-from kb_indexer.context.api import ContextAPI
-from kb_indexer.enrich.api import EnrichAPI
+from kb_indexer.limits import check_context, check_keyword, check_utf8
+from kb_indexer.index.paths import to_relative
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.search.keyword import keyword_search
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.errors import from_sqlite, translating
+from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
-from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
+from kb_indexer.store.provenance import lift
+from kb_indexer.store.similarities import SIMILARITY_TYPES, delete_similarity, neighbours, upsert_similarity
+from kb_indexer.store.similarity_export import editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
+
+if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see the properties below)
+    from kb_indexer.context.api import ContextAPI
+    from kb_indexer.embed.api import EmbeddingsAPI
+    from kb_indexer.enrich.api import EnrichAPI
+    from kb_indexer.learn.api import LearningAPI
+    from kb_indexer.skills.api import SkillsAPI
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -57,11 +75,43 @@ def _keywords(values: Any, what: str = "keyword") -> None:
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
-class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
+class KnowledgeBase:
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
         self.kb_root = kb_root
+
+    # -- feature sub-APIs (built on first use; each imports its feature package) -----------
+    @cached_property
+    def skills(self) -> SkillsAPI:
+        """SKILL.md skills: ``sync``, ``all``, ``show``, ``source``, ``remove``, ``match``, ``session``, ``load``."""
+        from kb_indexer.skills.api import SkillsAPI  # lazy: the skills package stays off the cold search path
+        return SkillsAPI(self.conn)
+
+    @cached_property
+    def context(self) -> ContextAPI:
+        """Chat-context sessions: ``add``, ``build``, ``show``, ``reset``, ``sessions``, ``compress``."""
+        from kb_indexer.context.api import ContextAPI  # lazy: the context package stays off the cold search path
+        return ContextAPI(self.conn)
+
+    @cached_property
+    def learning(self) -> LearningAPI:
+        """History, feedback and learning: ``history``, ``feedback``, ``feedback_show``, ``learn``,
+        ``learned_list``, ``learned_remove``, ``clear_history``, ``refine``, ``last_query_id``."""
+        from kb_indexer.learn.api import LearningAPI  # lazy: learning's modules stay off the cold search path
+        return LearningAPI(self)
+
+    @cached_property
+    def enrich(self) -> EnrichAPI:
+        """Generated keywords and relations: ``documents``, ``sync``, ``suggest_similarities``."""
+        from kb_indexer.enrich.api import EnrichAPI  # lazy: the enrich package and the LLM client stay off the cold path
+        return EnrichAPI(self)
+
+    @cached_property
+    def embeddings(self) -> EmbeddingsAPI:
+        """The chunk vectors of semantic search: ``embed``."""
+        from kb_indexer.embed.api import EmbeddingsAPI  # lazy: embed/ (and numpy) stay off the cold search path
+        return EmbeddingsAPI(self.conn)
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -103,11 +153,6 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
 
-    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
-        for i in ids or []:
-            check_id(i, "learned item id")
-        return super().learned_remove(ids, all_)
-
     def close(self) -> None:
         self.conn.close()
 
@@ -138,28 +183,13 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         result = sync(self.conn, self.kb_root, directory, progress)
         if embed:
             try:
-                result["embed"] = self.embed(embed=embed_options, progress=embed_progress)
+                result["embed"] = self.embeddings.embed(embed=embed_options, progress=embed_progress)
             except KbError as exc:
                 result["embed"] = {"error": exc.message, "code": exc.code, "details": exc.details or None}
         return result
 
-    def embed(self, everything: bool = False, batch: int | None = None, *, embed: Any = None,
-              progress=None) -> dict:
-        """Embed the documents that changed since the last run (all with ``everything``) with the embedding
-        model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's newest
-        model, else ``KBINDEX_EMBED_*``, else Ollama's nomic-embed-text). ``batch``: texts per request."""
-        from kb_indexer.llm.embed_index import client_for, embed_documents
-
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 4096):
-            raise UsageError(f"batch must be between 1 and 4096 texts, got {batch!r}")
-        client = client_for(self.conn, embed, batch_size=batch)
-        try:
-            return embed_documents(self.conn, client, everything=everything, progress=progress)
-        finally:
-            client.close()
-
-    def _stored_path(self, path: str) -> str:
-        from kb_indexer.index.paths import to_relative
+    def stored_path(self, path: str) -> str:
+        """``path`` (absolute, or relative to the working directory or the KB root) as the index stores it."""
         return to_relative(self.kb_root, path, must_exist=False)
 
     def list_docs(self) -> dict:
@@ -170,7 +200,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         return {"documents": docs, "count": len(docs)}
 
     def show(self, path: str) -> dict:
-        doc = require_document(self.conn, self._stored_path(path))
+        doc = require_document(self.conn, self.stored_path(path))
         return {
             "filepath": doc["filepath"], "title": doc["title"], "summary": doc["summary"],
             "keywords": [{"keyword": k["keyword"], "category": k["category"]}
@@ -180,7 +210,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         }
 
     def keywords(self, path: str) -> dict:
-        doc = require_document(self.conn, self._stored_path(path))
+        doc = require_document(self.conn, self.stored_path(path))
         kws = document_keywords(self.conn, doc["id"])
         return {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)}
 
@@ -215,12 +245,12 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
     def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
                 context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: Any = None) -> dict:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
-        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
+        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
         _check_type(sim_type)
         _text(user_context, "--user-context", context=True)
         kw = self._keyword_row(keyword)
         if user_context is not None:
-            from kb_indexer.llm.context_match import similar_in_context
+            from kb_indexer.search.context_match import similar_in_context  # lazy: the LLM client stays off the cold path
             return similar_in_context(self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type),
                                       user_context, context_threshold, llm)
         items = [{
@@ -231,7 +261,6 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> dict:
-        from kb_indexer.store.provenance import lift
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         _text(context, "context")
@@ -245,7 +274,6 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
                 "directional": directional}
 
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
-        from kb_indexer.store.similarities import delete_similarity
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         with transaction(self.conn):
@@ -262,15 +290,11 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         a person keeps in the editable file (from files, ``relate``, ``import-similarities``, with the
         scores they gave); ``learned=True`` adds learned relations and learned score changes. Importing
         the result into an empty index and exporting again gives the same data."""
-        from kb_indexer.store.similarity_export import editable_similarities
         return {"similarities": editable_similarities(self.conn, learned)}
 
     # -- search --------------------------------------------------------------------------
     def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
         """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""
-        from kb_indexer.search.keyword import keyword_search
-        from kb_indexer.store.interrupt import interruptible
-
         _keywords(keywords)
 
         with interruptible(self.conn):
@@ -307,7 +331,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
                           "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
-        from kb_indexer.llm.context_match import QueryContextScorer
+        from kb_indexer.search.context_match import QueryContextScorer
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
@@ -339,7 +363,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         embed = options.pop("embed", None)
         dense = None
         if options.get("method", "auto") != "keyword" and options.get("method") not in ("fulltext", "sqlite"):
-            from kb_indexer.llm.embed_query import dense_source
+            from kb_indexer.embed.query import dense_source
             dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
             out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder,
@@ -375,7 +399,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
     def doctor(db: str | os.PathLike | None = None, llm: Any = None, roundtrip: bool = True) -> dict:
         """Check the LLM setup and the index (works without an index: a missing one is a problem
         in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
-        from kb_indexer.llm.doctor import diagnose
+        from kb_indexer.doctor import diagnose
         return diagnose(db, llm, roundtrip=roundtrip)
 
     # -- database ------------------------------------------------------------------------

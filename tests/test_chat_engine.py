@@ -63,7 +63,7 @@ def test_a_kb_turn_retrieves_streams_cites_and_saves(kbchat):
     history = eng.history()
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[0]["content"] == "how about monte carlo tree search please"     # the original is kept
-    assert eng.kb.history(limit=5)["queries"][0]["question"].startswith("monte carlo")  # recorded like any query
+    assert eng.kb.learning.history(limit=5)["queries"][0]["question"].startswith("monte carlo")  # recorded like any query
 
 
 def fake_answer(events):
@@ -158,7 +158,7 @@ def test_resume_continues_a_saved_session(kbchat, kb):
     list(other.turn("which algorithm did we choose?"))
     sent = fake.calls[0]["messages"]
     assert any("we chose PPO over DQN" in m["content"] for m in sent[1:])
-    assert len(other.history()) == 4
+    assert len(other.learning.history()) == 4
     listed = ChatEngine.list_sessions(kb.db_path)
     assert sid in [s["session"] for s in listed["sessions"]]
     with pytest.raises(NotFoundError):

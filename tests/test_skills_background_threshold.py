@@ -34,7 +34,7 @@ def catalog_kb(tmp_path_factory):
     (root / "kb").mkdir()
     skills = write_skills(_load(DATA / "catalog.jsonl"), root)
     handle, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
-    assert handle.skills_sync([str(skills)])["errors"] == []
+    assert handle.skills.sync([str(skills)])["errors"] == []
     yield handle
     handle.close()
 
@@ -42,7 +42,7 @@ def catalog_kb(tmp_path_factory):
 def _evaluate(kb, queries: list[dict]) -> dict:
     from bench.skills_eval import evaluate
 
-    return evaluate(queries, [[m["name"] for m in kb.skills_match(q["query"], use_llm=False)["matched"]]
+    return evaluate(queries, [[m["name"] for m in kb.skills.match(q["query"], use_llm=False)["matched"]]
                               for q in queries])
 
 
@@ -63,7 +63,7 @@ def test_development_queries_keep_their_f1(catalog_kb):
 
 
 def test_a_distinctive_word_stands_out_from_any_background(catalog_kb):
-    out = catalog_kb.skills_match("what have I watched on trakt this month?", use_llm=False)
+    out = catalog_kb.skills.match("what have I watched on trakt this month?", use_llm=False)
     assert [m["name"] for m in out["matched"]] == ["trakt"]
     assert out["background"] > 0
 

@@ -110,7 +110,7 @@ class ChatEngine:
         """Bring the skills up to date at start (the remembered directories and ``KBINDEX_SKILLS``; only
         changed files are read). A failure leaves the indexed skills as they are."""
         try:
-            return self.kb.skills_sync()
+            return self.kb.skills.sync()
         except KbError:
             return None
 
@@ -158,7 +158,7 @@ class ChatEngine:
         yield Event("input", {"original": text, "normalised": norm})
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
-        skills = self.kb.skills_match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
+        skills = self.kb.skills.match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
         if skills["newly_loaded"] or skills["evicted"]:
             yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
         retrieved = self._retrieve(norm)
@@ -179,7 +179,7 @@ class ChatEngine:
         if answer is None:
             self.context_tokens = before
             return
-        self.kb.context_add(self.session_id, [{"role": "user", "content": text},
+        self.kb.context.add(self.session_id, [{"role": "user", "content": text},
                                               {"role": "assistant", "content": answer or "(no answer)"}])
         cited = [p for p in dict.fromkeys(self.last_paths) if p in answer]
         yield Event("done", {"answer": answer, "citations": cited, "session": self.session_id,
@@ -213,7 +213,7 @@ class ChatEngine:
     def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
         parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
         try:
-            loaded = self.kb.skills_load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+            loaded = self.kb.skills.load(self.session_id, budget=int(self.window * SKILLS_SHARE))
         except NotFoundError:          # no turn yet: no skill session
             loaded = {"markdown": ""}
         if loaded["markdown"]:
@@ -230,7 +230,7 @@ class ChatEngine:
         messages = [{"role": "system", "content": self._system(retrieved, summary)},
                     *recent, {"role": "user", "content": norm}]
         room = self.prompt_room()
-        out = self.kb.context_compress({"messages": messages}, window=room, client=self.client)
+        out = self.kb.context.compress({"messages": messages}, window=room, client=self.client)
         stats = out["stats"]
         self.context_tokens = stats["tokens_after"]
         event = None
@@ -244,13 +244,13 @@ class ChatEngine:
 
     def _conversation(self, norm: str) -> tuple[str | None, list[dict[str, Any]]]:
         """(the rolling summary, refreshed; the turns it does not cover, verbatim)."""
-        built = self.kb.context_build(self.session_id, norm, use_llm=False)
+        built = self.kb.context.build(self.session_id, norm, use_llm=False)
         summary = built["summary"]
         through = summary["covers_through"] if summary else 0
         recent = []
         if built["stats"]["session_messages"]:
             recent = [{"role": m["role"], "content": m["content"]}
-                      for m in self.kb.context_show(self.session_id)["messages"] if m["seq"] > through]
+                      for m in self.kb.context.show(self.session_id)["messages"] if m["seq"] > through]
         return (summary["text"] if summary else None), recent
 
     def estimate_next(self) -> int:
@@ -325,12 +325,12 @@ class ChatEngine:
 
     def _loaded_skills(self) -> list[str]:
         try:
-            return self.kb.skills_session(self.session_id)["loaded"]
+            return self.kb.skills.session(self.session_id)["loaded"]
         except NotFoundError:
             return []
 
     def context_preview(self) -> dict[str, Any]:
-        built = self.kb.context_build(self.session_id, "(next message)", use_llm=False)
+        built = self.kb.context.build(self.session_id, "(next message)", use_llm=False)
         return {"summary": built["summary"]["text"] if built["summary"] else None,
                 "recent_user_messages": built["recent_user_messages"],
                 "last_assistant_question": built["last_assistant_question"], "tokens": (tokens := self.estimate_next()),
@@ -338,14 +338,14 @@ class ChatEngine:
 
     def skills_state(self) -> dict[str, Any]:
         try:
-            state = self.kb.skills_session(self.session_id)
+            state = self.kb.skills.session(self.session_id)
         except NotFoundError:
             return {"loaded": [], "skills": []}
         return {"loaded": state["loaded"], "skills": state["skills"]}
 
     def history(self) -> list[dict[str, Any]]:
         try:
-            return self.kb.context_show(self.session_id)["messages"]
+            return self.kb.context.show(self.session_id)["messages"]
         except NotFoundError:
             return []
 
@@ -354,7 +354,7 @@ class ChatEngine:
             raise UsageError("feedback needs a knowledge base: free mode retrieves nothing")
         if self.last_query_id is None:
             raise UsageError("no retrieval yet in this chat: ask something first")
-        return self.kb.feedback(self.last_query_id, helpful=list(helpful), not_helpful=list(not_helpful))
+        return self.kb.learning.feedback(self.last_query_id, helpful=list(helpful), not_helpful=list(not_helpful))
 
     def clear(self) -> str:
         self.session_id = new_session_id()
@@ -364,7 +364,7 @@ class ChatEngine:
 
     def resume(self, session_id: str) -> dict[str, Any]:
         try:
-            shown = self.kb.context_show(session_id)
+            shown = self.kb.context.show(session_id)
         except NotFoundError:
             raise NotFoundError(f"Unknown chat session: {session_id!r} (`kbindex chat --list` lists them)") from None
         self.session_id = shown["session"]
@@ -376,7 +376,7 @@ class ChatEngine:
     def list_sessions(db: Any = None, *, free: bool = False) -> dict[str, Any]:
         kb, source, _ = open_source(db, free)
         try:
-            sessions = [s for s in kb.context_sessions()["sessions"] if s["session"].startswith("chat-")]
+            sessions = [s for s in kb.context.sessions()["sessions"] if s["session"].startswith("chat-")]
         finally:
             kb.close()
         return {"source": source.to_dict(), "sessions": sessions, "count": len(sessions)}

@@ -125,7 +125,7 @@ def sync(
             from kb_indexer.cli.enrich import report_documents
             from kb_indexer.llm.config import LLMOptions
 
-            result = k.sync_enrich(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
+            result = k.enrich.sync(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
                                    llm=LLMOptions(backend=llm_backend), **vectors)
             report_documents(result["enrich"])
         else:
@@ -156,7 +156,7 @@ def embed(
     overlapping heading/paragraph chunks."""
     opts = embed_options(embed_backend, embed_model)
     with open_kb(db, kb) as k, _progress() as progress:
-        result = k.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
+        result = k.embeddings.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
     if result["truncated"]:
         warn(f"{result['truncated']} long documents were embedded only in part (their first chunks)")
     emit(result, format, title="embed")

@@ -64,7 +64,7 @@ def enrich(
     their .keywords.json files (a person's keywords are never dropped) and index them."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        result = run_with_progress("Enriching", lambda progress: k.enrich(
+        result = run_with_progress("Enriching", lambda progress: k.enrich.documents(
             files or None, all_=all_, missing_only=missing_only, dry_run=dry_run, write=write,
             use_llm=not no_llm, llm=opts, force=force, progress=progress))
     report_documents(result)
@@ -88,7 +88,7 @@ def suggest_similarities(
     synonyms and broader/narrower terms, each with a context sentence, a score and its evidence."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        result = k.suggest_similarities(apply=apply, min_score=min_score, output=output, use_llm=not no_llm,
+        result = k.enrich.suggest_similarities(apply=apply, min_score=min_score, output=output, use_llm=not no_llm,
                                         llm=opts)
     warn_llm(result)
     emit(result, format, rows="suggestions", columns=("keyword1", "keyword2", "type", "score", "source"))

@@ -23,9 +23,9 @@ def history(
     """Recent queries, or one query's attempts and feedback."""
     with open_kb(db, kb) as k:
         if query_id is None:
-            emit(k.history(limit=limit), format, render=_render_history)
+            emit(k.learning.history(limit=limit), format, render=_render_history)
         else:
-            data = k.history(query_id)
+            data = k.learning.history(query_id)
             if format is Format.json:
                 emit_json(data)
             else:
@@ -94,7 +94,7 @@ def refine(
     if expand_depth is not None:
         options["expand_depth"] = expand_depth
     with open_kb(db, kb) as k:
-        data = k.refine(query_id, list(keywords or []) + rest, last=last, **options)
+        data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, **options)
     emit_result(data, format, "query")
 
 
@@ -117,19 +117,19 @@ def feedback(
         if show:
             if helpful or not_helpful or interactive:
                 raise UsageError("--show cannot be combined with marks or --interactive")
-            emit(k.feedback_show(query_id), format, rows="feedback",
+            emit(k.learning.feedback_show(query_id), format, rows="feedback",
                  columns=("filepath", "helpful", "attempt_id", "processed", "notes"))
             return
         if interactive:
             if not sys.stdin.isatty():
                 raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")
             helpful, not_helpful = _interactive(k, query_id)
-        emit(k.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format, rows="recorded",
+        emit(k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format, rows="recorded",
              columns=("filepath", "helpful", "attempt_id"))
 
 
 def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
-    detail = k.history(query_id)
+    detail = k.learning.history(query_id)
     if not detail["attempts"]:
         raise UsageError(f"query {query_id} has no attempts to review")
     last = detail["attempts"][-1]
@@ -154,7 +154,7 @@ def learn(
 ) -> None:
     """Analyse unprocessed feedback in one batch and apply what it teaches (no confirmation)."""
     with open_kb(db, kb) as k:
-        result = k.learn(dry_run=dry_run, reprocess=reprocess)
+        result = k.learning.learn(dry_run=dry_run, reprocess=reprocess)
     if format is Format.json:
         emit_json(result)
         return
@@ -203,7 +203,7 @@ def learned_list(
 ) -> None:
     """Learned items with their reason and the feedback rows behind them."""
     with open_kb(db, kb) as k:
-        emit(k.learned_list(kind, all_), format, rows="learned",
+        emit(k.learning.learned_list(kind, all_), format, rows="learned",
              columns=("id", "kind", "status", "key", "weight", "reason"))
 
 
@@ -215,7 +215,7 @@ def learned_remove(
 ) -> None:
     """Undo learned items (they will not be learned again)."""
     with open_kb(db, kb) as k:
-        emit(k.learned_remove(ids, all_), format, title="learned remove")
+        emit(k.learning.learned_remove(ids, all_), format, title="learned remove")
 
 
 @app.command("clear-history")
@@ -226,4 +226,4 @@ def clear_history(
 ) -> None:
     """Delete recorded queries with their attempts and feedback (learned items stay)."""
     with open_kb(db, kb) as k:
-        emit(k.clear_history(before), format, title="clear-history")
+        emit(k.learning.clear_history(before), format, title="clear-history")

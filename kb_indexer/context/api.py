@@ -1,17 +1,26 @@
-"""The context half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+"""The context sub-API: ``kb.context`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
 
     with KnowledgeBase.open() as kb:
-        kb.context_add("s1", role="user", text="how about workspace workspace 5")
-        kb.context_build("s1", "open it")["prompt"]
-        kb.context_compress({"messages": [...], "skills": [...]}, window=8192)
+        kb.context.add("s1", role="user", text="how about workspace workspace 5")
+        kb.context.build("s1", "open it")["prompt"]
+        kb.context.compress({"messages": [...], "skills": [...]}, window=8192)
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
-from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.context.assemble import BuildOptions, build
+from kb_indexer.context.compress import CompressOptions, compress
+from kb_indexer.context.store import (add_messages, list_sessions, load_messages, require_session, reset_session,
+                                      show_session)
+from kb_indexer.context.window import resolve_window
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.llm.config import LLMOptions, is_configured, resolve
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.skills.session import load_skills
 
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_MESSAGES = 100_000
@@ -82,13 +91,15 @@ def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
     window belongs to the model the context is for (``--no-llm`` does not change it)."""
     if client is not None:
         return client.config.backend, client.model
-    from kb_indexer.llm.config import resolve
     config = resolve(llm)
     return config.backend, config.model
 
 
 class ContextAPI:
-    conn: Any
+    """Chat-context sessions: add, build, show, reset, sessions, compress."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
 
     def _context_client(self, use_llm: bool, llm: Any, client: Any) -> tuple[Any, str | None]:
         """(an LLMClient or None, why none)."""
@@ -96,16 +107,13 @@ class ContextAPI:
             return None, "--no-llm: extractive summary"
         if client is not None:
             return client, None
-        from kb_indexer.llm.config import is_configured
         if not is_configured(llm):
             return None, NO_BACKEND
-        from kb_indexer.llm.structured import LLMClient
         return LLMClient.from_options(llm, self.conn), None
 
-    def context_add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
+    def add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
                     text: str | None = None, is_question: bool = False) -> dict:
         """Append one message (``role`` and ``text``) or a list, in one transaction."""
-        from kb_indexer.context.store import add_messages
         sid = check_session_id(session)
         if messages is None:
             if role not in ("user", "assistant"):
@@ -122,13 +130,11 @@ class ContextAPI:
                 raise ValidationError(f"message {i + 1} has no text (an empty message is not recorded)")
         return add_messages(self.conn, sid, items)
 
-    def context_build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
+    def build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
                       summary_after: int = 12, use_llm: bool = True, llm: Any = None, client: Any = None,
                       record: bool = False) -> dict:
         """The chat context for ``message`` (see :mod:`kb_indexer.context.assemble`); with ``record``, the
         message is then added to the session as the user's."""
-        from kb_indexer.context.assemble import BuildOptions, build
-        from kb_indexer.context.store import add_messages
         sid = check_session_id(session)
         _text(message, "the message")
         opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
@@ -147,26 +153,21 @@ class ContextAPI:
             out["recorded"] = add_messages(self.conn, sid, [{"role": "user", "content": message}])["added"][0]
         return out
 
-    def context_show(self, session: str) -> dict:
-        from kb_indexer.context.store import show_session
+    def show(self, session: str) -> dict:
         return show_session(self.conn, check_session_id(session))
 
-    def context_reset(self, session: str) -> dict:
-        from kb_indexer.context.store import reset_session
+    def reset(self, session: str) -> dict:
         return reset_session(self.conn, check_session_id(session))
 
-    def context_sessions(self) -> dict:
-        from kb_indexer.context.store import list_sessions
+    def sessions(self) -> dict:
         return list_sessions(self.conn)
 
-    def context_compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
+    def compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
                          window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: Any = None,
                          client: Any = None) -> dict:
         """``{messages, skills, stats}``: the input compressed to fit ``window`` (see
         :mod:`kb_indexer.context.compress`). With ``session``, the messages are the session's (after the
         payload's system messages) and the skills, unless given, the skill session's loaded skills."""
-        from kb_indexer.context.compress import CompressOptions, compress
-        from kb_indexer.context.window import resolve_window
         payload = {} if payload is None else payload
         if not isinstance(payload, dict):
             raise ValidationError("the input must be a JSON object {\"messages\": [...], \"skills\": [...]}")
@@ -198,7 +199,6 @@ class ContextAPI:
 
     def _session_input(self, sid: str, given: list[dict[str, Any]], skills: list[dict[str, Any]],
                        skills_given: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        from kb_indexer.context.store import load_messages, require_session
         require_session(self.conn, sid)
         stored = [{"role": m["role"], "content": m["content"], "is_question": m["is_question"]}
                   for m in load_messages(self.conn, sid)]
@@ -209,8 +209,6 @@ class ContextAPI:
 
     def _loaded_skills(self, sid: str) -> list[dict[str, Any]]:
         """The skill session ``sid``'s loaded skills, most important first (none if there is none)."""
-        from kb_indexer.errors import NotFoundError
-        from kb_indexer.skills.session import load_skills
         try:
             loaded = load_skills(self.conn, sid)
         except NotFoundError:

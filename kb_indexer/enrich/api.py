@@ -1,10 +1,41 @@
-"""The automatic-indexing half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`)."""
+"""The automatic-indexing sub-API: ``kb.enrich`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
+
+    with KnowledgeBase.open() as kb:
+        kb.enrich.documents(["notes/a.md"], use_llm=False)
+        kb.enrich.sync()                       # sync, then enrich what needs it
+        kb.enrich.suggest_similarities(min_score=0.6)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from kb_indexer.enrich.llm_enrich import ask
+from kb_indexer.enrich.run import Settings, run, targets
+from kb_indexer.enrich.source import Source
+from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
+from kb_indexer.errors import UsageError
+from kb_indexer.index.generated import Generated
+from kb_indexer.index.paths import to_relative
+from kb_indexer.limits import check_finite
+from kb_indexer.llm.base import LLMBadResponse, LLMError
+from kb_indexer.llm.config import LLMOptions, is_configured
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.store.connection import transaction
+from kb_indexer.text import now_iso
 
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
+
+
+class Syncing(Protocol):
+    """What enrichment needs of the facade: its connection, its root and its ``sync``."""
+
+    conn: sqlite3.Connection
+    kb_root: Path
+
+    def sync(self, directory: str | None = None, progress: Any = None, **options: Any) -> dict[str, Any]: ...
 
 
 class LlmEnricher:
@@ -13,8 +44,6 @@ class LlmEnricher:
     the statistical extractor instead of waiting for the server again for every document."""
 
     def __init__(self, conn: Any, use_llm: bool, opts: Any = None, *, dry_run: bool = False, client: Any = None):
-        from kb_indexer.llm.config import is_configured
-
         self.client = client
         self.reason: str | None = None
         self.error: str | None = None
@@ -24,16 +53,11 @@ class LlmEnricher:
         elif client is None and not is_configured(opts):
             self.reason = NO_BACKEND
         elif client is None:
-            from kb_indexer.llm.structured import LLMClient
             self.client = LLMClient.from_options(opts, conn=None if dry_run else conn)  # dry run: no cache write
         self.fallback_reason: str | None = self.reason
 
     def generate(self, src: Any) -> Any:
         """A :class:`kb_indexer.index.generated.Generated` from the LLM, or None (``fallback_reason`` says why)."""
-        from kb_indexer.enrich.llm_enrich import ask
-        from kb_indexer.index.generated import Generated
-        from kb_indexer.llm.base import LLMBadResponse, LLMError
-
         if self.client is None or self.reason:
             self.fallback_reason = self.reason
             return None
@@ -66,25 +90,25 @@ class LlmEnricher:
 
 
 class EnrichAPI:
-    conn: Any
-    kb_root: Any
+    """Generated keywords and relations: documents, sync, suggest_similarities."""
 
-    def enrich(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
+    def __init__(self, kb: Syncing) -> None:
+        self.kb = kb
+        self.conn = kb.conn
+        self.kb_root = kb.kb_root
+
+    def documents(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
                dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: Any = None,
                force: bool = False, progress: Any = None, client: Any = None) -> dict:
         """Generate keywords (and with an LLM a title, summary and questions) for documents, merge them into
         their ``.keywords.json`` files and index them. ``llm``: :class:`kb_indexer.llm.config.LLMOptions`;
         ``client``: an LLM client to use instead (tests)."""
-        from kb_indexer.enrich.run import Settings, targets
-
         rels = targets(self.conn, self.kb_root.resolve(), files, all_, missing_only)
         return self._enrich(rels, Settings(dry_run=dry_run, write=write, force=force, missing_only=missing_only),
                             use_llm, llm, progress, client)
 
     def _enrich(self, rels: list[str], settings: Any, use_llm: bool, llm: Any, progress: Any,
                 client: Any) -> dict:
-        from kb_indexer.enrich.run import run
-
         enricher = LlmEnricher(self.conn, use_llm, llm, dry_run=settings.dry_run, client=client)
         try:
             out = run(self.conn, self.kb_root.resolve(), rels, settings, enricher, progress)
@@ -93,17 +117,13 @@ class EnrichAPI:
         out["llm"] = enricher.report()
         return out
 
-    def sync_enrich(self, directory: str | None = None, progress: Any = None, *, use_llm: bool = True,
+    def sync(self, directory: str | None = None, progress: Any = None, *, use_llm: bool = True,
                     llm: Any = None, client: Any = None, **sync_options: Any) -> dict:
         """``sync`` (``sync_options``: its ``embed`` options), then enrich the documents that have no keywords
         of a person, and the changed ones whose keywords were generated (only their generated keywords are
         refreshed)."""
-        from kb_indexer.enrich.run import Settings
-        from kb_indexer.index.paths import to_relative
-        from kb_indexer.text import now_iso
-
         started = now_iso()
-        result = self.sync(directory, progress, **sync_options)  # type: ignore[attr-defined]
+        result = self.kb.sync(directory, progress, **sync_options)
         prefix = "" if directory is None else to_relative(self.kb_root, directory).rstrip("/") + "/"
         prefix = "" if prefix in ("./", "/") else prefix
         rels = [fp for fp, updated, human, gen in self.conn.execute(
@@ -120,14 +140,7 @@ class EnrichAPI:
                              use_llm: bool = True, llm: Any = None, client: Any = None) -> dict:
         """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
         ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
-        from pathlib import Path
-
-        from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
-        from kb_indexer.limits import check_finite
-        from kb_indexer.store.connection import transaction
-
         if not 0 <= check_finite(min_score, "--min-score") <= 1:
-            from kb_indexer.errors import UsageError
             raise UsageError(f"--min-score must be between 0 and 1, got {min_score}")
         enricher = LlmEnricher(self.conn, use_llm, llm, client=client)
         try:

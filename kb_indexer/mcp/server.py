@@ -139,7 +139,7 @@ def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
 
 def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> outputs.FeedbackOut:
     with _opened(db) as kb:
-        out = kb.feedback(query_id, helpful, not_helpful)
+        out = kb.learning.feedback(query_id, helpful, not_helpful)
     return {"query_id": out["query_id"], "recorded": len(out.get("recorded") or [])}
 
 
@@ -147,7 +147,7 @@ def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Opt
     scope = ["skills_match", message, session]
     offset, _ = parse_cursor(cursor, scope)
     with _opened(db) as kb:
-        out = kb.skills_match(message, session=session)
+        out = kb.skills.match(message, session=session)
     matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
                for m in out.get("matched") or []]
     page, nxt = page_items(matched, offset)

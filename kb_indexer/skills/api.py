@@ -1,18 +1,24 @@
-"""The skills half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+"""The skills sub-API: ``kb.skills`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
 
     with KnowledgeBase.open() as kb:
-        kb.skills_sync(["~/.claude/skills"])
-        kb.skills_match("turn off the living-room TV")["matched"]
+        kb.skills.sync(["~/.claude/skills"])
+        kb.skills.match("turn off the living-room TV")["matched"]
 """
 
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.skills.llm_match import llm_step
+from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
+from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
+from kb_indexer.skills.source import skill_source
+from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -32,34 +38,32 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
 
 
 class SkillsAPI:
-    conn: Any
+    """Skills: sync, all, show, source, remove, match, session, load."""
 
-    def skills_sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
         """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories;
         ``forget``: remembered directories to forget (their skills are dropped, in ``removed``)."""
-        from kb_indexer.skills.sync import sync_skills
         for d in [*(dirs or []), *(forget or [])]:
             _check_text(str(d), "a skills directory")
         return sync_skills(self.conn, [str(d) for d in dirs or []], [str(d) for d in forget or []])
 
-    def skills_list(self) -> dict:
-        from kb_indexer.skills.sync import list_skills
+    def all(self) -> dict:
         return list_skills(self.conn)
 
-    def skills_show(self, name: str) -> dict:
-        from kb_indexer.skills.sync import show_skill
+    def show(self, name: str) -> dict:
         return show_skill(self.conn, _check_text(name, "the skill name"))
 
-    def skills_source(self, name: str) -> str:
+    def source(self, name: str) -> str:
         """The skill's SKILL.md as it is on disk now (its stored paths checked, no symlink followed)."""
-        from kb_indexer.skills.source import skill_source
         return skill_source(self.conn, _check_text(name, "the skill name"))
 
-    def skills_remove(self, name: str) -> dict:
-        from kb_indexer.skills.sync import remove_skill
+    def remove(self, name: str) -> dict:
         return remove_skill(self.conn, _check_text(name, "the skill name"))
 
-    def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
+    def match(self, message: str, top: int = 3, min_score: float | None = None, *,
                      use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None,
                      session: str | None = None, evict_after: int = 3, max_loaded: int = 5) -> dict:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
@@ -72,11 +76,6 @@ class SkillsAPI:
         ``fallback_reason``. With ``session``, the match is one turn of that conversation
         (:mod:`kb_indexer.skills.session`): ``evict_after`` turns, at most ``max_loaded`` loaded skills.
         """
-        from kb_indexer.skills.llm_match import llm_step
-        from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
-        from kb_indexer.skills.session import SessionOptions, record_turn
-        from kb_indexer.skills.sync import skills_version
-
         _check_message(message)
         _check_int(top, "--top", 1, MAX_TOP)
         _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
@@ -101,17 +100,15 @@ class SkillsAPI:
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return out
 
-    def skills_session(self, session: str, reset: bool = False) -> dict:
+    def session(self, session: str, reset: bool = False) -> dict:
         """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
         with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
-        from kb_indexer.skills.session import reset_session, show_session
         sid = check_session_id(session)
         return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
 
-    def skills_load(self, session: str, budget: int | None = None) -> dict:
+    def load(self, session: str, budget: int | None = None) -> dict:
         """The loaded skills of a session, bodies included, most important first, within ``budget``
         estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
-        from kb_indexer.skills.session import load_skills
         if budget is not None:
             _check_int(budget, "--budget", 1, 10_000_000)
         return load_skills(self.conn, check_session_id(session), budget)

@@ -1,0 +1,38 @@
+"""The embeddings sub-API: ``kb.embeddings`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
+
+    with KnowledgeBase.open() as kb:
+        kb.embeddings.embed()                  # what changed since the last run
+        kb.embeddings.embed(everything=True, batch=64)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from kb_indexer.embed.index import Progress, client_for, embed_documents
+from kb_indexer.errors import UsageError
+from kb_indexer.llm.config import EmbedOptions
+
+MAX_BATCH = 4096
+
+
+class EmbeddingsAPI:
+    """The index's chunk vectors: embed."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def embed(self, everything: bool = False, batch: int | None = None, *, embed: EmbedOptions | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+        """Embed the documents that changed since the last run (all with ``everything``) with the embedding
+        model of ``embed`` (default: the index's newest model, else ``KBINDEX_EMBED_*``, else Ollama's
+        nomic-embed-text). ``batch``: texts per request."""
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                                  or not 1 <= batch <= MAX_BATCH):
+            raise UsageError(f"batch must be between 1 and {MAX_BATCH} texts, got {batch!r}")
+        client = client_for(self.conn, embed, batch_size=batch)
+        try:
+            return embed_documents(self.conn, client, everything=everything, progress=progress)
+        finally:
+            client.close()
