@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.api import KnowledgeBase
+from kb_indexer.config import find_db
 from kb_indexer.errors import UsageError
 
 FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mode, conversation and skills "
@@ -76,9 +78,6 @@ def chat_store_path() -> Path:
 
 def open_source(db: str | os.PathLike | None, free: bool) -> tuple[Any, Source, str | None]:
     """(KnowledgeBase, Source, note for the user or None)."""
-    from kb_indexer.api import KnowledgeBase
-    from kb_indexer.config import find_db
-
     if free and db:
         raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
     if not free:

@@ -20,6 +20,8 @@ import sqlite3
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from kb_indexer.index.chunks import CHUNKER_VERSION, chunk_text
 from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import EmbedOptions
@@ -91,8 +93,6 @@ class _Batches:
         self._store()
 
     def _store(self) -> None:
-        import numpy as np
-
         have = np.concatenate(self.vectors) if self.vectors else None
         available = 0 if have is None else len(have)
         at, ready = 0, 0

@@ -47,10 +47,10 @@ def dense_source(conn: sqlite3.Connection, opts: EmbedOptions | None) -> DenseSo
 
 def _embedder(conn: sqlite3.Connection, config: Any, model: store.EmbeddingModel):
     def embed(question: str) -> Any:
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when a question is embedded (a query without vectors never is)
 
-        from kb_indexer.llm import cache as llm_cache
-        from kb_indexer.llm.embedding import EmbedClient
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL), only when a question is embedded
+        from kb_indexer.llm.embedding import EmbedClient  # lazy: numpy, only when a question is embedded
 
         key = llm_cache.cache_key(config.backend, model.model, "embed_query",
                                   llm_cache.digest({"text": question}), f"dim{model.dim}")
