@@ -45,6 +45,7 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.context.api import ContextAPI
     from kb_indexer.embed.api import EmbeddingsAPI
     from kb_indexer.enrich.api import EnrichAPI
+    from kb_indexer.index.api import IndexAPI
     from kb_indexer.learn.api import LearningAPI
     from kb_indexer.skills.api import SkillsAPI
 
@@ -86,13 +87,13 @@ class KnowledgeBase:
     def skills(self) -> SkillsAPI:
         """SKILL.md skills: ``sync``, ``all``, ``show``, ``source``, ``remove``, ``match``, ``session``, ``load``."""
         from kb_indexer.skills.api import SkillsAPI  # lazy: the skills package stays off the cold search path
-        return SkillsAPI(self.conn)
+        return SkillsAPI(self.conn, self.db_path)
 
     @cached_property
     def context(self) -> ContextAPI:
         """Chat-context sessions: ``add``, ``build``, ``show``, ``reset``, ``sessions``, ``compress``."""
         from kb_indexer.context.api import ContextAPI  # lazy: the context package stays off the cold search path
-        return ContextAPI(self.conn)
+        return ContextAPI(self.conn, self.db_path)
 
     @cached_property
     def learning(self) -> LearningAPI:
@@ -104,14 +105,22 @@ class KnowledgeBase:
     @cached_property
     def enrich(self) -> EnrichAPI:
         """Generated keywords and relations: ``documents``, ``sync``, ``suggest_similarities``."""
-        from kb_indexer.enrich.api import EnrichAPI  # lazy: the enrich package and the LLM client stay off the cold path
+        # lazy: the enrich package and the LLM client stay off the cold path
+        from kb_indexer.enrich.api import EnrichAPI
         return EnrichAPI(self)
 
     @cached_property
     def embeddings(self) -> EmbeddingsAPI:
         """The chunk vectors of semantic search: ``embed``."""
         from kb_indexer.embed.api import EmbeddingsAPI  # lazy: embed/ (and numpy) stay off the cold search path
-        return EmbeddingsAPI(self.conn)
+        return EmbeddingsAPI(self.conn, self.db_path)
+
+    @cached_property
+    def _index(self) -> IndexAPI:
+        """The indexer behind the document, stale-check and export/import methods below."""
+        # lazy: index.sync and its file readers stay off the cold search path
+        from kb_indexer.index.api import IndexAPI
+        return IndexAPI(self.conn, self.kb_root, self.db_path)
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -164,23 +173,19 @@ class KnowledgeBase:
 
     # -- documents -----------------------------------------------------------------------
     def add(self, path: str, keywords_file: str | None = None) -> dict:
-        from kb_indexer.index.sync import add_document
-        return add_document(self.conn, self.kb_root, path, keywords_file)
+        return self._index.add(path, keywords_file)
 
     def update(self, path: str) -> dict:
-        from kb_indexer.index.sync import update_document
-        return update_document(self.conn, self.kb_root, path)
+        return self._index.update(path)
 
     def remove(self, path: str) -> dict:
-        from kb_indexer.index.sync import remove_document
-        return remove_document(self.conn, self.kb_root, path)
+        return self._index.remove(path)
 
     def sync(self, directory: str | None = None, progress=None, *, embed: bool = False, embed_options: Any = None,
              embed_progress=None) -> dict:
         """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
         failure does not undo the sync: it is reported in the result's ``embed`` object (``error``)."""
-        from kb_indexer.index.sync import sync
-        result = sync(self.conn, self.kb_root, directory, progress)
+        result = self._index.sync(directory, progress)
         if embed:
             try:
                 result["embed"] = self.embeddings.embed(embed=embed_options, progress=embed_progress)
@@ -250,7 +255,8 @@ class KnowledgeBase:
         _text(user_context, "--user-context", context=True)
         kw = self._keyword_row(keyword)
         if user_context is not None:
-            from kb_indexer.search.context_match import similar_in_context  # lazy: the LLM client stays off the cold path
+            # lazy: the LLM client stays off the cold path
+            from kb_indexer.search.context_match import similar_in_context
             return similar_in_context(self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type),
                                       user_context, context_threshold, llm)
         items = [{
@@ -281,9 +287,7 @@ class KnowledgeBase:
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
 
     def import_similarities(self, path: str) -> dict:
-        from kb_indexer.index.sync import import_similarities
-        p = Path(path).expanduser()
-        return import_similarities(self.conn, p)
+        return self._index.import_similarities(path)
 
     def export_similarities(self, learned: bool = False) -> dict:
         """The relations in the ``similarities.json`` format: ``{"similarities": [...]}``. By default those
@@ -380,18 +384,17 @@ class KnowledgeBase:
     def stale(self, full: bool = False) -> dict:
         """Which files changed on disk since the last sync (stats only; see
         :func:`kb_indexer.index.stale.check` for the quick mode of large knowledge bases)."""
-        from kb_indexer.index.stale import check
-        return check(self.conn, self.kb_root, full=full)
+        return self._index.stale(full)
 
     # -- LLM cache and doctor ------------------------------------------------------------
     def cache_stats(self) -> dict:
         """Entries, hits and size of the LLM answer cache, per task, backend and model."""
-        from kb_indexer.llm import cache as llm_cache
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
         return llm_cache.stats(self.conn)
 
     def cache_clear(self, task: str | None = None, backend: str | None = None, model: str | None = None) -> dict:
         """Delete cached LLM answers (all, or those matching every given filter)."""
-        from kb_indexer.llm import cache as llm_cache
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
         removed = llm_cache.clear(self.conn, task=task, backend=backend, model=model)
         return {"removed": removed, "task": task, "backend": backend, "model": model}
 
@@ -399,23 +402,18 @@ class KnowledgeBase:
     def doctor(db: str | os.PathLike | None = None, llm: Any = None, roundtrip: bool = True) -> dict:
         """Check the LLM setup and the index (works without an index: a missing one is a problem
         in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
-        from kb_indexer.doctor import diagnose
+        from kb_indexer.doctor import diagnose  # lazy: the LLM client and backends stay off the cold search path
         return diagnose(db, llm, roundtrip=roundtrip)
 
     # -- database ------------------------------------------------------------------------
     def export(self) -> dict:
-        from kb_indexer.store.export import export_all
-        return export_all(self.conn)
+        return self._index.export()
 
     def import_(self, data: Any, force: bool = False) -> dict:
-        from kb_indexer.index.similarity_sync import adopt_unchanged_files
-        from kb_indexer.store.export import import_all
-
-        return {"imported": import_all(self.conn, data, force=force,
-                                       after_load=lambda conn: adopt_unchanged_files(conn, self.kb_root))}
+        return self._index.import_(data, force)
 
     def db_stats(self) -> dict:
-        from kb_indexer.store.sparse import describe
+        from kb_indexer.store.sparse import describe  # lazy: the sparse index module stays off the cold search path
 
         c = self.conn
         one = lambda sql: c.execute(sql).fetchone()[0]  # noqa: E731

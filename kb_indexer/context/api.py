@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from kb_indexer.context.assemble import BuildOptions, build
@@ -21,6 +22,7 @@ from kb_indexer.limits import check_session_id, check_utf8
 from kb_indexer.llm.config import LLMOptions, is_configured, resolve
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
+from kb_indexer.store.errors import translating
 
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_MESSAGES = 100_000
@@ -95,11 +97,13 @@ def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
     return config.backend, config.model
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class ContextAPI:
     """Chat-context sessions: add, build, show, reset, sessions, compress."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
         self.conn = conn
+        self.db_path = db_path
 
     def _context_client(self, use_llm: bool, llm: Any, client: Any) -> tuple[Any, str | None]:
         """(an LLMClient or None, why none)."""

@@ -8,20 +8,24 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from kb_indexer.embed.index import Progress, client_for, embed_documents
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.config import EmbedOptions
+from kb_indexer.store.errors import translating
 
 MAX_BATCH = 4096
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class EmbeddingsAPI:
     """The index's chunk vectors: embed."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
         self.conn = conn
+        self.db_path = db_path
 
     def embed(self, everything: bool = False, batch: int | None = None, *, embed: EmbedOptions | None = None,
               progress: Progress | None = None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from kb_indexer.llm.base import LLMBadResponse, LLMError
 from kb_indexer.llm.config import LLMOptions, is_configured
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.errors import translating
 from kb_indexer.text import now_iso
 
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
@@ -33,6 +34,7 @@ class Syncing(Protocol):
     """What enrichment needs of the facade: its connection, its root and its ``sync``."""
 
     conn: sqlite3.Connection
+    db_path: Path
     kb_root: Path
 
     def sync(self, directory: str | None = None, progress: Any = None, **options: Any) -> dict[str, Any]: ...
@@ -89,12 +91,14 @@ class LlmEnricher:
             self.client.close()
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class EnrichAPI:
     """Generated keywords and relations: documents, sync, suggest_similarities."""
 
     def __init__(self, kb: Syncing) -> None:
         self.kb = kb
         self.conn = kb.conn
+        self.db_path = kb.db_path
         self.kb_root = kb.kb_root
 
     def documents(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,

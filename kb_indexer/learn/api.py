@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any, Protocol
 
 from kb_indexer.errors import UsageError
@@ -15,18 +16,21 @@ from kb_indexer.learn.apply import learn, learned_list, learned_remove
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
                                        record_feedback, require_query)
 from kb_indexer.limits import check_id
+from kb_indexer.store.errors import translating
 
 
 class Querying(Protocol):
     """What learning needs of the facade: its connection, its path rule and its query (for ``refine``)."""
 
     conn: sqlite3.Connection
+    db_path: Path
 
     def stored_path(self, path: str) -> str: ...
 
     def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> dict[str, Any]: ...
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class LearningAPI:
     """Query history, feedback, learning and learned items: history, feedback, feedback_show, learn,
     learned_list, learned_remove, clear_history, refine, last_query_id."""
@@ -34,6 +38,7 @@ class LearningAPI:
     def __init__(self, kb: Querying) -> None:
         self.kb = kb
         self.conn = kb.conn
+        self.db_path = kb.db_path
 
     def history(self, query_id: int | None = None, limit: int = 10) -> dict:
         return history_list(self.conn, limit) if query_id is None else history_detail(self.conn, query_id)

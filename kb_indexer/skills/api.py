@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
@@ -19,6 +20,7 @@ from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load
 from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
 from kb_indexer.skills.source import skill_source
 from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
+from kb_indexer.store.errors import translating
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -37,11 +39,13 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class SkillsAPI:
     """Skills: sync, all, show, source, remove, match, session, load."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
         self.conn = conn
+        self.db_path = db_path
 
     def sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
         """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories;
