@@ -32,7 +32,7 @@ from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT
 from kb_indexer.search.keyword import keyword_search
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
-from kb_indexer.store.errors import from_sqlite, translating
+from kb_indexer.store.errors import from_sqlite, translate, translating
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
@@ -73,6 +73,13 @@ def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False
 def _keywords(values: Any, what: str = "keyword") -> None:
     for value in values or []:
         _text(value, what, keyword=True)
+
+
+def documented_error(exc: BaseException) -> KbError | None:
+    """The documented :class:`KbError` an exception out of this API stands for (itself if it is one; a
+    database or file-system failure mapped to busy, read_only, disk_full, ...); None means a bug. Front
+    ends map what they catch with this."""
+    return translate(exc)
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database

@@ -158,7 +158,7 @@ def test_resume_continues_a_saved_session(kbchat, kb):
     list(other.turn("which algorithm did we choose?"))
     sent = fake.calls[0]["messages"]
     assert any("we chose PPO over DQN" in m["content"] for m in sent[1:])
-    assert len(other.learning.history()) == 4
+    assert len(other.history()) == 4
     listed = ChatEngine.list_sessions(kb.db_path)
     assert sid in [s["session"] for s in listed["sessions"]]
     with pytest.raises(NotFoundError):

@@ -25,16 +25,20 @@ generator closed) saves nothing either.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
+from kb_indexer.api import KnowledgeBase
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.llm.base import LLMError, Message, ToolCall
+from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, ToolCall
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.search.markdown import render_query
 
 RETRIEVE = 5
 CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
@@ -66,7 +70,6 @@ class Event:
 
 
 def _default_timeout(llm: Any) -> bool:
-    import os
     return getattr(llm, "timeout", None) is None and not os.environ.get("KBINDEX_LLM_TIMEOUT", "").strip()
 
 
@@ -75,16 +78,14 @@ def new_session_id() -> str:
 
 
 class ChatEngine:
-    def __init__(self, kb: Any, source: Source, note: str | None, llm: Any = None, *, stream: bool = True,
-                 window: int | None = None, client: Any = None):
-        from kb_indexer.context.window import resolve_window
-        from kb_indexer.llm.structured import LLMClient
+    def __init__(self, kb: KnowledgeBase, source: Source, note: str | None, llm: Any = None, *,
+                 stream: bool = True, window: int | None = None, client: Any = None):
         self.kb, self.source, self.note, self.stream = kb, source, note, stream
         self.client = client if client is not None else LLMClient.from_options(llm, kb.conn)
         if client is None and _default_timeout(llm):
-            from dataclasses import replace   # a streamed answer from a local CPU model takes minutes
+            # a streamed answer from a local CPU model takes minutes
             self.client.config = replace(self.client.config, timeout=CHAT_TIMEOUT)
-        self.window, self.window_source = resolve_window(window, self.client.config.backend, self.client.model)
+        self.window, self.window_source = kb.context.window(window, self.client.config.backend, self.client.model)
         self.session_id = new_session_id()
         self.last_query_id: int | None = None
         self.last_paths: list[str] = []
@@ -126,7 +127,6 @@ class ChatEngine:
 
     def check_llm(self, timeout: float = 5.0) -> None:
         """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
-        from kb_indexer.llm.base import LLMModelNotFound, LLMUnavailable
         config = self.client.config
         fix = "or choose another with --llm-backend/--llm-model; `kbindex doctor` checks the set-up"
         start = {"ollama": "start it (`ollama serve`; OLLAMA_HOST names another host)",
@@ -151,10 +151,9 @@ class ChatEngine:
 
     # -- a turn --------------------------------------------------------------------------------------------
     def turn(self, text: str) -> Iterator[Event]:
-        from kb_indexer.context.normalise import normalise
         if not text.strip():
             return
-        norm = normalise(text)
+        norm = self.kb.context.normalise(text)
         yield Event("input", {"original": text, "normalised": norm})
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
@@ -188,7 +187,6 @@ class ChatEngine:
     def _retrieve(self, norm: str) -> dict[str, Any] | None:
         if self.source.mode != "kb":
             return None
-        from kb_indexer.search.markdown import render_query
         question = self._retrieval_question(norm)
         if not question.strip():        # nothing to search (an empty query is bad usage)
             return None
@@ -255,9 +253,8 @@ class ChatEngine:
 
     def estimate_next(self) -> int:
         """Tokens the next turn sends before its message and retrieval: system, skills, summary, recent turns."""
-        from kb_indexer.context.compress import total_tokens
         summary, recent = self._conversation("(next message)")
-        return total_tokens([{"role": "system", "content": self._system(None, summary)}, *recent], [])
+        return self.kb.context.tokens([{"role": "system", "content": self._system(None, summary)}, *recent])
 
     def prompt_room(self) -> int:
         """Tokens the prompt may use: the window minus room for the answer (the answer cap, at most a

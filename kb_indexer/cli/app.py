@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from kb_indexer import __version__
 from kb_indexer.cli.output import Format, dumps, echo
+from kb_indexer.cli.registry import COMMANDS, load
 from kb_indexer.errors import KbError
 
 
@@ -113,9 +114,10 @@ class KbGroup(TyperGroup):
                 pass
             code = 1
         except Exception as exc:  # a locked, read-only, full or damaged index, or else a bug
-            from kb_indexer.store.errors import translate
+            # lazy: the API (sqlite3, the store) is not imported by --help, --version or a usage error
+            from kb_indexer.api import documented_error
 
-            mapped = translate(exc)
+            mapped = documented_error(exc)
             if mapped is None and os.environ.get("KBINDEX_DEBUG"):
                 raise
             if mapped is None:
@@ -126,15 +128,11 @@ class KbGroup(TyperGroup):
 
     # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.
     def list_commands(self, ctx):
-        from kb_indexer.cli.registry import COMMANDS
-
         return list(dict.fromkeys([*COMMANDS, *super().list_commands(ctx)]))
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
         if command is None:
-            from kb_indexer.cli.registry import load
-
             command = load(app, name)
             if command is not None:
                 self.add_command(command, name)
@@ -178,6 +176,7 @@ KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root
 
 
 def open_kb(db: Optional[Path], kb: Optional[Path]):
+    # lazy: the API (sqlite3, the store) is not imported by --help or --version
     from kb_indexer.api import KnowledgeBase
     return KnowledgeBase.open(db, kb)
 
@@ -195,6 +194,7 @@ EmbedModelOpt = Annotated[Optional[str], typer.Option(
 
 def embed_options(backend: Optional[str] = None, model: Optional[str] = None):
     """The embedding flags of one command (:class:`kb_indexer.llm.config.EmbedOptions`)."""
+    # lazy: the LLM settings (.env rules) only for the commands with embedding options
     from kb_indexer.llm.config import EmbedOptions
 
     return EmbedOptions(backend=backend, model=model)

@@ -12,6 +12,7 @@ from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
 from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
 
 context_app = typer.Typer(help="Chat context: sessions, rolling summary, normalisation and compression.",
                           no_args_is_help=True)
@@ -25,7 +26,6 @@ InputOpt = Annotated[Optional[Path], typer.Option("--input", "-i", help="A JSON 
 
 def read_json_input(path: Path) -> Any:
     """The parsed JSON of a file or of stdin (``-``); bad JSON or text is an ``invalid_input`` error."""
-    from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
     name = "stdin" if str(path) == "-" else str(path)
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()

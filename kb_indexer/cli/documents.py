@@ -10,7 +10,8 @@ from typing import Annotated, Callable, Iterator, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, FormatOpt, KbOpt, app, embed_options, open_kb
-from kb_indexer.cli.output import Format, _console, emit, warn
+from kb_indexer.cli.output import Format, _console, emit, report_documents, warn
+from kb_indexer.llm.config import LLMOptions
 
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
 
@@ -97,7 +98,7 @@ def _progress() -> Iterator[_Progress]:
     if not sys.stderr.isatty():
         yield _Progress()
         return
-    from rich.progress import Progress
+    from rich.progress import Progress  # lazy: rich, only for a progress bar on a terminal
 
     with Progress(transient=True, console=_console(stderr=True)) as bar:
         yield _Progress(bar)
@@ -122,9 +123,6 @@ def sync(
     with open_kb(db, kb) as k, _progress() as progress:
         vectors = {"embed": embed, "embed_options": opts, "embed_progress": progress.callback("Embedding")}
         if enrich:
-            from kb_indexer.cli.enrich import report_documents
-            from kb_indexer.llm.config import LLMOptions
-
             result = k.enrich.sync(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
                                    llm=LLMOptions(backend=llm_backend), **vectors)
             report_documents(result["enrich"])

@@ -10,7 +10,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
-from kb_indexer.cli.output import Format, _console, emit, warn
+from kb_indexer.cli.output import Format, _console, emit, report_documents
 
 NoLlmOpt = Annotated[bool, typer.Option("--no-llm", help="Use the statistical keyphrase extractor only.")]
 
@@ -19,28 +19,11 @@ def run_with_progress(label: str, fn):
     """``fn(progress)`` with a progress bar on stderr when it is a terminal (stdout is only the result)."""
     if not sys.stderr.isatty():
         return fn(None)
-    from rich.progress import Progress
+    from rich.progress import Progress  # lazy: rich, only for a progress bar on a terminal
 
     with Progress(transient=True, console=_console(stderr=True)) as bar:
         task = bar.add_task(label, total=None)
         return fn(lambda i, n: bar.update(task, completed=i, total=n))
-
-
-def report_documents(result: dict) -> None:
-    """Failed documents, LLM failures and generated text dropped per document; a missing LLM backend once."""
-    for d in result.get("documents") or []:
-        if d["action"] == "failed":
-            warn(f"skipped {d['filepath']}: {d['error']}")
-        elif (d.get("fallback") or "").startswith("LLM failed"):
-            warn(f"{d['filepath']}: statistical keywords ({d['fallback']})")
-        if d.get("replaced_invalid"):
-            warn(f"{d['filepath']}: the generated parts of its invalid keywords file were replaced "
-                 f"({d['replaced_invalid']})")
-        for problem in d.get("dropped") or []:
-            warn(f"{d['filepath']}: dropped a generated {problem}")
-    reason = (result.get("llm") or {}).get("reason")
-    if reason and reason != "--no-llm" and result.get("methods", {}).get("statistical"):
-        warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")
 
 
 @app.command()

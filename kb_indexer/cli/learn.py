@@ -9,7 +9,8 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, echo, emit, emit_json
-from kb_indexer.cli.query import ResultFormat, ResultFormatOpt
+from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
+from kb_indexer.learn.report import SECTIONS, count_line
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
 
@@ -73,8 +74,6 @@ def refine(
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Retry a recorded query with new keywords (same question and context, a new attempt)."""
-    from kb_indexer.cli.query import emit_result
-
     rest = list(args or [])
     query_id = None
     if not last:
@@ -124,8 +123,8 @@ def feedback(
             if not sys.stdin.isatty():
                 raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")
             helpful, not_helpful = _interactive(k, query_id)
-        emit(k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format, rows="recorded",
-             columns=("filepath", "helpful", "attempt_id"))
+        emit(k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format,
+             rows="recorded", columns=("filepath", "helpful", "attempt_id"))
 
 
 def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
@@ -163,8 +162,6 @@ def learn(
 
 def learn_report(result: dict, *, reprocess: bool = False) -> str:
     """The design's `learn` output: suggestions by section, each a readable line with its reason."""
-    from kb_indexer.learn.report import SECTIONS, count_line
-
     mark = "~" if result["dry_run"] else "✓"
     lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "
              f"from {result['queries']} quer{'y' if result['queries'] == 1 else 'ies'}...", ""]

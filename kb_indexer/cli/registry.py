@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+import typer.main as tm
+
 # In the order `kbindex --help` lists them.
 COMMANDS: dict[str, str] = {
     "init": "database", "export": "database", "import": "database", "db-stats": "database",
@@ -39,7 +41,6 @@ def load(app, name: str):
     if module is None:
         return None
     importlib.import_module(f"kb_indexer.cli.{module}")
-    import typer.main as tm
 
     for info in app.registered_commands:
         if (info.name or tm.get_command_name(info.callback.__name__)) == name:

@@ -95,10 +95,9 @@ def skills_match(
     with open_kb(db, kb) as k:
         data = k.skills.match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates,
                               llm=opts, session=session, evict_after=evict_after, max_loaded=max_loaded)
-    from kb_indexer.skills.llm_match import NO_BACKEND
-
+        no_backend = k.skills.NO_BACKEND
     reason = data.get("fallback_reason")
-    if reason and reason != NO_BACKEND:   # no backend configured is not a failure
+    if reason and reason != no_backend:   # no backend configured is not a failure
         warn(reason)
     emit(data, format, rows="matched", columns=("name", "score", "source", "reason"))
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.context.assemble import BuildOptions, build
-from kb_indexer.context.compress import CompressOptions, compress
+from kb_indexer.context.compress import CompressOptions, compress, total_tokens
+from kb_indexer.context.normalise import normalise
 from kb_indexer.context.store import (add_messages, list_sessions, load_messages, require_session, reset_session,
                                       show_session)
 from kb_indexer.context.window import resolve_window
@@ -99,7 +100,8 @@ def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class ContextAPI:
-    """Chat-context sessions: add, build, show, reset, sessions, compress."""
+    """Chat-context sessions: add, build, show, reset, sessions, compress; and the rules a chat front end
+    applies itself: normalise, tokens, window."""
 
     def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
         self.conn = conn
@@ -200,6 +202,22 @@ class ContextAPI:
                                          error=out["stats"]["fallback"])
                       if opts.client is not None else None)
         return out
+
+    @staticmethod
+    def normalise(text: str) -> str:
+        """A chat message as the context stores and matches it (see :mod:`kb_indexer.context.normalise`)."""
+        return normalise(text)
+
+    @staticmethod
+    def tokens(messages: list[dict[str, Any]], skills: list[dict[str, Any]] | None = None) -> int:
+        """Estimated tokens of chat messages (and skills), as :meth:`compress` counts them."""
+        return total_tokens(messages, skills or [])
+
+    @staticmethod
+    def window(window: int | None, backend: str | None = None, model: str | None = None) -> tuple[int, str]:
+        """(the context window in tokens, where it came from): ``window``, ``KBINDEX_CONTEXT_WINDOW``, the
+        model's known window, or the default (see :mod:`kb_indexer.context.window`)."""
+        return resolve_window(window, backend, model)
 
     def _session_input(self, sid: str, given: list[dict[str, Any]], skills: list[dict[str, Any]],
                        skills_given: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

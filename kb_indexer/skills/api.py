@@ -15,7 +15,7 @@ from typing import Any
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
-from kb_indexer.skills.llm_match import llm_step
+from kb_indexer.skills.llm_match import NO_BACKEND, llm_step
 from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
 from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
 from kb_indexer.skills.source import skill_source
@@ -42,6 +42,9 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class SkillsAPI:
     """Skills: sync, all, show, source, remove, match, session, load."""
+
+    #: ``fallback_reason`` of a match that did not ask an LLM because none is configured (not a failure)
+    NO_BACKEND = NO_BACKEND
 
     def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
         self.conn = conn

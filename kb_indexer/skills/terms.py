@@ -49,7 +49,7 @@ def stem(word: str) -> str:
 
 @lru_cache(maxsize=1)
 def _english():
-    import snowballstemmer  # pure Python (PyStemmer's C code when that is installed)
+    import snowballstemmer  # lazy: snowballstemmer, only when a text is stemmed (PyStemmer's C code when installed)
 
     return snowballstemmer.stemmer("english")
 
