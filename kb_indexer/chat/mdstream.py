@@ -13,9 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment, Segments
+from rich.status import Status
 from rich.text import Text
 
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
@@ -24,12 +26,12 @@ MIN_INTERVAL = 0.08   # seconds between two re-renders of the markdown
 
 
 class MarkdownStream:
-    def __init__(self, console: Any, *, min_interval: float = MIN_INTERVAL):
+    def __init__(self, console: Console, *, min_interval: float = MIN_INTERVAL):
         self.console = console
         self.text = ""
         self.printed = 0            # rendered lines already printed above the live region
         self.min_interval = min_interval
-        self._live = None
+        self._live: Live | None = None
         self._last = 0.0
 
     @property
@@ -37,14 +39,14 @@ class MarkdownStream:
         """Lines kept in the live region: the screen minus room for the prompt and the toolbar."""
         return max(4, self.console.size.height - 4)
 
-    def _lines(self) -> list:
+    def _lines(self) -> list[list[Segment]]:
         return self.console.render_lines(Markdown(self.text), self.console.options.update(height=None),
                                          pad=False, new_lines=False)
 
     @staticmethod
-    def _renderable(lines: list, end: bool = False):
+    def _renderable(lines: list[list[Segment]], end: bool = False) -> Segments:
         """The lines as one renderable; ``end`` adds the last newline (printing Segments adds none)."""
-        flat: list = []
+        flat: list[Segment] = []
         for i, line in enumerate(lines):
             if i:
                 flat.append(Segment.line())
@@ -64,15 +66,16 @@ class MarkdownStream:
     def _update(self) -> None:
         lines = self._lines()
         stable = max(self.printed, len(lines) - self.window)
-        if self._live is None:
-            self._live = Live(console=self.console, auto_refresh=False, transient=False,
-                              vertical_overflow="visible")
-            self._live.start()
+        live = self._live
+        if live is None:
+            live = self._live = Live(console=self.console, auto_refresh=False, transient=False,
+                                     vertical_overflow="visible")
+            live.start()
         if stable > self.printed:
             # printed above the live region (Live moves itself down)
             self.console.print(self._renderable(lines[self.printed:stable], end=True))
             self.printed = stable
-        self._live.update(self._renderable(lines[self.printed:]), refresh=True)
+        live.update(self._renderable(lines[self.printed:]), refresh=True)
 
     def close(self) -> None:
         """Render the whole text one last time and leave the live region (safe to call twice)."""
@@ -90,25 +93,25 @@ class RichRenderer:
     """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``; a spinner
     while the model has not started answering (and again after a tool call)."""
 
-    def __init__(self, console: Any, err_console: Any, *, spinner: bool = True):
+    def __init__(self, console: Console, err_console: Console, *, spinner: bool = True):
         self.console, self.err_console = console, err_console
-        self.stream = None          # the MarkdownStream of the answer segment being written
+        self.stream: MarkdownStream | None = None  # the MarkdownStream of the answer segment being written
         self.answered = False
         self.spinner = spinner
-        self.waiting = None         # the rich Status shown while waiting
+        self.waiting: Status | None = None  # the rich Status shown while waiting
         self._wait()
 
     def _wait(self) -> None:
         if self.spinner and self.waiting is None and self.stream is None:
-            self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
-            self.waiting.start()
+            waiting = self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
+            waiting.start()
 
     def _stop_waiting(self) -> None:
         waiting, self.waiting = self.waiting, None
         if waiting is not None:
             waiting.stop()
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("text", "done", "error"):
             self._stop_waiting()
         if kind == "text":

@@ -76,7 +76,7 @@ def chat_store_path() -> Path:
     return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
 
 
-def open_source(db: str | os.PathLike | None, free: bool) -> tuple[KnowledgeBase, Source, str | None]:
+def open_source(db: str | os.PathLike[str] | None, free: bool) -> tuple[KnowledgeBase, Source, str | None]:
     """(KnowledgeBase, Source, note for the user or None)."""
     if free and db:
         raise UsageError("--db and --free exclude each other: free mode has no knowledge base")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
@@ -40,6 +40,9 @@ from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
+if TYPE_CHECKING:   # hashlib is imported when a digest is needed (see _sha1)
+    from _hashlib import HASH
+
 SIMILARITY_FILENAME = "similarities.json"
 HASH_KEY = "similarities_hash:"
 REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could not import
@@ -48,7 +51,7 @@ SEEN_KEY = "similarities_seen:"   # "{mtime_ns}:{size} {digest}" of a file when 
 
 def similarity_files(kb_root: Path) -> list[Path]:
     """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
-    out = []
+    out: list[Path] = []
     for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
         if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
             out.append(cand)
@@ -64,7 +67,7 @@ def file_key(root: Path, path: Path) -> str:
         return str(resolved)
 
 
-def _sha1(data: bytes):
+def _sha1(data: bytes) -> HASH:
     """hashlib's sha1, imported when a digest is needed: a query's stale check of an unchanged similarities
     file needs none (hashlib loads OpenSSL)."""
     import hashlib  # lazy: hashlib (OpenSSL), only when a similarities file is read
@@ -76,7 +79,7 @@ def hash_key(path: Path) -> str:
     return HASH_KEY + str(path.resolve())
 
 
-def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple:
+def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple[Any, ...]:
     return tuple(sorted((normalize_keyword(keyword1), normalize_keyword(keyword2)))), sim_type
 
 
@@ -105,7 +108,7 @@ class _Listings:
 
     def __init__(self, root: Path | None):
         self.root = root
-        self._cache: dict[str, dict[tuple, dict[str, Any]] | None] = {}
+        self._cache: dict[str, dict[tuple[Any, ...], dict[str, Any]] | None] = {}
 
     def entry(self, key: str, rel: sqlite3.Row) -> dict[str, Any] | None:
         if self.root is None:
@@ -118,8 +121,8 @@ class _Listings:
                 self._cache[key] = {_entry_key(e["keyword1"], e["keyword2"], e["type"]): e for e in entries}
             except KbError:
                 self._cache[key] = None
-        entries = self._cache[key]
-        return None if entries is None else entries.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
+        cached = self._cache[key]
+        return None if cached is None else cached.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
 
 
 def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:
@@ -154,7 +157,7 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
 
 
 def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | None = None,
-                        root: Path | None = None) -> dict:
+                        root: Path | None = None) -> dict[str, Any]:
     """Import a similarities file in one transaction (all entries valid, or nothing).
 
     Without ``file`` it is a person's ``import-similarities`` (origin ``import``; lifts tombstones).
@@ -251,7 +254,7 @@ def known_files(conn: sqlite3.Connection) -> set[str]:
         "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
-def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
+def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -> dict[str, Any]:
     """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
     out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
     current = similarity_files(root)

@@ -28,7 +28,7 @@ import json
 import sqlite3
 from typing import Any
 
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.text import now_iso
 
 TOP_RESULTS = 10
@@ -42,10 +42,11 @@ def get_or_create_query(conn: sqlite3.Connection, question: str, context: str | 
                        (question, ctx)).fetchone()
     if row is not None:
         conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
-        return row[0]
+        query_id: int = row[0]
+        return query_id
     cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?)",
                        (question, ctx, now, now))
-    return cur.lastrowid
+    return inserted_id(cur)
 
 
 def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dict[str, Any]]:
@@ -61,7 +62,7 @@ def add_attempt(conn: sqlite3.Connection, query_id: int, *, keywords: list[str],
         "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (query_id, _json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
          _json(expansions), _json(options or {}), now_iso()))
-    return cur.lastrowid
+    return inserted_id(cur)
 
 
 def record(conn: sqlite3.Connection, question: str, context: str | None, *, query_id: int | None = None,

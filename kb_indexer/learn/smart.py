@@ -28,7 +28,8 @@ def _fulltext_only_hits(conn: sqlite3.Connection) -> dict[int, tuple[list[str], 
         except json.JSONDecodeError:
             continue
         kws = [normalize_keyword(k) for k in kws if isinstance(k, str) and normalize_keyword(k)]
-        only = {r.get("filepath") for r in results if isinstance(r, dict) and r.get("sources") == ["fulltext"]}
+        only = {r["filepath"] for r in results
+                if isinstance(r, dict) and isinstance(r.get("filepath"), str) and r.get("sources") == ["fulltext"]}
         if kws and only:
             out[fid] = (kws, only)
     return out
@@ -38,7 +39,7 @@ def smart_tags(conn: sqlite3.Connection, events: list[Any], doc_kw: dict[int, se
                have: set[str]) -> list[dict[str, Any]]:
     """Learned-tag items for query keywords that full-text-only helpful hits lack."""
     hits = _fulltext_only_hits(conn)
-    evidence: dict[tuple[str, int], dict] = {}
+    evidence: dict[tuple[str, int], dict[str, Any]] = {}
     for e in events:
         kws, only = hits.get(e.feedback_id, ([], set()))
         if e.filepath not in only or set(kws) & doc_kw[e.doc_id]:

@@ -109,7 +109,7 @@ class OpenAIBackend:
         self._http.close()
 
     # -- HTTP --------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, timeout: float, body: dict | None = None,
+    def _send(self, method: str, path: str, *, timeout: float, body: dict[str, Any] | None = None,
               stream: bool = False) -> httpx.Response:
         return send(self._http, method, path, timeout=timeout, body=body, stream=stream)
 
@@ -184,7 +184,8 @@ class OpenAIBackend:
             calls = _tool_calls(msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else None)
         except (AttributeError, TypeError) as exc:
             raise LLMBadResponse(f"the reply's tool calls are malformed: {exc}") from None
-        return Completion(text=content or "", finish_reason=choice.get("finish_reason"), usage=usage,
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None   # a dict: it has the message
+        return Completion(text=content or "", finish_reason=finish, usage=usage,
                           tool_calls=calls)
 
     # -- chat --------------------------------------------------------------------------

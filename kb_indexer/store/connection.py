@@ -6,7 +6,7 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
 from kb_indexer.store.errors import BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, from_sqlite, sqlite_code
@@ -156,7 +156,7 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute(f"RELEASE {name}")
 
 
-def file_identity(conn: sqlite3.Connection) -> tuple | None:
+def file_identity(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
     (None for an in-memory index, or a file that cannot be stat'ed)."""
     db_file = conn.execute("PRAGMA database_list").fetchone()[2]
@@ -167,3 +167,12 @@ def file_identity(conn: sqlite3.Connection) -> tuple | None:
     except OSError:
         return None
     return db_file, st.st_ino, st.st_dev
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid of the row the cursor's INSERT wrote (``lastrowid`` is typed optional: a cursor that
+    inserted nothing has none, and that is a bug here, not a case to handle)."""
+    rowid = cur.lastrowid
+    if rowid is None:
+        raise RuntimeError("an INSERT wrote no row")
+    return rowid
