@@ -22,7 +22,7 @@ import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -48,6 +48,14 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.index.api import IndexAPI
     from kb_indexer.learn.api import LearningAPI
     from kb_indexer.skills.api import SkillsAPI
+    from kb_indexer.embed.index import Progress
+    from kb_indexer.llm.config import EmbedOptions, LLMOptions
+    from kb_indexer.results import (
+        CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DoctorResult, EmbedError, ExportResult,
+        ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
+        KeywordStatsResult, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, SearchResult, ShowResult,
+        SimilarResult, StaleResult, SyncResult, UnrelateResult,
+    )
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -131,7 +139,7 @@ class KnowledgeBase:
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
-    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike | None) -> Path:
+    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike[str] | None) -> Path:
         if kb:
             return Path(kb).expanduser().absolute()
         env = os.environ.get("KBINDEX_KB")
@@ -144,14 +152,14 @@ class KnowledgeBase:
         return default_kb_root(db_path)
 
     @classmethod
-    def open(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> "KnowledgeBase":
+    def open(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
         db_path = find_db(db)
         conn = open_db(db_path)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @classmethod
-    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None,
-             force: bool = False) -> tuple["KnowledgeBase", dict]:
+    def init(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None,
+             force: bool = False) -> tuple[KnowledgeBase, InitResult]:
         """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
         existed = db_path.is_file()
@@ -165,7 +173,7 @@ class KnowledgeBase:
             except Exception:
                 pass
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
-        result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
+        result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
 
@@ -179,39 +187,41 @@ class KnowledgeBase:
         self.close()
 
     # -- documents -----------------------------------------------------------------------
-    def add(self, path: str, keywords_file: str | None = None) -> dict:
+    def add(self, path: str, keywords_file: str | None = None) -> DocumentResult:
         return self._index.add(path, keywords_file)
 
-    def update(self, path: str) -> dict:
+    def update(self, path: str) -> DocumentResult:
         return self._index.update(path)
 
-    def remove(self, path: str) -> dict:
+    def remove(self, path: str) -> RemoveResult:
         return self._index.remove(path)
 
-    def sync(self, directory: str | None = None, progress=None, *, embed: bool = False, embed_options: Any = None,
-             embed_progress=None) -> dict:
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
         """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
-        failure does not undo the sync: it is reported in the result's ``embed`` object (``error``)."""
+        failure does not undo the sync: it is reported in the result's ``embed`` object (``error``).
+        ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`)."""
         result = self._index.sync(directory, progress)
         if embed:
             try:
                 result["embed"] = self.embeddings.embed(embed=embed_options, progress=embed_progress)
             except KbError as exc:
-                result["embed"] = {"error": exc.message, "code": exc.code, "details": exc.details or None}
+                failed: EmbedError = {"error": exc.message, "code": exc.code, "details": exc.details or None}
+                result["embed"] = failed
         return result
 
     def stored_path(self, path: str) -> str:
         """``path`` (absolute, or relative to the working directory or the KB root) as the index stores it."""
         return to_relative(self.kb_root, path, must_exist=False)
 
-    def list_docs(self) -> dict:
+    def list_docs(self) -> ListDocsResult:
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, d.updated_at, "
             "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
             "FROM documents d ORDER BY d.filepath")]
-        return {"documents": docs, "count": len(docs)}
+        return cast("ListDocsResult", {"documents": docs, "count": len(docs)})
 
-    def show(self, path: str) -> dict:
+    def show(self, path: str) -> ShowResult:
         doc = require_document(self.conn, self.stored_path(path))
         return {
             "filepath": doc["filepath"], "title": doc["title"], "summary": doc["summary"],
@@ -221,10 +231,10 @@ class KnowledgeBase:
             "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         }
 
-    def keywords(self, path: str) -> dict:
+    def keywords(self, path: str) -> KeywordsResult:
         doc = require_document(self.conn, self.stored_path(path))
         kws = document_keywords(self.conn, doc["id"])
-        return {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)}
+        return cast("KeywordsResult", {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)})
 
     # -- keywords ------------------------------------------------------------------------
     def _keyword_row(self, keyword: str) -> sqlite3.Row:
@@ -232,16 +242,16 @@ class KnowledgeBase:
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
-        return row
+        return cast(sqlite3.Row, row)
 
-    def docs(self, keyword: str) -> dict:
+    def docs(self, keyword: str) -> KeywordDocsResult:
         kw = self._keyword_row(keyword)
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, dk.category, dk.source FROM document_keywords dk "
             "JOIN documents d ON d.id = dk.document_id WHERE dk.keyword_id = ? ORDER BY d.filepath", (kw["id"],))]
-        return {"keyword": kw["display"], "documents": docs, "count": len(docs)}
+        return cast("KeywordDocsResult", {"keyword": kw["display"], "documents": docs, "count": len(docs)})
 
-    def stats(self, keyword: str) -> dict:
+    def stats(self, keyword: str) -> KeywordStatsResult:
         kw = self._keyword_row(keyword)
         doc_count = self.conn.execute("SELECT COUNT(*) FROM document_keywords WHERE keyword_id = ?",
                                       (kw["id"],)).fetchone()[0]
@@ -255,7 +265,7 @@ class KnowledgeBase:
 
     # -- similarities --------------------------------------------------------------------
     def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
-                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: Any = None) -> dict:
+                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: LLMOptions | None = None) -> SimilarResult:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
         _check_type(sim_type)
@@ -264,16 +274,17 @@ class KnowledgeBase:
         if user_context is not None:
             # lazy: the LLM client stays off the cold path
             from kb_indexer.search.context_match import similar_in_context
-            return similar_in_context(self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type),
-                                      user_context, context_threshold, llm)
+            return cast("SimilarResult", similar_in_context(
+                self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type), user_context, context_threshold,
+                llm))
         items = [{
             "keyword": r["keyword"], "similarity_type": r["similarity_type"], "context": r["context"],
             "score": r["score"], "directional": r["directional"], "direction": r["direction"],
         } for r in neighbours(self.conn, kw["id"], sim_type)]
-        return {"keyword": kw["display"], "similar_keywords": items, "count": len(items)}
+        return cast("SimilarResult", {"keyword": kw["display"], "similar_keywords": items, "count": len(items)})
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
-               directional: bool = False) -> dict:
+               directional: bool = False) -> RelateResult:
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         _text(context, "context")
@@ -281,38 +292,40 @@ class KnowledgeBase:
             ids = KeywordIds(self.conn)
             sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,
                                              directional, "person")
-            lift(self.conn, ids.get(keyword1), ids.get(keyword2), sim_type)  # a person's relation again
+            id1, id2 = ids.get(keyword1), ids.get(keyword2)   # both exist: upsert_similarity made them
+            assert id1 is not None and id2 is not None
+            lift(self.conn, id1, id2, sim_type)  # a person's relation again
         return {"action": "created" if created else "updated", "id": sid, "keyword1": keyword1,
                 "keyword2": keyword2, "type": sim_type, "context": context, "score": float(score),
                 "directional": directional}
 
-    def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
+    def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> UnrelateResult:
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
 
-    def import_similarities(self, path: str) -> dict:
+    def import_similarities(self, path: str) -> ImportSimilaritiesResult:
         return self._index.import_similarities(path)
 
-    def export_similarities(self, learned: bool = False) -> dict:
+    def export_similarities(self, learned: bool = False) -> ExportSimilaritiesResult:
         """The relations in the ``similarities.json`` format: ``{"similarities": [...]}``. By default those
         a person keeps in the editable file (from files, ``relate``, ``import-similarities``, with the
         scores they gave); ``learned=True`` adds learned relations and learned score changes. Importing
         the result into an empty index and exporting again gives the same data."""
-        return {"similarities": editable_similarities(self.conn, learned)}
+        return cast("ExportSimilaritiesResult", {"similarities": editable_similarities(self.conn, learned)})
 
     # -- search --------------------------------------------------------------------------
-    def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
+    def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> SearchResult:
         """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""
         _keywords(keywords)
 
         with interruptible(self.conn):
-            return keyword_search(self.conn, keywords, mode, limit)
+            return cast("SearchResult", keyword_search(self.conn, keywords, mode, limit))
 
     def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, embed: Any = None,
-              **options: Any) -> dict:
+              **options: Any) -> dict[str, Any]:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
@@ -352,7 +365,7 @@ class KnowledgeBase:
         out.update(scorer.report())
         return out
 
-    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict:
+    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict[str, Any]:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
         from kb_indexer.learn.apply import association_boosts
         from kb_indexer.learn.history import record
@@ -388,45 +401,49 @@ class KnowledgeBase:
         from kb_indexer.search.markdown import render_query
         return render_query(self.query(question, keywords, **options))
 
-    def stale(self, full: bool = False) -> dict:
+    def stale(self, full: bool = False) -> StaleResult:
         """Which files changed on disk since the last sync (stats only; see
         :func:`kb_indexer.index.stale.check` for the quick mode of large knowledge bases)."""
         return self._index.stale(full)
 
     # -- LLM cache and doctor ------------------------------------------------------------
-    def cache_stats(self) -> dict:
+    def cache_stats(self) -> CacheStatsResult:
         """Entries, hits and size of the LLM answer cache, per task, backend and model."""
         from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
-        return llm_cache.stats(self.conn)
+        return cast("CacheStatsResult", llm_cache.stats(self.conn))
 
-    def cache_clear(self, task: str | None = None, backend: str | None = None, model: str | None = None) -> dict:
+    def cache_clear(self, task: str | None = None, backend: str | None = None,
+                    model: str | None = None) -> CacheClearResult:
         """Delete cached LLM answers (all, or those matching every given filter)."""
         from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
         removed = llm_cache.clear(self.conn, task=task, backend=backend, model=model)
         return {"removed": removed, "task": task, "backend": backend, "model": model}
 
     @staticmethod
-    def doctor(db: str | os.PathLike | None = None, llm: Any = None, roundtrip: bool = True) -> dict:
+    def doctor(db: str | os.PathLike[str] | None = None, llm: LLMOptions | None = None,
+               roundtrip: bool = True) -> DoctorResult:
         """Check the LLM setup and the index (works without an index: a missing one is a problem
         in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
         from kb_indexer.doctor import diagnose  # lazy: the LLM client and backends stay off the cold search path
-        return diagnose(db, llm, roundtrip=roundtrip)
+        return cast("DoctorResult", diagnose(None if db is None else Path(db), llm, roundtrip=roundtrip))
 
     # -- database ------------------------------------------------------------------------
-    def export(self) -> dict:
+    def export(self) -> ExportResult:
         return self._index.export()
 
-    def import_(self, data: Any, force: bool = False) -> dict:
+    def import_(self, data: Any, force: bool = False) -> ImportResult:
         return self._index.import_(data, force)
 
-    def db_stats(self) -> dict:
+    def db_stats(self) -> DbStatsResult:
         from kb_indexer.store.sparse import describe  # lazy: the sparse index module stays off the cold search path
 
         c = self.conn
-        one = lambda sql: c.execute(sql).fetchone()[0]  # noqa: E731
+
+        def one(sql: str) -> int:
+            return int(c.execute(sql).fetchone()[0])
         by_type = {r[0]: r[1] for r in c.execute(
             "SELECT similarity_type, COUNT(*) FROM keyword_similarities GROUP BY similarity_type ORDER BY 1")}
-        return {
+        return cast("DbStatsResult", {
             "documents": one("SELECT COUNT(*) FROM documents"),
             "keywords": one("SELECT COUNT(*) FROM keywords"),
             "document_keywords": one("SELECT COUNT(*) FROM document_keywords"),
@@ -439,4 +456,4 @@ class KnowledgeBase:
             "fulltext_index": describe(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
-        }
+        })

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.context.assemble import BuildOptions, build
 from kb_indexer.context.compress import CompressOptions, compress, total_tokens
@@ -24,6 +24,10 @@ from kb_indexer.llm.config import LLMOptions, is_configured, resolve
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
 from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.results import (ContextAddResult, ContextBuildResult, ContextCompressResult, ContextResetResult,
+                                    ContextSessionsResult, ContextShowResult)
 
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_MESSAGES = 100_000
@@ -89,7 +93,7 @@ def check_skills(items: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
+def _chat_model(llm: LLMOptions | None, client: LLMClient | None) -> tuple[str | None, str | None]:
     """(backend, model) of the configured LLM settings, whether or not this call uses the LLM: the
     window belongs to the model the context is for (``--no-llm`` does not change it)."""
     if client is not None:
@@ -107,7 +111,8 @@ class ContextAPI:
         self.conn = conn
         self.db_path = db_path
 
-    def _context_client(self, use_llm: bool, llm: Any, client: Any) -> tuple[Any, str | None]:
+    def _context_client(self, use_llm: bool, llm: LLMOptions | None,
+                        client: LLMClient | None) -> tuple[LLMClient | None, str | None]:
         """(an LLMClient or None, why none)."""
         if not use_llm:
             return None, "--no-llm: extractive summary"
@@ -118,7 +123,7 @@ class ContextAPI:
         return LLMClient.from_options(llm, self.conn), None
 
     def add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
-                    text: str | None = None, is_question: bool = False) -> dict:
+            text: str | None = None, is_question: bool = False) -> ContextAddResult:
         """Append one message (``role`` and ``text``) or a list, in one transaction."""
         sid = check_session_id(session)
         if messages is None:
@@ -134,11 +139,11 @@ class ContextAPI:
         for i, m in enumerate(items):
             if not str(m.get("content") or "").strip():
                 raise ValidationError(f"message {i + 1} has no text (an empty message is not recorded)")
-        return add_messages(self.conn, sid, items)
+        return cast("ContextAddResult", add_messages(self.conn, sid, items))
 
     def build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
-                      summary_after: int = 12, use_llm: bool = True, llm: Any = None, client: Any = None,
-                      record: bool = False) -> dict:
+              summary_after: int = 12, use_llm: bool = True, llm: LLMOptions | None = None,
+              client: LLMClient | None = None, record: bool = False) -> ContextBuildResult:
         """The chat context for ``message`` (see :mod:`kb_indexer.context.assemble`); with ``record``, the
         message is then added to the session as the user's."""
         sid = check_session_id(session)
@@ -157,20 +162,20 @@ class ContextAPI:
             out["recorded"] = {"seq": None, "already": True}
         elif record:
             out["recorded"] = add_messages(self.conn, sid, [{"role": "user", "content": message}])["added"][0]
-        return out
+        return cast("ContextBuildResult", out)
 
-    def show(self, session: str) -> dict:
-        return show_session(self.conn, check_session_id(session))
+    def show(self, session: str) -> ContextShowResult:
+        return cast("ContextShowResult", show_session(self.conn, check_session_id(session)))
 
-    def reset(self, session: str) -> dict:
-        return reset_session(self.conn, check_session_id(session))
+    def reset(self, session: str) -> ContextResetResult:
+        return cast("ContextResetResult", reset_session(self.conn, check_session_id(session)))
 
-    def sessions(self) -> dict:
-        return list_sessions(self.conn)
+    def sessions(self) -> ContextSessionsResult:
+        return cast("ContextSessionsResult", list_sessions(self.conn))
 
     def compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
-                         window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: Any = None,
-                         client: Any = None) -> dict:
+                 window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: LLMOptions | None = None,
+                 client: LLMClient | None = None) -> ContextCompressResult:
         """``{messages, skills, stats}``: the input compressed to fit ``window`` (see
         :mod:`kb_indexer.context.compress`). With ``session``, the messages are the session's (after the
         payload's system messages) and the skills, unless given, the skill session's loaded skills."""
@@ -201,7 +206,7 @@ class ContextAPI:
                                          fallback="extractive" if out["stats"]["fallback"] else None,
                                          error=out["stats"]["fallback"])
                       if opts.client is not None else None)
-        return out
+        return cast("ContextCompressResult", out)
 
     @staticmethod
     def normalise(text: str) -> str:

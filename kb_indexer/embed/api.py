@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kb_indexer.embed.index import Progress, client_for, embed_documents
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.results import EmbedResult
 
 MAX_BATCH = 4096
 
@@ -28,7 +31,7 @@ class EmbeddingsAPI:
         self.db_path = db_path
 
     def embed(self, everything: bool = False, batch: int | None = None, *, embed: EmbedOptions | None = None,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None) -> EmbedResult:
         """Embed the documents that changed since the last run (all with ``everything``) with the embedding
         model of ``embed`` (default: the index's newest model, else ``KBINDEX_EMBED_*``, else Ollama's
         nomic-embed-text). ``batch``: texts per request."""
@@ -37,6 +40,6 @@ class EmbeddingsAPI:
             raise UsageError(f"batch must be between 1 and {MAX_BATCH} texts, got {batch!r}")
         client = client_for(self.conn, embed, batch_size=batch)
         try:
-            return embed_documents(self.conn, client, everything=everything, progress=progress)
+            return cast("EmbedResult", embed_documents(self.conn, client, everything=everything, progress=progress))
         finally:
             client.close()

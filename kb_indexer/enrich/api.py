@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
 from kb_indexer.enrich.llm_enrich import ask
 from kb_indexer.enrich.run import Settings, run, targets
@@ -27,6 +27,12 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.errors import translating
 from kb_indexer.text import now_iso
 
+if TYPE_CHECKING:
+    from kb_indexer.llm.config import EmbedOptions
+    from kb_indexer.results import EnrichResult, LlmReport, SuggestResult, SyncResult
+
+Progress = Callable[[int, int], None]
+
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
 
 
@@ -37,7 +43,8 @@ class Syncing(Protocol):
     db_path: Path
     kb_root: Path
 
-    def sync(self, directory: str | None = None, progress: Any = None, **options: Any) -> dict[str, Any]: ...
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult: ...
 
 
 class LlmEnricher:
@@ -45,7 +52,8 @@ class LlmEnricher:
     server is down, refuses the key, or took longer than the timeout) the rest of the run goes on with
     the statistical extractor instead of waiting for the server again for every document."""
 
-    def __init__(self, conn: Any, use_llm: bool, opts: Any = None, *, dry_run: bool = False, client: Any = None):
+    def __init__(self, conn: sqlite3.Connection, use_llm: bool, opts: LLMOptions | None = None, *,
+                 dry_run: bool = False, client: LLMClient | None = None):
         self.client = client
         self.reason: str | None = None
         self.error: str | None = None
@@ -58,7 +66,7 @@ class LlmEnricher:
             self.client = LLMClient.from_options(opts, conn=None if dry_run else conn)  # dry run: no cache write
         self.fallback_reason: str | None = self.reason
 
-    def generate(self, src: Any) -> Any:
+    def generate(self, src: Source) -> Generated | None:
         """A :class:`kb_indexer.index.generated.Generated` from the LLM, or None (``fallback_reason`` says why)."""
         if self.client is None or self.reason:
             self.fallback_reason = self.reason
@@ -77,14 +85,14 @@ class LlmEnricher:
                          title=answer["title"], summary=answer["summary"], questions=answer["questions"],
                          backend=self.client.config.backend, model=answer["model"])
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> LlmReport:
         if self.client is None:
             return {"backend": None, "model": None, "used": False, "fallback": "statistical", "error": None,
                     "reason": self.reason}
         out = self.client.report(used=self.used > 0, fallback="statistical" if self.failed else None,
                                  error=self.error)
         out.update(documents=self.used, fallback_documents=self.failed, cache=self.client.cache_report())
-        return out
+        return cast("LlmReport", out)
 
     def close(self) -> None:
         if self.client is not None:
@@ -102,8 +110,9 @@ class EnrichAPI:
         self.kb_root = kb.kb_root
 
     def documents(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
-               dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: Any = None,
-               force: bool = False, progress: Any = None, client: Any = None) -> dict:
+                  dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: LLMOptions | None = None,
+                  force: bool = False, progress: Progress | None = None,
+                  client: LLMClient | None = None) -> EnrichResult:
         """Generate keywords (and with an LLM a title, summary and questions) for documents, merge them into
         their ``.keywords.json`` files and index them. ``llm``: :class:`kb_indexer.llm.config.LLMOptions`;
         ``client``: an LLM client to use instead (tests)."""
@@ -111,23 +120,25 @@ class EnrichAPI:
         return self._enrich(rels, Settings(dry_run=dry_run, write=write, force=force, missing_only=missing_only),
                             use_llm, llm, progress, client)
 
-    def _enrich(self, rels: list[str], settings: Any, use_llm: bool, llm: Any, progress: Any,
-                client: Any) -> dict:
+    def _enrich(self, rels: list[str], settings: Settings, use_llm: bool, llm: LLMOptions | None,
+                progress: Progress | None, client: LLMClient | None) -> EnrichResult:
         enricher = LlmEnricher(self.conn, use_llm, llm, dry_run=settings.dry_run, client=client)
         try:
             out = run(self.conn, self.kb_root.resolve(), rels, settings, enricher, progress)
         finally:
             enricher.close()
         out["llm"] = enricher.report()
-        return out
+        return cast("EnrichResult", out)
 
-    def sync(self, directory: str | None = None, progress: Any = None, *, use_llm: bool = True,
-                    llm: Any = None, client: Any = None, **sync_options: Any) -> dict:
-        """``sync`` (``sync_options``: its ``embed`` options), then enrich the documents that have no keywords
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, use_llm: bool = True,
+             llm: LLMOptions | None = None, client: LLMClient | None = None, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
+        """``sync`` (with its ``embed`` options), then enrich the documents that have no keywords
         of a person, and the changed ones whose keywords were generated (only their generated keywords are
         refreshed)."""
         started = now_iso()
-        result = self.kb.sync(directory, progress, **sync_options)
+        result = self.kb.sync(directory, progress, embed=embed, embed_options=embed_options,
+                              embed_progress=embed_progress)
         prefix = "" if directory is None else to_relative(self.kb_root, directory).rstrip("/") + "/"
         prefix = "" if prefix in ("./", "/") else prefix
         rels = [fp for fp, updated, human, gen in self.conn.execute(
@@ -140,8 +151,9 @@ class EnrichAPI:
         result["enrich"] = self._enrich(rels, Settings(), use_llm, llm, None, client)
         return result
 
-    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: Any = None,
-                             use_llm: bool = True, llm: Any = None, client: Any = None) -> dict:
+    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: str | Path | None = None,
+                             use_llm: bool = True, llm: LLMOptions | None = None,
+                             client: LLMClient | None = None) -> SuggestResult:
         """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
         ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
         if not 0 <= check_finite(min_score, "--min-score") <= 1:
@@ -164,4 +176,4 @@ class EnrichAPI:
         enricher.used = 1 if enricher.client is not None and not errors else 0
         enricher.failed, enricher.error = len(errors), (errors[0] if errors else None)
         out["llm"] = enricher.report()
-        return out
+        return cast("SuggestResult", out)

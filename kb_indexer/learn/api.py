@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast
 
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
@@ -17,6 +17,10 @@ from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_det
                                        record_feedback, require_query)
 from kb_indexer.limits import check_id
 from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryResult,
+                                    LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
 
 
 class Querying(Protocol):
@@ -27,7 +31,7 @@ class Querying(Protocol):
 
     def stored_path(self, path: str) -> str: ...
 
-    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> dict[str, Any]: ...
+    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> Mapping[str, Any]: ...
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
@@ -40,43 +44,47 @@ class LearningAPI:
         self.conn = kb.conn
         self.db_path = kb.db_path
 
-    def history(self, query_id: int | None = None, limit: int = 10) -> dict:
-        return history_list(self.conn, limit) if query_id is None else history_detail(self.conn, query_id)
+    def history(self, query_id: int | None = None, limit: int = 10) -> HistoryResult:
+        return cast("HistoryResult", history_list(self.conn, limit) if query_id is None
+                    else history_detail(self.conn, query_id))
 
     def feedback(self, query_id: int, helpful: list[str], not_helpful: list[str], notes: str | None = None,
-                 attempt_id: int | None = None) -> dict:
-        return record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
-                               resolve_path=self.kb.stored_path)
+                 attempt_id: int | None = None) -> FeedbackResult:
+        return cast("FeedbackResult", record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
+                               resolve_path=self.kb.stored_path))
 
-    def feedback_show(self, query_id: int) -> dict:
+    def feedback_show(self, query_id: int) -> FeedbackShowResult:
         q = require_query(self.conn, query_id)
         rows = feedback_rows(self.conn, query_id)
-        return {"query_id": query_id, "question": q["question"], "feedback": rows, "count": len(rows)}
+        return cast("FeedbackShowResult", {"query_id": query_id, "question": q["question"], "feedback": rows,
+                                            "count": len(rows)})
 
-    def learn(self, dry_run: bool = False, reprocess: bool = False) -> dict:
-        return learn(self.conn, dry_run=dry_run, reprocess=reprocess)
+    def learn(self, dry_run: bool = False, reprocess: bool = False) -> LearnResult:
+        return cast("LearnResult", learn(self.conn, dry_run=dry_run, reprocess=reprocess))
 
-    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> dict:
-        return learned_list(self.conn, kind, include_removed)
+    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> LearnedListResult:
+        return cast("LearnedListResult", learned_list(self.conn, kind, include_removed))
 
-    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
+    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> LearnedRemoveResult:
         for i in ids or []:
             check_id(i, "learned item id")
-        return learned_remove(self.conn, ids, all_)
+        return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
 
-    def clear_history(self, before: str | None = None) -> dict:
-        return clear_history(self.conn, before)
+    def clear_history(self, before: str | None = None) -> ClearHistoryResult:
+        return cast("ClearHistoryResult", clear_history(self.conn, before))
 
-    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False, **options: Any) -> dict:
+    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
+               **options: Any) -> QueryResult:
         """Try a recorded query again with other keywords: a new attempt on the same query record
         (its question and context are reused)."""
         if last == (query_id is not None):
             raise UsageError("give a QUERY_ID or --last (one of them)")
         if not keywords:
             raise UsageError("refine needs --keywords")
-        qid = last_query_id(self.conn) if last else query_id
+        qid = last_query_id(self.conn) if query_id is None else query_id
         q = require_query(self.conn, qid)
-        return self.kb.query(q["question"], keywords, context=q["context"] or None, query_id=qid, **options)
+        return cast("QueryResult", self.kb.query(q["question"], keywords, context=q["context"] or None, query_id=qid,
+                                                **options))
 
     def last_query_id(self) -> int:
         return last_query_id(self.conn)

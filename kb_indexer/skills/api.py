@@ -11,7 +11,7 @@ import math
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
@@ -21,6 +21,12 @@ from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, 
 from kb_indexer.skills.source import skill_source
 from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
 from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.llm.config import LLMOptions
+    from kb_indexer.llm.structured import LLMClient
+    from kb_indexer.results import (SkillMatchResult, SkillRemoveResult, SkillSessionResetResult, SkillSessionResult,
+                                    SkillShowResult, SkillsListResult, SkillsLoadResult, SkillsSyncResult)
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -50,29 +56,31 @@ class SkillsAPI:
         self.conn = conn
         self.db_path = db_path
 
-    def sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
+    def sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> SkillsSyncResult:
         """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories;
         ``forget``: remembered directories to forget (their skills are dropped, in ``removed``)."""
         for d in [*(dirs or []), *(forget or [])]:
             _check_text(str(d), "a skills directory")
-        return sync_skills(self.conn, [str(d) for d in dirs or []], [str(d) for d in forget or []])
+        return cast("SkillsSyncResult", sync_skills(self.conn, [str(d) for d in dirs or []],
+                                                      [str(d) for d in forget or []]))
 
-    def all(self) -> dict:
-        return list_skills(self.conn)
+    def all(self) -> SkillsListResult:
+        return cast("SkillsListResult", list_skills(self.conn))
 
-    def show(self, name: str) -> dict:
-        return show_skill(self.conn, _check_text(name, "the skill name"))
+    def show(self, name: str) -> SkillShowResult:
+        return cast("SkillShowResult", show_skill(self.conn, _check_text(name, "the skill name")))
 
     def source(self, name: str) -> str:
         """The skill's SKILL.md as it is on disk now (its stored paths checked, no symlink followed)."""
         return skill_source(self.conn, _check_text(name, "the skill name"))
 
-    def remove(self, name: str) -> dict:
-        return remove_skill(self.conn, _check_text(name, "the skill name"))
+    def remove(self, name: str) -> SkillRemoveResult:
+        return cast("SkillRemoveResult", remove_skill(self.conn, _check_text(name, "the skill name")))
 
     def match(self, message: str, top: int = 3, min_score: float | None = None, *,
-                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None,
-                     session: str | None = None, evict_after: int = 3, max_loaded: int = 5) -> dict:
+                     use_llm: bool = False, candidates: int = 20, llm: LLMOptions | None = None,
+                     client: LLMClient | None = None, session: str | None = None, evict_after: int = 3,
+                     max_loaded: int = 5) -> SkillMatchResult:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
 
         The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
@@ -105,20 +113,22 @@ class SkillsAPI:
             out["session"] = record_turn(self.conn, index, message, [m["name"] for m in out["matched"]],
                                          session_opts)
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return out
+        return cast("SkillMatchResult", out)
 
-    def session(self, session: str, reset: bool = False) -> dict:
+    def session(self, session: str, reset: bool = False) -> SkillSessionResult | SkillSessionResetResult:
         """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
         with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
         sid = check_session_id(session)
-        return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
+        if reset:
+            return cast("SkillSessionResetResult", reset_session(self.conn, sid))
+        return cast("SkillSessionResult", show_session(self.conn, sid))
 
-    def load(self, session: str, budget: int | None = None) -> dict:
+    def load(self, session: str, budget: int | None = None) -> SkillsLoadResult:
         """The loaded skills of a session, bodies included, most important first, within ``budget``
         estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
         if budget is not None:
             _check_int(budget, "--budget", 1, 10_000_000)
-        return load_skills(self.conn, check_session_id(session), budget)
+        return cast("SkillsLoadResult", load_skills(self.conn, check_session_id(session), budget))
 
 
 def _check_message(message: Any) -> None:
