@@ -17,9 +17,10 @@ from typing import Any
 from kb_indexer import __version__
 from kb_indexer.config import find_db, stored_root_path
 from kb_indexer.llm import cache as llm_cache
-from kb_indexer.llm.base import LLMError, ProbeResult
+from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.registry import make_backend
+from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import connect
 from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
@@ -86,7 +87,7 @@ def model_label(backend: str, model: str | None, enabled: bool) -> str:
     return f"not set (the {backend} server's default model answers)"
 
 
-def _probe(backend, timeout: float):
+def _probe(backend: Backend, timeout: float) -> ProbeResult:
     """``backend.probe``; a backend that fails in a way it did not map is reported, not raised."""
     try:
         return backend.probe(timeout)
@@ -96,7 +97,7 @@ def _probe(backend, timeout: float):
         return ProbeResult(url=None, reachable=True, error=f"the probe failed: {type(exc).__name__}: {exc}"[:300])
 
 
-def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> None:
+def _roundtrip(config: LLMConfig, backend: Backend, report: dict[str, Any], problems: list[str]) -> None:
     client = LLMClient(replace(config, retries=0, use_cache=False), backend=backend)
     started = time.monotonic()
     try:

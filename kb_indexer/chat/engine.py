@@ -30,15 +30,18 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, ToolCall
+from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, Tool, ToolCall
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.markdown import render_query
+
+if TYPE_CHECKING:
+    from kb_indexer.results import FeedbackResult, SkillsSyncResult, StoredMessage
 
 RETRIEVE = 5
 CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
@@ -107,7 +110,7 @@ class ChatEngine:
             raise
         return engine
 
-    def sync_skills(self) -> dict[str, Any] | None:
+    def sync_skills(self) -> SkillsSyncResult | None:
         """Bring the skills up to date at start (the remembered directories and ``KBINDEX_SKILLS``; only
         changed files are read). A failure leaves the indexed skills as they are."""
         try:
@@ -158,7 +161,7 @@ class ChatEngine:
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
         skills = self.kb.skills.match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
-        if skills["newly_loaded"] or skills["evicted"]:
+        if skills is not None and (skills["newly_loaded"] or skills["evicted"]):   # a session turn: never None
             yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
         retrieved = self._retrieve(norm)
         if retrieved is not None:
@@ -211,18 +214,19 @@ class ChatEngine:
     def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
         parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
         try:
-            loaded = self.kb.skills.load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+            skills = self.kb.skills.load(self.session_id, budget=int(self.window * SKILLS_SHARE))["markdown"]
         except NotFoundError:          # no turn yet: no skill session
-            loaded = {"markdown": ""}
-        if loaded["markdown"]:
-            parts.append("# Skills loaded for this conversation\n\n" + loaded["markdown"])
+            skills = ""
+        if skills:
+            parts.append("# Skills loaded for this conversation\n\n" + skills)
         if retrieved is not None:
             parts.append(retrieved["markdown"])
         if summary:
             parts.append("# Summary of the earlier conversation\n\n" + summary)
         return "\n\n".join(parts)
 
-    def _messages(self, norm: str, retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict | None]:
+    def _messages(self, norm: str,
+                  retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """System + recent turns + the message, compressed when over 80% of the window."""
         summary, recent = self._conversation(norm)
         messages = [{"role": "system", "content": self._system(retrieved, summary)},
@@ -244,8 +248,8 @@ class ChatEngine:
         """(the rolling summary, refreshed; the turns it does not cover, verbatim)."""
         built = self.kb.context.build(self.session_id, norm, use_llm=False)
         summary = built["summary"]
-        through = summary["covers_through"] if summary else 0
-        recent = []
+        through = (summary["covers_through"] or 0) if summary else 0
+        recent: list[dict[str, Any]] = []
         if built["stats"]["session_messages"]:
             recent = [{"role": m["role"], "content": m["content"]}
                       for m in self.kb.context.show(self.session_id)["messages"] if m["seq"] > through]
@@ -261,7 +265,7 @@ class ChatEngine:
         quarter of the window): servers that count both refuse a prompt that leaves none."""
         return max(256, self.window - min(self.client.config.max_tokens_cap, self.window // 4))
 
-    def _answer(self, messages: list[dict[str, Any]]) -> Iterator[Event]:
+    def _answer(self, messages: list[dict[str, Any]]) -> Generator[Event, None, str | None]:
         """Stream the model's answer, running its tool calls; the answer, or None after an error event."""
         msgs = [Message(m["role"], m.get("content") or "") for m in messages]
         answer = ""
@@ -298,14 +302,16 @@ class ChatEngine:
             self.last_query_id = info["query_id"]
         self.last_paths += info.get("paths") or []
 
-    def _ask(self, msgs: list[Message], tools: list | None) -> Iterator[Event]:
+    def _ask(self, msgs: list[Message],
+             tools: list[Tool] | None) -> Generator[Event, None, tuple[str, list[ToolCall]]]:
         """One model call: (text, tool calls), streaming text events."""
         if not self.stream:
             completion = self.client.chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap)
             if completion.text:
                 yield Event("text", {"text": completion.text})
             return completion.text or "", list(completion.tool_calls)
-        text, calls = [], []
+        text: list[str] = []
+        calls: list[ToolCall] = []
         for chunk in self.client.stream_chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap):
             if chunk.text:
                 text.append(chunk.text)
@@ -340,13 +346,13 @@ class ChatEngine:
             return {"loaded": [], "skills": []}
         return {"loaded": state["loaded"], "skills": state["skills"]}
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[StoredMessage]:
         try:
             return self.kb.context.show(self.session_id)["messages"]
         except NotFoundError:
             return []
 
-    def feedback(self, helpful: list[str], not_helpful: list[str]) -> dict[str, Any]:
+    def feedback(self, helpful: list[str], not_helpful: list[str]) -> FeedbackResult:
         if self.source.mode != "kb":
             raise UsageError("feedback needs a knowledge base: free mode retrieves nothing")
         if self.last_query_id is None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -14,6 +15,12 @@ from kb_indexer import __version__
 from kb_indexer.cli.output import Format, dumps, echo
 from kb_indexer.cli.registry import COMMANDS, load
 from kb_indexer.errors import KbError
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context   # the click that Typer vendors (its Group's types)
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.llm.config import EmbedOptions
 
 
 def _explicit_format(args: list[str]) -> str | None:
@@ -33,14 +40,14 @@ def _explicit_format(args: list[str]) -> str | None:
 
 def _default_format(group: TyperGroup, args: list[str]) -> str | None:
     """The --format default of the command ``args`` name (``export`` defaults to json)."""
-    command = group
+    command: Command | None = group
     for a in args:
         if not isinstance(command, TyperGroup):
             break
         if a.startswith("-"):
             continue
         try:
-            command = command.get_command(None, a)  # type: ignore[arg-type] - neither lookup uses the context
+            command = command.get_command(None, a)  # type: ignore[arg-type]  # neither lookup uses the context
         except Exception:  # noqa: BLE001 - only deciding how to print an error
             return None
     if command is None or command is group:
@@ -60,9 +67,10 @@ def _json_requested(args: list[str], group: TyperGroup | None = None) -> bool:
     return group is not None and _default_format(group, args) == "json"
 
 
-def report_error(code: str, message: str, exit_code: int, json_mode: bool, details: dict | None = None) -> None:
+def report_error(code: str, message: str, exit_code: int, json_mode: bool,
+                 details: dict[str, Any] | None = None) -> None:
     if json_mode:
-        err = {"code": code, "message": message}
+        err: dict[str, Any] = {"code": code, "message": message}
         if details:
             err["details"] = details
         sys.stderr.write(dumps({"error": err, "exit_code": exit_code}) + "\n")
@@ -78,7 +86,9 @@ def internal_message(exc: BaseException) -> str:
 class KbGroup(TyperGroup):
     """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        extra["windows_expand_args"] = windows_expand_args
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
@@ -127,10 +137,10 @@ class KbGroup(TyperGroup):
         sys.exit(code)
 
     # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(dict.fromkeys([*COMMANDS, *super().list_commands(ctx)]))
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: Context, name: str) -> Command | None:
         command = super().get_command(ctx, name)
         if command is None:
             command = load(app, name)
@@ -175,7 +185,7 @@ KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root
                                                show_default=False)]
 
 
-def open_kb(db: Optional[Path], kb: Optional[Path]):
+def open_kb(db: Optional[Path], kb: Optional[Path]) -> KnowledgeBase:
     # lazy: the API (sqlite3, the store) is not imported by --help or --version
     from kb_indexer.api import KnowledgeBase
     return KnowledgeBase.open(db, kb)
@@ -192,7 +202,7 @@ EmbedModelOpt = Annotated[Optional[str], typer.Option(
     "nomic-embed-text, gemini-embedding-001, the server's first, all-MiniLM-L6-v2).", show_default=False)]
 
 
-def embed_options(backend: Optional[str] = None, model: Optional[str] = None):
+def embed_options(backend: Optional[str] = None, model: Optional[str] = None) -> EmbedOptions:
     """The embedding flags of one command (:class:`kb_indexer.llm.config.EmbedOptions`)."""
     # lazy: the LLM settings (.env rules) only for the commands with embedding options
     from kb_indexer.llm.config import EmbedOptions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional, TypeVar
 
 import typer
 
@@ -12,10 +12,11 @@ from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.cli.output import Format, _console, emit, report_documents
 
+T = TypeVar("T")
 NoLlmOpt = Annotated[bool, typer.Option("--no-llm", help="Use the statistical keyphrase extractor only.")]
 
 
-def run_with_progress(label: str, fn):
+def run_with_progress(label: str, fn: Callable[[Callable[[int, int], None] | None], T]) -> T:
     """``fn(progress)`` with a progress bar on stderr when it is a terminal (stdout is only the result)."""
     if not sys.stderr.isatty():
         return fn(None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 
 import typer
 
@@ -13,6 +13,9 @@ from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.report import SECTIONS, count_line
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 
 @app.command()
@@ -37,7 +40,7 @@ def history(
                      columns=("filepath", "helpful", "attempt_id", "processed"))
 
 
-def _history_line(q: dict) -> str:
+def _history_line(q: Mapping[str, Any]) -> str:
     """``[1] "How does AlphaGo work?" (2 attempts, 1 hour ago)``, then its context and feedback if any."""
     line = f"[{q['query_id']}] {q['summary']}"
     more = ([f"context: {q['context']}"] if q.get("context") else [])
@@ -47,7 +50,7 @@ def _history_line(q: dict) -> str:
     return line + ("\n    " + " · ".join(more) if more else "")
 
 
-def _render_history(data: dict) -> None:
+def _render_history(data: Mapping[str, Any]) -> None:
     """The design's history listing, one query per line (stdout is only the result)."""
     lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
     echo("\n".join(lines) + "\n")
@@ -127,7 +130,7 @@ def feedback(
              rows="recorded", columns=("filepath", "helpful", "attempt_id"))
 
 
-def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
+def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]:
     detail = k.learning.history(query_id)
     if not detail["attempts"]:
         raise UsageError(f"query {query_id} has no attempts to review")
@@ -160,7 +163,7 @@ def learn(
     echo(learn_report(result, reprocess=reprocess))
 
 
-def learn_report(result: dict, *, reprocess: bool = False) -> str:
+def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     """The design's `learn` output: suggestions by section, each a readable line with its reason."""
     mark = "~" if result["dry_run"] else "✓"
     lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "

@@ -13,7 +13,7 @@ Reuse in a command::
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
@@ -43,9 +43,9 @@ def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_c
     return LLMOptions(backend=backend, model=model, no_cache=no_cache, timeout=timeout)
 
 
-def warn_llm(result: dict[str, Any]) -> None:
+def warn_llm(result: Mapping[str, Any]) -> None:
     """Warn on stderr when a result says the LLM was tried but not used (or not for every batch)."""
-    info = result.get("llm") if isinstance(result, dict) else None
+    info = result.get("llm") if isinstance(result, Mapping) else None
     if not info or not info.get("error") or info.get("backend") == "none":
         return
     fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""

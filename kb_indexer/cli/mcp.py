@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -68,7 +69,7 @@ def mcp(
         raise
 
 
-def _serve_stdio(db_path) -> None:
+def _serve_stdio(db_path: Path) -> None:
     """The first line of stdin is read (and an initialize request answered) before the SDK is imported."""
     first_line, answered = answer_first_line(__version__)
     try:

@@ -9,14 +9,19 @@ every control character).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from kb_indexer.errors import KbError
 from kb_indexer.notices import warn as _warn
 from kb_indexer.safe_write import write_atomic
 from kb_indexer.text import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 
 class Format(str, Enum):
@@ -33,7 +38,7 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def write_file(path, text: str) -> None:
+def write_file(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically (:mod:`kb_indexer.safe_write`)."""
     try:
         write_atomic(path, text)
@@ -58,7 +63,7 @@ def warn_shown(count: int, total: int) -> None:
     warn(f"showing {count} of {total} documents (--limit 0 for all)")
 
 
-def report_documents(result: dict) -> None:
+def report_documents(result: Mapping[str, Any]) -> None:
     """(enrich, sync --enrich) Failed documents, LLM failures and generated text dropped per document; a missing LLM backend once."""
     for d in result.get("documents") or []:
         if d["action"] == "failed":
@@ -75,7 +80,7 @@ def report_documents(result: dict) -> None:
         warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")
 
 
-def _console(stderr: bool = False):
+def _console(stderr: bool = False) -> Console:
     from rich.console import Console  # lazy: rich, only for table output (a JSON run never imports it)
     stream = sys.stderr if stderr else sys.stdout
     # Piped output is not squeezed into 80 columns: paths and keywords stay whole.
@@ -94,7 +99,7 @@ def _str(value: Any) -> str:
     return str(value)
 
 
-def _cell(value: Any):
+def _cell(value: Any) -> Text:
     """A table cell as plain, terminal-safe text: user data (titles, paths, keywords, messages) is never
     Rich markup (``[bold]``, ``[/]``), emoji codes (``:smile:``) or an escape sequence."""
     from rich.text import Text  # lazy: rich, only for table output

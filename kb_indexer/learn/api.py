@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast, overload
 
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
@@ -20,7 +20,7 @@ from kb_indexer.store.errors import translating
 
 if TYPE_CHECKING:
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryResult,
-                                    LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
+                                    HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
 
 
 class Querying(Protocol):
@@ -44,7 +44,14 @@ class LearningAPI:
         self.conn = kb.conn
         self.db_path = kb.db_path
 
+    @overload
+    def history(self, query_id: None = None, limit: int = 10) -> HistoryListResult: ...
+
+    @overload
+    def history(self, query_id: int, limit: int = 10) -> HistoryDetailResult: ...
+
     def history(self, query_id: int | None = None, limit: int = 10) -> HistoryResult:
+        """The recent queries (``query_id`` None), or one query with its attempts and feedback."""
         return cast("HistoryResult", history_list(self.conn, limit) if query_id is None
                     else history_detail(self.conn, query_id))
 

@@ -111,7 +111,7 @@ class _Tally:
         if not isinstance(exc, LLMBadResponse):
             self.give_up = True
 
-    def report(self, client: Any) -> dict[str, Any]:
+    def report(self, client: LLMClient) -> dict[str, Any]:
         fallback = "lexical" if self.lexical else None
         out = client.report(used=self.llm > 0, fallback=fallback, error=self.error)
         out["batches"] = {"total": self.llm + self.lexical, "llm": self.llm, "lexical": self.lexical}

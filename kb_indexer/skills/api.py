@@ -11,7 +11,7 @@ import math
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
@@ -114,6 +114,12 @@ class SkillsAPI:
                                          session_opts)
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return cast("SkillMatchResult", out)
+
+    @overload
+    def session(self, session: str, reset: Literal[False] = False) -> SkillSessionResult: ...
+
+    @overload
+    def session(self, session: str, reset: bool) -> SkillSessionResult | SkillSessionResetResult: ...
 
     def session(self, session: str, reset: bool = False) -> SkillSessionResult | SkillSessionResetResult:
         """A match session's state (turn, skills with priority, match count, last matched turn, loaded);

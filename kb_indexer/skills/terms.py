@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 from kb_indexer.search.terms import STOPWORDS, is_stopword, split_term
 
@@ -44,11 +45,11 @@ def stem(word: str) -> str:
     stays ``news``): the same function on both sides of a match. Non-ASCII and short words stay as they are."""
     if not word.isascii() or not word.isalpha() or len(word) <= 3:
         return word
-    return _english().stemWord(word)
+    return str(_english().stemWord(word))
 
 
 @lru_cache(maxsize=1)
-def _english():
+def _english() -> Any:  # a snowballstemmer stemmer (the package has no type hints)
     import snowballstemmer  # lazy: snowballstemmer, only when a text is stemmed (PyStemmer's C code when installed)
 
     return snowballstemmer.stemmer("english")
