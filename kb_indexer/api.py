@@ -92,10 +92,23 @@ def documented_error(exc: BaseException) -> KbError | None:
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase:
+    _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
+
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
         self.kb_root = kb_root
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._conn
+
+    @conn.setter
+    def conn(self, value: sqlite3.Connection) -> None:
+        """A new connection (e.g. the index reopened): the sub-APIs built on the old one are built again."""
+        self._conn = value
+        for name in self._SUB_APIS:
+            self.__dict__.pop(name, None)
 
     # -- feature sub-APIs (built on first use; each imports its feature package) -----------
     @cached_property

@@ -34,3 +34,4 @@ def test_a_sub_api_write_to_a_read_only_index_is_read_only(kb, tmp_path, name):
         WRITES[name](kb, tmp_path / "skills")
     assert not isinstance(info.value, sqlite3.Error)
     assert info.value.code == "read_only" and str(kb.db_path) in info.value.message
+
