@@ -145,7 +145,7 @@ class KnowledgeBase:
 
     @cached_property
     def _index(self) -> IndexAPI:
-        """The indexer behind the document, stale-check and export/import methods below."""
+        """The indexer behind the document and export/import methods below."""
         # lazy: index.sync and its file readers stay off the cold search path
         from kb_indexer.index.api import IndexAPI
         return IndexAPI(self.conn, self.kb_root, self.db_path)
@@ -417,7 +417,9 @@ class KnowledgeBase:
     def stale(self, full: bool = False) -> StaleResult:
         """Which files changed on disk since the last sync (stats only; see
         :func:`kb_indexer.index.stale.check` for the quick mode of large knowledge bases)."""
-        return self._index.stale(full)
+        # lazy: the stale check (dataclasses, the walk) is kept off the cold search path; a query runs it
+        from kb_indexer.index.stale import check
+        return cast("StaleResult", check(self.conn, self.kb_root, full=full))
 
     # -- LLM cache and doctor ------------------------------------------------------------
     def cache_stats(self) -> CacheStatsResult:

@@ -1,5 +1,5 @@
-"""The indexing operations behind :class:`kb_indexer.api.KnowledgeBase`'s document, stale-check and
-export/import methods, built on first use: a cold ``kbindex search`` never imports the indexer
+"""The indexing operations behind :class:`kb_indexer.api.KnowledgeBase`'s document and export/import
+methods, built on first use: a cold ``kbindex search`` or ``query`` never imports the indexer
 (:mod:`kb_indexer.index.sync` and what it reads files with)."""
 
 from __future__ import annotations
@@ -9,20 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.index.similarity_sync import adopt_unchanged_files, import_similarities
-from kb_indexer.index.stale import check
 from kb_indexer.index.sync import Progress, add_document, remove_document, sync, update_document
 from kb_indexer.store.errors import translating
 from kb_indexer.store.export import export_all, import_all
 
 if TYPE_CHECKING:
     from kb_indexer.results import (DocumentResult, ExportResult, ImportResult, ImportSimilaritiesResult, RemoveResult,
-                                    StaleResult, SyncResult)
+                                    SyncResult)
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class IndexAPI:
     """Files into the index and the index out to JSON: add, update, remove, sync, import_similarities,
-    stale, export, import_."""
+    export, import_."""
 
     def __init__(self, conn: sqlite3.Connection, kb_root: Path, db_path: Path | None = None) -> None:
         self.conn = conn
@@ -43,9 +42,6 @@ class IndexAPI:
 
     def import_similarities(self, path: str) -> ImportSimilaritiesResult:
         return cast("ImportSimilaritiesResult", import_similarities(self.conn, Path(path).expanduser()))
-
-    def stale(self, full: bool = False) -> StaleResult:
-        return cast("StaleResult", check(self.conn, self.kb_root, full=full))
 
     def export(self) -> ExportResult:
         return cast("ExportResult", export_all(self.conn))
