@@ -4,7 +4,7 @@
     python3 bench/context_eval.py --llm-backend openai   # also the configured backend (--llm-model, --llm-limit N)
     python3 bench/context_eval.py --sizes 20,60 --seeds 2 --json out.json
 
-What it measures (one process, the code path of ``kbindex context compress``: KnowledgeBase.context_compress
+What it measures (one process, the code path of ``kbindex context compress``: KnowledgeBase.context.compress
 on a throw-away index, which holds the LLM cache):
 
 1. Conversations from :mod:`bench.context_conv` (20-200 exchanges built from the bundled knowledge base,
@@ -134,9 +134,9 @@ def run_one(kb: Any, conv: dict[str, Any], level: int, kind: str, args: argparse
     payload = {"messages": conv["messages"], "skills": conv["skills"]}
     client = make_client(kind, kb, args)
     started = time.perf_counter()
-    out = kb.context_compress(payload, window=window, use_llm=client is not None, client=client)
+    out = kb.context.compress(payload, window=window, use_llm=client is not None, client=client)
     elapsed = (time.perf_counter() - started) * 1000
-    again = kb.context_compress(payload, window=window, use_llm=client is not None, client=client)
+    again = kb.context.compress(payload, window=window, use_llm=client is not None, client=client)
     if client is not None:
         client.close()
     st = out["stats"]

@@ -30,7 +30,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=400)
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()
-    from kb_indexer.llm import embed_index, local_backend
+    from kb_indexer.embed import index as embed_index
+    from kb_indexer.llm import local_backend
     from kb_indexer.llm.config import EmbedOptions, resolve_embed
 
     corpus, _, _ = load(args.data)
@@ -45,7 +46,7 @@ def main() -> None:
         ids = [r[0] for r in kb.conn.execute("SELECT id FROM documents ORDER BY id")]
         texts = [c for d in embed_index._texts(kb.conn, ids) for c in d[2]]   # what kbindex sends
         t = time.perf_counter()
-        out = kb.embed(embed=EmbedOptions(backend="local"), batch=args.batch)
+        out = kb.embeddings.embed(embed=EmbedOptions(backend="local"), batch=args.batch)
         ours = time.perf_counter() - t
         kb.close()
     t = time.perf_counter()

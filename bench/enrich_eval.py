@@ -10,7 +10,7 @@ One process, one run:
 1. Each document is written as ``<id>.md`` and indexed by the real ``sync`` (no keywords files).
 2. Before: ``query --method keyword`` (known keywords only: none yet), ``--method hybrid`` and
    ``--method fulltext`` nDCG@10 / Recall@100 over every judged query (not recorded in the history).
-3. ``KnowledgeBase.enrich(all_=True, use_llm=False)`` -- the code path of ``kbindex enrich --all
+3. ``KnowledgeBase.enrich.documents(all_=True, use_llm=False)`` -- the code path of ``kbindex enrich --all
    --no-llm``: read, corpus statistics, extraction, merge, keywords files written, indexed. Its
    throughput (documents/s) counts all of it.
 4. After: the same queries again, now with the generated keywords.
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in ("keyword", "hybrid", "fulltext"):
             rows.append((f"{m}, no keywords", *measure(kb, queries, qrels, m)))
         t = time.perf_counter()
-        res = kb.enrich(all_=True, use_llm=False)
+        res = kb.enrich.documents(all_=True, use_llm=False)
         secs = time.perf_counter() - t
         assert res["failed"] == 0 and res["enriched"] == n_docs, {k: v for k, v in res.items() if k != "documents"}
         rate = n_docs / secs
@@ -128,10 +128,10 @@ def llm_rows(corpus, root: Path, args, queries, qrels):
     kb, _, _ = build_kb(corpus, root)
     first = [f"{d['_id']}.md" for d in corpus[:args.llm_docs]]
     t = time.perf_counter()
-    res = kb.enrich(first, llm=LLMOptions(backend=args.llm_backend))
+    res = kb.enrich.documents(first, llm=LLMOptions(backend=args.llm_backend))
     secs = time.perf_counter() - t
     print(f"LLM {args.llm_backend}: {res['methods']} in {secs:.1f}s; {res['llm']}", file=sys.stderr)
-    kb.enrich(all_=True, use_llm=False)
+    kb.enrich.documents(all_=True, use_llm=False)
     out = [(f"{m}, llm {args.llm_docs} + stat", *measure(kb, queries, qrels, m)) for m in ("keyword", "hybrid")]
     kb.close()
     return out

@@ -61,21 +61,21 @@ def main() -> None:
             helpful = [r["filepath"] for r in res["results"][:20] if rels.get(doc_id(r["filepath"]), 0) > 0]
             not_helpful = [r["filepath"] for r in res["results"][:10] if rels.get(doc_id(r["filepath"]), 0) <= 0]
             if helpful or not_helpful:
-                kb.feedback(res["query_id"], helpful, not_helpful, attempt_id=res["attempt_id"])
+                kb.learning.feedback(res["query_id"], helpful, not_helpful, attempt_id=res["attempt_id"])
                 n_help += len(helpful)
                 n_not += len(not_helpful)
         feedback_s = time.perf_counter() - t
 
-        dry = kb.learn(dry_run=True)
+        dry = kb.learning.learn(dry_run=True)
         dry_train = evaluate(kb, train, qrels, args.method)
         dry_test = evaluate(kb, test, qrels, args.method)
 
         t = time.perf_counter()
-        learned = kb.learn()
+        learned = kb.learning.learn()
         learn_s = time.perf_counter() - t
         after_train = evaluate(kb, train, qrels, args.method)
         after_test = evaluate(kb, test, qrels, args.method)
-        again = kb.learn()
+        again = kb.learning.learn()
         kb.close()
 
     summ = learned["summary"]

@@ -64,7 +64,7 @@ def dense_runs(kb, queries, limit: int, embed_opts) -> tuple[dict[str, list[str]
     """Best-chunk cosine ranking straight from the index's vectors (what RRF fuses), and the seconds the
     embedding model takes per question."""
     from kb_indexer.llm.config import resolve_embed
-    from kb_indexer.llm.embed_query import dense_source
+    from kb_indexer.embed.query import dense_source
     from kb_indexer.llm.embedding import EmbedClient
     from kb_indexer.search.semantic import run as run_dense
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             from kb_indexer.llm.config import EmbedOptions
 
             embed_opts = EmbedOptions(backend=args.embed, model=args.embed_model)
-            res = kb.embed(embed=embed_opts)
+            res = kb.embeddings.embed(embed=embed_opts)
             print(f"embed ({res['backend']} {res['model']}, {res['dim']} dims): {res['chunks']} chunks of "
                   f"{res['embedded']} documents in {res['seconds']:.1f}s ({res['chunks'] / res['seconds']:.1f} "
                   f"chunks/s, {res['requests']} requests)", file=sys.stderr)

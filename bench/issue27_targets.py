@@ -45,7 +45,7 @@ def skills_heldout() -> None:
         root = Path(tmp)
         (root / "kb").mkdir()
         kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
-        kb.skills_sync([str(se.write_skills(catalog, root))])
+        kb.skills.sync([str(se.write_skills(catalog, root))])
         for label, path in se.HELD_OUT_SETS:
             queries = se.read_jsonl(path)
             ours = se.evaluate(queries, se.run_kbindex(kb, queries)[0])

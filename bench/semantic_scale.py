@@ -53,7 +53,7 @@ def build(root: Path, docs: int, vocab: Vocabulary) -> dict:
     kb.sync()
     synced = time.perf_counter() - t
     t = time.perf_counter()
-    out = kb.embed(embed=EmbedOptions(backend="fake-embed", model="fake-embed-384"), batch=256)
+    out = kb.embeddings.embed(embed=EmbedOptions(backend="fake-embed", model="fake-embed-384"), batch=256)
     embedded = time.perf_counter() - t
     chunks = kb.conn.execute("SELECT count(*) FROM embedding_chunks").fetchone()[0]
     kb.close()

@@ -10,7 +10,7 @@ What it measures (one process):
 
 1. Every catalog entry becomes ``<tmp>/skills/<name>/SKILL.md`` (front matter name + description, written
    with a YAML emitter; no body: the catalog has none), indexed by the real ``skills sync``.
-2. Every query of ``queries_dev.jsonl`` goes through :meth:`KnowledgeBase.skills_match` (``use_llm=False``),
+2. Every query of ``queries_dev.jsonl`` goes through ``KnowledgeBase.skills.match`` (``use_llm=False``),
    the code path of ``kbindex skills match --no-llm``. Latency is per call, in-process, twice: "warm" with
    the matcher's in-memory index kept between calls (a long-lived process using the Python API), and
    "fresh" with that index dropped before every call, which is what one ``kbindex skills match`` process
@@ -152,12 +152,12 @@ def _prf(tp: int, fp: int, fn: int) -> dict[str, Any]:
 
 def run_kbindex(kb: KnowledgeBase, queries: list[dict[str, Any]], **kw: Any) -> tuple[list[list[str]], list[float], float]:
     first = time.perf_counter()
-    kb.skills_match("warm up", use_llm=False, **kw)
+    kb.skills.match("warm up", use_llm=False, **kw)
     first_ms = (time.perf_counter() - first) * 1000
     preds, times = [], []
     for q in queries:
         t = time.perf_counter()
-        out = kb.skills_match(q["query"], use_llm=False, **kw)
+        out = kb.skills.match(q["query"], use_llm=False, **kw)
         times.append((time.perf_counter() - t) * 1000)
         preds.append([m["name"] for m in out["matched"]])
     return preds, times, first_ms
@@ -171,7 +171,7 @@ def fresh_times(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> list[float]
     for q in queries:
         match._CACHE.clear()
         t = time.perf_counter()
-        kb.skills_match(q["query"], use_llm=False)
+        kb.skills.match(q["query"], use_llm=False)
         times.append((time.perf_counter() - t) * 1000)
     return times
 
@@ -187,7 +187,7 @@ def run_llm(kb: KnowledgeBase, queries: list[dict[str, Any]], opts: LLMOptions) 
     preds, times, tokens, fallbacks = [], [], [], []
     for i, q in enumerate(queries):
         t = time.perf_counter()
-        out = kb.skills_match(q["query"], use_llm=True, llm=opts)
+        out = kb.skills.match(q["query"], use_llm=True, llm=opts)
         times.append((time.perf_counter() - t) * 1000)
         if i == 0 and out["fallback_reason"] and out["llm"] and out["llm"].get("called"):
             print(f"\nLLM matcher: {config.backend} not usable ({out['fallback_reason']}): skipped")
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         skills = write_skills(catalog, root)
         kb, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
         t = time.perf_counter()
-        synced = kb.skills_sync([str(skills)])
+        synced = kb.skills.sync([str(skills)])
         print(f"skills sync: {synced['skills']} skills, {len(synced['errors'])} errors, "
               f"{(time.perf_counter() - t) * 1000:.0f} ms; {len(queries)} dev queries")
         preds, times, first_ms = run_kbindex(kb, queries)

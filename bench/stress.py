@@ -265,7 +265,7 @@ def add_feedback(db: Path, kbdir: Path, rng: random.Random, n: int) -> None:
             out = handle.query(" ".join(rng.sample(vocab, 2)))
             paths = [r["filepath"] for r in out["results"]]
             if paths:
-                handle.feedback(out["query_id"], paths[:1], paths[1:2])
+                handle.learning.feedback(out["query_id"], paths[:1], paths[1:2])
     finally:
         handle.close()
 

@@ -3,6 +3,15 @@
     from kb_indexer.api import KnowledgeBase
     with KnowledgeBase.open() as kb:
         print(kb.search(["reinforcement learning"]))
+        print(kb.skills.match("turn off the TV"))
+
+The facade keeps opening and closing, documents, keywords, similarities, search and query, the stale
+check, the LLM cache, export/import and stats. Each feature has its own sub-API, built on first use
+(the sqlite-utils ``db.table()`` pattern, so a cold ``search`` imports none of them):
+``kb.skills`` (:class:`~kb_indexer.skills.api.SkillsAPI`), ``kb.context``
+(:class:`~kb_indexer.context.api.ContextAPI`), ``kb.learning`` (:class:`~kb_indexer.learn.api.LearningAPI`),
+``kb.enrich`` (:class:`~kb_indexer.enrich.api.EnrichAPI`) and ``kb.embeddings``
+(:class:`~kb_indexer.embed.api.EmbeddingsAPI`).
 
 Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 """
@@ -11,24 +20,42 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import check_context, check_id, check_keyword, check_utf8
-from kb_indexer.learn.api import LearningAPI
-from kb_indexer.skills.api import SkillsAPI
-from kb_indexer.context.api import ContextAPI
-from kb_indexer.enrich.api import EnrichAPI
+from kb_indexer.limits import check_context, check_keyword, check_utf8
+from kb_indexer.index.paths import to_relative
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.search.keyword import keyword_search
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
-from kb_indexer.store.errors import from_sqlite, translating
+from kb_indexer.store.errors import from_sqlite, translate, translating
+from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
-from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
+from kb_indexer.store.provenance import lift
+from kb_indexer.store.similarities import SIMILARITY_TYPES, delete_similarity, neighbours, upsert_similarity
+from kb_indexer.store.similarity_export import editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
+
+if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see the properties below)
+    from kb_indexer.context.api import ContextAPI
+    from kb_indexer.embed.api import EmbeddingsAPI
+    from kb_indexer.enrich.api import EnrichAPI
+    from kb_indexer.index.api import IndexAPI
+    from kb_indexer.learn.api import LearningAPI
+    from kb_indexer.skills.api import SkillsAPI
+    from kb_indexer.embed.index import Progress
+    from kb_indexer.llm.config import EmbedOptions, LLMOptions
+    from kb_indexer.results import (
+        CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DoctorResult, EmbedError, ExportResult,
+        ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
+        KeywordStatsResult, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, SearchResult, ShowResult,
+        SimilarResult, StaleResult, SyncResult, UnrelateResult,
+    )
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -56,16 +83,76 @@ def _keywords(values: Any, what: str = "keyword") -> None:
         _text(value, what, keyword=True)
 
 
+def documented_error(exc: BaseException) -> KbError | None:
+    """The documented :class:`KbError` an exception out of this API stands for (itself if it is one; a
+    database or file-system failure mapped to busy, read_only, disk_full, ...); None means a bug. Front
+    ends map what they catch with this."""
+    return translate(exc)
+
+
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
-class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
+class KnowledgeBase:
+    _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
+
     def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
         self.kb_root = kb_root
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._conn
+
+    @conn.setter
+    def conn(self, value: sqlite3.Connection) -> None:
+        """A new connection (e.g. the index reopened): the sub-APIs built on the old one are built again."""
+        self._conn = value
+        for name in self._SUB_APIS:
+            self.__dict__.pop(name, None)
+
+    # -- feature sub-APIs (built on first use; each imports its feature package) -----------
+    @cached_property
+    def skills(self) -> SkillsAPI:
+        """SKILL.md skills: ``sync``, ``all``, ``show``, ``source``, ``remove``, ``match``, ``session``, ``load``."""
+        from kb_indexer.skills.api import SkillsAPI  # lazy: the skills package stays off the cold search path
+        return SkillsAPI(self.conn, self.db_path)
+
+    @cached_property
+    def context(self) -> ContextAPI:
+        """Chat-context sessions: ``add``, ``build``, ``show``, ``reset``, ``sessions``, ``compress``."""
+        from kb_indexer.context.api import ContextAPI  # lazy: the context package stays off the cold search path
+        return ContextAPI(self.conn, self.db_path)
+
+    @cached_property
+    def learning(self) -> LearningAPI:
+        """History, feedback and learning: ``history``, ``feedback``, ``feedback_show``, ``learn``,
+        ``learned_list``, ``learned_remove``, ``clear_history``, ``refine``, ``last_query_id``."""
+        from kb_indexer.learn.api import LearningAPI  # lazy: learning's modules stay off the cold search path
+        return LearningAPI(self)
+
+    @cached_property
+    def enrich(self) -> EnrichAPI:
+        """Generated keywords and relations: ``documents``, ``sync``, ``suggest_similarities``."""
+        # lazy: the enrich package and the LLM client stay off the cold path
+        from kb_indexer.enrich.api import EnrichAPI
+        return EnrichAPI(self)
+
+    @cached_property
+    def embeddings(self) -> EmbeddingsAPI:
+        """The chunk vectors of semantic search: ``embed``."""
+        from kb_indexer.embed.api import EmbeddingsAPI  # lazy: embed/ (and numpy) stay off the cold search path
+        return EmbeddingsAPI(self.conn, self.db_path)
+
+    @cached_property
+    def _index(self) -> IndexAPI:
+        """The indexer behind the document and export/import methods below."""
+        # lazy: index.sync and its file readers stay off the cold search path
+        from kb_indexer.index.api import IndexAPI
+        return IndexAPI(self.conn, self.kb_root, self.db_path)
+
     # -- opening -------------------------------------------------------------------------
     @staticmethod
-    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike | None) -> Path:
+    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike[str] | None) -> Path:
         if kb:
             return Path(kb).expanduser().absolute()
         env = os.environ.get("KBINDEX_KB")
@@ -78,14 +165,14 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         return default_kb_root(db_path)
 
     @classmethod
-    def open(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None) -> "KnowledgeBase":
+    def open(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
         db_path = find_db(db)
         conn = open_db(db_path)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @classmethod
-    def init(cls, db: str | os.PathLike | None = None, kb: str | os.PathLike | None = None,
-             force: bool = False) -> tuple["KnowledgeBase", dict]:
+    def init(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None,
+             force: bool = False) -> tuple[KnowledgeBase, InitResult]:
         """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
         existed = db_path.is_file()
@@ -99,14 +186,9 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             except Exception:
                 pass
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
-        result = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
+        result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
-
-    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
-        for i in ids or []:
-            check_id(i, "learned item id")
-        return super().learned_remove(ids, all_)
 
     def close(self) -> None:
         self.conn.close()
@@ -118,59 +200,42 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         self.close()
 
     # -- documents -----------------------------------------------------------------------
-    def add(self, path: str, keywords_file: str | None = None) -> dict:
-        from kb_indexer.index.sync import add_document
-        return add_document(self.conn, self.kb_root, path, keywords_file)
+    def add(self, path: str, keywords_file: str | None = None) -> DocumentResult:
+        return self._index.add(path, keywords_file)
 
-    def update(self, path: str) -> dict:
-        from kb_indexer.index.sync import update_document
-        return update_document(self.conn, self.kb_root, path)
+    def update(self, path: str) -> DocumentResult:
+        return self._index.update(path)
 
-    def remove(self, path: str) -> dict:
-        from kb_indexer.index.sync import remove_document
-        return remove_document(self.conn, self.kb_root, path)
+    def remove(self, path: str) -> RemoveResult:
+        return self._index.remove(path)
 
-    def sync(self, directory: str | None = None, progress=None, *, embed: bool = False, embed_options: Any = None,
-             embed_progress=None) -> dict:
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
         """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
-        failure does not undo the sync: it is reported in the result's ``embed`` object (``error``)."""
-        from kb_indexer.index.sync import sync
-        result = sync(self.conn, self.kb_root, directory, progress)
+        failure does not undo the sync: it is reported in the result's ``embed`` object (``error``).
+        ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`)."""
+        result = self._index.sync(directory, progress)
         if embed:
             try:
-                result["embed"] = self.embed(embed=embed_options, progress=embed_progress)
+                result["embed"] = self.embeddings.embed(embed=embed_options, progress=embed_progress)
             except KbError as exc:
-                result["embed"] = {"error": exc.message, "code": exc.code, "details": exc.details or None}
+                failed: EmbedError = {"error": exc.message, "code": exc.code, "details": exc.details or None}
+                result["embed"] = failed
         return result
 
-    def embed(self, everything: bool = False, batch: int | None = None, *, embed: Any = None,
-              progress=None) -> dict:
-        """Embed the documents that changed since the last run (all with ``everything``) with the embedding
-        model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's newest
-        model, else ``KBINDEX_EMBED_*``, else Ollama's nomic-embed-text). ``batch``: texts per request."""
-        from kb_indexer.llm.embed_index import client_for, embed_documents
-
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 4096):
-            raise UsageError(f"batch must be between 1 and 4096 texts, got {batch!r}")
-        client = client_for(self.conn, embed, batch_size=batch)
-        try:
-            return embed_documents(self.conn, client, everything=everything, progress=progress)
-        finally:
-            client.close()
-
-    def _stored_path(self, path: str) -> str:
-        from kb_indexer.index.paths import to_relative
+    def stored_path(self, path: str) -> str:
+        """``path`` (absolute, or relative to the working directory or the KB root) as the index stores it."""
         return to_relative(self.kb_root, path, must_exist=False)
 
-    def list_docs(self) -> dict:
+    def list_docs(self) -> ListDocsResult:
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, d.updated_at, "
             "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
             "FROM documents d ORDER BY d.filepath")]
-        return {"documents": docs, "count": len(docs)}
+        return cast("ListDocsResult", {"documents": docs, "count": len(docs)})
 
-    def show(self, path: str) -> dict:
-        doc = require_document(self.conn, self._stored_path(path))
+    def show(self, path: str) -> ShowResult:
+        doc = require_document(self.conn, self.stored_path(path))
         return {
             "filepath": doc["filepath"], "title": doc["title"], "summary": doc["summary"],
             "keywords": [{"keyword": k["keyword"], "category": k["category"]}
@@ -179,10 +244,10 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         }
 
-    def keywords(self, path: str) -> dict:
-        doc = require_document(self.conn, self._stored_path(path))
+    def keywords(self, path: str) -> KeywordsResult:
+        doc = require_document(self.conn, self.stored_path(path))
         kws = document_keywords(self.conn, doc["id"])
-        return {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)}
+        return cast("KeywordsResult", {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)})
 
     # -- keywords ------------------------------------------------------------------------
     def _keyword_row(self, keyword: str) -> sqlite3.Row:
@@ -190,16 +255,16 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
-        return row
+        return cast(sqlite3.Row, row)
 
-    def docs(self, keyword: str) -> dict:
+    def docs(self, keyword: str) -> KeywordDocsResult:
         kw = self._keyword_row(keyword)
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, dk.category, dk.source FROM document_keywords dk "
             "JOIN documents d ON d.id = dk.document_id WHERE dk.keyword_id = ? ORDER BY d.filepath", (kw["id"],))]
-        return {"keyword": kw["display"], "documents": docs, "count": len(docs)}
+        return cast("KeywordDocsResult", {"keyword": kw["display"], "documents": docs, "count": len(docs)})
 
-    def stats(self, keyword: str) -> dict:
+    def stats(self, keyword: str) -> KeywordStatsResult:
         kw = self._keyword_row(keyword)
         doc_count = self.conn.execute("SELECT COUNT(*) FROM document_keywords WHERE keyword_id = ?",
                                       (kw["id"],)).fetchone()[0]
@@ -213,25 +278,26 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
 
     # -- similarities --------------------------------------------------------------------
     def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
-                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: Any = None) -> dict:
+                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: LLMOptions | None = None) -> SimilarResult:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
-        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.llm.context_match`)."""
+        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
         _check_type(sim_type)
         _text(user_context, "--user-context", context=True)
         kw = self._keyword_row(keyword)
         if user_context is not None:
-            from kb_indexer.llm.context_match import similar_in_context
-            return similar_in_context(self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type),
-                                      user_context, context_threshold, llm)
+            # lazy: the LLM client stays off the cold path
+            from kb_indexer.search.context_match import similar_in_context
+            return cast("SimilarResult", similar_in_context(
+                self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type), user_context, context_threshold,
+                llm))
         items = [{
             "keyword": r["keyword"], "similarity_type": r["similarity_type"], "context": r["context"],
             "score": r["score"], "directional": r["directional"], "direction": r["direction"],
         } for r in neighbours(self.conn, kw["id"], sim_type)]
-        return {"keyword": kw["display"], "similar_keywords": items, "count": len(items)}
+        return cast("SimilarResult", {"keyword": kw["display"], "similar_keywords": items, "count": len(items)})
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
-               directional: bool = False) -> dict:
-        from kb_indexer.store.provenance import lift
+               directional: bool = False) -> RelateResult:
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         _text(context, "context")
@@ -239,45 +305,40 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             ids = KeywordIds(self.conn)
             sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,
                                              directional, "person")
-            lift(self.conn, ids.get(keyword1), ids.get(keyword2), sim_type)  # a person's relation again
+            id1, id2 = ids.get(keyword1), ids.get(keyword2)   # both exist: upsert_similarity made them
+            assert id1 is not None and id2 is not None
+            lift(self.conn, id1, id2, sim_type)  # a person's relation again
         return {"action": "created" if created else "updated", "id": sid, "keyword1": keyword1,
                 "keyword2": keyword2, "type": sim_type, "context": context, "score": float(score),
                 "directional": directional}
 
-    def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> dict:
-        from kb_indexer.store.similarities import delete_similarity
+    def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> UnrelateResult:
         _check_type(sim_type)
         _keywords([keyword1, keyword2])
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
 
-    def import_similarities(self, path: str) -> dict:
-        from kb_indexer.index.sync import import_similarities
-        p = Path(path).expanduser()
-        return import_similarities(self.conn, p)
+    def import_similarities(self, path: str) -> ImportSimilaritiesResult:
+        return self._index.import_similarities(path)
 
-    def export_similarities(self, learned: bool = False) -> dict:
+    def export_similarities(self, learned: bool = False) -> ExportSimilaritiesResult:
         """The relations in the ``similarities.json`` format: ``{"similarities": [...]}``. By default those
         a person keeps in the editable file (from files, ``relate``, ``import-similarities``, with the
         scores they gave); ``learned=True`` adds learned relations and learned score changes. Importing
         the result into an empty index and exporting again gives the same data."""
-        from kb_indexer.store.similarity_export import editable_similarities
-        return {"similarities": editable_similarities(self.conn, learned)}
+        return cast("ExportSimilaritiesResult", {"similarities": editable_similarities(self.conn, learned)})
 
     # -- search --------------------------------------------------------------------------
-    def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict:
+    def search(self, keywords: list[str], mode: str = "or", limit: int | None = SEARCH_DEFAULT_LIMIT) -> SearchResult:
         """Documents tagged with the keywords (``limit`` 0 or None: all; ``total`` counts every match)."""
-        from kb_indexer.search.keyword import keyword_search
-        from kb_indexer.store.interrupt import interruptible
-
         _keywords(keywords)
 
         with interruptible(self.conn):
-            return keyword_search(self.conn, keywords, mode, limit)
+            return cast("SearchResult", keyword_search(self.conn, keywords, mode, limit))
 
     def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, embed: Any = None,
-              **options: Any) -> dict:
+              **options: Any) -> dict[str, Any]:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
@@ -307,7 +368,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
                           "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
-        from kb_indexer.llm.context_match import QueryContextScorer
+        from kb_indexer.search.context_match import QueryContextScorer
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
@@ -317,7 +378,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         out.update(scorer.report())
         return out
 
-    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict:
+    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict[str, Any]:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
         from kb_indexer.learn.apply import association_boosts
         from kb_indexer.learn.history import record
@@ -339,7 +400,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         embed = options.pop("embed", None)
         dense = None
         if options.get("method", "auto") != "keyword" and options.get("method") not in ("fulltext", "sqlite"):
-            from kb_indexer.llm.embed_query import dense_source
+            from kb_indexer.embed.query import dense_source
             dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
             out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder,
@@ -353,51 +414,51 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         from kb_indexer.search.markdown import render_query
         return render_query(self.query(question, keywords, **options))
 
-    def stale(self, full: bool = False) -> dict:
+    def stale(self, full: bool = False) -> StaleResult:
         """Which files changed on disk since the last sync (stats only; see
         :func:`kb_indexer.index.stale.check` for the quick mode of large knowledge bases)."""
+        # lazy: the stale check (dataclasses, the walk) is kept off the cold search path; a query runs it
         from kb_indexer.index.stale import check
-        return check(self.conn, self.kb_root, full=full)
+        return cast("StaleResult", check(self.conn, self.kb_root, full=full))
 
     # -- LLM cache and doctor ------------------------------------------------------------
-    def cache_stats(self) -> dict:
+    def cache_stats(self) -> CacheStatsResult:
         """Entries, hits and size of the LLM answer cache, per task, backend and model."""
-        from kb_indexer.llm import cache as llm_cache
-        return llm_cache.stats(self.conn)
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
+        return cast("CacheStatsResult", llm_cache.stats(self.conn))
 
-    def cache_clear(self, task: str | None = None, backend: str | None = None, model: str | None = None) -> dict:
+    def cache_clear(self, task: str | None = None, backend: str | None = None,
+                    model: str | None = None) -> CacheClearResult:
         """Delete cached LLM answers (all, or those matching every given filter)."""
-        from kb_indexer.llm import cache as llm_cache
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL) stays off the cold search path
         removed = llm_cache.clear(self.conn, task=task, backend=backend, model=model)
         return {"removed": removed, "task": task, "backend": backend, "model": model}
 
     @staticmethod
-    def doctor(db: str | os.PathLike | None = None, llm: Any = None, roundtrip: bool = True) -> dict:
+    def doctor(db: str | os.PathLike[str] | None = None, llm: LLMOptions | None = None,
+               roundtrip: bool = True) -> DoctorResult:
         """Check the LLM setup and the index (works without an index: a missing one is a problem
         in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
-        from kb_indexer.llm.doctor import diagnose
-        return diagnose(db, llm, roundtrip=roundtrip)
+        from kb_indexer.doctor import diagnose  # lazy: the LLM client and backends stay off the cold search path
+        return cast("DoctorResult", diagnose(None if db is None else Path(db), llm, roundtrip=roundtrip))
 
     # -- database ------------------------------------------------------------------------
-    def export(self) -> dict:
-        from kb_indexer.store.export import export_all
-        return export_all(self.conn)
+    def export(self) -> ExportResult:
+        return self._index.export()
 
-    def import_(self, data: Any, force: bool = False) -> dict:
-        from kb_indexer.index.similarity_sync import adopt_unchanged_files
-        from kb_indexer.store.export import import_all
+    def import_(self, data: Any, force: bool = False) -> ImportResult:
+        return self._index.import_(data, force)
 
-        return {"imported": import_all(self.conn, data, force=force,
-                                       after_load=lambda conn: adopt_unchanged_files(conn, self.kb_root))}
-
-    def db_stats(self) -> dict:
-        from kb_indexer.store.sparse import describe
+    def db_stats(self) -> DbStatsResult:
+        from kb_indexer.store.sparse import describe  # lazy: the sparse index module stays off the cold search path
 
         c = self.conn
-        one = lambda sql: c.execute(sql).fetchone()[0]  # noqa: E731
+
+        def one(sql: str) -> int:
+            return int(c.execute(sql).fetchone()[0])
         by_type = {r[0]: r[1] for r in c.execute(
             "SELECT similarity_type, COUNT(*) FROM keyword_similarities GROUP BY similarity_type ORDER BY 1")}
-        return {
+        return cast("DbStatsResult", {
             "documents": one("SELECT COUNT(*) FROM documents"),
             "keywords": one("SELECT COUNT(*) FROM keywords"),
             "document_keywords": one("SELECT COUNT(*) FROM document_keywords"),
@@ -410,4 +471,4 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             "fulltext_index": describe(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
-        }
+        })

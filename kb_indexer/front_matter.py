@@ -58,7 +58,7 @@ def load_front_matter(block: str, *, typed: bool = False, where: str = "front ma
     """The block as a mapping (``{}`` for an empty block); raises :class:`FrontMatterError`."""
     if len(block) > MAX_FRONT_MATTER_BYTES // 4 and len(block.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
         raise FrontMatterError(f"the {where} is larger than {MAX_FRONT_MATTER_BYTES} bytes")
-    import yaml  # only texts with a front-matter block pay for it
+    import yaml  # lazy: PyYAML, only for texts with a front-matter block
 
     try:
         if "*" in block or sum(block.count(c) for c in _NESTING) > MAX_JSON_DEPTH:
@@ -122,7 +122,7 @@ def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[Has
     """The safe constructor's mapping, refusing two keys written differently that are one key once read
     (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently). A key written
     twice the same way is YAML's usual last-one-wins."""
-    import yaml
+    import yaml  # lazy: PyYAML, only for texts with a front-matter block
 
     mapping = yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
     written = {(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
@@ -137,7 +137,7 @@ def _loader(typed: bool) -> Any:
     """A safe loader class (libyaml's when installed); ``typed=False`` resolves only nulls (the tag
     :func:`_as_text` looks at). Built once."""
     if typed not in _LOADERS:
-        import yaml
+        import yaml  # lazy: PyYAML, only for texts with a front-matter block
 
         base = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
         attrs: dict[str, Any] = {}

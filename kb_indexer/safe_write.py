@@ -91,7 +91,7 @@ def _atomic_in(folder: int, path: Path, root: Path | None, mode: int | None) -> 
     """Write ``path.name`` in the open ``folder``: a new temporary file (``O_EXCL``, ``O_NOFOLLOW``, an
     unpredictable name), flushed to disk, renamed over the target, the folder flushed too. On any error
     the temporary file is removed."""
-    import secrets  # only when writing (a query imports this module)
+    import secrets  # lazy: secrets, only when writing (a query imports this module)
 
     name = path.name
     current = _lstat(name, folder)
@@ -113,7 +113,7 @@ def _atomic_in(folder: int, path: Path, root: Path | None, mode: int | None) -> 
 @contextmanager
 def _atomic_file_by_path(path: Path, root: Path | None, mode: int | None) -> Iterator[BinaryIO]:
     """Where ``dir_fd`` is not supported (Windows): checks on the path, then ``mkstemp`` beside it."""
-    import tempfile  # only when writing (a query imports this module, and tempfile costs start-up time)
+    import tempfile  # lazy: tempfile costs start-up time; only when writing (a query imports this module)
 
     if root is not None:
         check_target(path, root)

@@ -41,7 +41,7 @@ def skills_index(tmp_path: Path, skills: dict[str, str | tuple[str, str]]) -> Pa
     root = write_skills(tmp_path / "skills", skills)
     db = tmp_path / "kbindex.db"
     handle, _ = KnowledgeBase.init(db, tmp_path / "kb")
-    assert handle.skills_sync([str(root)])["errors"] == []
+    assert handle.skills.sync([str(root)])["errors"] == []
     handle.close()
     return db
 

@@ -19,14 +19,14 @@ def test_user_workflow_runs_on_the_bundled_kb(kb):
     first = kb.query("How does AlphaGo work?", ["game AI"], context="board games")
     assert first["results"], "the first attempt finds something"
     qid = first["query_id"]
-    refined = kb.refine(qid, ["AlphaGo", "Monte Carlo", "neural networks"])
+    refined = kb.learning.refine(qid, ["AlphaGo", "Monte Carlo", "neural networks"])
     found = [r["filepath"] for r in refined["results"]]
     assert {"alphago-architecture.md", "monte-carlo-tree-search.md"} <= set(found)
-    marked = kb.feedback(qid, ["alphago-architecture.md", "monte-carlo-tree-search.md"], [])
+    marked = kb.learning.feedback(qid, ["alphago-architecture.md", "monte-carlo-tree-search.md"], [])
     assert len(marked["recorded"]) == 2
-    history = kb.history()["queries"][0]
+    history = kb.learning.history()["queries"][0]
     assert history["attempts"] == 2 and history["feedback"] == 2
-    learned = kb.learn()
+    learned = kb.learning.learn()
     assert learned["marked_processed"] == 2 and learned["summary"]["total"] >= 1
 
 

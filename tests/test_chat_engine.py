@@ -63,7 +63,7 @@ def test_a_kb_turn_retrieves_streams_cites_and_saves(kbchat):
     history = eng.history()
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[0]["content"] == "how about monte carlo tree search please"     # the original is kept
-    assert eng.kb.history(limit=5)["queries"][0]["question"].startswith("monte carlo")  # recorded like any query
+    assert eng.kb.learning.history(limit=5)["queries"][0]["question"].startswith("monte carlo")  # recorded like any query
 
 
 def fake_answer(events):

@@ -55,7 +55,7 @@ def test_a_free_mode_chat_creates_its_store_and_history_private(run, tmp_path):
 def test_an_existing_store_and_history_lose_group_and_other_permissions(tmp_path, monkeypatch):
     store = tmp_path / "chat.db"
     kb, _ = KnowledgeBase.init(store, tmp_path)
-    kb.context_add("s1", role="user", text="something private")
+    kb.context.add("s1", role="user", text="something private")
     files = sqlite_files(store)
     for p in files:
         p.chmod(0o644)
@@ -67,7 +67,7 @@ def test_an_existing_store_and_history_lose_group_and_other_permissions(tmp_path
     try:
         assert source.db == store
         assert [mode(p) for p in files] == [0o600] * len(files)
-        assert handle.context_show("s1")["count"] == 1           # the same store, content kept
+        assert handle.context.show("s1")["count"] == 1           # the same store, content kept
     finally:
         handle.close()
         kb.close()

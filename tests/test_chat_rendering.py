@@ -13,8 +13,8 @@ from rich.markdown import Markdown
 
 from chat_fake_engine import RESULTS, Event, FakeEngine
 from kb_indexer.chat.commands import is_command, run_command
-from kb_indexer.chat.mdstream import MarkdownStream
-from kb_indexer.chat.render import RichRenderer, TurnRecord, run_turn
+from kb_indexer.chat.mdstream import MarkdownStream, RichRenderer
+from kb_indexer.chat.render import TurnRecord, run_turn
 from kb_indexer.chat.view import event_line, toolbar_text
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")

@@ -22,7 +22,7 @@ def _ids(kb):
 
 def test_api_reads_an_offset_as_a_point_in_time(kb):
     old, new = _two_queries(kb)
-    res = kb.clear_history("2026-01-31T08:00:00-05:00")  # 13:00 UTC: after the old query
+    res = kb.learning.clear_history("2026-01-31T08:00:00-05:00")  # 13:00 UTC: after the old query
     assert res["queries_removed"] == 1 and res["before"] == "2026-01-31T13:00:00"
     assert _ids(kb) == {new}
 
@@ -30,7 +30,7 @@ def test_api_reads_an_offset_as_a_point_in_time(kb):
 def test_api_refuses_what_is_not_a_date_and_deletes_nothing(kb):
     _two_queries(kb)
     with pytest.raises(UsageError):
-        kb.clear_history("yesterday")
+        kb.learning.clear_history("yesterday")
     assert len(_ids(kb)) == 2
 
 
@@ -44,4 +44,4 @@ def test_api_and_cli_agree(kb, project):
                                    "--format", "json"])
     assert res.exit_code == 0, res.output
     assert _ids(kb) == {new}
-    assert kb.clear_history("2026-02-02T13:00:00Z")["queries_removed"] == 1
+    assert kb.learning.clear_history("2026-02-02T13:00:00Z")["queries_removed"] == 1

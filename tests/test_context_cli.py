@@ -187,7 +187,7 @@ def test_build_warns_when_the_llm_fails_for_the_rolling_summary(empty_kb, run, t
     for i in range(10):
         msgs += [{"role": "user", "content": f"We decided to use batch size {i * 16} for E{i}."},
                  {"role": "assistant", "content": "Noted."}]
-    empty_kb.context_add("w", msgs)
+    empty_kb.context.add("w", msgs)
     script = tmp_path / "answers.json"
     script.write_text(json.dumps([{"error": "timeout", "message": "summariser asleep"}]), encoding="utf-8")
     res = run("context", "build", "-s", "w", "next", "--llm-backend", "fake", "-f", "json", "--db",
@@ -212,7 +212,7 @@ def test_two_command_loops_adding_to_one_session_lose_nothing(empty_kb, tmp_path
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    shown = empty_kb.context_show("shared")
+    shown = empty_kb.context.show("shared")
     assert shown["count"] == 24 and [m["seq"] for m in shown["messages"]] == list(range(1, 25))
     contents = [m["content"] for m in shown["messages"]]
     for who in ("a", "b"):

@@ -285,16 +285,16 @@ def test_skill_priority_defaults_to_active_through_the_api(empty_kb):
     skills = [{"name": "A", "content": skill("A", "active", 10)["content"]},
               skill("R", "relevant", 10)]
     window = total_tokens(messages, [dict(s, priority=s.get("priority", "active")) for s in skills]) * 100 // 90
-    out = empty_kb.context_compress({"messages": messages, "skills": skills}, window=window, use_llm=False)
+    out = empty_kb.context.compress({"messages": messages, "skills": skills}, window=window, use_llm=False)
     assert [s["name"] for s in out["skills"]] == ["A"] and out["stats"]["dropped_skills"] == ["R"]
     assert out["llm"] is None
 
 
 def test_compress_a_session_through_the_api(empty_kb):
     msgs = conversation(10)
-    empty_kb.context_add("conv", [m for m in msgs if m["role"] != "system"])
+    empty_kb.context.add("conv", [m for m in msgs if m["role"] != "system"])
     window = total_tokens(msgs, []) * 100 // 85
-    out = empty_kb.context_compress({"messages": [msgs[0]]}, session="conv", window=window, use_llm=False)
+    out = empty_kb.context.compress({"messages": [msgs[0]]}, session="conv", window=window, use_llm=False)
     assert out["stats"]["level"] == 80
     assert out["messages"][0] == msgs[0]
     assert out["messages"][1]["content"].startswith(MARK)

@@ -41,7 +41,7 @@ def window_for(messages, pct, skills=()):
 
 def compress(kb, messages, pct, *answers, skills=(), keep_last=4):
     client, fake = client_for(kb, *answers)
-    out = kb.context_compress({"messages": messages, "skills": list(skills)}, window=window_for(messages, pct, skills),
+    out = kb.context.compress({"messages": messages, "skills": list(skills)}, window=window_for(messages, pct, skills),
                               keep_last=keep_last, client=client)
     return out, fake
 
@@ -137,7 +137,7 @@ def test_skills_content_is_compressed_by_the_llm_at_95_percent(k):
     skills = [skill("big", "active", 40), skill("other", "relevant", 2)]
     window = window_for(messages, 97, skills)
     client, fake = client_for(k, *[{"summary": "## Step 0\nRun the command number 0 and log the output."}] * 5)
-    out = k.context_compress({"messages": messages, "skills": skills}, window=window, client=client)
+    out = k.context.compress({"messages": messages, "skills": skills}, window=window, client=client)
     stats = out["stats"]
     assert stats["level"] == 95
     assert [s["name"] for s in out["skills"]] == ["big"]

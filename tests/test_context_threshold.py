@@ -11,7 +11,7 @@ from fake_llm import FakeBackend
 from helpers import kw, write_doc
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import QueryContextScorer, schema_for
+from kb_indexer.search.context_match import QueryContextScorer, schema_for
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import context_factor, lexical_score
 
@@ -129,7 +129,7 @@ def test_llm_context_scores_are_real_numbers(games):
 def test_similar_with_llm_keeps_real_score(games):
     fake = FakeBackend([{"1": 92, "2": 20, "3": 10}])
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=games.conn, backend=fake, sleep=lambda s: None)
-    from kb_indexer.llm.context_match import similar_in_context
+    from kb_indexer.search.context_match import similar_in_context
     from kb_indexer.store.similarities import neighbours
 
     rels = neighbours(games.conn, games._keyword_row("RL")["id"])

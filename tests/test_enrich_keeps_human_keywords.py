@@ -47,7 +47,7 @@ def _sources(kb, rel: str) -> dict[str, str]:
 
 
 def test_enrich_writes_marked_keywords_and_indexes_them(kbase):
-    out = kbase.enrich(all_=True, use_llm=False)
+    out = kbase.enrich.documents(all_=True, use_llm=False)
     assert out["enriched"] == 4 and out["failed"] == 0 and out["methods"]["statistical"] == 4
     assert out["llm"]["used"] is False and out["llm"]["reason"] == "--no-llm"
     data = _file(kbase, "rl.md")
@@ -59,7 +59,7 @@ def test_enrich_writes_marked_keywords_and_indexes_them(kbase):
 
 
 def test_merging_never_loses_a_human_keyword_title_or_summary(kbase):
-    kbase.enrich(["mine.md"], use_llm=False)
+    kbase.enrich.documents(["mine.md"], use_llm=False)
     data = _file(kbase, "mine.md")
     assert data["keywords"][:2] == ["mcts", "Game Trees"] and data["categories"]["primary"][0] == "mcts"
     assert data["title"] == "Mine" and data["summary"] == "My own summary"
@@ -72,7 +72,7 @@ def test_merging_never_loses_a_human_keyword_title_or_summary(kbase):
     data["keywords"].append("rollout policy")
     data["generated"]["keywords"].remove(adopted)
     (kbase.kb_root / "mine.keywords.json").write_text(json.dumps(data), encoding="utf-8")
-    kbase.enrich(["mine.md"], use_llm=False, force=True)
+    kbase.enrich.documents(["mine.md"], use_llm=False, force=True)
     again = _file(kbase, "mine.md")
     for k in ("mcts", "Game Trees", "rollout policy", adopted):
         assert k in again["keywords"] and k not in again["generated"]["keywords"]
@@ -84,20 +84,20 @@ def test_front_matter_keywords_are_kept_as_a_persons(tmp_path):
                              "delta waves meet epsilon noise.\n")
     with KnowledgeBase.init(tmp_path / "kbindex.db", root)[0] as kb:
         kb.sync()
-        kb.enrich(["fm.md"], use_llm=False)
+        kb.enrich.documents(["fm.md"], use_llm=False)
         data = _file(kb, "fm.md")
         assert data["keywords"][:2] == ["alpha", "beta"] and data["title"] == "Front"
         assert _sources(kb, "fm.md")["alpha"] == "file"
 
 
 def test_generated_keywords_refresh_when_the_document_changes(kbase):
-    kbase.enrich(all_=True, use_llm=False)
-    assert kbase.enrich(all_=True, use_llm=False)["unchanged"] == 4  # resumable: done documents are skipped
+    kbase.enrich.documents(all_=True, use_llm=False)
+    assert kbase.enrich.documents(all_=True, use_llm=False)["unchanged"] == 4  # resumable: done documents are skipped
     before = _file(kbase, "mine.md")
     doc = kbase.kb_root / "mine.md"
     doc.write_text("# My notes\n\nQuantum annealing and qubits replace rollouts in this note about annealing.\n",
                    encoding="utf-8")
-    out = kbase.sync_enrich(use_llm=False)
+    out = kbase.enrich.sync(use_llm=False)
     assert out["updated"] == 1
     assert [d["filepath"] for d in out["enrich"]["documents"] if d["action"] == "enriched"] == ["mine.md"]
     after = _file(kbase, "mine.md")
@@ -109,10 +109,10 @@ def test_generated_keywords_refresh_when_the_document_changes(kbase):
 
 def test_sync_enrich_enriches_new_documents_only_once(kbase):
     write_doc(kbase.kb_root, "new.md", "# New\n\nSpacecraft telemetry and orbital mechanics for satellites.\n")
-    out = kbase.sync_enrich(use_llm=False)
+    out = kbase.enrich.sync(use_llm=False)
     enriched = sorted(d["filepath"] for d in out["enrich"]["documents"] if d["action"] == "enriched")
     assert enriched == ["llm.md", "new.md", "rl.md", "search.md"]    # mine.md has a person's keywords
-    again = kbase.sync_enrich(use_llm=False)
+    again = kbase.enrich.sync(use_llm=False)
     assert again["enrich"]["enriched"] == 0
 
 
@@ -120,7 +120,7 @@ def test_dry_run_writes_nothing(kbase):
     db_before = {r[0]: r[1] for r in kbase.conn.execute("SELECT filepath, content_hash FROM documents")}
     files_before = sorted(p.name for p in kbase.kb_root.iterdir())
     mine_before = (kbase.kb_root / "mine.keywords.json").read_bytes()
-    out = kbase.enrich(all_=True, dry_run=True, use_llm=False)
+    out = kbase.enrich.documents(all_=True, dry_run=True, use_llm=False)
     assert out["would_enrich"] == 4 and out["enriched"] == 0 and out["written"] is False
     assert any(d["generated_keywords"] for d in out["documents"])
     assert sorted(p.name for p in kbase.kb_root.iterdir()) == files_before
@@ -131,7 +131,7 @@ def test_dry_run_writes_nothing(kbase):
 
 def test_no_write_indexes_without_touching_files(kbase):
     files_before = sorted(p.name for p in kbase.kb_root.iterdir())
-    out = kbase.enrich(["rl.md"], write=False, use_llm=False)
+    out = kbase.enrich.documents(["rl.md"], write=False, use_llm=False)
     assert out["enriched"] == 1 and out["documents"][0]["keywords_file"] is None
     assert sorted(p.name for p in kbase.kb_root.iterdir()) == files_before
     assert "rl" in _sources(kbase, "rl.md")
@@ -140,10 +140,10 @@ def test_no_write_indexes_without_touching_files(kbase):
 def test_paths_outside_the_root_are_refused_and_a_broken_file_is_skipped(kbase, tmp_path):
     outside = write_doc(tmp_path, "outside.md", "# Out\n\nNot in the knowledge base.\n")
     with pytest.raises(KbError) as err:
-        kbase.enrich([str(outside)], use_llm=False)
+        kbase.enrich.documents([str(outside)], use_llm=False)
     assert err.value.code == "outside_kb"
     (kbase.kb_root / "llm.keywords.json").write_text("{broken", encoding="utf-8")
-    out = kbase.enrich(all_=True, use_llm=False)
+    out = kbase.enrich.documents(all_=True, use_llm=False)
     failed = [d for d in out["documents"] if d["action"] == "failed"]
     assert [d["filepath"] for d in failed] == ["llm.md"] and out["enriched"] == 3
     assert (kbase.kb_root / "llm.keywords.json").read_text(encoding="utf-8") == "{broken"

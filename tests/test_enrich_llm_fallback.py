@@ -47,7 +47,7 @@ def _client(kb, *answers):
 
 def test_a_valid_answer_is_written_with_title_summary_questions_and_cached(kbase):
     client, fake = _client(kbase, ANSWER)
-    out = kbase.enrich(["a.md"], client=client)
+    out = kbase.enrich.documents(["a.md"], client=client)
     doc = out["documents"][0]
     assert doc["method"] == "llm" and doc["fallback"] is None and doc["model"] == "fake-model"
     assert out["llm"]["used"] is True and out["llm"]["documents"] == 1
@@ -59,14 +59,14 @@ def test_a_valid_answer_is_written_with_title_summary_questions_and_cached(kbase
     assert fake.calls[0]["task"] == "enrich_document" and "Q-learning" in fake.calls[0]["messages"][-1]["content"]
     # the same content and model: answered from the cache, no call
     client2, fake2 = _client(kbase)
-    again = kbase.enrich(["a.md"], client=client2, force=True)
+    again = kbase.enrich.documents(["a.md"], client=client2, force=True)
     assert again["documents"][0]["method"] == "llm" and fake2.calls == []
 
 
 def test_an_invalid_answer_falls_back_to_statistical_keywords_flagged(kbase):
     bad = dict(ANSWER, keywords=ANSWER["keywords"][:3])  # too few keywords, twice (the repair fails too)
     client, fake = _client(kbase, "not json", bad, ANSWER, ANSWER)
-    out = kbase.enrich(["a.md", "b.md"], client=client)
+    out = kbase.enrich.documents(["a.md", "b.md"], client=client)
     first, second = out["documents"]
     assert first["method"] == "statistical" and first["fallback"].startswith("LLM failed")
     assert second["method"] == "llm"                         # a bad answer does not stop the run
@@ -77,7 +77,7 @@ def test_an_invalid_answer_falls_back_to_statistical_keywords_flagged(kbase):
 
 def test_a_timeout_falls_back_for_the_rest_of_the_run(kbase):
     client, fake = _client(kbase, LLMTimeout("slow"), ANSWER)
-    out = kbase.enrich(["a.md", "b.md"], client=client)
+    out = kbase.enrich.documents(["a.md", "b.md"], client=client)
     assert [d["method"] for d in out["documents"]] == ["statistical", "statistical"]
     assert "slow" in out["documents"][0]["fallback"] and "earlier document" in out["documents"][1]["fallback"]
     assert len(fake.calls) == 1                               # the server is not waited for again
@@ -85,6 +85,6 @@ def test_a_timeout_falls_back_for_the_rest_of_the_run(kbase):
 
 
 def test_without_a_backend_the_statistical_path_says_why(kbase):
-    out = kbase.enrich(["a.md"])
+    out = kbase.enrich.documents(["a.md"])
     assert out["documents"][0]["method"] == "statistical"
     assert "no LLM backend configured" in out["llm"]["reason"]

@@ -65,7 +65,7 @@ def _frozen_file(kb, person: list[str]) -> None:
 
 def test_invalid_generated_keywords_and_questions_are_dropped_before_writing(kbase):
     client = _client(kbase, _answer(GOOD + [(k, "concepts") for k in BAD_KEYWORDS], ["What is RL?", *BAD_QUESTIONS]))
-    doc = kbase.enrich(["a.md"], client=client)["documents"][0]
+    doc = kbase.enrich.documents(["a.md"], client=client)["documents"][0]
     assert doc["action"] == "enriched" and doc["method"] == "llm"
     assert len(doc["dropped"]) == 5 and any("NUL" in d for d in doc["dropped"])
     assert any("characters long" in d for d in doc["dropped"])
@@ -95,7 +95,7 @@ def test_enrich_force_replaces_the_invalid_generated_parts_and_keeps_a_persons(k
     _frozen_file(kbase, ["mine"])
     assert kbase.sync()["errors"]
     client = _client(kbase, _answer(GOOD, ["What is RL?", "Who?", "How?"])) if llm else None
-    out = kbase.enrich(["a.md"], force=True, use_llm=llm, client=client)
+    out = kbase.enrich.documents(["a.md"], force=True, use_llm=llm, client=client)
     doc = out["documents"][0]
     assert doc["action"] == "enriched" and doc["method"] == ("llm" if llm else "statistical")
     assert "NUL" in doc["replaced_invalid"]
@@ -109,7 +109,7 @@ def test_a_persons_invalid_keywords_file_is_never_overwritten(kbase):
     path = kbase.kb_root / "a.keywords.json"
     body = json.dumps({"filepath": "a.md", "summary": "", "keywords": ["mine\u0000"]})
     path.write_text(body, encoding="utf-8")
-    doc = kbase.enrich(["a.md"], force=True, use_llm=False)["documents"][0]
+    doc = kbase.enrich.documents(["a.md"], force=True, use_llm=False)["documents"][0]
     assert doc["action"] == "failed" and "NUL" in doc["error"]
     assert path.read_text(encoding="utf-8") == body
 

@@ -40,7 +40,7 @@ def victim(tmp_path):
 def test_a_symlink_planted_at_the_old_temporary_path_is_not_followed(kbase, victim):
     planted = kbase.kb_root / f".a.keywords.json.{os.getpid()}.tmp"  # the name enrich used to write through
     planted.symlink_to(victim)
-    out = kbase.enrich(["a.md"], use_llm=False)
+    out = kbase.enrich.documents(["a.md"], use_llm=False)
     assert out["documents"][0]["action"] == "enriched"
     assert victim.read_text(encoding="utf-8") == VICTIM
     written = kbase.kb_root / "a.keywords.json"
@@ -58,7 +58,7 @@ def test_a_keywords_file_that_is_a_symlink_is_refused_and_left_as_it_is(kbase, v
     dest = {"outside-existing": victim, "outside-dangling": victim.with_name("new.json"), "inside": inside}[target]
     link = kbase.kb_root / "a.keywords.json"
     link.symlink_to(dest)
-    out = kbase.enrich(["a.md"], use_llm=False, force=True)
+    out = kbase.enrich.documents(["a.md"], use_llm=False, force=True)
     doc = out["documents"][0]
     assert doc["action"] == "failed" and out["failed"] == 1
     assert ("outside" in doc["error"]) if target.startswith("outside") else ("symlink" in doc["error"])

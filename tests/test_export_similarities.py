@@ -73,7 +73,7 @@ def _learn_relation_and_score(kb):
         "'rl' IN (a.keyword, b.keyword) AND 'reinforcement learning' IN (a.keyword, b.keyword)").fetchone()
     for q in ("first", "second"):
         qid = kb.query(q, ["alphago", "game AI"])["query_id"]
-        kb.feedback(qid, ["alphago-architecture.md"], [])
+        kb.learning.feedback(qid, ["alphago-architecture.md"], [])
         rows = [{"filepath": "experience-based-learning.md", "relevance_score": 1.0, "matched_keywords": ["rl"],
                  "sources": ["expansion"]}]
         exp = [{"user_keyword": "reinforcement learning", "keyword": "rl", "relation_id": rel_id,
@@ -81,8 +81,8 @@ def _learn_relation_and_score(kb):
         qid, _ = record(kb.conn, f"{q} rl", None, keywords=["reinforcement learning"], expand_depth=1,
                         threshold=0.3, method="hybrid", results=rows, expansions=exp,
                         options={"keywords_from": "given"})
-        kb.feedback(qid, [], ["experience-based-learning.md"])
-    result = kb.learn()
+        kb.learning.feedback(qid, [], ["experience-based-learning.md"])
+    result = kb.learning.learn()
     assert [s for s in result["suggestions"] if s["kind"] == "score"], result["suggestions"]
     assert [s for s in result["suggestions"] if s["kind"] == "similarity"], result["suggestions"]
     adjusted = kb.conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (rel_id,)).fetchone()[0]

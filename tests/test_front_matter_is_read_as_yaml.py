@@ -188,7 +188,7 @@ def test_enrich_starts_from_the_front_matter_as_read(tmp_path):
                              "Delta waves and epsilon noise meet zeta functions.\n")
     with KnowledgeBase.init(tmp_path / "kbindex.db", root)[0] as kb:
         kb.sync()
-        kb.enrich(["fm.md"], use_llm=False)
+        kb.enrich.documents(["fm.md"], use_llm=False)
         data = json.loads((root / "fm.keywords.json").read_text(encoding="utf-8"))
     assert data["title"] == "It's front" and data["keywords"][:2] == ["alpha beta", "gamma"]
 
@@ -223,7 +223,7 @@ def test_enrich_does_not_write_past_a_block_it_cannot_read(tmp_path):
                              "Delta waves and epsilon noise meet zeta functions.\n")
     with KnowledgeBase.init(tmp_path / "kbindex.db", root)[0] as kb:
         kb.sync()
-        out = kb.enrich(["fm.md"], use_llm=False)
+        out = kb.enrich.documents(["fm.md"], use_llm=False)
     [entry] = out["documents"]
     assert entry["action"] == "failed" and "invalid YAML front matter (line 2" in entry["error"]
     assert not (root / "fm.keywords.json").exists()

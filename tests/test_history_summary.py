@@ -43,15 +43,15 @@ def asked(kb):
     old = kb.query("What is Q-learning?")["query_id"]
     _at(kb, old, now - timedelta(days=2, minutes=5))
     first = kb.query("How does AlphaGo work?", ["game AI"], context="board games")["query_id"]
-    kb.refine(first, ["AlphaGo", "Monte Carlo", "neural networks"])
-    kb.feedback(first, ["alphago-architecture.md", "monte-carlo-tree-search.md"], [])
+    kb.learning.refine(first, ["AlphaGo", "Monte Carlo", "neural networks"])
+    kb.learning.feedback(first, ["alphago-architecture.md", "monte-carlo-tree-search.md"], [])
     _at(kb, first, now - timedelta(hours=1, minutes=5))
     return kb, first, old
 
 
 def test_json_list_has_attempts_age_and_summary(asked):
     kb, first, old = asked
-    queries = kb.history()["queries"]
+    queries = kb.learning.history()["queries"]
     assert [q["query_id"] for q in queries] == [first, old]
     top = queries[0]
     assert top["attempts"] == 2 and top["feedback"] == 2 and top["age"] == "1 hour ago"
@@ -62,7 +62,7 @@ def test_json_list_has_attempts_age_and_summary(asked):
 
 def test_json_detail_has_ages_per_attempt(asked):
     kb, first, _ = asked
-    detail = kb.history(first)
+    detail = kb.learning.history(first)
     assert detail["summary"] == '"How does AlphaGo work?" (2 attempts, 1 hour ago)'
     assert [a["keywords"] for a in detail["attempts"]] == [["game AI"], ["AlphaGo", "Monte Carlo", "neural networks"]]
     assert all(a["age"] == "1 hour ago" and a["age_seconds"] >= 3900 for a in detail["attempts"])

@@ -3,12 +3,13 @@
 Imports are read with ``ast`` from every module of kb_indexer, including imports inside functions and
 ``TYPE_CHECKING`` blocks (a deferred import is still a dependency). Layers, lowest first:
 
-    errors/limits/text/config/tokens  <  store  <  index  <  search  <  learn  <  llm  <  skills/context/enrich
-    <  api  <  chat/mcp  <  cli
+    errors/limits/text/config/tokens  <  store  <  llm  <  index  <  search  <  embed/learn
+    <  skills/context/enrich/doctor  <  api  <  chat/mcp  <  cli
 
 (chat and mcp are front ends over the Python API, like the CLI.)
 
-(llm may use store for its cache: it is lower, so that is allowed by the order.)
+(llm holds adapters only -- backends, registry, cache, schema and structured output, settings -- so every
+feature may use it; it uses store only for its cache.)
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("kb_indexer", "kb_indexer.errors", "kb_indexer.limits", "kb_indexer.text", "kb_indexer.config",
      "kb_indexer.tokens"),
     ("kb_indexer.store",),
+    ("kb_indexer.llm",),
     ("kb_indexer.index",),
     ("kb_indexer.search",),
-    ("kb_indexer.learn",),
-    ("kb_indexer.llm",),
-    ("kb_indexer.skills", "kb_indexer.context", "kb_indexer.enrich"),
+    ("kb_indexer.embed", "kb_indexer.learn"),
+    ("kb_indexer.skills", "kb_indexer.context", "kb_indexer.enrich", "kb_indexer.doctor"),
     ("kb_indexer.api",),
     ("kb_indexer.chat", "kb_indexer.mcp"),
     ("kb_indexer.cli", "kb_indexer.__main__"),

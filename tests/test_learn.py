@@ -43,27 +43,27 @@ def kinds(result, kind):
 def test_feedback_validation_and_attempt_linking(kb):
     qid, aid = ask(kb, "what is alphago", ["alphago"], ["alphago-architecture.md"])
     with pytest.raises(ValidationError, match="Not in the index"):
-        kb.feedback(qid, ["nope.md"], [])
+        kb.learning.feedback(qid, ["nope.md"], [])
     with pytest.raises(NotFoundError):
-        kb.feedback(999, ["alphago-architecture.md"], [])
+        kb.learning.feedback(999, ["alphago-architecture.md"], [])
     with pytest.raises(UsageError):
-        kb.feedback(qid, [], [])
+        kb.learning.feedback(qid, [], [])
     with pytest.raises(UsageError, match="both"):
-        kb.feedback(qid, ["alphago-architecture.md"], ["alphago-architecture.md"])
+        kb.learning.feedback(qid, ["alphago-architecture.md"], ["alphago-architecture.md"])
     assert kb.conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0] == 0
-    res = kb.feedback(qid, ["alphago-architecture.md"], ["supervised-learning-basics.md"], notes="good")
+    res = kb.learning.feedback(qid, ["alphago-architecture.md"], ["supervised-learning-basics.md"], notes="good")
     linked = {r["filepath"]: r["attempt_id"] for r in res["recorded"]}
     assert linked["alphago-architecture.md"] == aid
     assert res["not_in_results"] == ["supervised-learning-basics.md"]
-    shown = kb.feedback_show(qid)
+    shown = kb.learning.feedback_show(qid)
     assert {(f["filepath"], f["helpful"]) for f in shown["feedback"]} == {
         ("alphago-architecture.md", True), ("supervised-learning-basics.md", False)}
 
 
 def test_one_helpful_mark_creates_an_association(kb):
     qid, _ = ask(kb, "How does the Go program combine tree search and networks?", [], ["alphago-architecture.md"])
-    kb.feedback(qid, ["alphago-architecture.md"], [])
-    res = kb.learn()
+    kb.learning.feedback(qid, ["alphago-architecture.md"], [])
+    res = kb.learning.learn()
     assoc = kinds(res, "association")
     assert len(assoc) == 1 and assoc[0]["filepath"] == "alphago-architecture.md"
     assert assoc[0]["weight"] == 0.5 and "network" in assoc[0]["terms"]
@@ -78,13 +78,13 @@ def test_not_helpful_lowers_a_learned_association(kb):
     from kb_indexer.learn.apply import association_boosts
 
     q1, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
-    kb.feedback(q1, ["alphago-architecture.md"], [])
-    kb.learn()
+    kb.learning.feedback(q1, ["alphago-architecture.md"], [])
+    kb.learning.learn()
     doc_id = kb.conn.execute("SELECT id FROM documents WHERE filepath = 'alphago-architecture.md'").fetchone()[0]
     before = association_boosts(kb.conn, "tree search for board games")[doc_id]["boost"]
     q2, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
-    kb.feedback(q2, [], ["alphago-architecture.md"])
-    res = kb.learn()
+    kb.learning.feedback(q2, [], ["alphago-architecture.md"])
+    res = kb.learning.learn()
     assert kinds(res, "association")[0]["action"] == "update"
     after = association_boosts(kb.conn, "tree search for board games")
     assert doc_id not in after or after[doc_id]["boost"] < before
@@ -92,11 +92,11 @@ def test_not_helpful_lowers_a_learned_association(kb):
 
 def test_keyword_augmentation_needs_two_queries(kb):
     q1, _ = ask(kb, "q one", ["game tree"], ["alphago-architecture.md"])
-    kb.feedback(q1, ["alphago-architecture.md"], [])
-    assert kinds(kb.learn(), "keyword") == []
+    kb.learning.feedback(q1, ["alphago-architecture.md"], [])
+    assert kinds(kb.learning.learn(), "keyword") == []
     q2, _ = ask(kb, "q two", ["game tree", "alphago"], ["alphago-architecture.md"])
-    kb.feedback(q2, ["alphago-architecture.md"], [])
-    res = kb.learn()
+    kb.learning.feedback(q2, ["alphago-architecture.md"], [])
+    res = kb.learning.learn()
     aug = kinds(res, "keyword")
     assert [(s["keyword"], s["filepath"], s["evidence"]) for s in aug] == [("game tree", "alphago-architecture.md", 2)]
     tags = {k["keyword"]: k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
@@ -111,10 +111,10 @@ def test_keyword_gap_does_not_guess_between_equally_associated_keywords(kb):
     # well associated as the next (only "deep learning" is on another document, which ranks it last),
     # so no gap relation is guessed, while the keyword itself is learned as a tag.
     q1, _ = ask(kb, "a", ["go engine"], ["alphago-architecture.md"])
-    kb.feedback(q1, ["alphago-architecture.md"], [])
+    kb.learning.feedback(q1, ["alphago-architecture.md"], [])
     q2, _ = ask(kb, "b", ["go engine"], ["alphago-architecture.md"])
-    kb.feedback(q2, ["alphago-architecture.md"], [])
-    res = kb.learn(dry_run=True)
+    kb.learning.feedback(q2, ["alphago-architecture.md"], [])
+    res = kb.learning.learn(dry_run=True)
     gaps = [s for s in kinds(res, "similarity") if "go engine" in (s["keyword1"], s["keyword2"])]
     assert gaps == [], "a gap must link to one best keyword, not guess among equals"
     assert [(s["keyword"], s["filepath"]) for s in kinds(res, "keyword")] == [("go engine", "alphago-architecture.md")]
@@ -123,13 +123,13 @@ def test_keyword_gap_does_not_guess_between_equally_associated_keywords(kb):
 def test_keyword_gap_picks_shared_keyword_across_documents(kb):
     # "tabular rl" finds two different helpful docs; the keyword they share is the best association.
     q1, _ = ask(kb, "x", ["bootstrapping methods"], ["temporal-difference-learning.md"])
-    kb.feedback(q1, ["temporal-difference-learning.md"], [])
+    kb.learning.feedback(q1, ["temporal-difference-learning.md"], [])
     q2, _ = ask(kb, "y", ["bootstrapping methods"], ["policy-gradient-methods.md"])
-    kb.feedback(q2, ["policy-gradient-methods.md"], [])
+    kb.learning.feedback(q2, ["policy-gradient-methods.md"], [])
     td = {k["keyword"].lower() for k in kb.keywords("temporal-difference-learning.md")["keywords"]}
     pg = {k["keyword"].lower() for k in kb.keywords("policy-gradient-methods.md")["keywords"]}
     shared = td & pg
-    res = kb.learn()
+    res = kb.learning.learn()
     gaps = [s for s in kinds(res, "similarity") if "bootstrapping methods" in (s["keyword1"], s["keyword2"])]
     assert len(gaps) == 1
     assert gaps[0]["keyword2"] in shared
@@ -141,8 +141,8 @@ def test_keyword_gap_picks_shared_keyword_across_documents(kb):
 def test_cooccurrence_needs_two_successful_queries(kb):
     for q in ("first", "second"):
         qid, _ = ask(kb, q, ["alphago", "monte carlo tree search"], ["alphago-architecture.md"])
-        kb.feedback(qid, ["alphago-architecture.md"], [])
-    res = kb.learn()
+        kb.learning.feedback(qid, ["alphago-architecture.md"], [])
+    res = kb.learning.learn()
     co = [s for s in kinds(res, "similarity") if {s["keyword1"], s["keyword2"]} == {"alphago", "monte carlo tree search"}]
     assert len(co) == 1 and co[0]["evidence"] == 2
 
@@ -156,60 +156,60 @@ def test_expansion_success_adjusts_similarity_scores_and_undo_restores(kb):
     exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
                                              "expanded": "rl"}]}
     q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
-    kb.feedback(q1, [], ["experience-based-learning.md"])
+    kb.learning.feedback(q1, [], ["experience-based-learning.md"])
     q2, _ = ask(kb, "q2", ["reinforcement learning"], ["experience-based-learning.md"], exp)
-    kb.feedback(q2, [], ["experience-based-learning.md"])
-    res = kb.learn()
+    kb.learning.feedback(q2, [], ["experience-based-learning.md"])
+    res = kb.learning.learn()
     adj = kinds(res, "score")
     assert len(adj) == 1 and adj[0]["delta"] < 0
     lowered = kb.conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (rel_id,)).fetchone()[0]
     assert lowered == pytest.approx(original + adj[0]["delta"])
-    removed = kb.learned_remove(all_=True)
+    removed = kb.learning.learned_remove(all_=True)
     assert removed["count"] >= 1
     assert kb.conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (rel_id,)).fetchone()[0] == original
     # Removed items are not learned again.
-    assert kb.learn(reprocess=True)["suggestions"] == []
+    assert kb.learning.learn(reprocess=True)["suggestions"] == []
 
 
 def test_learn_is_idempotent_and_dry_run_writes_nothing(kb):
     for q in ("one", "two"):
         qid, _ = ask(kb, f"question {q} about tree search", ["game tree"], ["alphago-architecture.md"])
-        kb.feedback(qid, ["alphago-architecture.md"], [])
+        kb.learning.feedback(qid, ["alphago-architecture.md"], [])
     dump = lambda: json.dumps(kb.export(), sort_keys=True)  # noqa: E731
     before = dump()
-    dry = kb.learn(dry_run=True)
+    dry = kb.learning.learn(dry_run=True)
     assert dry["suggestions"] and dry["applied"] == 0
     assert dump() == before
-    real = kb.learn()
+    real = kb.learning.learn()
     assert real["applied"] == len(dry["suggestions"]) and real["marked_processed"] == 2
     after = dump()
-    second = kb.learn()
+    second = kb.learning.learn()
     assert second["suggestions"] == [] and second["applied"] == 0
     assert dump() == after
-    assert kb.learn(reprocess=True)["suggestions"] == []
+    assert kb.learning.learn(reprocess=True)["suggestions"] == []
     assert dump() == after
 
 
 def test_learned_items_list_with_provenance_and_remove(kb):
     qid, _ = ask(kb, "tree search for board games", [], ["alphago-architecture.md"])
-    kb.feedback(qid, ["alphago-architecture.md"], [])
-    kb.learn()
-    items = kb.learned_list()["learned"]
+    kb.learning.feedback(qid, ["alphago-architecture.md"], [])
+    kb.learning.learn()
+    items = kb.learning.learned_list()["learned"]
     assert items and all(i["feedback_ids"] and i["reason"] for i in items)
     fb_id = kb.conn.execute("SELECT id FROM query_feedback").fetchone()[0]
     assert items[0]["feedback_ids"] == [fb_id]
-    kb.learned_remove([items[0]["id"]])
-    assert kb.learned_list()["count"] == len(items) - 1
-    assert kb.learned_list(include_removed=True)["learned"][0]["status"] == "removed"
+    kb.learning.learned_remove([items[0]["id"]])
+    assert kb.learning.learned_list()["count"] == len(items) - 1
+    assert kb.learning.learned_list(include_removed=True)["learned"][0]["status"] == "removed"
     with pytest.raises(NotFoundError):
-        kb.learned_remove([9999])
+        kb.learning.learned_remove([9999])
 
 
 def test_person_keywords_win_over_learned_ones(kb, project):
     for q in ("one", "two"):
         qid, _ = ask(kb, q, ["game tree"], ["alphago-architecture.md"])
-        kb.feedback(qid, ["alphago-architecture.md"], [])
-    kb.learn()
+        kb.learning.feedback(qid, ["alphago-architecture.md"], [])
+    kb.learning.learn()
     path = project / "knowledge-base" / "alphago-architecture.keywords.json"
     data = json.loads(path.read_text())
     data["keywords"].append("game tree")
@@ -217,7 +217,7 @@ def test_person_keywords_win_over_learned_ones(kb, project):
     kb.sync()
     tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
     assert tags["game tree"] == "file"
-    kb.learned_remove(all_=True)
+    kb.learning.learned_remove(all_=True)
     tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
     assert tags["game tree"] == "file", "undoing learning must not delete what a person wrote"
 
@@ -225,14 +225,14 @@ def test_person_keywords_win_over_learned_ones(kb, project):
 def test_history_and_clear_history(kb):
     qid, _ = ask(kb, "first question", ["rl"], ["experience-based-learning.md"])
     ask(kb, "second question", [], [])
-    listed = kb.history()
+    listed = kb.learning.history()
     assert listed["count"] == 2
-    detail = kb.history(qid)
+    detail = kb.learning.history(qid)
     assert detail["question"] == "first question" and len(detail["attempts"]) == 1
-    kb.feedback(qid, ["experience-based-learning.md"], [])
-    res = kb.clear_history()
+    kb.learning.feedback(qid, ["experience-based-learning.md"], [])
+    res = kb.learning.clear_history()
     assert res == {"queries_removed": 2, "feedback_removed": 1, "before": None}
-    assert kb.history()["count"] == 0
+    assert kb.learning.history()["count"] == 0
 
 
 FEEDBACK_WRITER = textwrap.dedent("""
@@ -242,7 +242,7 @@ FEEDBACK_WRITER = textwrap.dedent("""
     qid = int(sys.argv[2])
     docs = sys.argv[3:]
     for d in docs:
-        kb.feedback(qid, [d], [])
+        kb.learning.feedback(qid, [d], [])
     kb.close()
 """)
 
@@ -264,14 +264,14 @@ def test_not_helpful_marks_withdraw_learned_keywords_and_similarities(kb):
     qids = []
     for q in ("first", "second"):
         qid, _ = ask(kb, q, ["game ai", "neural networks"], ["alphago-architecture.md"])
-        kb.feedback(qid, ["alphago-architecture.md"], [])
+        kb.learning.feedback(qid, ["alphago-architecture.md"], [])
         qids.append(qid)
-    res = kb.learn()
+    res = kb.learning.learn()
     assert {s["key"] for s in kinds(res, "keyword")} == {"keyword:%d:game ai" % _doc(kb, "alphago-architecture.md"),
                                                           "keyword:%d:neural networks" % _doc(kb, "alphago-architecture.md")}
     assert any(s["kind"] == "similarity" for s in res["suggestions"])
-    kb.feedback(qids[0], [], ["alphago-architecture.md"])  # the first query changes its mind
-    res = kb.learn()
+    kb.learning.feedback(qids[0], [], ["alphago-architecture.md"])  # the first query changes its mind
+    res = kb.learning.learn()
     withdrawn = {s["key"]: s for s in res["suggestions"] if s["kind"] in ("keyword", "similarity")}
     assert withdrawn and all(s["action"] == "update" for s in withdrawn.values())
     tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
@@ -279,10 +279,10 @@ def test_not_helpful_marks_withdraw_learned_keywords_and_similarities(kb):
     assert kb.conn.execute("SELECT COUNT(*) FROM keyword_similarities WHERE origin = 'learned'").fetchone()[0] == 0
     # Evidence returning brings them back.
     q3, _ = ask(kb, "third", ["game ai", "neural networks"], ["alphago-architecture.md"])
-    kb.feedback(q3, ["alphago-architecture.md"], [])
+    kb.learning.feedback(q3, ["alphago-architecture.md"], [])
     q4, _ = ask(kb, "fourth", ["game ai", "neural networks"], ["alphago-architecture.md"])
-    kb.feedback(q4, ["alphago-architecture.md"], [])
-    kb.learn()
+    kb.learning.feedback(q4, ["alphago-architecture.md"], [])
+    kb.learning.learn()
     tags = {k["keyword"].lower(): k["source"] for k in kb.keywords("alphago-architecture.md")["keywords"]}
     assert tags.get("game ai") == "learned"
 
@@ -304,8 +304,8 @@ def _rl_marked_not_helpful_once(kb):
     exp = {"experience-based-learning.md": [{"relation_id": rel_id, "original": "reinforcement learning",
                                              "expanded": "rl"}]}
     q1, _ = ask(kb, "q1", ["reinforcement learning"], ["experience-based-learning.md"], exp)
-    kb.feedback(q1, [], ["experience-based-learning.md"])
-    kb.learn()
+    kb.learning.feedback(q1, [], ["experience-based-learning.md"])
+    kb.learning.learn()
     return rel_id, original, exp
 
 
@@ -313,15 +313,15 @@ def test_score_adjustment_returns_when_evidence_cancels_out(kb):
     rel_id, original, exp = _rl_marked_not_helpful_once(kb)
     assert _rel(kb)[1] == pytest.approx(original - 0.05)
     q2, _ = ask(kb, "q2", ["reinforcement learning"], ["experience-based-learning.md"], exp)
-    kb.feedback(q2, ["experience-based-learning.md"], [])
-    kb.learn()
+    kb.learning.feedback(q2, ["experience-based-learning.md"], [])
+    kb.learning.learn()
     assert _rel(kb)[1] == pytest.approx(original)
 
 
 def test_undoing_a_score_adjustment_keeps_a_later_person_edit(kb):
     rel_id, original, exp = _rl_marked_not_helpful_once(kb)
     kb.relate("RL", "reinforcement learning", "abbreviation", "a person's edit", 0.7)
-    kb.learned_remove(all_=True)
+    kb.learning.learned_remove(all_=True)
     assert _rel(kb)[1] == pytest.approx(0.7)
 
 
@@ -337,25 +337,25 @@ LEARN_SLOWLY = textwrap.dedent("""
         return original(*a, **k)
     ap.analyse = slow
     kb = KnowledgeBase.open(sys.argv[1])
-    print(json.dumps(kb.learn()), flush=True)
+    print(json.dumps(kb.learning.learn()), flush=True)
 """)
 
 
 def test_feedback_given_while_learn_runs_is_not_marked_processed_unseen(kb, tmp_path):
     q1, _ = ask(kb, "first question", [], ["alphago-architecture.md"])
     q2, _ = ask(kb, "second question", [], ["retrieval-augmented-generation.md"])
-    kb.feedback(q1, ["alphago-architecture.md"], [])
+    kb.learning.feedback(q1, ["alphago-architecture.md"], [])
     script = tmp_path / "slow_learn.py"
     script.write_text(LEARN_SLOWLY)
     learner = subprocess.Popen([sys.executable, str(script), str(kb.db_path)], stdout=subprocess.PIPE, text=True)
     assert learner.stdout.readline().strip() == "analysing"
     writer = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         from kb_indexer.api import KnowledgeBase
-        KnowledgeBase.open({str(kb.db_path)!r}).feedback({q2}, ["retrieval-augmented-generation.md"], [])
+        KnowledgeBase.open({str(kb.db_path)!r}).learning.feedback({q2}, ["retrieval-augmented-generation.md"], [])
     """)], capture_output=True, text=True, timeout=60)
     assert writer.returncode == 0, writer.stderr
     first = json.loads(learner.stdout.readline())
     learner.wait(timeout=60)
     assert first["marked_processed"] == 1
-    second = kb.learn()
+    second = kb.learning.learn()
     assert second["feedback_analyzed"] == 1 and second["marked_processed"] == 1

@@ -30,12 +30,12 @@ def taught(small):
                                     ("Explain tree search in Go", ["Monte Carlo", "neural networks"], "alphago.md"),
                                     ("What is UCB1?", ["Monte Carlo"], "ucb.md")):
         qid = kb.query(question, keywords)["query_id"]
-        kb.feedback(qid, [doc], [])
+        kb.learning.feedback(qid, [doc], [])
     return kb
 
 
 def test_json_suggestions_carry_section_and_description(taught):
-    result = taught.learn(dry_run=True)
+    result = taught.learning.learn(dry_run=True)
     by_line = {s["description"]: s for s in result["suggestions"]}
     assert by_line[GAP]["section"] == "keyword_gap" and by_line[GAP]["kind"] == "similarity"
     assert by_line[GAP]["evidence"] == 3 and by_line[GAP]["key"] == "similarity:mcts|monte carlo"
@@ -74,12 +74,12 @@ def test_dry_run_marks_suggestions_as_not_applied(taught, cli):
 
 
 def test_withdrawn_and_score_items_read_as_such(taught):
-    taught.learn()
+    taught.learning.learn()
     qid = taught.query("Why MCTS?", ["Monte Carlo", "neural networks"])["query_id"]
-    taught.feedback(qid, [], ["alphago.md"])
+    taught.learning.feedback(qid, [], ["alphago.md"])
     qid = taught.query("Why MCTS again?", ["Monte Carlo", "neural networks"])["query_id"]
-    taught.feedback(qid, [], ["alphago.md"])
-    lines = {s["description"] for s in taught.learn(dry_run=True)["suggestions"]}
+    taught.learning.feedback(qid, [], ["alphago.md"])
+    lines = {s["description"] for s in taught.learning.learn(dry_run=True)["suggestions"]}
     assert 'Withdraw keyword "neural networks" from alphago.md' in lines, lines
 
 

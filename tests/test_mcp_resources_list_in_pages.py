@@ -34,7 +34,7 @@ def many(small, tmp_path):
         (kbdir / "notes" / f"n{i // 50}" / f"note {i:03d}.md").write_text(f"# Note {i}\n\nText {i}.\n")
     assert kb.sync()["errors"] == []
     write_skills(tmp_path / "skills", {f"skill-{i}": f"Skill number {i}" for i in range(7)})
-    assert kb.skills_sync([str(tmp_path / "skills")])["errors"] == []
+    assert kb.skills.sync([str(tmp_path / "skills")])["errors"] == []
     return kb.db_path
 
 

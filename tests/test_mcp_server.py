@@ -30,7 +30,7 @@ def db(kb):
         "pdf-tools": ("Extract text and tables from PDF files", "Use pdftotext."),
         "git-helper": "Write commit messages and resolve git merge conflicts",
     })
-    assert kb.skills_sync([str(kb.db_path.parent / "skills")])["errors"] == []
+    assert kb.skills.sync([str(kb.db_path.parent / "skills")])["errors"] == []
     return kb.db_path
 
 
@@ -114,9 +114,9 @@ def test_each_tool_and_the_feedback_round_trip(db):
     assert fb == {"query_id": q["query_id"], "recorded": 2}
     assert skills["loaded"] == ["pdf-tools"] and skills["evicted"] == []
     with KnowledgeBase.open(db) as kb:
-        shown = kb.feedback_show(q["query_id"])
+        shown = kb.learning.feedback_show(q["query_id"])
         assert {r["filepath"] for r in shown["feedback"]} >= {top["filepath"]}
-        planned = kb.learn(dry_run=True)  # `learn` uses the feedback given over MCP
+        planned = kb.learning.learn(dry_run=True)  # `learn` uses the feedback given over MCP
     assert planned["feedback_analyzed"] == 2 and planned["queries"] == 1
     helped = [x for x in planned["suggestions"] if x["kind"] == "association" and x["filepath"] == top["filepath"]]
     assert helped and helped[0]["weight"] > 0
@@ -182,7 +182,7 @@ def test_a_sync_by_another_process_is_seen_without_a_restart(db):
         before = {str(r.uri) for r in (await s.list_resources()).resources}
         write_skills(db.parent / "skills", {"csv-tools": "Read and clean CSV spreadsheets"})
         with KnowledgeBase.open(db) as kb:
-            kb.skills_sync()
+            kb.skills.sync()
         after = {str(r.uri) for r in (await s.list_resources()).resources}
         return before, after
     before, after = _session(db, body)
@@ -282,7 +282,7 @@ def test_kb_query_pages_its_results_with_a_cursor(db, monkeypatch):
     assert {p["query_id"] for p in pages} == {first["query_id"]}
     with KnowledgeBase.open(db) as kb:
         full = kb.query("reinforcement learning reward", limit=10, record=False)
-        assert kb.history()["count"] == 1  # the continuations were not recorded
+        assert kb.learning.history()["count"] == 1  # the continuations were not recorded
     assert [r["filepath"] for p in pages for r in p["results"]] == [r["filepath"] for r in full["results"]]
 
 

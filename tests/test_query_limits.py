@@ -50,7 +50,7 @@ def test_a_limit_cuts_the_same_ranking(found):
 
 def test_history_records_what_was_shown(found):
     out = found.query("vortex wing", limit=0)
-    entry = found.history(out["query_id"])
+    entry = found.learning.history(out["query_id"])
     assert entry["attempts"][-1]["result_count"] == TEXT_ONLY + TAGGED
 
 

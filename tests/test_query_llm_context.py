@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import QueryContextScorer
+from kb_indexer.search.context_match import QueryContextScorer
 from fake_llm import FakeBackend
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.query import run_query

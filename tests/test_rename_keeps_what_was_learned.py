@@ -29,9 +29,9 @@ def _teach(kb, target=TARGET):
     for question in QUESTIONS:
         res = kb.query(question, ["bellman optimality"])
         others = [r["filepath"] for r in res["results"] if r["filepath"] != target][:1]
-        kb.feedback(res["query_id"], [target], others)
-    assert kb.learn()["applied"]
-    return kb.learned_list(include_removed=True)["learned"]
+        kb.learning.feedback(res["query_id"], [target], others)
+    assert kb.learning.learn()["applied"]
+    return kb.learning.learned_list(include_removed=True)["learned"]
 
 
 def _by_id(items):
@@ -41,8 +41,8 @@ def _by_id(items):
 def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
     learned = _teach(kb)
     assert {i["kind"] for i in learned} >= {"association", "keyword"}
-    kb.learned_remove([learned[0]["id"]])  # a removed item is kept as removed: `learned list --all` shows it
-    listed = kb.learned_list(include_removed=True)["learned"]
+    kb.learning.learned_remove([learned[0]["id"]])  # a removed item is kept as removed: `learned list --all` shows it
+    listed = kb.learning.learned_list(include_removed=True)["learned"]
     before = _by_id(listed)
     paths = {i["id"]: i["detail"].get("filepath") for i in listed}
     assert TARGET in paths.values()
@@ -52,7 +52,7 @@ def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
     os.rename(kb.kb_root / TARGET, kb.kb_root / "mdp.md")
 
     res = kb.sync()
-    after = kb.learned_list(include_removed=True)["learned"]
+    after = kb.learning.learned_list(include_removed=True)["learned"]
     assert _by_id(after) == before
     assert _doc_id(kb.conn, "mdp.md") == doc_id
     assert (res["renamed"], res["added"], res["removed"]) == (1, 0, 0)
@@ -60,10 +60,10 @@ def test_a_renamed_document_keeps_learned_items_feedback_history_and_boosts(kb):
     assert {i["id"]: i["detail"].get("filepath") for i in after} == {
         k: "mdp.md" if v == TARGET else v for k, v in paths.items()}
     for qid in (1, 2, 3):
-        assert [f["filepath"] for f in kb.feedback_show(qid)["feedback"] if f["helpful"]] == ["mdp.md"]
-        tops = [r["filepath"] for a in kb.history(qid)["attempts"] for r in a["top_results"]]
+        assert [f["filepath"] for f in kb.learning.feedback_show(qid)["feedback"] if f["helpful"]] == ["mdp.md"]
+        tops = [r["filepath"] for a in kb.learning.history(qid)["attempts"] for r in a["top_results"]]
         assert "mdp.md" in tops and TARGET not in tops
-    assert kb.learn(dry_run=True)["suggestions"] == []  # nothing to learn again: it all followed
+    assert kb.learning.learn(dry_run=True)["suggestions"] == []  # nothing to learn again: it all followed
     hit = next(r for r in kb.query(QUESTIONS[2], ["bellman optimality"])["results"] if r["filepath"] == "mdp.md")
     assert "learned" in hit["sources"] and boosted_before
     assert "bellman optimality" in [k["keyword"] for k in kb.keywords("mdp.md")["keywords"]]
@@ -76,10 +76,10 @@ def test_a_renamed_document_keeps_its_vectors(small):
     write_doc(kbdir, "engines.md", "# Automobile engines\n\nPistons and crankshafts in the automobile.\n")
     write_doc(kbdir, "gardens.md", "# Gardens\n\nRoses and tulips need water.\n")
     handle.sync()
-    assert handle.embed(embed=EmbedOptions(backend="fake-embed"))["embedded"] == 2
+    assert handle.embeddings.embed(embed=EmbedOptions(backend="fake-embed"))["embedded"] == 2
     os.rename(kbdir / "engines.md", kbdir / "cars.md")
     res = handle.sync()
-    assert handle.embed()["embedded"] == 0  # nothing to embed again: its vectors stayed with it
+    assert handle.embeddings.embed()["embedded"] == 0  # nothing to embed again: its vectors stayed with it
     assert res["renamed"] == 1
     assert handle.query("car", method="semantic")["results"][0]["filepath"] == "cars.md"
 
@@ -90,13 +90,13 @@ def test_a_rename_onto_the_path_of_a_removed_document_carries_its_own_feedback(s
     write_doc(kbdir, "x.md", "# Other\n\nsecond note about kites\n")
     handle.sync()
     qid = handle.query("kites")["query_id"]
-    handle.feedback(qid, ["a.md"], ["x.md"])
+    handle.learning.feedback(qid, ["a.md"], ["x.md"])
     os.remove(kbdir / "x.md")
     handle.sync()  # x.md's feedback row stays (history), on a path no document has now
     os.rename(kbdir / "a.md", kbdir / "x.md")
     res = handle.sync()
     assert res["renames"] == [{"from": "a.md", "to": "x.md"}]
-    assert [(f["filepath"], f["helpful"]) for f in handle.feedback_show(qid)["feedback"]] == [("x.md", True)]
+    assert [(f["filepath"], f["helpful"]) for f in handle.learning.feedback_show(qid)["feedback"]] == [("x.md", True)]
 
 
 def test_a_document_moved_into_a_subfolder_with_its_keywords_file_keeps_both(small):

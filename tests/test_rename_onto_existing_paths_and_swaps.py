@@ -23,8 +23,8 @@ def _setup(small):
                                       ("glider thermal lift", "soaring", "b.md")]:
         res = handle.query(question, [keyword])
         others = [r["filepath"] for r in res["results"] if r["filepath"] != target][:1]
-        handle.feedback(res["query_id"], [target], others)
-    assert handle.learn()["applied"]
+        handle.learning.feedback(res["query_id"], [target], others)
+    assert handle.learning.learn()["applied"]
     return handle, kbdir
 
 
@@ -34,7 +34,7 @@ def _ids(conn):
 
 def _learned(handle):
     """{learned item id: the path its detail names}"""
-    return {i["id"]: (i["detail"] or {}).get("filepath") for i in handle.learned_list(include_removed=True)["learned"]}
+    return {i["id"]: (i["detail"] or {}).get("filepath") for i in handle.learning.learned_list(include_removed=True)["learned"]}
 
 
 def _feedback(conn):

@@ -92,12 +92,12 @@ def _check_upgraded(db: Path, kbdir: Path, before: dict, tmp_path: Path) -> None
 
         if before.get("queries"):
             qid = before["queries"][0][0]
-            assert handle.history(qid)["question"] == before["queries"][0][1]
+            assert handle.learning.history(qid)["question"] == before["queries"][0][1]
         if before.get("query_feedback"):
-            shown = handle.feedback_show(before["query_feedback"][0][1])
+            shown = handle.learning.feedback_show(before["query_feedback"][0][1])
             assert shown["count"] >= 1
         if before.get("learned_items"):
-            assert handle.learned_list()["count"] == sum(1 for r in before["learned_items"] if "active" in r)
+            assert handle.learning.learned_list()["count"] == sum(1 for r in before["learned_items"] if "active" in r)
 
         relations = conn.execute("SELECT COUNT(*) FROM keyword_similarities").fetchone()[0]
         synced = handle.sync()
@@ -163,9 +163,9 @@ def reference(tmp_path_factory):
         handle.import_similarities(str(tmp / "project" / "similarities.json"))
         handle.relate("arrays", "list", "related_concept", "programming", 0.6)
         out = handle.query("reinforcement learning")
-        handle.feedback(out["query_id"], ["rl/policy-gradients.md"], ["notes.md"], "reference")
+        handle.learning.feedback(out["query_id"], ["rl/policy-gradients.md"], ["notes.md"], "reference")
         handle.query("transformer attention")
-        handle.learn()
+        handle.learning.learn()
     finally:
         handle.close()
     return tmp / "project" / "kbindex.db"

@@ -42,10 +42,10 @@ def paths(out):
 
 def test_embed_is_incremental_and_follows_changes(corpus):
     kb, root = corpus
-    first = kb.embed(embed=FAKE)
+    first = kb.embeddings.embed(embed=FAKE)
     assert (first["embedded"], first["unchanged"], first["model"], first["dim"]) == (4, 0, "fake-embed-64", 64)
     assert first["coverage"]["with_vectors"] == 4 and first["coverage"]["coverage"] == 1.0
-    again = kb.embed()                                  # the index's model by default
+    again = kb.embeddings.embed()                                  # the index's model by default
     assert (again["embedded"], again["unchanged"], again["requests"]) == (0, 4, 0)
     write_doc(root, "gardens.md", "# Gardens\n\nRoses now, and an automobile parked in the garden.\n")
     write_doc(root, "new.md", "# New\n\nA new document about vehicles.\n")
@@ -53,15 +53,15 @@ def test_embed_is_incremental_and_follows_changes(corpus):
     kb.sync()
     cov = kb.db_stats()["embeddings"][0]
     assert (cov["documents"], cov["with_vectors"], cov["stale"], cov["without_vectors"]) == (4, 3, 1, 1)
-    third = kb.embed()
+    third = kb.embeddings.embed()
     assert (third["embedded"], third["unchanged"]) == (2, 2)
-    assert kb.embed(everything=True)["embedded"] == 4
+    assert kb.embeddings.embed(everything=True)["embedded"] == 4
 
 
 def test_a_new_model_embeds_everything_and_models_never_mix(corpus):
     kb, _ = corpus
-    kb.embed(embed=FAKE)
-    other = kb.embed(embed=EmbedOptions(backend="fake-embed", model="fake-embed-16"))
+    kb.embeddings.embed(embed=FAKE)
+    other = kb.embeddings.embed(embed=EmbedOptions(backend="fake-embed", model="fake-embed-16"))
     assert (other["embedded"], other["dim"]) == (4, 16)
     stats = {(m["model"], m["dim"], m["with_vectors"]) for m in kb.db_stats()["embeddings"]}
     assert stats == {("fake-embed-64", 64, 4), ("fake-embed-16", 16, 4)}
@@ -76,7 +76,7 @@ def test_another_dimension_for_a_stored_model_is_refused(corpus):
     from kb_indexer.store.vectors import MixedModelError, ensure_model
 
     kb, _ = corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     with pytest.raises(MixedModelError, match="64-dimensional"):
         with transaction(kb.conn):
             ensure_model(kb.conn, "fake-embed", "fake-embed-64", 32)
@@ -85,7 +85,7 @@ def test_another_dimension_for_a_stored_model_is_refused(corpus):
 def test_semantic_finds_what_shares_no_word_with_the_question(corpus):
     kb, _ = corpus
     assert paths(kb.query("car", method="fulltext")) == []
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     out = kb.query("car", method="semantic")
     assert out["query"]["method"] == "semantic" and out["query"]["fallback"] is None
     top = out["results"][0]
@@ -100,7 +100,7 @@ def test_semantic_finds_what_shares_no_word_with_the_question(corpus):
 
 def test_hybrid_fuses_full_text_and_vectors(corpus):
     kb, _ = corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     out = kb.query("water for the dough", method="hybrid", explain=True)
     assert paths(out)[0] == "bakery.md"
     top = out["results"][0]
@@ -125,7 +125,7 @@ def test_without_vectors_semantic_and_hybrid_run_lexically(corpus):
 
 def test_an_unreachable_backend_falls_back_to_lexical(corpus, tmp_path, monkeypatch):
     kb, _ = corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     script = tmp_path / "embed.json"
     script.write_text(json.dumps({"fail_after": 0, "error": "unavailable"}))
     monkeypatch.setenv("KBINDEX_FAKE_EMBED", str(script))
@@ -135,7 +135,7 @@ def test_an_unreachable_backend_falls_back_to_lexical(corpus, tmp_path, monkeypa
 
 def test_documents_without_vectors_are_reported(corpus):
     kb, root = corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     write_doc(root, "late.md", "# Late\n\nAn automobile document added after embedding.\n")
     kb.sync()
     out = kb.query("automobile", method="hybrid")
@@ -145,7 +145,7 @@ def test_documents_without_vectors_are_reported(corpus):
 
 def test_deleting_a_document_keeps_the_packed_vectors_consistent(corpus):
     kb, root = corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     assert paths(kb.query("car", method="semantic"))[0] == "engines.md"
     (root / "engines.md").unlink()
     kb.sync()
@@ -159,7 +159,7 @@ def test_long_documents_are_chunked_and_the_best_chunk_scores(small):
     write_doc(root, "long.md", f"# Long\n\n{filler}\n\n## Engines\n\nThe automobile engine section.\n")
     write_doc(root, "short.md", "# Short\n\nTulips.\n")
     kb.sync()
-    res = kb.embed(embed=FAKE)
+    res = kb.embeddings.embed(embed=FAKE)
     assert res["chunks"] > 5
     assert paths(kb.query("car", method="semantic"))[0] == "long.md"
 
@@ -222,7 +222,7 @@ def test_embed_resumes_after_a_kill(small, tmp_path):
     done = kb.conn.execute("SELECT count(*) FROM embedding_docs").fetchone()[0]
     assert 2 <= done < 12
     script.write_text(json.dumps({}))
-    rest = kb.embed(embed=FAKE)
+    rest = kb.embeddings.embed(embed=FAKE)
     assert rest["embedded"] == 12 - done and rest["unchanged"] == done
     assert kb.db_stats()["embeddings"][0]["with_vectors"] == 12
 
@@ -238,7 +238,7 @@ def test_requests_are_full_across_documents(small, tmp_path, monkeypatch):
     script = tmp_path / "embed.json"
     script.write_text("{}")
     monkeypatch.setenv("KBINDEX_FAKE_EMBED", str(script))
-    out = kb.embed(embed=FAKE, batch=4)
+    out = kb.embeddings.embed(embed=FAKE, batch=4)
     sizes = [len(json.loads(line)) for line in Path(str(script) + ".calls.jsonl").read_text().splitlines()]
     chunks = kb.conn.execute("SELECT count(*) FROM embedding_chunks").fetchone()[0]
     assert sum(sizes) == chunks and chunks >= 10

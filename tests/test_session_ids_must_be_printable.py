@@ -35,14 +35,14 @@ def kb(db):
 def _sessions(kb) -> tuple[int, int]:
     """(skill match sessions, context sessions) in the index."""
     skills = kb.conn.execute("SELECT count(*) FROM skill_sessions").fetchone()[0]
-    return skills, kb.context_sessions()["count"]
+    return skills, kb.context.sessions()["count"]
 
 
 @pytest.mark.parametrize("sid", BAD_IDS, ids=repr)
 def test_a_bad_session_id_is_refused_by_skills_and_context_alike(kb, sid):
-    calls = [lambda: kb.skills_match("weather in Paris", session=sid), lambda: kb.skills_session(sid),
-             lambda: kb.skills_load(sid), lambda: kb.context_add(sid, role="user", text="hello"),
-             lambda: kb.context_build(sid, "hello", use_llm=False, record=True), lambda: kb.context_show(sid)]
+    calls = [lambda: kb.skills.match("weather in Paris", session=sid), lambda: kb.skills.session(sid),
+             lambda: kb.skills.load(sid), lambda: kb.context.add(sid, role="user", text="hello"),
+             lambda: kb.context.build(sid, "hello", use_llm=False, record=True), lambda: kb.context.show(sid)]
     for call in calls:
         with pytest.raises(UsageError, match="session id"):
             call()
@@ -51,9 +51,9 @@ def test_a_bad_session_id_is_refused_by_skills_and_context_alike(kb, sid):
 
 def test_a_printable_id_with_spaces_and_other_scripts_is_accepted(kb):
     sid = "chat 2024-06 · 日本語 ✓"
-    assert kb.skills_match("weather in Paris", session=sid)["session"]["turn"] == 1
-    kb.context_add(sid, role="user", text="hello")
-    assert kb.context_show(sid)["count"] == 1
+    assert kb.skills.match("weather in Paris", session=sid)["session"]["turn"] == 1
+    kb.context.add(sid, role="user", text="hello")
+    assert kb.context.show(sid)["count"] == 1
 
 
 @pytest.mark.parametrize("args", [

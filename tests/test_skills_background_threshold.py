@@ -36,7 +36,7 @@ def catalog_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBa
     (root / "kb").mkdir()
     skills = write_skills(_load(DATA / "catalog.jsonl"), root)
     handle, _ = KnowledgeBase.init(root / "kbindex.db", root / "kb")
-    assert handle.skills_sync([str(skills)])["errors"] == []
+    assert handle.skills.sync([str(skills)])["errors"] == []
     yield handle
     handle.close()
 
@@ -44,7 +44,7 @@ def catalog_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBa
 def _evaluate(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> dict[str, Any]:
     from bench.skills_eval import evaluate
 
-    return evaluate(queries, [[m["name"] for m in kb.skills_match(q["query"], use_llm=False)["matched"]]
+    return evaluate(queries, [[m["name"] for m in kb.skills.match(q["query"], use_llm=False)["matched"]]
                               for q in queries])
 
 
@@ -65,7 +65,7 @@ def test_development_queries_keep_their_f1(catalog_kb: KnowledgeBase) -> None:
 
 
 def test_a_distinctive_word_stands_out_from_any_background(catalog_kb: KnowledgeBase) -> None:
-    out = catalog_kb.skills_match("what have I watched on trakt this month?", use_llm=False)
+    out = catalog_kb.skills.match("what have I watched on trakt this month?", use_llm=False)
     assert [m["name"] for m in out["matched"]] == ["trakt"]
     assert out["background"] > 0
 

@@ -12,16 +12,16 @@ SKILL_DIR = REPO / "skills"
 
 def test_bundled_skill_parses_and_syncs(small):
     k, _ = small
-    out = k.skills_sync([str(SKILL_DIR)])
+    out = k.skills.sync([str(SKILL_DIR)])
     assert out["errors"] == [] and "kbindex-search" in out["added"]
-    shown = k.skills_show("kbindex-search")
+    shown = k.skills.show("kbindex-search")
     assert "Use when" in shown["description"] and "kbindex query" in shown["body"]
 
 
 def test_bundled_skill_matches_a_request_to_search_the_notes(small):
     k, _ = small
-    k.skills_sync([str(SKILL_DIR)])
-    out = k.skills_match("search our knowledge base notes for the retry policy")
+    k.skills.sync([str(SKILL_DIR)])
+    out = k.skills.match("search our knowledge base notes for the retry policy")
     assert [m["name"] for m in out["matched"]] == ["kbindex-search"]
 
 

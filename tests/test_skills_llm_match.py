@@ -43,7 +43,7 @@ def _client(kb, *answers) -> tuple[LLMClient, FakeBackend]:
 def _match(db, message, *answers, **kw):
     with _open(db) as kb:
         client, fake = _client(kb, *answers)
-        return kb.skills_match(message, use_llm=True, client=client, **kw), fake
+        return kb.skills.match(message, use_llm=True, client=client, **kw), fake
 
 
 def names(out):
@@ -67,7 +67,7 @@ def test_valid_answer_is_the_llm_result_with_reasons(env):
 def test_a_paraphrase_with_a_weak_keyword_score_still_reaches_the_llm(env):
     db, _ = env
     message = "could you play something relaxing"     # one shared word: no keyword match
-    keyword = _open(db).skills_match(message)
+    keyword = _open(db).skills.match(message)
     assert keyword["matched"] == []
     out, fake = _match(db, message, {"skills": [{"name": "spotify-player", "reason": "play music"}]})
     assert names(out) == ["spotify-player"] and out["method"] == "llm"
@@ -131,7 +131,7 @@ def test_answer_is_cached_across_two_opens_and_keys_on_message_and_candidates(en
     (root / "samsung-smart-tv" / "SKILL.md").write_text(
         "---\nname: samsung-smart-tv\ndescription: Control Samsung TVs and soundbars.\n---\n", encoding="utf-8")
     with _open(db) as kb:
-        kb.skills_sync()
+        kb.skills.sync()
     changed, fake4 = _match(db, "turn the samsung tv off", answer)   # a candidate's description changed
     assert changed["cache"] == {"hit": False} and len(fake4.calls) == 1
 
@@ -188,10 +188,10 @@ def test_cache_hit_names_the_model_too(env):
     config = dataclasses.replace(resolve(LLMOptions(backend="fake", retries=0)), model=None)
     with _open(db) as kb:
         client = LLMClient(config, conn=kb.conn, backend=FakeBackend([answer]), sleep=lambda s: None)
-        first = kb.skills_match("turn the samsung tv off", use_llm=True, client=client)
+        first = kb.skills.match("turn the samsung tv off", use_llm=True, client=client)
     with _open(db) as kb:
         client = LLMClient(config, conn=kb.conn, sleep=lambda s: None)     # no backend is made for a hit
-        again = kb.skills_match("turn the samsung tv off", use_llm=True, client=client)
+        again = kb.skills.match("turn the samsung tv off", use_llm=True, client=client)
     assert first["llm"]["model"] == "fake-model" and first["cache"] == {"hit": False}
     assert again["cache"] == {"hit": True}
     assert again["llm"]["model"] == "server-default@" + (config.base_url or "fake") != "server-default@None"
@@ -200,7 +200,7 @@ def test_cache_hit_names_the_model_too(env):
 def test_candidates_after_a_fallback_are_what_was_sent(env):
     db, _ = env
     message = "could you play something relaxing"
-    keyword = _open(db).skills_match(message)
+    keyword = _open(db).skills.match(message)
     out, fake = _match(db, message, LLMTimeout("no answer in 5s"))
     sent = fake.calls[0]["messages"][-1]["content"].split("Skills:", 1)[1]
     assert out["method"] == "keyword" and out["fallback_reason"]

@@ -29,7 +29,7 @@ SKILLS: dict[str, str | tuple[str, str]] = {
 @pytest.fixture
 def k(small: tuple[KnowledgeBase, Path], tmp_path: Path) -> KnowledgeBase:
     handle, _ = small
-    assert handle.skills_sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
+    assert handle.skills.sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
     return handle
 
 
@@ -40,7 +40,7 @@ def names(out: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("message", ["who founded Stripe?", "why is it called Stripe",
                                      "¿Stripe se fundó en Irlanda?"])
 def test_a_question_about_the_world_naming_a_skill_matches_nothing(k: KnowledgeBase, message: str) -> None:
-    assert names(k.skills_match(message)) == []
+    assert names(k.skills.match(message)) == []
     assert match.impersonal_question(message)
 
 
@@ -48,38 +48,38 @@ def test_a_question_about_the_world_naming_a_skill_matches_nothing(k: KnowledgeB
                                      "Stripe: refund the last payment", "can you list the Stripe payouts?",
                                      "which Stripe payouts failed? please check"])
 def test_a_request_for_the_writer_naming_the_same_skill_matches(k: KnowledgeBase, message: str) -> None:
-    assert names(k.skills_match(message)) == ["stripe"]
+    assert names(k.skills.match(message)) == ["stripe"]
     assert not match.impersonal_question(message)
 
 
 def test_the_question_factor_is_the_only_difference(k: KnowledgeBase) -> None:
     question, request = "who founded Stripe?", "stripe for me"
-    assert k.skills_match(question, min_score=0)["candidates"][0]["score"] == \
-        k.skills_match(request, min_score=0)["candidates"][0]["score"]
-    assert names(k.skills_match(request)) == ["stripe"] and names(k.skills_match(question)) == []
+    assert k.skills.match(question, min_score=0)["candidates"][0]["score"] == \
+        k.skills.match(request, min_score=0)["candidates"][0]["score"]
+    assert names(k.skills.match(request)) == ["stripe"] and names(k.skills.match(question)) == []
 
 
 def test_two_words_written_as_one_in_a_name_match(k: KnowledgeBase) -> None:
-    out = k.skills_match("where is my daughter's phone on Find My, check its battery")
+    out = k.skills.match("where is my daughter's phone on Find My, check its battery")
     assert names(out) == ["icloud-findmy"] and "findmi (name)" in out["matched"][0]["reason"]
-    assert "lastfm" in k.skills_match("what did I play most on last.fm this year")["terms"]
+    assert "lastfm" in k.skills.match("what did I play most on last.fm this year")["terms"]
 
 
 def test_compounds_no_skill_has_are_not_terms(k: KnowledgeBase) -> None:
-    assert k.skills_match("the and of to")["terms"] == []
-    assert k.skills_match("thank you very much")["matched"] == []
+    assert k.skills.match("the and of to")["terms"] == []
+    assert k.skills.match("thank you very much")["matched"] == []
 
 
 def test_evidence_with_no_distinctive_word_needs_the_common_factor(k: KnowledgeBase) -> None:
     message = "write posts"   # both words are shared by several skills of this catalog
 
     def best(m: str) -> float:
-        return float(k.skills_match(m, min_score=0)["candidates"][0]["score"])
+        return float(k.skills.match(m, min_score=0)["candidates"][0]["score"])
 
     score = best(message)
-    assert names(k.skills_match(message, min_score=score / match.COMMON_FACTOR * 0.99)) != []
-    assert names(k.skills_match(message, min_score=score / match.COMMON_FACTOR * 1.01)) == []
+    assert names(k.skills.match(message, min_score=score / match.COMMON_FACTOR * 0.99)) != []
+    assert names(k.skills.match(message, min_score=score / match.COMMON_FACTOR * 1.01)) == []
     distinctive = "samsung tv volume"   # "samsung" is one skill's: the minimum applies as it is
     score = best(distinctive)
-    assert names(k.skills_match(distinctive, min_score=score * 0.99)) == ["samsung-smart-tv"]
-    assert names(k.skills_match(distinctive, min_score=score * 1.01)) == []
+    assert names(k.skills.match(distinctive, min_score=score * 0.99)) == ["samsung-smart-tv"]
+    assert names(k.skills.match(distinctive, min_score=score * 1.01)) == []

@@ -39,7 +39,7 @@ def kb(db):
 
 
 def turn(kb, message, **kw):
-    return kb.skills_match(message, session="s1", **kw)["session"]
+    return kb.skills.match(message, session="s1", **kw)["session"]
 
 
 def test_each_match_is_one_turn_and_matched_skills_load(kb):
@@ -47,7 +47,7 @@ def test_each_match_is_one_turn_and_matched_skills_load(kb):
     assert (s["turn"], s["loaded"], s["newly_loaded"], s["evicted"]) == (1, ["samsung-smart-tv"], ["samsung-smart-tv"], [])
     s = turn(kb, "samsung tv volume up")
     assert s["turn"] == 2 and s["newly_loaded"] == [] and s["skills"][0]["match_count"] == 2
-    shown = kb.skills_session("s1")
+    shown = kb.skills.session("s1")
     assert [m["message"] for m in shown["messages"]] == ["turn the samsung tv off", "samsung tv volume up"]
     assert shown["skills"][0] == {"name": "samsung-smart-tv", "priority": "active", "match_count": 2,
                                   "last_matched_turn": 2, "loaded": True}
@@ -74,11 +74,11 @@ def test_evict_after_is_a_setting(kb):
 def test_a_skill_still_relevant_to_the_recent_messages_is_kept(kb):
     def conversation(sid, last):
         for m in ("turn the samsung tv off", "weather forecast for Paris", "and the samsung remote", last):
-            out = kb.skills_match(m, session=sid)
+            out = kb.skills.match(m, session=sid)
         return out
 
     out = conversation("kept", "is the tv on already")   # one shared word per message: no match alone ...
-    assert out["matched"] == [] and kb.skills_match("and the samsung remote")["matched"] == []
+    assert out["matched"] == [] and kb.skills.match("and the samsung remote")["matched"] == []
     s = out["session"]                                     # ... but the last three together name the TV skill
     assert s["turn"] == 4 and s["evicted"] == [] and "samsung-smart-tv" in s["loaded"]
     assert {x["name"]: x["priority"] for x in s["skills"]}["samsung-smart-tv"] == "relevant"
@@ -106,13 +106,13 @@ def test_load_prints_bodies_most_important_first_within_the_budget(kb):
     turn(kb, "samsung tv on")
     turn(kb, "weather forecast for Paris")
     turn(kb, "fill the pdf forms")
-    full = kb.skills_load("s1")
+    full = kb.skills.load("s1")
     assert [s["name"] for s in full["skills"]] == ["pdf-forms", "samsung-smart-tv", "weather"]
     assert full["left_out"] == [] and full["tokens"] == sum(s["tokens"] for s in full["skills"])
     assert full["markdown"].startswith("## Skill: pdf-forms\n\nFill PDF forms.\n\nUse pdftk.")
     tv = next(s for s in full["skills"] if s["name"] == "samsung-smart-tv")
     assert tv["tokens"] > 250                         # the long body: ~1,000 characters / 4
-    cut = kb.skills_load("s1", budget=full["skills"][0]["tokens"] + 20)
+    cut = kb.skills.load("s1", budget=full["skills"][0]["tokens"] + 20)
     assert [s["name"] for s in cut["skills"]] == ["pdf-forms", "weather"]   # the TV skill did not fit
     assert cut["left_out"] == [{"name": "samsung-smart-tv", "reason": "budget", "tokens": tv["tokens"]}]
     assert cut["tokens"] <= cut["budget"]
@@ -120,20 +120,20 @@ def test_load_prints_bodies_most_important_first_within_the_budget(kb):
 
 def test_reset_forgets_the_session(kb):
     turn(kb, "samsung tv off")
-    assert kb.skills_session("s1", reset=True) == {"action": "reset", "id": "s1", "existed": True}
+    assert kb.skills.session("s1", reset=True) == {"action": "reset", "id": "s1", "existed": True}
     with pytest.raises(NotFoundError):
-        kb.skills_session("s1")
+        kb.skills.session("s1")
     assert turn(kb, "weather forecast")["turn"] == 1
-    assert kb.skills_session("nope", reset=True)["existed"] is False
+    assert kb.skills.session("nope", reset=True)["existed"] is False
 
 
 def test_bad_session_arguments_are_usage_errors(kb):
     with pytest.raises(UsageError):
-        kb.skills_match("tv", session="  ")
+        kb.skills.match("tv", session="  ")
     with pytest.raises(UsageError):
-        kb.skills_match("tv", session="s", max_loaded=0)
+        kb.skills.match("tv", session="s", max_loaded=0)
     with pytest.raises(NotFoundError):
-        kb.skills_load("never-started")
+        kb.skills.load("never-started")
 
 
 def test_two_threads_with_separate_connections_get_turns_1_and_2(db):
@@ -145,7 +145,7 @@ def test_two_threads_with_separate_connections_get_turns_1_and_2(db):
         try:
             with KnowledgeBase.open(db) as k:
                 barrier.wait()
-                results.append(k.skills_match(message, session="shared")["session"]["turn"])
+                results.append(k.skills.match(message, session="shared")["session"]["turn"])
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -160,7 +160,7 @@ def test_two_threads_with_separate_connections_get_turns_1_and_2(db):
 def test_two_processes_matching_in_one_session_at_once(db):
     code = ("import sys, json; from kb_indexer.api import KnowledgeBase\n"
             "with KnowledgeBase.open(sys.argv[1]) as k:\n"
-            "    print(json.dumps(k.skills_match(sys.argv[2], session='p')['session']))\n")
+            "    print(json.dumps(k.skills.match(sys.argv[2], session='p')['session']))\n")
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(db), m], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
@@ -171,7 +171,7 @@ def test_two_processes_matching_in_one_session_at_once(db):
     assert sorted(s["turn"] for s in sessions) == [1, 2]
     from kb_indexer.api import KnowledgeBase
     with KnowledgeBase.open(db) as k:
-        shown = k.skills_session("p")
+        shown = k.skills.session("p")
     assert shown["turn"] == 2 and sorted(shown["loaded"]) == ["samsung-smart-tv", "weather"]
 
 

@@ -13,15 +13,15 @@ def test_a_remembered_dir_swapped_for_a_symlink_is_reported_not_followed(small, 
     skills, decoy = tmp_path / "skills", tmp_path / "decoy"
     write(skills, "one", "one", "One")
     write(decoy, "planted", "planted", "Planted by whoever swapped the folder")
-    k.skills_sync([str(skills)])
+    k.skills.sync([str(skills)])
     skills.rename(tmp_path / "skills.orig")
     skills.symlink_to(decoy, target_is_directory=True)
-    out = k.skills_sync()
-    assert [d["path"] for d in k.skills_list()["dirs"]] == [str(tmp_path.resolve() / "skills")]
+    out = k.skills.sync()
+    assert [d["path"] for d in k.skills.all()["dirs"]] == [str(tmp_path.resolve() / "skills")]
     assert [e["file"] for e in out["errors"]] == [str(tmp_path.resolve() / "skills")]
     assert "leads elsewhere" in out["errors"][0]["message"]
     assert out["added"] == [] and out["removed"] == []
-    assert [s["name"] for s in k.skills_list()["skills"]] == ["one"]
-    assert k.skills_show("one")["source_dir"] == str(tmp_path.resolve() / "skills")
-    out = k.skills_sync(forget=[str(skills)])
-    assert out["removed"] == ["one"] and k.skills_list()["dirs"] == []
+    assert [s["name"] for s in k.skills.all()["skills"]] == ["one"]
+    assert k.skills.show("one")["source_dir"] == str(tmp_path.resolve() / "skills")
+    out = k.skills.sync(forget=[str(skills)])
+    assert out["removed"] == ["one"] and k.skills.all()["dirs"] == []

@@ -21,21 +21,21 @@ def _ask_and_mark(kb, question: str) -> dict:
     out = kb.query(question)
     hit = next(r for r in out["results"] if r["filepath"] == "untagged.md")
     assert hit["sources"] == ["fulltext"] and out["query"]["keywords"] == ["reinforcement learning"]
-    kb.feedback(out["query_id"], ["untagged.md"], [])
+    kb.learning.feedback(out["query_id"], ["untagged.md"], [])
     return out
 
 
 def test_a_fulltext_only_helpful_hit_gets_the_query_keyword_as_a_learned_tag(tmp_path):
     with _kb(tmp_path) as kb:
         _ask_and_mark(kb, "reinforcement learning rewards")
-        assert [i for i in kb.learn()["suggestions"] if i["kind"] == "keyword"] == []  # one query: not yet
+        assert [i for i in kb.learning.learn()["suggestions"] if i["kind"] == "keyword"] == []  # one query: not yet
         _ask_and_mark(kb, "how do reinforcement learning agents learn")
-        learned = kb.learn()
+        learned = kb.learning.learn()
         tags = [i for i in learned["suggestions"] if i["kind"] == "keyword"]
         assert [(t["filepath"], t["keyword"]) for t in tags] == [("untagged.md", "reinforcement learning")]
         assert "full text only" in tags[0]["reason"]
         assert kb.search(["reinforcement learning"])["total"] == 2
-        item = next(i for i in kb.learned_list("keyword")["learned"] if i["detail"]["keyword"] == "reinforcement learning")
-        kb.learned_remove([item["id"]])
+        item = next(i for i in kb.learning.learned_list("keyword")["learned"] if i["detail"]["keyword"] == "reinforcement learning")
+        kb.learning.learned_remove([item["id"]])
         assert [r["filepath"] for r in kb.search(["reinforcement learning"])["results"]] == ["tagged.md"]
-        assert [i for i in kb.learn(reprocess=True)["suggestions"] if i["kind"] == "keyword"] == []  # not again
+        assert [i for i in kb.learning.learn(reprocess=True)["suggestions"] if i["kind"] == "keyword"] == []  # not again

@@ -56,7 +56,7 @@ def test_sync_check_sees_a_half_applied_keyword_set_and_missing_fulltext_rows(sm
 def test_learn_check_sees_half_processed_feedback(kb):
     out = kb.query("reinforcement learning")
     paths = [r["filepath"] for r in out["results"]]
-    kb.feedback(out["query_id"], paths[:2], [])
+    kb.learning.feedback(out["query_id"], paths[:2], [])
     db = kb.db_path
     assert stress.learn_state_problem(db, 0, complete=False) is None
     assert "unprocessed" in stress.learn_state_problem(db, 0, complete=True)

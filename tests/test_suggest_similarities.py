@@ -43,7 +43,7 @@ def _pairs(out):
 
 
 def test_abbreviations_and_co_occurrence_with_context_and_evidence(kbase):
-    out = kbase.suggest_similarities(min_score=0.3)
+    out = kbase.enrich.suggest_similarities(min_score=0.3)
     pairs = _pairs(out)
     rl = pairs[("RL", "reinforcement learning", "abbreviation")]
     assert rl["source"] == "pattern" and rl["evidence"]["count"] == 2 and rl["score"] == 0.9
@@ -58,19 +58,19 @@ def test_abbreviations_and_co_occurrence_with_context_and_evidence(kbase):
 
 def test_output_file_is_importable_and_apply_can_be_undone(kbase, tmp_path):
     target = tmp_path / "suggested.json"
-    out = kbase.suggest_similarities(output=target)
+    out = kbase.enrich.suggest_similarities(output=target)
     data = json.loads(target.read_text(encoding="utf-8"))
     assert len(data["similarities"]) == out["count"] and set(data["similarities"][0]) == {
         "keyword1", "keyword2", "type", "context", "score", "directional"}
-    applied = kbase.suggest_similarities(apply=True)
+    applied = kbase.enrich.suggest_similarities(apply=True)
     assert applied["applied"] == applied["count"] > 0
-    items = kbase.learned_list("similarity")["learned"]
+    items = kbase.learning.learned_list("similarity")["learned"]
     assert len(items) == applied["count"] and items[0]["key"].startswith("suggestion:")
     assert kbase.similar("RL")["count"] >= 1
-    assert kbase.suggest_similarities()["count"] == 0          # applied pairs are known now
-    kbase.learned_remove(all_=True)
+    assert kbase.enrich.suggest_similarities()["count"] == 0          # applied pairs are known now
+    kbase.learning.learned_remove(all_=True)
     assert kbase.similar("RL")["count"] == 0
-    again = kbase.suggest_similarities(apply=True)             # suggested again, but not re-applied
+    again = kbase.enrich.suggest_similarities(apply=True)             # suggested again, but not re-applied
     assert again["count"] == applied["count"] and again["applied"] == 0
     kbase.import_similarities(str(target))                    # the --output file is a valid similarities file
     assert kbase.similar("RL")["count"] >= 1
@@ -83,7 +83,7 @@ def test_llm_relations_are_validated_against_the_group(kbase):
         {"relations": [{"keyword1": "RL", "keyword2": "agents", "type": "synonym", "context": "x", "score": 0.2}]}])
     client = LLMClient(resolve(LLMOptions(backend="fake", retries=0)), conn=kbase.conn, backend=fake,
                        sleep=lambda s: None)
-    out = kbase.suggest_similarities(client=client, min_score=0.1)
+    out = kbase.enrich.suggest_similarities(client=client, min_score=0.1)
     llm = [s for s in out["suggestions"] if s["source"] == "llm"]
     assert [(s["keyword1"], s["keyword2"], s["type"]) for s in llm] == [("RL", "agents", "synonym")]
     assert len(fake.calls) == 2 and out["llm"]["used"] is True  # the first answer was repaired

@@ -78,4 +78,4 @@ def test_api_entry_points_check_text(empty_kb):
     with pytest.raises(ValidationError, match="at most"):
         empty_kb.relate(LONG, "b", "synonym", "ctx")
     with pytest.raises(ValidationError, match="query id"):
-        empty_kb.history(2**63)
+        empty_kb.learning.history(2**63)

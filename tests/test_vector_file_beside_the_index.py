@@ -15,7 +15,7 @@ from tests.test_semantic_search import FAKE, corpus as _corpus  # noqa: F401  (t
 @pytest.fixture
 def corpus(_corpus):
     kb, root = _corpus
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     return kb, root
 
 
@@ -46,7 +46,7 @@ def test_changed_vectors_never_use_the_old_file(corpus):
     old = _files(kb)
     write_doc(root, "gardens.md", "# Gardens\n\nA vehicle garage, not a garden: cars parked in rows.\n")
     kb.sync()
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     top = _top(kb)
     assert top[0][0] in ("engines.md", "gardens.md") and "gardens.md" in [p for p, _ in top[:2]]
     new = _files(kb)

@@ -21,14 +21,14 @@ def test_new_vectors_are_read_after_an_embed_in_the_same_process(small):
     write_doc(root, "a.md", "# Roses\n\nRoses and tulips in the garden.\n")
     write_doc(root, "b.md", "# Bread\n\nFlour and yeast make bread.\n")
     kb.sync()
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     for _ in range(3):   # packs the matrix, writes the vectors file, then maps it
         assert _hybrid(kb, "tulips")[0] == "a.md"
     assert len(vectors._MAPPED) == 1
     first = next(iter(vectors._MAPPED))
     write_doc(root, "b.md", "# Bread\n\nTulips, tulips and tulips in the bakery window.\n")
     kb.sync()
-    kb.embed()
+    kb.embeddings.embed()
     for _ in range(3):
         assert _hybrid(kb, "tulips")[0] == "b.md"   # the changed vectors, not the mapped ones
     assert next(iter(vectors._MAPPED)) != first and len(vectors._MAPPED) == 1
@@ -40,7 +40,7 @@ def test_another_index_file_is_mapped_on_its_own(small, tmp_path):
     kb, root = small
     write_doc(root, "a.md", "# Roses\n\nRoses and tulips in the garden.\n")
     kb.sync()
-    kb.embed(embed=FAKE)
+    kb.embeddings.embed(embed=FAKE)
     for _ in range(3):
         assert _hybrid(kb, "roses") == ["a.md"]
     other_root = tmp_path / "other" / "knowledge-base"
@@ -49,7 +49,7 @@ def test_another_index_file_is_mapped_on_its_own(small, tmp_path):
     other, _ = KnowledgeBase.init(tmp_path / "other" / "kbindex.db", other_root)
     try:
         other.sync()
-        other.embed(embed=FAKE)
+        other.embeddings.embed(embed=FAKE)
         for _ in range(3):
             assert _hybrid(other, "roses") == ["z.md"]
             assert _hybrid(kb, "roses") == ["a.md"]

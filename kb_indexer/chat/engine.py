@@ -25,16 +25,23 @@ generator closed) saves nothing either.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
+from kb_indexer.api import KnowledgeBase
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.llm.base import LLMError, Message, ToolCall
+from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, Tool, ToolCall
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.search.markdown import render_query
+
+if TYPE_CHECKING:
+    from kb_indexer.results import FeedbackResult, SkillsSyncResult, StoredMessage
 
 RETRIEVE = 5
 CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
@@ -66,7 +73,6 @@ class Event:
 
 
 def _default_timeout(llm: Any) -> bool:
-    import os
     return getattr(llm, "timeout", None) is None and not os.environ.get("KBINDEX_LLM_TIMEOUT", "").strip()
 
 
@@ -75,16 +81,14 @@ def new_session_id() -> str:
 
 
 class ChatEngine:
-    def __init__(self, kb: Any, source: Source, note: str | None, llm: Any = None, *, stream: bool = True,
-                 window: int | None = None, client: Any = None):
-        from kb_indexer.context.window import resolve_window
-        from kb_indexer.llm.structured import LLMClient
+    def __init__(self, kb: KnowledgeBase, source: Source, note: str | None, llm: Any = None, *,
+                 stream: bool = True, window: int | None = None, client: Any = None):
         self.kb, self.source, self.note, self.stream = kb, source, note, stream
         self.client = client if client is not None else LLMClient.from_options(llm, kb.conn)
         if client is None and _default_timeout(llm):
-            from dataclasses import replace   # a streamed answer from a local CPU model takes minutes
+            # a streamed answer from a local CPU model takes minutes
             self.client.config = replace(self.client.config, timeout=CHAT_TIMEOUT)
-        self.window, self.window_source = resolve_window(window, self.client.config.backend, self.client.model)
+        self.window, self.window_source = kb.context.window(window, self.client.config.backend, self.client.model)
         self.session_id = new_session_id()
         self.last_query_id: int | None = None
         self.last_paths: list[str] = []
@@ -106,11 +110,11 @@ class ChatEngine:
             raise
         return engine
 
-    def sync_skills(self) -> dict[str, Any] | None:
+    def sync_skills(self) -> SkillsSyncResult | None:
         """Bring the skills up to date at start (the remembered directories and ``KBINDEX_SKILLS``; only
         changed files are read). A failure leaves the indexed skills as they are."""
         try:
-            return self.kb.skills_sync()
+            return self.kb.skills.sync()
         except KbError:
             return None
 
@@ -126,7 +130,6 @@ class ChatEngine:
 
     def check_llm(self, timeout: float = 5.0) -> None:
         """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
-        from kb_indexer.llm.base import LLMModelNotFound, LLMUnavailable
         config = self.client.config
         fix = "or choose another with --llm-backend/--llm-model; `kbindex doctor` checks the set-up"
         start = {"ollama": "start it (`ollama serve`; OLLAMA_HOST names another host)",
@@ -151,15 +154,14 @@ class ChatEngine:
 
     # -- a turn --------------------------------------------------------------------------------------------
     def turn(self, text: str) -> Iterator[Event]:
-        from kb_indexer.context.normalise import normalise
         if not text.strip():
             return
-        norm = normalise(text)
+        norm = self.kb.context.normalise(text)
         yield Event("input", {"original": text, "normalised": norm})
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
-        skills = self.kb.skills_match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
-        if skills["newly_loaded"] or skills["evicted"]:
+        skills = self.kb.skills.match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
+        if skills is not None and (skills["newly_loaded"] or skills["evicted"]):   # a session turn: never None
             yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
         retrieved = self._retrieve(norm)
         if retrieved is not None:
@@ -179,7 +181,7 @@ class ChatEngine:
         if answer is None:
             self.context_tokens = before
             return
-        self.kb.context_add(self.session_id, [{"role": "user", "content": text},
+        self.kb.context.add(self.session_id, [{"role": "user", "content": text},
                                               {"role": "assistant", "content": answer or "(no answer)"}])
         cited = [p for p in dict.fromkeys(self.last_paths) if p in answer]
         yield Event("done", {"answer": answer, "citations": cited, "session": self.session_id,
@@ -188,7 +190,6 @@ class ChatEngine:
     def _retrieve(self, norm: str) -> dict[str, Any] | None:
         if self.source.mode != "kb":
             return None
-        from kb_indexer.search.markdown import render_query
         question = self._retrieval_question(norm)
         if not question.strip():        # nothing to search (an empty query is bad usage)
             return None
@@ -213,24 +214,25 @@ class ChatEngine:
     def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
         parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
         try:
-            loaded = self.kb.skills_load(self.session_id, budget=int(self.window * SKILLS_SHARE))
+            skills = self.kb.skills.load(self.session_id, budget=int(self.window * SKILLS_SHARE))["markdown"]
         except NotFoundError:          # no turn yet: no skill session
-            loaded = {"markdown": ""}
-        if loaded["markdown"]:
-            parts.append("# Skills loaded for this conversation\n\n" + loaded["markdown"])
+            skills = ""
+        if skills:
+            parts.append("# Skills loaded for this conversation\n\n" + skills)
         if retrieved is not None:
             parts.append(retrieved["markdown"])
         if summary:
             parts.append("# Summary of the earlier conversation\n\n" + summary)
         return "\n\n".join(parts)
 
-    def _messages(self, norm: str, retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict | None]:
+    def _messages(self, norm: str,
+                  retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """System + recent turns + the message, compressed when over 80% of the window."""
         summary, recent = self._conversation(norm)
         messages = [{"role": "system", "content": self._system(retrieved, summary)},
                     *recent, {"role": "user", "content": norm}]
         room = self.prompt_room()
-        out = self.kb.context_compress({"messages": messages}, window=room, client=self.client)
+        out = self.kb.context.compress({"messages": messages}, window=room, client=self.client)
         stats = out["stats"]
         self.context_tokens = stats["tokens_after"]
         event = None
@@ -244,27 +246,26 @@ class ChatEngine:
 
     def _conversation(self, norm: str) -> tuple[str | None, list[dict[str, Any]]]:
         """(the rolling summary, refreshed; the turns it does not cover, verbatim)."""
-        built = self.kb.context_build(self.session_id, norm, use_llm=False)
+        built = self.kb.context.build(self.session_id, norm, use_llm=False)
         summary = built["summary"]
-        through = summary["covers_through"] if summary else 0
-        recent = []
+        through = (summary["covers_through"] or 0) if summary else 0
+        recent: list[dict[str, Any]] = []
         if built["stats"]["session_messages"]:
             recent = [{"role": m["role"], "content": m["content"]}
-                      for m in self.kb.context_show(self.session_id)["messages"] if m["seq"] > through]
+                      for m in self.kb.context.show(self.session_id)["messages"] if m["seq"] > through]
         return (summary["text"] if summary else None), recent
 
     def estimate_next(self) -> int:
         """Tokens the next turn sends before its message and retrieval: system, skills, summary, recent turns."""
-        from kb_indexer.context.compress import total_tokens
         summary, recent = self._conversation("(next message)")
-        return total_tokens([{"role": "system", "content": self._system(None, summary)}, *recent], [])
+        return self.kb.context.tokens([{"role": "system", "content": self._system(None, summary)}, *recent])
 
     def prompt_room(self) -> int:
         """Tokens the prompt may use: the window minus room for the answer (the answer cap, at most a
         quarter of the window): servers that count both refuse a prompt that leaves none."""
         return max(256, self.window - min(self.client.config.max_tokens_cap, self.window // 4))
 
-    def _answer(self, messages: list[dict[str, Any]]) -> Iterator[Event]:
+    def _answer(self, messages: list[dict[str, Any]]) -> Generator[Event, None, str | None]:
         """Stream the model's answer, running its tool calls; the answer, or None after an error event."""
         msgs = [Message(m["role"], m.get("content") or "") for m in messages]
         answer = ""
@@ -301,14 +302,16 @@ class ChatEngine:
             self.last_query_id = info["query_id"]
         self.last_paths += info.get("paths") or []
 
-    def _ask(self, msgs: list[Message], tools: list | None) -> Iterator[Event]:
+    def _ask(self, msgs: list[Message],
+             tools: list[Tool] | None) -> Generator[Event, None, tuple[str, list[ToolCall]]]:
         """One model call: (text, tool calls), streaming text events."""
         if not self.stream:
             completion = self.client.chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap)
             if completion.text:
                 yield Event("text", {"text": completion.text})
             return completion.text or "", list(completion.tool_calls)
-        text, calls = [], []
+        text: list[str] = []
+        calls: list[ToolCall] = []
         for chunk in self.client.stream_chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap):
             if chunk.text:
                 text.append(chunk.text)
@@ -325,12 +328,12 @@ class ChatEngine:
 
     def _loaded_skills(self) -> list[str]:
         try:
-            return self.kb.skills_session(self.session_id)["loaded"]
+            return self.kb.skills.session(self.session_id)["loaded"]
         except NotFoundError:
             return []
 
     def context_preview(self) -> dict[str, Any]:
-        built = self.kb.context_build(self.session_id, "(next message)", use_llm=False)
+        built = self.kb.context.build(self.session_id, "(next message)", use_llm=False)
         return {"summary": built["summary"]["text"] if built["summary"] else None,
                 "recent_user_messages": built["recent_user_messages"],
                 "last_assistant_question": built["last_assistant_question"], "tokens": (tokens := self.estimate_next()),
@@ -338,23 +341,23 @@ class ChatEngine:
 
     def skills_state(self) -> dict[str, Any]:
         try:
-            state = self.kb.skills_session(self.session_id)
+            state = self.kb.skills.session(self.session_id)
         except NotFoundError:
             return {"loaded": [], "skills": []}
         return {"loaded": state["loaded"], "skills": state["skills"]}
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[StoredMessage]:
         try:
-            return self.kb.context_show(self.session_id)["messages"]
+            return self.kb.context.show(self.session_id)["messages"]
         except NotFoundError:
             return []
 
-    def feedback(self, helpful: list[str], not_helpful: list[str]) -> dict[str, Any]:
+    def feedback(self, helpful: list[str], not_helpful: list[str]) -> FeedbackResult:
         if self.source.mode != "kb":
             raise UsageError("feedback needs a knowledge base: free mode retrieves nothing")
         if self.last_query_id is None:
             raise UsageError("no retrieval yet in this chat: ask something first")
-        return self.kb.feedback(self.last_query_id, helpful=list(helpful), not_helpful=list(not_helpful))
+        return self.kb.learning.feedback(self.last_query_id, helpful=list(helpful), not_helpful=list(not_helpful))
 
     def clear(self) -> str:
         self.session_id = new_session_id()
@@ -364,7 +367,7 @@ class ChatEngine:
 
     def resume(self, session_id: str) -> dict[str, Any]:
         try:
-            shown = self.kb.context_show(session_id)
+            shown = self.kb.context.show(session_id)
         except NotFoundError:
             raise NotFoundError(f"Unknown chat session: {session_id!r} (`kbindex chat --list` lists them)") from None
         self.session_id = shown["session"]
@@ -376,7 +379,7 @@ class ChatEngine:
     def list_sessions(db: Any = None, *, free: bool = False) -> dict[str, Any]:
         kb, source, _ = open_source(db, free)
         try:
-            sessions = [s for s in kb.context_sessions()["sessions"] if s["session"].startswith("chat-")]
+            sessions = [s for s in kb.context.sessions()["sessions"] if s["session"].startswith("chat-")]
         finally:
             kb.close()
         return {"source": source.to_dict(), "sessions": sessions, "count": len(sessions)}

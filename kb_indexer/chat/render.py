@@ -3,8 +3,8 @@
 * :class:`TurnRecord` folds a turn's events into the JSON object ``--format json`` prints per turn.
 * :class:`PlainRenderer` (piped output): the answer as plain text on stdout as it streams; the one-line notes
   and errors on stderr, so stdout holds nothing but answers.
-* :class:`RichRenderer` (a terminal): the answer as markdown, re-rendered as chunks arrive; notes in one dim
-  line each; errors in red on stderr.
+* :class:`kb_indexer.chat.mdstream.RichRenderer` (a terminal, with ``rich``): the answer as markdown,
+  re-rendered as chunks arrive; notes in one dim line each; errors in red on stderr.
 
 An event is anything with ``kind`` and ``data`` (the engine's ``Event``), or a ``{"kind", "data"}`` dict.
 A renderer gets every event's text terminal-safe (:func:`displayable`); the record keeps it as it came.
@@ -12,22 +12,17 @@ A renderer gets every event's text terminal-safe (:func:`displayable`); the reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+import os
+from typing import Any, TextIO
 
+from kb_indexer.api import documented_error
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
-
-if TYPE_CHECKING:  # rich and the markdown stream are imported when a terminal answer is shown
-    from rich.console import Console
-    from rich.status import Status
-
-    from kb_indexer.chat.mdstream import MarkdownStream
+from kb_indexer.text import terminal_safe
 
 
 def displayable(value: Any) -> Any:
     """``value`` with every string in it made terminal-safe (model answers, titles, paths, tool summaries
     are shown, never interpreted by the terminal)."""
-    from kb_indexer.text import terminal_safe
-
     if isinstance(value, str):
         return terminal_safe(value)
     if isinstance(value, dict):
@@ -149,96 +144,10 @@ class PlainRenderer:
             self._note("(answer cancelled)")
 
 
-class RichRenderer:
-    """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``; a spinner
-    while the model has not started answering (and again after a tool call)."""
-
-    def __init__(self, console: Console, err_console: Console, *, spinner: bool = True):
-        self.console, self.err_console = console, err_console
-        self.stream: MarkdownStream | None = None  # the MarkdownStream of the answer segment being written
-        self.answered = False
-        self.spinner = spinner
-        self.waiting: Status | None = None  # the rich Status shown while waiting
-        self._wait()
-
-    def _wait(self) -> None:
-        if self.spinner and self.waiting is None and self.stream is None:
-            waiting = self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
-            waiting.start()
-
-    def _stop_waiting(self) -> None:
-        waiting, self.waiting = self.waiting, None
-        if waiting is not None:
-            waiting.stop()
-
-    def event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind in ("text", "done", "error"):
-            self._stop_waiting()
-        if kind == "text":
-            chunk = str(data.get("text") or "")
-            if chunk:
-                self._segment().add(chunk)
-                self.answered = True
-        elif kind == "done":
-            if not self.answered and data.get("answer"):
-                self._segment().add(str(data["answer"]))
-                self.answered = True
-            self._end_segment()
-            line = citations_line(data.get("citations"))
-            if line:
-                self.dim(line)
-        elif kind == "error":
-            self._end_segment()
-            self.error(error_line(data))
-        elif kind in INFO_KINDS:
-            line = event_line(kind, data)
-            if line:
-                self._end_segment()
-                self.dim(line, wrap=kind == "note")   # a note (how to fix something) is never cut
-            if kind == "tool_result":
-                self._wait()            # the model is asked again
-
-    def _segment(self) -> MarkdownStream:
-        if self.stream is None:
-            from kb_indexer.chat.mdstream import MarkdownStream
-
-            self.stream = MarkdownStream(self.console)
-        return self.stream
-
-    def _end_segment(self) -> None:
-        stream, self.stream = self.stream, None
-        if stream is not None:
-            stream.close()
-
-    def dim(self, line: str, wrap: bool = False) -> None:
-        """A dim line above the spinner; one screen line (cut with an ellipsis) unless ``wrap``."""
-        from rich.text import Text
-
-        if wrap:
-            self.console.print(Text(line, style="dim"))
-        else:
-            self.console.print(Text(line, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
-
-    def error(self, line: str) -> None:
-        from rich.text import Text
-
-        self.err_console.print(Text(line, style="red"))
-
-    def close(self, cancelled: bool = False) -> None:
-        self._stop_waiting()
-        self._end_segment()
-        if cancelled:
-            self.dim("^C answer cancelled")
-
-
 def failure(exc: Exception) -> dict[str, Any]:
     """The error object for an exception out of the engine: its KbError when it maps to one, else an
     internal error (a bug; re-raised instead when KBINDEX_DEBUG is set)."""
-    import os
-
-    from kb_indexer.store.errors import translate
-
-    mapped = translate(exc)
+    mapped = documented_error(exc)
     if mapped is not None:
         return mapped.to_dict()
     if os.environ.get("KBINDEX_DEBUG"):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_indexer.api import KnowledgeBase
+from kb_indexer.config import find_db
 from kb_indexer.errors import UsageError
 
 FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mode, conversation and skills "
@@ -74,11 +76,8 @@ def chat_store_path() -> Path:
     return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
 
 
-def open_source(db: str | os.PathLike[str] | None, free: bool) -> tuple[Any, Source, str | None]:
+def open_source(db: str | os.PathLike[str] | None, free: bool) -> tuple[KnowledgeBase, Source, str | None]:
     """(KnowledgeBase, Source, note for the user or None)."""
-    from kb_indexer.api import KnowledgeBase
-    from kb_indexer.config import find_db
-
     if free and db:
         raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
     if not free:

@@ -24,9 +24,12 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console
+from rich.text import Text
 
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
-from kb_indexer.chat.render import RichRenderer, failure, run_turn
+from kb_indexer.chat.mdstream import RichRenderer
+from kb_indexer.chat.render import failure, run_turn
 from kb_indexer.chat.source import private_file
 from kb_indexer.chat.view import source_dict, toolbar_text
 from kb_indexer.text import terminal_safe
@@ -70,7 +73,7 @@ def keys_not_echoed(stream: Any = None) -> Iterator[None]:
     """While an answer is written, keys typed (and the ``^C`` of Ctrl-C) are not echoed into it by the
     terminal; they still reach the next prompt. Nothing changes when the stream is not a terminal."""
     try:
-        import termios
+        import termios  # lazy: termios is POSIX only (not on Windows)
 
         fd = (stream or sys.stdin).fileno()
         saved = termios.tcgetattr(fd)
@@ -103,8 +106,6 @@ class Terminal:
 
     def __init__(self, engine: Any, *, console: Any = None, err_console: Any = None,
                  history: History | None = None, input: Any = None, output: Any = None):
-        from rich.console import Console
-
         self.engine = engine
         self.console = console or Console()
         self.err_console = err_console or Console(stderr=True)
@@ -121,13 +122,9 @@ class Terminal:
 
     # -- output ----------------------------------------------------------------------------------------
     def dim(self, line: str) -> None:
-        from rich.text import Text
-
         self.console.print(Text(terminal_safe(line), style="dim"))
 
     def error(self, line: str) -> None:
-        from rich.text import Text
-
         self.err_console.print(Text(terminal_safe(line), style="red"))
 
     def toolbar(self) -> str:
@@ -148,8 +145,6 @@ class Terminal:
         self.dim("/help for commands · Ctrl-C cancels an answer · Ctrl-D leaves")
 
     def show(self, outcome: Outcome) -> None:
-        from rich.text import Text
-
         if outcome.error:
             self.error(f"error: {outcome.error.get('message')}")
         if outcome.text:

@@ -5,14 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from kb_indexer import __version__
 from kb_indexer.cli.output import Format, dumps, echo
+from kb_indexer.cli.registry import COMMANDS, load
 from kb_indexer.errors import KbError
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context   # the click that Typer vendors (its Group's types)
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.llm.config import EmbedOptions
 
 
 def _explicit_format(args: list[str]) -> str | None:
@@ -32,14 +40,14 @@ def _explicit_format(args: list[str]) -> str | None:
 
 def _default_format(group: TyperGroup, args: list[str]) -> str | None:
     """The --format default of the command ``args`` name (``export`` defaults to json)."""
-    command = group
+    command: Command | None = group
     for a in args:
         if not isinstance(command, TyperGroup):
             break
         if a.startswith("-"):
             continue
         try:
-            command = command.get_command(None, a)  # type: ignore[arg-type] - neither lookup uses the context
+            command = command.get_command(None, a)  # type: ignore[arg-type]  # neither lookup uses the context
         except Exception:  # noqa: BLE001 - only deciding how to print an error
             return None
     if command is None or command is group:
@@ -59,9 +67,10 @@ def _json_requested(args: list[str], group: TyperGroup | None = None) -> bool:
     return group is not None and _default_format(group, args) == "json"
 
 
-def report_error(code: str, message: str, exit_code: int, json_mode: bool, details: dict | None = None) -> None:
+def report_error(code: str, message: str, exit_code: int, json_mode: bool,
+                 details: dict[str, Any] | None = None) -> None:
     if json_mode:
-        err = {"code": code, "message": message}
+        err: dict[str, Any] = {"code": code, "message": message}
         if details:
             err["details"] = details
         sys.stderr.write(dumps({"error": err, "exit_code": exit_code}) + "\n")
@@ -77,7 +86,9 @@ def internal_message(exc: BaseException) -> str:
 class KbGroup(TyperGroup):
     """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        extra["windows_expand_args"] = windows_expand_args
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
@@ -113,9 +124,10 @@ class KbGroup(TyperGroup):
                 pass
             code = 1
         except Exception as exc:  # a locked, read-only, full or damaged index, or else a bug
-            from kb_indexer.store.errors import translate
+            # lazy: the API (sqlite3, the store) is not imported by --help, --version or a usage error
+            from kb_indexer.api import documented_error
 
-            mapped = translate(exc)
+            mapped = documented_error(exc)
             if mapped is None and os.environ.get("KBINDEX_DEBUG"):
                 raise
             if mapped is None:
@@ -125,16 +137,12 @@ class KbGroup(TyperGroup):
         sys.exit(code)
 
     # Commands are built on demand (kb_indexer.cli.registry): a run imports only its command's module.
-    def list_commands(self, ctx):
-        from kb_indexer.cli.registry import COMMANDS
-
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(dict.fromkeys([*COMMANDS, *super().list_commands(ctx)]))
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: Context, name: str) -> Command | None:
         command = super().get_command(ctx, name)
         if command is None:
-            from kb_indexer.cli.registry import load
-
             command = load(app, name)
             if command is not None:
                 self.add_command(command, name)
@@ -177,7 +185,8 @@ KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root
                                                show_default=False)]
 
 
-def open_kb(db: Optional[Path], kb: Optional[Path]):
+def open_kb(db: Optional[Path], kb: Optional[Path]) -> KnowledgeBase:
+    # lazy: the API (sqlite3, the store) is not imported by --help or --version
     from kb_indexer.api import KnowledgeBase
     return KnowledgeBase.open(db, kb)
 
@@ -193,8 +202,9 @@ EmbedModelOpt = Annotated[Optional[str], typer.Option(
     "nomic-embed-text, gemini-embedding-001, the server's first, all-MiniLM-L6-v2).", show_default=False)]
 
 
-def embed_options(backend: Optional[str] = None, model: Optional[str] = None):
+def embed_options(backend: Optional[str] = None, model: Optional[str] = None) -> EmbedOptions:
     """The embedding flags of one command (:class:`kb_indexer.llm.config.EmbedOptions`)."""
+    # lazy: the LLM settings (.env rules) only for the commands with embedding options
     from kb_indexer.llm.config import EmbedOptions
 
     return EmbedOptions(backend=backend, model=model)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -12,13 +13,19 @@ from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, llm_op
 from kb_indexer.cli.output import Format, echo, emit
 from kb_indexer.errors import UsageError
 
+if TYPE_CHECKING:
+    from kb_indexer.chat.engine import ChatEngine
+
 _SESSION_COLUMNS = ("session", "messages", "user_messages", "updated_at", "created_at", "title", "first_message")
 
 
-def _list(db, free: bool, format: Format) -> None:
-    from kb_indexer.chat.engine import ChatEngine
+def _engine() -> type[ChatEngine]:
+    from kb_indexer.chat.engine import ChatEngine  # lazy: the chat engine (the API, the LLM client) not for --help
+    return ChatEngine
 
-    data = ChatEngine.list_sessions(db, free=free)
+
+def _list(db: Path | None, free: bool, format: Format) -> None:
+    data = _engine().list_sessions(db, free=free)
     sessions = data.get("sessions") or []
     columns = [c for c in _SESSION_COLUMNS if any(c in s for s in sessions)] or ["session"]
     emit(data, format, rows="sessions", columns=columns)
@@ -56,19 +63,17 @@ def chat(
         _list(db, free, format)
         return
     opts = llm_options(llm_backend, llm_model, False, llm_timeout)
-    from kb_indexer.chat.engine import ChatEngine
-
-    engine = ChatEngine.open(db, free=free, resume=resume, llm=opts, stream=not no_stream, window=window)
+    engine = _engine().open(db, free=free, resume=resume, llm=opts, stream=not no_stream, window=window)
     try:
         if engine.note:
             echo(f"note: {engine.note}\n", err=True)
         engine.check_llm()
         if _interactive(format):
-            from kb_indexer.chat.terminal import run_interactive
+            from kb_indexer.chat.terminal import run_interactive  # lazy: prompt_toolkit and rich, only at a terminal
 
             code = run_interactive(engine)
         else:
-            from kb_indexer.chat.piped import run_lines
+            from kb_indexer.chat.piped import run_lines  # lazy: the chat modules (and the API) not for --help
 
             code = run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value)
     finally:

@@ -12,6 +12,7 @@ from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
 from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
 
 context_app = typer.Typer(help="Chat context: sessions, rolling summary, normalisation and compression.",
                           no_args_is_help=True)
@@ -25,7 +26,6 @@ InputOpt = Annotated[Optional[Path], typer.Option("--input", "-i", help="A JSON 
 
 def read_json_input(path: Path) -> Any:
     """The parsed JSON of a file or of stdin (``-``); bad JSON or text is an ``invalid_input`` error."""
-    from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
     name = "stdin" if str(path) == "-" else str(path)
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
@@ -64,7 +64,7 @@ def context_add(
     elif role is None:
         raise UsageError("--role user|assistant is required with a TEXT argument")
     with open_kb(db, kb) as k:
-        data = k.context_add(session, messages, role=role, text=text, is_question=question)
+        data = k.context.add(session, messages, role=role, text=text, is_question=question)
     emit(data, format, rows="added", columns=("seq", "role", "is_question", "normalised"))
 
 
@@ -87,7 +87,7 @@ def context_build(
     message, and the prompt block that holds them."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        data = k.context_build(session, message, recent=recent, max_chars=max_chars, summary_after=summary_after,
+        data = k.context.build(session, message, recent=recent, max_chars=max_chars, summary_after=summary_after,
                                use_llm=not no_llm, llm=opts, record=record)
     refresh = data["stats"]["summary_refresh"]
     if refresh.get("fallback") and "no LLM backend configured" not in refresh["fallback"] and not no_llm:
@@ -102,7 +102,7 @@ def context_build(
 def context_show(session: SessionOpt, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """A session's messages and rolling summary."""
     with open_kb(db, kb) as k:
-        data = k.context_show(session)
+        data = k.context.show(session)
     if format is Format.table and data["summary"]:
         echo(f"Summary ({data['summary']['source']}): {data['summary']['text']}\n")
     emit(data, format, rows="messages", columns=("seq", "role", "is_question", "created_at", "content"))
@@ -112,14 +112,14 @@ def context_show(session: SessionOpt, db: DbOpt = None, kb: KbOpt = None, format
 def context_reset(session: SessionOpt, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Forget a session's messages and summary."""
     with open_kb(db, kb) as k:
-        emit(k.context_reset(session), format, title="context reset")
+        emit(k.context.reset(session), format, title="context reset")
 
 
 @context_app.command("sessions")
 def context_sessions(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """The conversation sessions, most recently used first."""
     with open_kb(db, kb) as k:
-        emit(k.context_sessions(), format, rows="sessions",
+        emit(k.context.sessions(), format, rows="sessions",
              columns=("session", "messages", "user_messages", "has_summary", "updated_at"))
 
 
@@ -147,7 +147,7 @@ def context_compress(
         payload = {"messages": payload}
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        data = k.context_compress(payload, session=session, window=window, keep_last=keep_last,
+        data = k.context.compress(payload, session=session, window=window, keep_last=keep_last,
                                   use_llm=not no_llm, llm=opts)
     stats = data["stats"]
     if stats["fallback"] and not no_llm and "no LLM backend configured" not in stats["fallback"]:

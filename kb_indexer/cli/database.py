@@ -11,6 +11,8 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, dumps, emit, warn, write_file
 from kb_indexer.errors import ValidationError
+from kb_indexer.index.markdown import read_text_file
+from kb_indexer.limits import parse_json
 
 
 @app.command()
@@ -21,7 +23,7 @@ def init(
     format: FormatOpt = Format.table,
 ) -> None:
     """Create the index (or upgrade an existing one in place)."""
-    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.api import KnowledgeBase  # lazy: the API, when init runs (--help imports every command module)
 
     handle, result = KnowledgeBase.init(db, kb, force=force)
     handle.close()
@@ -53,9 +55,6 @@ def import_(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Replace the index content with an export (all or nothing)."""
-    from kb_indexer.index.markdown import read_text_file
-    from kb_indexer.limits import parse_json
-
     if str(file) == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")

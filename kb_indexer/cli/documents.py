@@ -5,17 +5,21 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Annotated, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, Mapping, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, FormatOpt, KbOpt, app, embed_options, open_kb
-from kb_indexer.cli.output import Format, _console, emit, warn
+from kb_indexer.cli.output import Format, _console, emit, report_documents, warn
+from kb_indexer.llm.config import LLMOptions
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 FileArg = Annotated[str, typer.Argument(help="Markdown file (relative to the current directory or the KB root).")]
 
 
-def _warn(result: dict) -> None:
+def _warn(result: Mapping[str, Any]) -> None:
     for warning in (result.get("warnings") or []) + (result.get("errors") or []):
         warn(warning)
 
@@ -68,17 +72,18 @@ class _Progress:
     """Progress callbacks on stderr (stdout is only the result): a bar in a terminal, else (for embedding,
     which can take long) a line every few seconds."""
 
-    def __init__(self, bar=None):
+    def __init__(self, bar: Progress | None = None):
         self.bar = bar
-        self.task = None
+        self.task: TaskID | None = None
         self.last = 0.0
 
     def callback(self, label: str, lines: bool = True) -> Callable[[int, int], None] | None:
-        if self.bar is not None:
+        bar = self.bar
+        if bar is not None:
             def update(i: int, n: int) -> None:
                 if self.task is None:
-                    self.task = self.bar.add_task(label, total=n)
-                self.bar.update(self.task, description=label, completed=i, total=n)
+                    self.task = bar.add_task(label, total=n)
+                bar.update(self.task, description=label, completed=i, total=n)
             return update
         if not lines:
             return None
@@ -97,7 +102,7 @@ def _progress() -> Iterator[_Progress]:
     if not sys.stderr.isatty():
         yield _Progress()
         return
-    from rich.progress import Progress
+    from rich.progress import Progress  # lazy: rich, only for a progress bar on a terminal
 
     with Progress(transient=True, console=_console(stderr=True)) as bar:
         yield _Progress(bar)
@@ -120,25 +125,26 @@ def sync(
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""
     opts = embed_options(embed_backend, embed_model)
     with open_kb(db, kb) as k, _progress() as progress:
-        vectors = {"embed": embed, "embed_options": opts, "embed_progress": progress.callback("Embedding")}
+        embedding = progress.callback("Embedding")
         if enrich:
-            from kb_indexer.cli.enrich import report_documents
-            from kb_indexer.llm.config import LLMOptions
-
-            result = k.sync_enrich(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
-                                   llm=LLMOptions(backend=llm_backend), **vectors)
-            report_documents(result["enrich"])
+            result = k.enrich.sync(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
+                                   llm=LLMOptions(backend=llm_backend), embed=embed, embed_options=opts,
+                                   embed_progress=embedding)
+            report_documents(result.get("enrich") or {})
         else:
-            result = k.sync(directory, progress.callback("Indexing", lines=False), **vectors)
+            result = k.sync(directory, progress.callback("Indexing", lines=False), embed=embed, embed_options=opts,
+                            embed_progress=embedding)
     for err in result["errors"]:
         warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     for warning in result["warnings"]:
         warn(warning["message"])
-    if embed and result["embed"].get("error"):
-        warn(f"embedding failed: {result['embed']['error']}")
+    embedded: Mapping[str, Any] = result.get("embed") or {}
+    if embed and embedded.get("error"):
+        warn(f"embedding failed: {embedded['error']}")
+    shown: Mapping[str, Any] = result
     if Format(format) is not Format.json and result.get("renames"):  # the table: one "old -> new" per rename
-        result = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result["renames"]]}
-    emit(result, format, title="sync")
+        shown = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result.get("renames", [])]}
+    emit(shown, format, title="sync")
 
 
 @app.command()
@@ -156,7 +162,7 @@ def embed(
     overlapping heading/paragraph chunks."""
     opts = embed_options(embed_backend, embed_model)
     with open_kb(db, kb) as k, _progress() as progress:
-        result = k.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
+        result = k.embeddings.embed(everything=all_, batch=batch, embed=opts, progress=progress.callback("Embedding"))
     if result["truncated"]:
         warn(f"{result['truncated']} long documents were embedded only in part (their first chunks)")
     emit(result, format, title="embed")

@@ -4,43 +4,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional, TypeVar
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
-from kb_indexer.cli.output import Format, _console, emit, warn
+from kb_indexer.cli.output import Format, _console, emit, report_documents
 
+T = TypeVar("T")
 NoLlmOpt = Annotated[bool, typer.Option("--no-llm", help="Use the statistical keyphrase extractor only.")]
 
 
-def run_with_progress(label: str, fn):
+def run_with_progress(label: str, fn: Callable[[Callable[[int, int], None] | None], T]) -> T:
     """``fn(progress)`` with a progress bar on stderr when it is a terminal (stdout is only the result)."""
     if not sys.stderr.isatty():
         return fn(None)
-    from rich.progress import Progress
+    from rich.progress import Progress  # lazy: rich, only for a progress bar on a terminal
 
     with Progress(transient=True, console=_console(stderr=True)) as bar:
         task = bar.add_task(label, total=None)
         return fn(lambda i, n: bar.update(task, completed=i, total=n))
-
-
-def report_documents(result: dict) -> None:
-    """Failed documents, LLM failures and generated text dropped per document; a missing LLM backend once."""
-    for d in result.get("documents") or []:
-        if d["action"] == "failed":
-            warn(f"skipped {d['filepath']}: {d['error']}")
-        elif (d.get("fallback") or "").startswith("LLM failed"):
-            warn(f"{d['filepath']}: statistical keywords ({d['fallback']})")
-        if d.get("replaced_invalid"):
-            warn(f"{d['filepath']}: the generated parts of its invalid keywords file were replaced "
-                 f"({d['replaced_invalid']})")
-        for problem in d.get("dropped") or []:
-            warn(f"{d['filepath']}: dropped a generated {problem}")
-    reason = (result.get("llm") or {}).get("reason")
-    if reason and reason != "--no-llm" and result.get("methods", {}).get("statistical"):
-        warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")
 
 
 @app.command()
@@ -64,7 +48,7 @@ def enrich(
     their .keywords.json files (a person's keywords are never dropped) and index them."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        result = run_with_progress("Enriching", lambda progress: k.enrich(
+        result = run_with_progress("Enriching", lambda progress: k.enrich.documents(
             files or None, all_=all_, missing_only=missing_only, dry_run=dry_run, write=write,
             use_llm=not no_llm, llm=opts, force=force, progress=progress))
     report_documents(result)
@@ -88,7 +72,7 @@ def suggest_similarities(
     synonyms and broader/narrower terms, each with a context sentence, a score and its evidence."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        result = k.suggest_similarities(apply=apply, min_score=min_score, output=output, use_llm=not no_llm,
+        result = k.enrich.suggest_similarities(apply=apply, min_score=min_score, output=output, use_llm=not no_llm,
                                         llm=opts)
     warn_llm(result)
     emit(result, format, rows="suggestions", columns=("keyword1", "keyword2", "type", "score", "source"))

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, echo, emit, emit_json
-from kb_indexer.cli.query import ResultFormat, ResultFormatOpt
+from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
+from kb_indexer.learn.report import SECTIONS, count_line
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 
 @app.command()
@@ -23,9 +27,9 @@ def history(
     """Recent queries, or one query's attempts and feedback."""
     with open_kb(db, kb) as k:
         if query_id is None:
-            emit(k.history(limit=limit), format, render=_render_history)
+            emit(k.learning.history(limit=limit), format, render=_render_history)
         else:
-            data = k.history(query_id)
+            data = k.learning.history(query_id)
             if format is Format.json:
                 emit_json(data)
             else:
@@ -36,7 +40,7 @@ def history(
                      columns=("filepath", "helpful", "attempt_id", "processed"))
 
 
-def _history_line(q: dict) -> str:
+def _history_line(q: Mapping[str, Any]) -> str:
     """``[1] "How does AlphaGo work?" (2 attempts, 1 hour ago)``, then its context and feedback if any."""
     line = f"[{q['query_id']}] {q['summary']}"
     more = ([f"context: {q['context']}"] if q.get("context") else [])
@@ -46,7 +50,7 @@ def _history_line(q: dict) -> str:
     return line + ("\n    " + " · ".join(more) if more else "")
 
 
-def _render_history(data: dict) -> None:
+def _render_history(data: Mapping[str, Any]) -> None:
     """The design's history listing, one query per line (stdout is only the result)."""
     lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
     echo("\n".join(lines) + "\n")
@@ -73,8 +77,6 @@ def refine(
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Retry a recorded query with new keywords (same question and context, a new attempt)."""
-    from kb_indexer.cli.query import emit_result
-
     rest = list(args or [])
     query_id = None
     if not last:
@@ -94,7 +96,7 @@ def refine(
     if expand_depth is not None:
         options["expand_depth"] = expand_depth
     with open_kb(db, kb) as k:
-        data = k.refine(query_id, list(keywords or []) + rest, last=last, **options)
+        data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, **options)
     emit_result(data, format, "query")
 
 
@@ -117,19 +119,19 @@ def feedback(
         if show:
             if helpful or not_helpful or interactive:
                 raise UsageError("--show cannot be combined with marks or --interactive")
-            emit(k.feedback_show(query_id), format, rows="feedback",
+            emit(k.learning.feedback_show(query_id), format, rows="feedback",
                  columns=("filepath", "helpful", "attempt_id", "processed", "notes"))
             return
         if interactive:
             if not sys.stdin.isatty():
                 raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")
             helpful, not_helpful = _interactive(k, query_id)
-        emit(k.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format, rows="recorded",
-             columns=("filepath", "helpful", "attempt_id"))
+        emit(k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format,
+             rows="recorded", columns=("filepath", "helpful", "attempt_id"))
 
 
-def _interactive(k, query_id: int) -> tuple[list[str], list[str]]:
-    detail = k.history(query_id)
+def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]:
+    detail = k.learning.history(query_id)
     if not detail["attempts"]:
         raise UsageError(f"query {query_id} has no attempts to review")
     last = detail["attempts"][-1]
@@ -154,17 +156,15 @@ def learn(
 ) -> None:
     """Analyse unprocessed feedback in one batch and apply what it teaches (no confirmation)."""
     with open_kb(db, kb) as k:
-        result = k.learn(dry_run=dry_run, reprocess=reprocess)
+        result = k.learning.learn(dry_run=dry_run, reprocess=reprocess)
     if format is Format.json:
         emit_json(result)
         return
     echo(learn_report(result, reprocess=reprocess))
 
 
-def learn_report(result: dict, *, reprocess: bool = False) -> str:
+def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     """The design's `learn` output: suggestions by section, each a readable line with its reason."""
-    from kb_indexer.learn.report import SECTIONS, count_line
-
     mark = "~" if result["dry_run"] else "✓"
     lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "
              f"from {result['queries']} quer{'y' if result['queries'] == 1 else 'ies'}...", ""]
@@ -203,7 +203,7 @@ def learned_list(
 ) -> None:
     """Learned items with their reason and the feedback rows behind them."""
     with open_kb(db, kb) as k:
-        emit(k.learned_list(kind, all_), format, rows="learned",
+        emit(k.learning.learned_list(kind, all_), format, rows="learned",
              columns=("id", "kind", "status", "key", "weight", "reason"))
 
 
@@ -215,7 +215,7 @@ def learned_remove(
 ) -> None:
     """Undo learned items (they will not be learned again)."""
     with open_kb(db, kb) as k:
-        emit(k.learned_remove(ids, all_), format, title="learned remove")
+        emit(k.learning.learned_remove(ids, all_), format, title="learned remove")
 
 
 @app.command("clear-history")
@@ -226,4 +226,4 @@ def clear_history(
 ) -> None:
     """Delete recorded queries with their attempts and feedback (learned items stay)."""
     with open_kb(db, kb) as k:
-        emit(k.clear_history(before), format, title="clear-history")
+        emit(k.learning.clear_history(before), format, title="clear-history")

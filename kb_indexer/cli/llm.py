@@ -13,12 +13,12 @@ Reuse in a command::
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
-from kb_indexer.cli.app import DbOpt, FormatOpt, app
-from kb_indexer.cli.output import Format, emit, warn
+from kb_indexer.cli.app import DbOpt, FormatOpt, app, open_kb
+from kb_indexer.cli.output import Format, _cell, emit, warn
 from kb_indexer.errors import KbError
 from kb_indexer.llm.config import LLMOptions, check_timeout
 
@@ -43,9 +43,9 @@ def llm_options(backend: Optional[str] = None, model: Optional[str] = None, no_c
     return LLMOptions(backend=backend, model=model, no_cache=no_cache, timeout=timeout)
 
 
-def warn_llm(result: dict[str, Any]) -> None:
+def warn_llm(result: Mapping[str, Any]) -> None:
     """Warn on stderr when a result says the LLM was tried but not used (or not for every batch)."""
-    info = result.get("llm") if isinstance(result, dict) else None
+    info = result.get("llm") if isinstance(result, Mapping) else None
     if not info or not info.get("error") or info.get("backend") == "none":
         return
     fallback = f"; used the {info['fallback']} fallback" if info.get("fallback") else ""
@@ -80,10 +80,10 @@ def warn_semantic(result: dict[str, Any]) -> None:
 
 
 def _render_doctor(report: dict[str, Any]) -> None:
+    # lazy: rich loads only for a table (cli modules are imported by every run's --help and JSON runs)
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Table  # lazy: rich, only for a table
 
-    from kb_indexer.cli.output import _cell
 
     table = Table(title="kbindex doctor", show_header=False)
     table.add_column("check", style="bold")
@@ -122,6 +122,7 @@ def doctor(
     format: FormatOpt = Format.table,
 ) -> None:
     """Check the LLM setup (backend, model, server or key, latency) and the index (location, schema)."""
+    # lazy: the API, when doctor runs (cli/llm is imported by search for its options)
     from kb_indexer.api import KnowledgeBase
 
     report = KnowledgeBase.doctor(db, llm_options(llm_backend, llm_model, False, llm_timeout),
@@ -145,9 +146,7 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("stats")
 def cache_stats(db: DbOpt = None, format: FormatOpt = Format.table) -> None:
     """Entries, hits and size of the LLM cache, per task, backend and model."""
-    from kb_indexer.api import KnowledgeBase
-
-    with KnowledgeBase.open(db) as kb:
+    with open_kb(db, None) as kb:
         result = kb.cache_stats()
     emit(result, format, rows="by_task", columns=("task", "backend", "model", "entries", "hits", "last_used"),
          title="LLM cache")
@@ -161,8 +160,6 @@ def cache_clear(
     db: DbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Delete cached LLM answers (all, or those matching the filters)."""
-    from kb_indexer.api import KnowledgeBase
-
-    with KnowledgeBase.open(db) as kb:
+    with open_kb(db, None) as kb:
         result = kb.cache_clear(task=task, backend=backend, model=model)
     emit(result, format, title="cache clear")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import echo
+from kb_indexer.config import find_db
+from kb_indexer.errors import KbError
+from kb_indexer.mcp.early import answer_first_line
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
                 "(or: pip install 'mcp>=2')")
@@ -30,8 +36,6 @@ def mcp(
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
-    import importlib.util
-
     try:  # found, not imported: importing it takes most of a second (see kb_indexer.mcp.early)
         sdk = importlib.util.find_spec("mcp")
     except (ImportError, ValueError):
@@ -39,8 +43,6 @@ def mcp(
     if sdk is None:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1)
-    from kb_indexer.config import find_db
-    from kb_indexer.errors import KbError
 
     try:  # resolved once, so an index that cannot be found is said at start, not per request
         db_path = find_db(db)
@@ -53,6 +55,7 @@ def mcp(
     if transport is Transport.stdio:
         _serve_stdio(db_path)
         return
+    # lazy: the MCP SDK (the optional extra mcp; about a second to import)
     from kb_indexer.mcp.server import build_server
 
     server = build_server(db_path)
@@ -66,17 +69,15 @@ def mcp(
         raise
 
 
-def _serve_stdio(db_path) -> None:
+def _serve_stdio(db_path: Path) -> None:
     """The first line of stdin is read (and an initialize request answered) before the SDK is imported."""
-    from kb_indexer import __version__
-    from kb_indexer.mcp.early import answer_first_line
-
     first_line, answered = answer_first_line(__version__)
     try:
-        import anyio
+        import anyio  # lazy: anyio comes with the optional extra mcp
 
+        # lazy: the MCP SDK (extra mcp), after the first request is answered
         from kb_indexer.mcp.server import build_server
-        from kb_indexer.mcp.stdio import serve
+        from kb_indexer.mcp.stdio import serve  # lazy: the MCP SDK (extra mcp), after the first request is answered
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1) from None

@@ -9,9 +9,19 @@ every control character).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from kb_indexer.errors import KbError
+from kb_indexer.notices import warn as _warn
+from kb_indexer.safe_write import write_atomic
+from kb_indexer.text import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 
 class Format(str, Enum):
@@ -28,11 +38,8 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def write_file(path, text: str) -> None:
+def write_file(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically (:mod:`kb_indexer.safe_write`)."""
-    from kb_indexer.errors import KbError
-    from kb_indexer.safe_write import write_atomic
-
     try:
         write_atomic(path, text)
     except OSError as exc:
@@ -41,8 +48,6 @@ def write_file(path, text: str) -> None:
 
 def echo(text: str, *, err: bool = False) -> None:
     """Human-readable text, terminal-safe, on stdout (``err``: stderr), written as given (no newline added)."""
-    from kb_indexer.text import terminal_safe
-
     stream = sys.stderr if err else sys.stdout
     stream.write(terminal_safe(text))
     stream.flush()
@@ -50,8 +55,6 @@ def echo(text: str, *, err: bool = False) -> None:
 
 def warn(message: str) -> None:
     """A terminal-safe warning on stderr (:func:`kb_indexer.notices.warn`, shared with the lower layers)."""
-    from kb_indexer.notices import warn as _warn
-
     _warn(message)
 
 
@@ -60,8 +63,25 @@ def warn_shown(count: int, total: int) -> None:
     warn(f"showing {count} of {total} documents (--limit 0 for all)")
 
 
-def _console(stderr: bool = False):
-    from rich.console import Console
+def report_documents(result: Mapping[str, Any]) -> None:
+    """(enrich, sync --enrich) Failed documents, LLM failures and generated text dropped per document; a missing LLM backend once."""
+    for d in result.get("documents") or []:
+        if d["action"] == "failed":
+            warn(f"skipped {d['filepath']}: {d['error']}")
+        elif (d.get("fallback") or "").startswith("LLM failed"):
+            warn(f"{d['filepath']}: statistical keywords ({d['fallback']})")
+        if d.get("replaced_invalid"):
+            warn(f"{d['filepath']}: the generated parts of its invalid keywords file were replaced "
+                 f"({d['replaced_invalid']})")
+        for problem in d.get("dropped") or []:
+            warn(f"{d['filepath']}: dropped a generated {problem}")
+    reason = (result.get("llm") or {}).get("reason")
+    if reason and reason != "--no-llm" and result.get("methods", {}).get("statistical"):
+        warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console  # lazy: rich, only for table output (a JSON run never imports it)
     stream = sys.stderr if stderr else sys.stdout
     # Piped output is not squeezed into 80 columns: paths and keywords stay whole.
     return Console(stderr=stderr, soft_wrap=False, width=None if stream.isatty() else 240)
@@ -79,12 +99,11 @@ def _str(value: Any) -> str:
     return str(value)
 
 
-def _cell(value: Any):
+def _cell(value: Any) -> Text:
     """A table cell as plain, terminal-safe text: user data (titles, paths, keywords, messages) is never
     Rich markup (``[bold]``, ``[/]``), emoji codes (``:smile:``) or an escape sequence."""
-    from rich.text import Text
+    from rich.text import Text  # lazy: rich, only for table output
 
-    from kb_indexer.text import terminal_safe
 
     return Text(terminal_safe(_str(value)))
 
@@ -98,7 +117,7 @@ def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequ
     if render is not None:
         render(data)
         return
-    from rich.table import Table
+    from rich.table import Table  # lazy: rich, only for table output
 
     console = _console()
     if rows is not None:

@@ -9,6 +9,13 @@ importing what they need) on every call would cost more than the search. ``KbGro
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+import typer
+import typer.main as tm
+
+if TYPE_CHECKING:
+    from typer._click import Command   # the click that Typer vendors
 
 # In the order `kbindex --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -32,17 +39,17 @@ COMMANDS: dict[str, str] = {
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-def load(app, name: str):
+def load(app: typer.Typer, name: str) -> Command | None:
     """The click command (or group) ``name`` of the Typer ``app``, built from its module's registration;
     None if unknown. (The app is passed in: this module never imports the app module.)"""
     module = COMMANDS.get(name)
     if module is None:
         return None
     importlib.import_module(f"kb_indexer.cli.{module}")
-    import typer.main as tm
 
     for info in app.registered_commands:
-        if (info.name or tm.get_command_name(info.callback.__name__)) == name:
+        callback = info.callback
+        if (info.name or (callback and tm.get_command_name(callback.__name__))) == name:
             return tm.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
                                             rich_markup_mode=app.rich_markup_mode)
     for group in app.registered_groups:

@@ -13,6 +13,7 @@ from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCach
 from kb_indexer.cli.output import Format, emit, write_file
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.store.similarities import SIMILARITY_TYPES
+from kb_indexer.store.similarity_export import dumps_similarities
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 
@@ -90,8 +91,6 @@ def export_similarities(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
 ) -> None:
     """Write the relations in the similarities.json format (import-similarities reads it back)."""
-    from kb_indexer.store.similarity_export import dumps_similarities
-
     with open_kb(db, kb) as k:
         entries = k.export_similarities(learned=learned)["similarities"]
     text = dumps_similarities(entries)

@@ -27,7 +27,7 @@ def skills_sync(
 ) -> None:
     """Index the skills of the given and remembered directories (only changed files are read again)."""
     with open_kb(db, kb) as k:
-        result = k.skills_sync(list(dirs or []), forget=list(forget or []))
+        result = k.skills.sync(list(dirs or []), forget=list(forget or []))
     if format is Format.json:
         emit_json(result)
         return
@@ -42,7 +42,7 @@ def skills_sync(
 def skills_list(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """The indexed skills and the remembered directories."""
     with open_kb(db, kb) as k:
-        emit(k.skills_list(), format, rows="skills", columns=("name", "description", "folder"))
+        emit(k.skills.all(), format, rows="skills", columns=("name", "description", "folder"))
 
 
 @skills_app.command("show")
@@ -52,7 +52,7 @@ def skills_show(
 ) -> None:
     """One skill with its metadata and body."""
     with open_kb(db, kb) as k:
-        data = k.skills_show(name)
+        data = k.skills.show(name)
     if format is Format.json:
         emit_json(data)
         return
@@ -67,7 +67,7 @@ def skills_remove(
 ) -> None:
     """Drop a skill from the index (its folder stays: the next sync indexes it again)."""
     with open_kb(db, kb) as k:
-        emit(k.skills_remove(name), format, title="skills remove")
+        emit(k.skills.remove(name), format, title="skills remove")
 
 
 @skills_app.command("match")
@@ -93,12 +93,11 @@ def skills_match(
     candidates when a backend is configured, else (or when it fails) the keyword matcher decides."""
     opts = llm_options(llm_backend, llm_model, no_cache, llm_timeout)
     with open_kb(db, kb) as k:
-        data = k.skills_match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates,
+        data = k.skills.match(message, top=top, min_score=min_score, use_llm=not no_llm, candidates=candidates,
                               llm=opts, session=session, evict_after=evict_after, max_loaded=max_loaded)
-    from kb_indexer.skills.llm_match import NO_BACKEND
-
+        no_backend = k.skills.NO_BACKEND
     reason = data.get("fallback_reason")
-    if reason and reason != NO_BACKEND:   # no backend configured is not a failure
+    if reason and reason != no_backend:   # no backend configured is not a failure
         warn(reason)
     emit(data, format, rows="matched", columns=("name", "score", "source", "reason"))
 
@@ -111,7 +110,7 @@ def skills_session(
 ) -> None:
     """A match session's state: turn, and per skill its priority, matches, last matched turn, loaded."""
     with open_kb(db, kb) as k:
-        data = k.skills_session(session, reset=reset)
+        data = k.skills.session(session, reset=reset)
     if reset:
         emit(data, format, title="skills session --reset")
         return
@@ -135,7 +134,7 @@ def skills_load(
 ) -> None:
     """The loaded skills' bodies for prompt injection, most important first, within the token budget."""
     with open_kb(db, kb) as k:
-        data = k.skills_load(session, budget=budget)
+        data = k.skills.load(session, budget=budget)
     if format is LoadFormat.json:
         emit_json(data)
         return

@@ -1,17 +1,33 @@
-"""The context half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+"""The context sub-API: ``kb.context`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
 
     with KnowledgeBase.open() as kb:
-        kb.context_add("s1", role="user", text="how about workspace workspace 5")
-        kb.context_build("s1", "open it")["prompt"]
-        kb.context_compress({"messages": [...], "skills": [...]}, window=8192)
+        kb.context.add("s1", role="user", text="how about workspace workspace 5")
+        kb.context.build("s1", "open it")["prompt"]
+        kb.context.compress({"messages": [...], "skills": [...]}, window=8192)
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.context.assemble import BuildOptions, build
+from kb_indexer.context.compress import CompressOptions, compress, total_tokens
+from kb_indexer.context.normalise import normalise
+from kb_indexer.context.store import (add_messages, list_sessions, load_messages, require_session, reset_session,
+                                      show_session)
+from kb_indexer.context.window import resolve_window
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.llm.config import LLMOptions, is_configured, resolve
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.skills.session import load_skills
+from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.results import (ContextAddResult, ContextBuildResult, ContextCompressResult, ContextResetResult,
+                                    ContextSessionsResult, ContextShowResult)
 
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_MESSAGES = 100_000
@@ -77,35 +93,38 @@ def check_skills(items: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _chat_model(llm: Any, client: Any) -> tuple[str | None, str | None]:
+def _chat_model(llm: LLMOptions | None, client: LLMClient | None) -> tuple[str | None, str | None]:
     """(backend, model) of the configured LLM settings, whether or not this call uses the LLM: the
     window belongs to the model the context is for (``--no-llm`` does not change it)."""
     if client is not None:
         return client.config.backend, client.model
-    from kb_indexer.llm.config import resolve
     config = resolve(llm)
     return config.backend, config.model
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class ContextAPI:
-    conn: Any
+    """Chat-context sessions: add, build, show, reset, sessions, compress; and the rules a chat front end
+    applies itself: normalise, tokens, window."""
 
-    def _context_client(self, use_llm: bool, llm: Any, client: Any) -> tuple[Any, str | None]:
+    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
+        self.conn = conn
+        self.db_path = db_path
+
+    def _context_client(self, use_llm: bool, llm: LLMOptions | None,
+                        client: LLMClient | None) -> tuple[LLMClient | None, str | None]:
         """(an LLMClient or None, why none)."""
         if not use_llm:
             return None, "--no-llm: extractive summary"
         if client is not None:
             return client, None
-        from kb_indexer.llm.config import is_configured
         if not is_configured(llm):
             return None, NO_BACKEND
-        from kb_indexer.llm.structured import LLMClient
         return LLMClient.from_options(llm, self.conn), None
 
-    def context_add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
-                    text: str | None = None, is_question: bool = False) -> dict:
+    def add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
+            text: str | None = None, is_question: bool = False) -> ContextAddResult:
         """Append one message (``role`` and ``text``) or a list, in one transaction."""
-        from kb_indexer.context.store import add_messages
         sid = check_session_id(session)
         if messages is None:
             if role not in ("user", "assistant"):
@@ -120,15 +139,13 @@ class ContextAPI:
         for i, m in enumerate(items):
             if not str(m.get("content") or "").strip():
                 raise ValidationError(f"message {i + 1} has no text (an empty message is not recorded)")
-        return add_messages(self.conn, sid, items)
+        return cast("ContextAddResult", add_messages(self.conn, sid, items))
 
-    def context_build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
-                      summary_after: int = 12, use_llm: bool = True, llm: Any = None, client: Any = None,
-                      record: bool = False) -> dict:
+    def build(self, session: str, message: str, *, recent: int = 8, max_chars: int = 6000,
+              summary_after: int = 12, use_llm: bool = True, llm: LLMOptions | None = None,
+              client: LLMClient | None = None, record: bool = False) -> ContextBuildResult:
         """The chat context for ``message`` (see :mod:`kb_indexer.context.assemble`); with ``record``, the
         message is then added to the session as the user's."""
-        from kb_indexer.context.assemble import BuildOptions, build
-        from kb_indexer.context.store import add_messages
         sid = check_session_id(session)
         _text(message, "the message")
         opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
@@ -145,28 +162,23 @@ class ContextAPI:
             out["recorded"] = {"seq": None, "already": True}
         elif record:
             out["recorded"] = add_messages(self.conn, sid, [{"role": "user", "content": message}])["added"][0]
-        return out
+        return cast("ContextBuildResult", out)
 
-    def context_show(self, session: str) -> dict:
-        from kb_indexer.context.store import show_session
-        return show_session(self.conn, check_session_id(session))
+    def show(self, session: str) -> ContextShowResult:
+        return cast("ContextShowResult", show_session(self.conn, check_session_id(session)))
 
-    def context_reset(self, session: str) -> dict:
-        from kb_indexer.context.store import reset_session
-        return reset_session(self.conn, check_session_id(session))
+    def reset(self, session: str) -> ContextResetResult:
+        return cast("ContextResetResult", reset_session(self.conn, check_session_id(session)))
 
-    def context_sessions(self) -> dict:
-        from kb_indexer.context.store import list_sessions
-        return list_sessions(self.conn)
+    def sessions(self) -> ContextSessionsResult:
+        return cast("ContextSessionsResult", list_sessions(self.conn))
 
-    def context_compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
-                         window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: Any = None,
-                         client: Any = None) -> dict:
+    def compress(self, payload: dict[str, Any] | None = None, *, session: str | None = None,
+                 window: int | None = None, keep_last: int = 4, use_llm: bool = True, llm: LLMOptions | None = None,
+                 client: LLMClient | None = None) -> ContextCompressResult:
         """``{messages, skills, stats}``: the input compressed to fit ``window`` (see
         :mod:`kb_indexer.context.compress`). With ``session``, the messages are the session's (after the
         payload's system messages) and the skills, unless given, the skill session's loaded skills."""
-        from kb_indexer.context.compress import CompressOptions, compress
-        from kb_indexer.context.window import resolve_window
         payload = {} if payload is None else payload
         if not isinstance(payload, dict):
             raise ValidationError("the input must be a JSON object {\"messages\": [...], \"skills\": [...]}")
@@ -194,11 +206,26 @@ class ContextAPI:
                                          fallback="extractive" if out["stats"]["fallback"] else None,
                                          error=out["stats"]["fallback"])
                       if opts.client is not None else None)
-        return out
+        return cast("ContextCompressResult", out)
+
+    @staticmethod
+    def normalise(text: str) -> str:
+        """A chat message as the context stores and matches it (see :mod:`kb_indexer.context.normalise`)."""
+        return normalise(text)
+
+    @staticmethod
+    def tokens(messages: list[dict[str, Any]], skills: list[dict[str, Any]] | None = None) -> int:
+        """Estimated tokens of chat messages (and skills), as :meth:`compress` counts them."""
+        return total_tokens(messages, skills or [])
+
+    @staticmethod
+    def window(window: int | None, backend: str | None = None, model: str | None = None) -> tuple[int, str]:
+        """(the context window in tokens, where it came from): ``window``, ``KBINDEX_CONTEXT_WINDOW``, the
+        model's known window, or the default (see :mod:`kb_indexer.context.window`)."""
+        return resolve_window(window, backend, model)
 
     def _session_input(self, sid: str, given: list[dict[str, Any]], skills: list[dict[str, Any]],
                        skills_given: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        from kb_indexer.context.store import load_messages, require_session
         require_session(self.conn, sid)
         stored = [{"role": m["role"], "content": m["content"], "is_question": m["is_question"]}
                   for m in load_messages(self.conn, sid)]
@@ -209,8 +236,6 @@ class ContextAPI:
 
     def _loaded_skills(self, sid: str) -> list[dict[str, Any]]:
         """The skill session ``sid``'s loaded skills, most important first (none if there is none)."""
-        from kb_indexer.errors import NotFoundError
-        from kb_indexer.skills.session import load_skills
         try:
             loaded = load_skills(self.conn, sid)
         except NotFoundError:

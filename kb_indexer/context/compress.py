@@ -36,7 +36,8 @@ from typing import Any
 
 from kb_indexer.context import extractive
 from kb_indexer.context.extractive import SUMMARY_MARK
-from kb_indexer.context.llm_summary import SummaryFailed, compress_skill, summarise_history
+from kb_indexer.context.llm_summary import compress_skill, summarise_history, SummaryFailed, transcript
+from kb_indexer.context.store import ends_with_question
 from kb_indexer.tokens import estimate_tokens, message_tokens, messages_tokens
 
 THRESHOLDS = (80, 90, 95)
@@ -148,7 +149,6 @@ def split_history(messages: list[dict[str, Any]], keep_last: int) -> tuple[list[
 
 
 def extractive_is_question(message: dict[str, Any]) -> bool:
-    from kb_indexer.context.store import ends_with_question
     content = message.get("content")
     return bool(message.get("is_question")) or (isinstance(content, str) and ends_with_question(content))
 
@@ -201,7 +201,6 @@ def _summary_text(st: State, older: list[dict[str, Any]], budget: int, level: in
 
 
 def _truncated(older: list[dict[str, Any]], budget: int) -> tuple[str, str]:
-    from kb_indexer.context.llm_summary import transcript
     kept, dropped = extractive.truncate(older, max(0, budget - 16))
     text = f"({dropped} earlier messages dropped)\n" + transcript(kept)
     if estimate_tokens(text) > budget:

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kb_indexer.tokens import estimate_tokens
+from kb_indexer.tokens import estimate_tokens, message_tokens
 
 MIN_SCORE = 2.0
 MAX_SENTENCE_CHARS = 600     # a longer "sentence" (a paragraph with no full stop) is cut to this
@@ -228,7 +228,6 @@ def summarise(messages: list[dict[str, Any]], budget_tokens: int, previous: str 
 
 def truncate(messages: list[dict[str, Any]], budget_tokens: int) -> tuple[list[dict[str, Any]], int]:
     """The newest messages whose estimated tokens fit ``budget_tokens``, and how many were dropped."""
-    from kb_indexer.tokens import message_tokens
     kept: list[dict[str, Any]] = []
     used = 0
     for m in reversed(messages):

@@ -1,10 +1,50 @@
-"""The automatic-indexing half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`)."""
+"""The automatic-indexing sub-API: ``kb.enrich`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
+
+    with KnowledgeBase.open() as kb:
+        kb.enrich.documents(["notes/a.md"], use_llm=False)
+        kb.enrich.sync()                       # sync, then enrich what needs it
+        kb.enrich.suggest_similarities(min_score=0.6)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
+
+from kb_indexer.enrich.llm_enrich import ask
+from kb_indexer.enrich.run import Settings, run, targets
+from kb_indexer.enrich.source import Source
+from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
+from kb_indexer.errors import UsageError
+from kb_indexer.index.generated import Generated
+from kb_indexer.index.paths import to_relative
+from kb_indexer.limits import check_finite
+from kb_indexer.llm.base import LLMBadResponse, LLMError
+from kb_indexer.llm.config import LLMOptions, is_configured
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.store.connection import transaction
+from kb_indexer.store.errors import translating
+from kb_indexer.text import now_iso
+
+if TYPE_CHECKING:
+    from kb_indexer.llm.config import EmbedOptions
+    from kb_indexer.results import EnrichResult, LlmReport, SuggestResult, SyncResult
+
+Progress = Callable[[int, int], None]
 
 NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
+
+
+class Syncing(Protocol):
+    """What enrichment needs of the facade: its connection, its root and its ``sync``."""
+
+    conn: sqlite3.Connection
+    db_path: Path
+    kb_root: Path
+
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult: ...
 
 
 class LlmEnricher:
@@ -12,9 +52,8 @@ class LlmEnricher:
     server is down, refuses the key, or took longer than the timeout) the rest of the run goes on with
     the statistical extractor instead of waiting for the server again for every document."""
 
-    def __init__(self, conn: Any, use_llm: bool, opts: Any = None, *, dry_run: bool = False, client: Any = None):
-        from kb_indexer.llm.config import is_configured
-
+    def __init__(self, conn: sqlite3.Connection, use_llm: bool, opts: LLMOptions | None = None, *,
+                 dry_run: bool = False, client: LLMClient | None = None):
         self.client = client
         self.reason: str | None = None
         self.error: str | None = None
@@ -24,16 +63,11 @@ class LlmEnricher:
         elif client is None and not is_configured(opts):
             self.reason = NO_BACKEND
         elif client is None:
-            from kb_indexer.llm.structured import LLMClient
             self.client = LLMClient.from_options(opts, conn=None if dry_run else conn)  # dry run: no cache write
         self.fallback_reason: str | None = self.reason
 
-    def generate(self, src: Any) -> Any:
+    def generate(self, src: Source) -> Generated | None:
         """A :class:`kb_indexer.index.generated.Generated` from the LLM, or None (``fallback_reason`` says why)."""
-        from kb_indexer.enrich.llm_enrich import ask
-        from kb_indexer.index.generated import Generated
-        from kb_indexer.llm.base import LLMBadResponse, LLMError
-
         if self.client is None or self.reason:
             self.fallback_reason = self.reason
             return None
@@ -51,59 +85,60 @@ class LlmEnricher:
                          title=answer["title"], summary=answer["summary"], questions=answer["questions"],
                          backend=self.client.config.backend, model=answer["model"])
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> LlmReport:
         if self.client is None:
             return {"backend": None, "model": None, "used": False, "fallback": "statistical", "error": None,
                     "reason": self.reason}
         out = self.client.report(used=self.used > 0, fallback="statistical" if self.failed else None,
                                  error=self.error)
         out.update(documents=self.used, fallback_documents=self.failed, cache=self.client.cache_report())
-        return out
+        return cast("LlmReport", out)
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class EnrichAPI:
-    conn: Any
-    kb_root: Any
+    """Generated keywords and relations: documents, sync, suggest_similarities."""
 
-    def enrich(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
-               dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: Any = None,
-               force: bool = False, progress: Any = None, client: Any = None) -> dict:
+    def __init__(self, kb: Syncing) -> None:
+        self.kb = kb
+        self.conn = kb.conn
+        self.db_path = kb.db_path
+        self.kb_root = kb.kb_root
+
+    def documents(self, files: list[str] | None = None, *, all_: bool = False, missing_only: bool = False,
+                  dry_run: bool = False, write: bool = True, use_llm: bool = True, llm: LLMOptions | None = None,
+                  force: bool = False, progress: Progress | None = None,
+                  client: LLMClient | None = None) -> EnrichResult:
         """Generate keywords (and with an LLM a title, summary and questions) for documents, merge them into
         their ``.keywords.json`` files and index them. ``llm``: :class:`kb_indexer.llm.config.LLMOptions`;
         ``client``: an LLM client to use instead (tests)."""
-        from kb_indexer.enrich.run import Settings, targets
-
         rels = targets(self.conn, self.kb_root.resolve(), files, all_, missing_only)
         return self._enrich(rels, Settings(dry_run=dry_run, write=write, force=force, missing_only=missing_only),
                             use_llm, llm, progress, client)
 
-    def _enrich(self, rels: list[str], settings: Any, use_llm: bool, llm: Any, progress: Any,
-                client: Any) -> dict:
-        from kb_indexer.enrich.run import run
-
+    def _enrich(self, rels: list[str], settings: Settings, use_llm: bool, llm: LLMOptions | None,
+                progress: Progress | None, client: LLMClient | None) -> EnrichResult:
         enricher = LlmEnricher(self.conn, use_llm, llm, dry_run=settings.dry_run, client=client)
         try:
             out = run(self.conn, self.kb_root.resolve(), rels, settings, enricher, progress)
         finally:
             enricher.close()
         out["llm"] = enricher.report()
-        return out
+        return cast("EnrichResult", out)
 
-    def sync_enrich(self, directory: str | None = None, progress: Any = None, *, use_llm: bool = True,
-                    llm: Any = None, client: Any = None, **sync_options: Any) -> dict:
-        """``sync`` (``sync_options``: its ``embed`` options), then enrich the documents that have no keywords
+    def sync(self, directory: str | None = None, progress: Progress | None = None, *, use_llm: bool = True,
+             llm: LLMOptions | None = None, client: LLMClient | None = None, embed: bool = False,
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
+        """``sync`` (with its ``embed`` options), then enrich the documents that have no keywords
         of a person, and the changed ones whose keywords were generated (only their generated keywords are
         refreshed)."""
-        from kb_indexer.enrich.run import Settings
-        from kb_indexer.index.paths import to_relative
-        from kb_indexer.text import now_iso
-
         started = now_iso()
-        result = self.sync(directory, progress, **sync_options)  # type: ignore[attr-defined]
+        result = self.kb.sync(directory, progress, embed=embed, embed_options=embed_options,
+                              embed_progress=embed_progress)
         prefix = "" if directory is None else to_relative(self.kb_root, directory).rstrip("/") + "/"
         prefix = "" if prefix in ("./", "/") else prefix
         rels = [fp for fp, updated, human, gen in self.conn.execute(
@@ -116,18 +151,12 @@ class EnrichAPI:
         result["enrich"] = self._enrich(rels, Settings(), use_llm, llm, None, client)
         return result
 
-    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: Any = None,
-                             use_llm: bool = True, llm: Any = None, client: Any = None) -> dict:
+    def suggest_similarities(self, *, apply: bool = False, min_score: float = 0.5, output: str | Path | None = None,
+                             use_llm: bool = True, llm: LLMOptions | None = None,
+                             client: LLMClient | None = None) -> SuggestResult:
         """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
         ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
-        from pathlib import Path
-
-        from kb_indexer.enrich.suggest_run import apply as apply_items, gather, write_output
-        from kb_indexer.limits import check_finite
-        from kb_indexer.store.connection import transaction
-
         if not 0 <= check_finite(min_score, "--min-score") <= 1:
-            from kb_indexer.errors import UsageError
             raise UsageError(f"--min-score must be between 0 and 1, got {min_score}")
         enricher = LlmEnricher(self.conn, use_llm, llm, client=client)
         try:
@@ -147,4 +176,4 @@ class EnrichAPI:
         enricher.used = 1 if enricher.client is not None and not errors else 0
         enricher.failed, enricher.error = len(errors), (errors[0] if errors else None)
         out["llm"] = enricher.report()
-        return out
+        return cast("SuggestResult", out)

@@ -28,6 +28,7 @@ from kb_indexer.index.loader import load_document
 from kb_indexer.index.membership import excluded_reason, is_document_name
 from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, to_relative
 from kb_indexer.index.reader import FILE_ERRORS
+from kb_indexer.index.walk import scan
 from kb_indexer.safe_write import write_atomic
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, upsert_document
@@ -63,7 +64,6 @@ def targets(conn: sqlite3.Connection, root: Path, files: list[str] | None, all_:
                                       + (f": {reason}" if reason else " (a markdown file)"))
             out.append(rel)
         return list(dict.fromkeys(out))
-    from kb_indexer.index.walk import scan
 
     return sorted(scan(root, "").files)
 

@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.enrich import suggest as s
+from kb_indexer.enrich.run import write_json
+from kb_indexer.index.files import validate_similarities_data
 from kb_indexer.llm.base import LLMError, Message
 from kb_indexer.store.connection import inserted_id
+from kb_indexer.store.documents import KeywordIds
+from kb_indexer.store.similarities import upsert_similarity
 from kb_indexer.text import normalize_keyword
 
 TASK = "suggest_similarities"
@@ -75,9 +79,6 @@ def gather(conn: sqlite3.Connection, client: Any, min_score: float) -> tuple[lis
 
 def apply(conn: sqlite3.Connection, suggestions: list[dict[str, Any]]) -> list[int]:
     """Import as learned items (inside the caller's transaction); ones undone before are skipped."""
-    from kb_indexer.store.documents import KeywordIds
-    from kb_indexer.store.similarities import upsert_similarity
-
     ids = KeywordIds(conn)
     applied = []
     for sug in suggestions:
@@ -104,9 +105,6 @@ def apply(conn: sqlite3.Connection, suggestions: list[dict[str, Any]]) -> list[i
 
 
 def write_output(path: Path, suggestions: list[dict[str, Any]]) -> str:
-    from kb_indexer.enrich.run import write_json
-    from kb_indexer.index.files import validate_similarities_data
-
     data = s.similarities_file(suggestions)
     validate_similarities_data(data, str(path))
     write_json(path.expanduser(), data)

@@ -70,7 +70,7 @@ def file_key(root: Path, path: Path) -> str:
 def _sha1(data: bytes) -> HASH:
     """hashlib's sha1, imported when a digest is needed: a query's stale check of an unchanged similarities
     file needs none (hashlib loads OpenSSL)."""
-    import hashlib
+    import hashlib  # lazy: hashlib (OpenSSL), only when a similarities file is read
 
     return hashlib.sha1(data)
 

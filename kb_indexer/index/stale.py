@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
+from kb_indexer.errors import KbError
+from kb_indexer.index.paths import explicit_keywords_file, KEYWORDS_SUFFIX, sig_of, stat_sig
+from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
@@ -150,7 +152,6 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
         info["files"] = total
     _explicit_keywords(conn, root, on_disk)
     added, removed, changed = _compare(conn, stored, on_disk)
-    from kb_indexer.index.similarity_sync import similarities_changed
 
     sims = similarities_changed(conn, root)
     return {
@@ -262,8 +263,6 @@ def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, 
     rows = conn.execute(_EXPLICIT_SQL).fetchall()
     if not rows:
         return
-    from kb_indexer.errors import KbError
-    from kb_indexer.index.paths import explicit_keywords_file, stat_sig
 
     for rel, stored in rows:
         kw = explicit_keywords_file(root, rel, stored)

@@ -100,7 +100,7 @@ def entries_mark(entries: list[os.DirEntry[str]]) -> str:
     """A digest of a folder's entries, their names and inode numbers (from the listing: no ``stat``). An
     entry added, removed, renamed or replaced (an editor's save by rename) changes it, even when the folder's
     mtime does not (a change in the same mtime tick as an earlier listing); an in-place edit does not."""
-    import hashlib
+    import hashlib  # lazy: hashlib (OpenSSL), only when a folder listing is digested
 
     listing = "\n".join(sorted(f"{e.name}\0{e.inode()}" for e in entries))
     return hashlib.blake2b(listing.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()

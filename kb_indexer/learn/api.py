@@ -1,60 +1,97 @@
-"""The learning half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`)."""
+"""The learning sub-API: ``kb.learning`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
+
+    with KnowledgeBase.open() as kb:
+        kb.learning.feedback(query_id, helpful=["a.md"], not_helpful=[])
+        kb.learning.learn(dry_run=True)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast, overload
+
+from kb_indexer.errors import UsageError
+from kb_indexer.learn.apply import learn, learned_list, learned_remove
+from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
+                                       record_feedback, require_query)
+from kb_indexer.limits import check_id
+from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryResult,
+                                    HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
 
 
+class Querying(Protocol):
+    """What learning needs of the facade: its connection, its path rule and its query (for ``refine``)."""
+
+    conn: sqlite3.Connection
+    db_path: Path
+
+    def stored_path(self, path: str) -> str: ...
+
+    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> Mapping[str, Any]: ...
+
+
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class LearningAPI:
-    conn: Any
+    """Query history, feedback, learning and learned items: history, feedback, feedback_show, learn,
+    learned_list, learned_remove, clear_history, refine, last_query_id."""
 
-    def history(self, query_id: int | None = None, limit: int = 10) -> dict:
-        from kb_indexer.learn.feedback import history_detail, history_list
-        return history_list(self.conn, limit) if query_id is None else history_detail(self.conn, query_id)
+    def __init__(self, kb: Querying) -> None:
+        self.kb = kb
+        self.conn = kb.conn
+        self.db_path = kb.db_path
+
+    @overload
+    def history(self, query_id: None = None, limit: int = 10) -> HistoryListResult: ...
+
+    @overload
+    def history(self, query_id: int, limit: int = 10) -> HistoryDetailResult: ...
+
+    def history(self, query_id: int | None = None, limit: int = 10) -> HistoryResult:
+        """The recent queries (``query_id`` None), or one query with its attempts and feedback."""
+        return cast("HistoryResult", history_list(self.conn, limit) if query_id is None
+                    else history_detail(self.conn, query_id))
 
     def feedback(self, query_id: int, helpful: list[str], not_helpful: list[str], notes: str | None = None,
-                 attempt_id: int | None = None) -> dict:
-        from kb_indexer.learn.feedback import record_feedback
-        return record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
-                               resolve_path=self._stored_path)  # type: ignore[attr-defined]
+                 attempt_id: int | None = None) -> FeedbackResult:
+        return cast("FeedbackResult", record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
+                               resolve_path=self.kb.stored_path))
 
-    def feedback_show(self, query_id: int) -> dict:
-        from kb_indexer.learn.feedback import feedback_rows, require_query
+    def feedback_show(self, query_id: int) -> FeedbackShowResult:
         q = require_query(self.conn, query_id)
         rows = feedback_rows(self.conn, query_id)
-        return {"query_id": query_id, "question": q["question"], "feedback": rows, "count": len(rows)}
+        return cast("FeedbackShowResult", {"query_id": query_id, "question": q["question"], "feedback": rows,
+                                            "count": len(rows)})
 
-    def learn(self, dry_run: bool = False, reprocess: bool = False) -> dict:
-        from kb_indexer.learn.apply import learn
-        return learn(self.conn, dry_run=dry_run, reprocess=reprocess)
+    def learn(self, dry_run: bool = False, reprocess: bool = False) -> LearnResult:
+        return cast("LearnResult", learn(self.conn, dry_run=dry_run, reprocess=reprocess))
 
-    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> dict:
-        from kb_indexer.learn.apply import learned_list
-        return learned_list(self.conn, kind, include_removed)
+    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> LearnedListResult:
+        return cast("LearnedListResult", learned_list(self.conn, kind, include_removed))
 
-    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> dict:
-        from kb_indexer.learn.apply import learned_remove
-        return learned_remove(self.conn, ids, all_)
+    def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> LearnedRemoveResult:
+        for i in ids or []:
+            check_id(i, "learned item id")
+        return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
 
-    def clear_history(self, before: str | None = None) -> dict:
-        from kb_indexer.learn.feedback import clear_history
-        return clear_history(self.conn, before)
+    def clear_history(self, before: str | None = None) -> ClearHistoryResult:
+        return cast("ClearHistoryResult", clear_history(self.conn, before))
 
-    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False, **options: Any) -> dict:
+    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
+               **options: Any) -> QueryResult:
         """Try a recorded query again with other keywords: a new attempt on the same query record
         (its question and context are reused)."""
-        from kb_indexer.errors import UsageError
-        from kb_indexer.learn.feedback import last_query_id, require_query
-
         if last == (query_id is not None):
             raise UsageError("give a QUERY_ID or --last (one of them)")
         if not keywords:
             raise UsageError("refine needs --keywords")
-        qid = last_query_id(self.conn) if last else query_id
+        qid = last_query_id(self.conn) if query_id is None else query_id
         q = require_query(self.conn, qid)
-        return self.query(q["question"], keywords, context=q["context"] or None,  # type: ignore[attr-defined]
-                          query_id=qid, **options)
+        return cast("QueryResult", self.kb.query(q["question"], keywords, context=q["context"] or None, query_id=qid,
+                                                **options))
 
     def last_query_id(self) -> int:
-        from kb_indexer.learn.feedback import last_query_id
         return last_query_id(self.conn)

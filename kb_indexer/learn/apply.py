@@ -11,7 +11,8 @@ from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_
 from kb_indexer.learn.report import describe, section_counts, section_of
 from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
-from kb_indexer.store.provenance import set_learned_feedback
+from kb_indexer.store.provenance import is_tombstoned, set_learned_feedback
+from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
 KINDS = ("association", "keyword", "similarity", "score")
@@ -72,9 +73,6 @@ def _held_by_a_person(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
     if item["kind"] == "keyword":
         return _person_tag(conn, item["document_id"], item["keyword"])
     if item["kind"] == "similarity":
-        from kb_indexer.store.provenance import is_tombstoned
-        from kb_indexer.store.similarities import relation_keys
-
         rk = relation_keys(conn, KeywordIds(conn), item["keyword1"], item["keyword2"], item["type"])
         return _person_relation(conn, item) or (rk is not None and is_tombstoned(conn, *rk))
     return False
@@ -157,8 +155,6 @@ def apply_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> None:
                              (item["document_id"], kid, item["weight"], lid))
             refresh_fts_keywords(conn, item["document_id"])
         elif kind == "similarity":
-            from kb_indexer.store.similarities import upsert_similarity
-
             if inactive(item):
                 row = conn.execute("SELECT similarity_id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
                 if row and row[0] is not None:

@@ -145,9 +145,6 @@ def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str],
 
 def parse_before(before: str) -> str:
     """A date or ISO-8601 time (UTC unless it has an offset) as stored in the history (naive UTC)."""
-    from datetime import datetime, timezone
-
-    from kb_indexer.errors import UsageError
     try:
         when = datetime.fromisoformat(before.strip().replace("Z", "+00:00"))
     except (ValueError, AttributeError):

@@ -28,7 +28,7 @@ import json
 import sqlite3
 from typing import Any
 
-from kb_indexer.store.connection import inserted_id
+from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.text import now_iso
 
 TOP_RESULTS = 10
@@ -69,8 +69,6 @@ def record(conn: sqlite3.Connection, question: str, context: str | None, *, quer
            **attempt: Any) -> tuple[int, int]:
     """Record one attempt (creating its query if needed, or on ``query_id`` for ``refine``) in one
     transaction; returns (query_id, attempt_id)."""
-    from kb_indexer.store.connection import transaction
-
     with transaction(conn):
         if query_id is None:
             qid = get_or_create_query(conn, question, context)

@@ -23,6 +23,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb_indexer.learn.smart import smart_tags
+from kb_indexer.search.terms import content_terms, parse_text
 from kb_indexer.text import normalize_keyword
 
 MIN_QUERIES = 2          # cross-query patterns need this many independent queries
@@ -33,8 +35,6 @@ ASSOC_MIN_OVERLAP = 0.5  # Jaccard overlap of question terms for an association 
 
 def question_terms(text: str) -> list[str]:
     """Sorted distinct content terms of a question (stopwords removed, light plural folding)."""
-    from kb_indexer.search.terms import content_terms, parse_text
-
     out = set()
     for t in content_terms(parse_text(text).words):
         t = t.lower()
@@ -114,7 +114,6 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
     items += _keyword_tags(events, doc_kw, min_queries)
     items += _keyword_gaps(events, doc_kw, min_queries)
     items += _co_occurrences(events, {it["key"] for it in items}, min_queries)
-    from kb_indexer.learn.smart import smart_tags  # full text found it, the tags did not
     items += smart_tags(conn, events, doc_kw, min_queries, {it["key"] for it in items})
     items += _score_changes(events)
     items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
+from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 
 
@@ -55,7 +56,6 @@ def put(conn: sqlite3.Connection, key: str, *, backend: str, model: str, task: s
     try:
         _put(conn, key, backend, model, task, prompt_hash, schema_hash, response)
     except sqlite3.OperationalError as exc:
-        from kb_indexer.notices import warn
         warn(f"could not cache the LLM answer: {exc}")
         return False
     return True

@@ -144,7 +144,7 @@ def _refusal(key: str) -> str:
 
 def _parse(path: Path, text: str) -> dict[str, str]:
     """The allowed values of ``text`` (a warning names each refused ``KBINDEX_*`` name)."""
-    from dotenv import dotenv_values
+    from dotenv import dotenv_values  # lazy: python-dotenv, only when a .env file exists
 
     values: dict[str, str] = {}
     for key, value in dotenv_values(stream=io.StringIO(text), interpolate=False).items():

@@ -52,6 +52,7 @@ def _load_sentence_transformer(path: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")          # never reach for the hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
+        # lazy: sentence-transformers (torch), the optional extra local
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise LLMConfigError(f"the local backend needs sentence-transformers: {INSTALL_HINT}") from None

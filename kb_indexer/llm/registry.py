@@ -114,27 +114,29 @@ def make_backend(config: Any) -> Any:
     if config.backend == DISABLED:
         raise UsageError(f"LLM backend {DISABLED!r} cannot make calls")
     if getattr(config, "url_error", None):  # a malformed server URL: a clear error, features fall back
-        from kb_indexer.llm.base import LLMConfigError
+        from kb_indexer.llm.base import LLMConfigError  # lazy: llm.base (dataclasses) stays off the cold search path
         raise LLMConfigError(config.url_error)
     return get(config.backend).factory(config)
 
 
 def _ollama(config: Any) -> Any:
+    # lazy: httpx and the ollama SDK, only when this backend is used
     from kb_indexer.llm.ollama_backend import OllamaBackend
     return OllamaBackend(config)
 
 
 def _gemini(config: Any) -> Any:
-    from kb_indexer.llm.gemini_backend import GeminiBackend
+    from kb_indexer.llm.gemini_backend import GeminiBackend  # lazy: httpx, only when this backend is used
     return GeminiBackend(config)
 
 
 def _openai(config: Any) -> Any:
-    from kb_indexer.llm.openai_backend import OpenAIBackend
+    from kb_indexer.llm.openai_backend import OpenAIBackend  # lazy: httpx, only when this backend is used
     return OpenAIBackend(config)
 
 
 def _local(config: Any) -> Any:
+    # lazy: sentence-transformers (extra local), only when this backend is used
     from kb_indexer.llm.local_backend import LocalBackend
     return LocalBackend(config)
 

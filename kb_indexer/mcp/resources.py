@@ -58,7 +58,7 @@ def list_page(kb: KnowledgeBase, cursor: str | None) -> tuple[list[dict[str, Any
 def read(kb: KnowledgeBase, uri: str) -> str:
     """The text of a resource (a missing skill or document, or a refused SKILL.md: a kbindex error)."""
     if uri.startswith(_SKILL_PREFIX) and uri.endswith(_SKILL_SUFFIX):
-        return kb.skills_source(unquote(uri[len(_SKILL_PREFIX):-len(_SKILL_SUFFIX)]))
+        return kb.skills.source(unquote(uri[len(_SKILL_PREFIX):-len(_SKILL_SUFFIX)]))
     if uri.startswith(_DOC_PREFIX):
         doc = require_document(kb.conn, kb.show(unquote(uri[len(_DOC_PREFIX):]))["filepath"])
         return get_body(kb.conn, doc["id"])

@@ -28,6 +28,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
+from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
@@ -139,7 +140,7 @@ def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
 
 def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> outputs.FeedbackOut:
     with _opened(db) as kb:
-        out = kb.feedback(query_id, helpful, not_helpful)
+        out = kb.learning.feedback(query_id, helpful, not_helpful)
     return {"query_id": out["query_id"], "recorded": len(out.get("recorded") or [])}
 
 
@@ -147,7 +148,7 @@ def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Opt
     scope = ["skills_match", message, session]
     offset, _ = parse_cursor(cursor, scope)
     with _opened(db) as kb:
-        out = kb.skills_match(message, session=session)
+        out = kb.skills.match(message, session=session)
     matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
                for m in out.get("matched") or []]
     page, nxt = page_items(matched, offset)
@@ -244,8 +245,6 @@ class KbMCPServer(MCPServer):
 
 def build_server(db: str | os.PathLike | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
-    from kb_indexer import __version__
-
     server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")
     _register_tools(server, db)

@@ -82,6 +82,7 @@ class FeedbackResult(TypedDict):
     query_id: int
     recorded: list[RecordedFeedback]
     count: int
+    not_in_results: NotRequired[list[str]]   # marked files the attempt did not return (recorded all the same)
 
 
 class FeedbackShowResult(TypedDict):

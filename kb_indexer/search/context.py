@@ -6,7 +6,7 @@ A *context scorer* is any callable ``(user_context, candidates) -> scores``:
   (the relation id), ``keyword`` (the related keyword, the side expanded to),
   ``source`` (the keyword expanded from), ``similarity_type``, ``context``
   (the stored context) and ``score`` -- the candidate shape of
-  ``kb_indexer.llm.context_match.score_contexts``;
+  ``kb_indexer.search.context_match.score_contexts``;
 - it returns a score in [0, 1] per candidate (1 = the relation fits the user's
   context, 0 = it does not): either a mapping ``id -> score`` or a sequence in
   candidate order. A candidate missing from a mapping counts as 0.

@@ -2,7 +2,7 @@
 
 The search layer does not call embedding backends: the API layer hands :func:`run` a
 :class:`DenseSource`, the index's model whose vectors to read and a function that embeds the
-question (see :mod:`kb_indexer.llm.embed_query`). A document's dense score is the cosine of its
+question (see :mod:`kb_indexer.embed.query`). A document's dense score is the cosine of its
 best chunk. numpy is imported here only, and only when a query uses vectors.
 """
 

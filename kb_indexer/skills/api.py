@@ -1,18 +1,32 @@
-"""The skills half of the Python API (mixed into :class:`kb_indexer.api.KnowledgeBase`).
+"""The skills sub-API: ``kb.skills`` of :class:`kb_indexer.api.KnowledgeBase` (built on first use).
 
     with KnowledgeBase.open() as kb:
-        kb.skills_sync(["~/.claude/skills"])
-        kb.skills_match("turn off the living-room TV")["matched"]
+        kb.skills.sync(["~/.claude/skills"])
+        kb.skills.match("turn off the living-room TV")["matched"]
 """
 
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.skills.llm_match import NO_BACKEND, llm_step
+from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
+from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
+from kb_indexer.skills.source import skill_source
+from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
+from kb_indexer.store.errors import translating
+
+if TYPE_CHECKING:
+    from kb_indexer.llm.config import LLMOptions
+    from kb_indexer.llm.structured import LLMClient
+    from kb_indexer.results import (SkillMatchResult, SkillRemoveResult, SkillSessionResetResult, SkillSessionResult,
+                                    SkillShowResult, SkillsListResult, SkillsLoadResult, SkillsSyncResult)
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -31,37 +45,42 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+@translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class SkillsAPI:
-    conn: Any
+    """Skills: sync, all, show, source, remove, match, session, load."""
 
-    def skills_sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> dict:
+    #: ``fallback_reason`` of a match that did not ask an LLM because none is configured (not a failure)
+    NO_BACKEND = NO_BACKEND
+
+    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
+        self.conn = conn
+        self.db_path = db_path
+
+    def sync(self, dirs: list[str] | None = None, forget: list[str] | None = None) -> SkillsSyncResult:
         """Index ``<dir>/<name>/SKILL.md`` of the given, remembered and ``KBINDEX_SKILLS`` directories;
         ``forget``: remembered directories to forget (their skills are dropped, in ``removed``)."""
-        from kb_indexer.skills.sync import sync_skills
         for d in [*(dirs or []), *(forget or [])]:
             _check_text(str(d), "a skills directory")
-        return sync_skills(self.conn, [str(d) for d in dirs or []], [str(d) for d in forget or []])
+        return cast("SkillsSyncResult", sync_skills(self.conn, [str(d) for d in dirs or []],
+                                                      [str(d) for d in forget or []]))
 
-    def skills_list(self) -> dict:
-        from kb_indexer.skills.sync import list_skills
-        return list_skills(self.conn)
+    def all(self) -> SkillsListResult:
+        return cast("SkillsListResult", list_skills(self.conn))
 
-    def skills_show(self, name: str) -> dict:
-        from kb_indexer.skills.sync import show_skill
-        return show_skill(self.conn, _check_text(name, "the skill name"))
+    def show(self, name: str) -> SkillShowResult:
+        return cast("SkillShowResult", show_skill(self.conn, _check_text(name, "the skill name")))
 
-    def skills_source(self, name: str) -> str:
+    def source(self, name: str) -> str:
         """The skill's SKILL.md as it is on disk now (its stored paths checked, no symlink followed)."""
-        from kb_indexer.skills.source import skill_source
         return skill_source(self.conn, _check_text(name, "the skill name"))
 
-    def skills_remove(self, name: str) -> dict:
-        from kb_indexer.skills.sync import remove_skill
-        return remove_skill(self.conn, _check_text(name, "the skill name"))
+    def remove(self, name: str) -> SkillRemoveResult:
+        return cast("SkillRemoveResult", remove_skill(self.conn, _check_text(name, "the skill name")))
 
-    def skills_match(self, message: str, top: int = 3, min_score: float | None = None, *,
-                     use_llm: bool = False, candidates: int = 20, llm: Any = None, client: Any = None,
-                     session: str | None = None, evict_after: int = 3, max_loaded: int = 5) -> dict:
+    def match(self, message: str, top: int = 3, min_score: float | None = None, *,
+                     use_llm: bool = False, candidates: int = 20, llm: LLMOptions | None = None,
+                     client: LLMClient | None = None, session: str | None = None, evict_after: int = 3,
+                     max_loaded: int = 5) -> SkillMatchResult:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
 
         The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
@@ -72,11 +91,6 @@ class SkillsAPI:
         ``fallback_reason``. With ``session``, the match is one turn of that conversation
         (:mod:`kb_indexer.skills.session`): ``evict_after`` turns, at most ``max_loaded`` loaded skills.
         """
-        from kb_indexer.skills.llm_match import llm_step
-        from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
-        from kb_indexer.skills.session import SessionOptions, record_turn
-        from kb_indexer.skills.sync import skills_version
-
         _check_message(message)
         _check_int(top, "--top", 1, MAX_TOP)
         _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
@@ -99,22 +113,28 @@ class SkillsAPI:
             out["session"] = record_turn(self.conn, index, message, [m["name"] for m in out["matched"]],
                                          session_opts)
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return out
+        return cast("SkillMatchResult", out)
 
-    def skills_session(self, session: str, reset: bool = False) -> dict:
+    @overload
+    def session(self, session: str, reset: Literal[False] = False) -> SkillSessionResult: ...
+
+    @overload
+    def session(self, session: str, reset: bool) -> SkillSessionResult | SkillSessionResetResult: ...
+
+    def session(self, session: str, reset: bool = False) -> SkillSessionResult | SkillSessionResetResult:
         """A match session's state (turn, skills with priority, match count, last matched turn, loaded);
         with ``reset``, the session is deleted (the next match starts it again at turn 1)."""
-        from kb_indexer.skills.session import reset_session, show_session
         sid = check_session_id(session)
-        return reset_session(self.conn, sid) if reset else show_session(self.conn, sid)
+        if reset:
+            return cast("SkillSessionResetResult", reset_session(self.conn, sid))
+        return cast("SkillSessionResult", show_session(self.conn, sid))
 
-    def skills_load(self, session: str, budget: int | None = None) -> dict:
+    def load(self, session: str, budget: int | None = None) -> SkillsLoadResult:
         """The loaded skills of a session, bodies included, most important first, within ``budget``
         estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
-        from kb_indexer.skills.session import load_skills
         if budget is not None:
             _check_int(budget, "--budget", 1, 10_000_000)
-        return load_skills(self.conn, check_session_id(session), budget)
+        return cast("SkillsLoadResult", load_skills(self.conn, check_session_id(session), budget))
 
 
 def _check_message(message: Any) -> None:

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb_indexer.llm.base import LLMError, Message
+from kb_indexer.llm.config import is_configured
 from kb_indexer.llm.schema import schema_text
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.skills.match import candidate_pool
 from kb_indexer.tokens import estimate_tokens
 
 TASK = "skills_match"
@@ -136,10 +139,6 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
     with ``fallback_reason``. Whenever the model was asked (or its cached answer looked up), ``candidates``
     is what was sent: the pool, not the keyword result's candidates.
     """
-    from kb_indexer.llm.config import is_configured
-    from kb_indexer.llm.structured import LLMClient
-    from kb_indexer.skills.match import candidate_pool
-
     if client is None and not is_configured(llm):
         out["fallback_reason"] = NO_BACKEND
         return

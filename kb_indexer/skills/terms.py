@@ -54,7 +54,7 @@ class _Stemmer(Protocol):
 
 @lru_cache(maxsize=1)
 def _english() -> _Stemmer:
-    import snowballstemmer  # type: ignore[import-untyped]  # pure Python (PyStemmer's C code when installed)
+    import snowballstemmer  # lazy: snowballstemmer, only when a text is stemmed (PyStemmer's C code when installed)
 
     stemmer: _Stemmer = snowballstemmer.stemmer("english")
     return stemmer

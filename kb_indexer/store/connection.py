@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,8 +159,6 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def file_identity(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
     (None for an in-memory index, or a file that cannot be stat'ed)."""
-    import os
-
     db_file = conn.execute("PRAGMA database_list").fetchone()[2]
     if not db_file:
         return None

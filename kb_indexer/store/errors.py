@@ -119,7 +119,7 @@ def translate(exc: BaseException, path: Path | str | None = None) -> KbError | N
 
 
 def translating(cls: type) -> type:
-    """Class decorator: every public method (the mixins' too) raises documented errors only, naming the
+    """Class decorator: every public method (its bases' too) raises documented errors only, naming the
     instance's ``db_path`` when it has one."""
     names = {name for klass in cls.__mro__[:-1] for name in vars(klass) if not name.startswith("_")}
     for name in names:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store.connection import connect, transaction
+from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -274,7 +275,6 @@ def m050_provenance(conn: sqlite3.Connection) -> None:
     );
     CREATE INDEX idx_learned_feedback_feedback ON learned_feedback(feedback_id);
     """)
-    from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
     backfill(conn)
     undo_deleted_learned_relations(conn)
 

@@ -106,7 +106,7 @@ def replace_document(conn: sqlite3.Connection, model: EmbeddingModel, doc_id: in
 
 
 def _build(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
-    import numpy as np
+    import numpy as np  # lazy: numpy, only for an index with vectors
 
     rows = conn.execute("SELECT document_id, vector FROM embedding_chunks WHERE model_id = ? "
                         "ORDER BY document_id, chunk_no", (model.id,)).fetchall()
@@ -143,7 +143,7 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
     read and packed again (stored for the next query when the index is writable; a read-only or busy
     index just answers).
     """
-    import numpy as np
+    import numpy as np  # lazy: numpy, only for an index with vectors
 
     key = _cache_key(conn, model)
     if key is not None and key in _MAPPED:

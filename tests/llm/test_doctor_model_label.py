@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.doctor import model_label
+from kb_indexer.doctor import model_label
 from kb_indexer.llm.structured import LLMClient
 
 

@@ -16,11 +16,11 @@ OPENAI = EmbedOptions(backend="openai")
 def test_embed_and_query_with_a_real_server(kb, llama_embed_server, monkeypatch):
     monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", llama_embed_server)
     n_docs = len(kb.list_docs()["documents"])
-    first = kb.embed(embed=OPENAI, batch=8)
+    first = kb.embeddings.embed(embed=OPENAI, batch=8)
     assert first["backend"] == "openai" and first["embedded"] == n_docs and first["dim"] == 576
     assert first["requests"] == -(-first["chunks"] // 8)            # full requests of 8
     assert first["coverage"]["without_vectors"] == 0 and first["coverage"]["with_vectors"] == n_docs
-    again = kb.embed(embed=OPENAI)
+    again = kb.embeddings.embed(embed=OPENAI)
     assert again["embedded"] == 0 and again["unchanged"] == n_docs  # incremental: nothing changed
     out = kb.query("how do agents learn from rewards", method="hybrid", embed=OPENAI, record=False)
     assert out["semantic"]["used"] is True and out["query"]["fallback"] is None

@@ -42,7 +42,7 @@ def shipped_index(tmp_path, loaded):
     write_doc(tmp_path / "kb", "a.md", "# Agents\n\nReinforcement learning trains agents with rewards.\n")
     kb, _ = KnowledgeBase.init(tmp_path / "kbindex.db", tmp_path / "kb")
     kb.sync()
-    kb.embed(embed=EmbedOptions(backend="local", model=str(folder)))
+    kb.embeddings.embed(embed=EmbedOptions(backend="local", model=str(folder)))
     kb.close()
     local_backend._models.clear()
     loaded.clear()

@@ -15,7 +15,7 @@ from llm_helpers import Reply, openai_reply
 
 from kb_indexer.llm.base import LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import (MAX_PER_CALL, SYSTEM_PROMPT, TASK, schema_for,
+from kb_indexer.search.context_match import (MAX_PER_CALL, SYSTEM_PROMPT, TASK, schema_for,
                                           score_contexts, similar_in_context)
 from fake_llm import FakeBackend
 from kb_indexer.llm.structured import LLMClient
@@ -44,7 +44,7 @@ def test_one_batched_call_scores_every_relation(similar_kb):
     rels = relations(similar_kb, "reinforcement learning")
     assert len(rels) > 5
     prompt_probe, _ = fake_client(similar_kb.conn)
-    from kb_indexer.llm.context_match import build_messages
+    from kb_indexer.search.context_match import build_messages
     user_prompt = build_messages("game AI", [{**r, "source": "reinforcement learning"} for r in rels],
                                  "reinforcement learning")[1].content
     client, fake = fake_client(similar_kb.conn, rate_by_type(user_prompt))

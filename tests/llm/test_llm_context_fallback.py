@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fake_llm import FakeBackend
 
-from kb_indexer.llm import context_match
+from kb_indexer.search import context_match
 from kb_indexer.llm.base import LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import QueryContextScorer, score_contexts, similar_in_context
+from kb_indexer.search.context_match import QueryContextScorer, score_contexts, similar_in_context
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores
 from kb_indexer.search.query import run_query

@@ -120,7 +120,7 @@ def test_context_compression_with_the_real_model(real, empty_kb):
     messages.append({"role": "user", "content": "And what is the expansion step?"})
     from kb_indexer.context.compress import total_tokens
     window = int(total_tokens(messages, []) / 0.82)
-    out = empty_kb.context_compress({"messages": messages}, window=window, use_llm=True,
+    out = empty_kb.context.compress({"messages": messages}, window=window, use_llm=True,
                                     llm=LLMOptions(retries=0))
     stats = out["stats"]
     assert stats["level"] == 80 and stats["tokens_after"] < stats["tokens_before"]

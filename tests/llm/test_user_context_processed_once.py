@@ -14,7 +14,7 @@ from fake_llm import FakeBackend
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import MAX_CONTEXT_CHARS
 from kb_indexer.llm.config import LLMOptions, resolve
-from kb_indexer.llm.context_match import QueryContextScorer, similar_in_context
+from kb_indexer.search.context_match import QueryContextScorer, similar_in_context
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search import context as context_mod
 from kb_indexer.store.similarities import neighbours

@@ -20,6 +20,8 @@ import sqlite3
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from kb_indexer.index.chunks import CHUNKER_VERSION, chunk_text
 from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import EmbedOptions
@@ -75,7 +77,7 @@ class _Batches:
         self.conn, self.client, self.model = conn, client, model
         self.docs: list[tuple[int, str, list[str], bool]] = []   # waiting for vectors, in order
         self.texts: list[str] = []                                # their chunks not yet sent
-        self.vectors: list = []                                   # vectors not yet stored
+        self.vectors: list[np.ndarray[Any, Any]] = []             # vectors not yet stored
         self.done = self.chunks = 0
         self.truncated: list[int] = []
         self.progress, self.total = progress, total
@@ -91,13 +93,12 @@ class _Batches:
         self._store()
 
     def _store(self) -> None:
-        import numpy as np
-
-        have = np.concatenate(self.vectors) if self.vectors else None
-        available = 0 if have is None else len(have)
-        at, ready = 0, 0
-        if self.model is None and have is None:   # no dimension known yet: wait for the first vectors
+        if self.model is None and not self.vectors:   # no dimension known yet: wait for the first vectors
             return
+        have = (np.concatenate(self.vectors) if self.vectors
+                else np.empty((0, self.model.dim if self.model else 0), dtype=np.float32))
+        available = len(have)
+        at, ready = 0, 0
         while ready < len(self.docs) and at + len(self.docs[ready][2]) <= available:
             at += len(self.docs[ready][2])
             ready += 1

@@ -12,7 +12,7 @@ to lexical search rather than keep an agent waiting.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Callable
 
 from kb_indexer.llm.config import EmbedOptions, embed_configured, resolve_embed
 from kb_indexer.search.semantic import DenseSource
@@ -45,12 +45,12 @@ def dense_source(conn: sqlite3.Connection, opts: EmbedOptions | None) -> DenseSo
     return source
 
 
-def _embedder(conn: sqlite3.Connection, config: Any, model: store.EmbeddingModel):
+def _embedder(conn: sqlite3.Connection, config: Any, model: store.EmbeddingModel) -> Callable[[str], Any]:
     def embed(question: str) -> Any:
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when a question is embedded (a query without vectors never is)
 
-        from kb_indexer.llm import cache as llm_cache
-        from kb_indexer.llm.embedding import EmbedClient
+        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL), only when a question is embedded
+        from kb_indexer.llm.embedding import EmbedClient  # lazy: numpy, only when a question is embedded
 
         key = llm_cache.cache_key(config.backend, model.model, "embed_query",
                                   llm_cache.digest({"text": question}), f"dim{model.dim}")

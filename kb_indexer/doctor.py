@@ -14,9 +14,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.llm.base import LLMError
+from kb_indexer import __version__
+from kb_indexer.config import find_db, stored_root_path
+from kb_indexer.llm import cache as llm_cache
+from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.registry import make_backend
+from kb_indexer.llm.settings import LLMConfig
+from kb_indexer.llm.structured import LLMClient
+from kb_indexer.store.connection import connect
+from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -80,10 +87,8 @@ def model_label(backend: str, model: str | None, enabled: bool) -> str:
     return f"not set (the {backend} server's default model answers)"
 
 
-def _probe(backend, timeout: float):
+def _probe(backend: Backend, timeout: float) -> ProbeResult:
     """``backend.probe``; a backend that fails in a way it did not map is reported, not raised."""
-    from kb_indexer.llm.base import ProbeResult
-
     try:
         return backend.probe(timeout)
     except LLMError as exc:
@@ -92,9 +97,7 @@ def _probe(backend, timeout: float):
         return ProbeResult(url=None, reachable=True, error=f"the probe failed: {type(exc).__name__}: {exc}"[:300])
 
 
-def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> None:
-    from kb_indexer.llm.structured import LLMClient
-
+def _roundtrip(config: LLMConfig, backend: Backend, report: dict[str, Any], problems: list[str]) -> None:
     client = LLMClient(replace(config, retries=0, use_cache=False), backend=backend)
     started = time.monotonic()
     try:
@@ -111,11 +114,6 @@ def _roundtrip(config, backend, report: dict[str, Any], problems: list[str]) -> 
 
 
 def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
-    from kb_indexer.llm import cache as llm_cache
-    from kb_indexer.config import stored_root_path
-    from kb_indexer.store.connection import connect
-    from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
-
     report: dict[str, Any] = {"path": str(db_path), "exists": db_path.is_file(), "schema": None,
                               "up_to_date": None, "kb_root": None, "llm_cache_entries": None, "error": None}
     if not report["exists"]:
@@ -149,9 +147,6 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
 
 def diagnose(db: str | Path | None = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
              probe_timeout: float = PROBE_TIMEOUT) -> dict[str, Any]:
-    from kb_indexer import __version__
-    from kb_indexer.config import find_db
-
     llm, llm_problems = _llm_report(opts or LLMOptions(), roundtrip, probe_timeout)
     database, db_problems = _db_report(find_db(db))
     problems = llm_problems + db_problems

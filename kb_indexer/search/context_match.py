@@ -37,6 +37,7 @@ from typing import Any
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.llm.config import LLMOptions
+from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 
@@ -110,7 +111,7 @@ class _Tally:
         if not isinstance(exc, LLMBadResponse):
             self.give_up = True
 
-    def report(self, client: Any) -> dict[str, Any]:
+    def report(self, client: LLMClient) -> dict[str, Any]:
         fallback = "lexical" if self.lexical else None
         out = client.report(used=self.llm > 0, fallback=fallback, error=self.error)
         out["batches"] = {"total": self.llm + self.lexical, "llm": self.llm, "lexical": self.lexical}
@@ -149,8 +150,6 @@ def score_contexts(conn: sqlite3.Connection | None, user_context: str, candidate
     Raises ``UsageError`` only for bad settings (unknown backend); every LLM
     failure becomes the lexical fallback for its batch, reported in ``info["llm"]``.
     """
-    from kb_indexer.llm.structured import LLMClient
-
     own = client is None
     if own:
         client = LLMClient.from_options(opts, conn)
@@ -197,8 +196,6 @@ class QueryContextScorer:
     for the server again). :meth:`report` says what happened, for the query's JSON."""
 
     def __init__(self, conn: sqlite3.Connection, opts: LLMOptions | None = None, client: Any = None):
-        from kb_indexer.llm.structured import LLMClient
-
         self.client = client if client is not None else LLMClient.from_options(opts, conn)
         self.conn = conn
         self.tally = _Tally()
