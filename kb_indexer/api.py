@@ -22,7 +22,7 @@ from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.context.api import ContextAPI
 from kb_indexer.enrich.api import EnrichAPI
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
-from kb_indexer.store import open_db, transaction
+from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.errors import from_sqlite, translating
 from kb_indexer.store.migrations import init_db, schema_version
@@ -72,9 +72,9 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         if env:
             return Path(env).expanduser().absolute()
         if conn is not None:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
-            if row and row[0]:
-                return stored_root_path(db_path, row[0])
+            stored = meta.get(conn, "kb_root")
+            if stored:
+                return stored_root_path(db_path, stored)
         return default_kb_root(db_path)
 
     @classmethod

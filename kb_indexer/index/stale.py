@@ -14,7 +14,6 @@ markdown file (two with a keywords file) and a few SQL queries: see
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import stat
@@ -24,6 +23,7 @@ from typing import Any
 
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
 from kb_indexer.index.walk import Walk, list_mark, scan
+from kb_indexer.store import meta
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -35,21 +35,7 @@ _EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_f
 
 def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
-    return _meta_dict(conn, REJECTED_FILES_KEY)
-
-
-def _meta_dict(conn: sqlite3.Connection, key: str) -> dict:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    try:
-        data = json.loads(row[0]) if row and row[0] else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict) -> None:
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
-                 "excluded.value", (key, json.dumps(value, sort_keys=True, separators=(",", ":"))))
+    return meta.get_json(conn, REJECTED_FILES_KEY)
 
 
 # meta keys recorded by sync (see ``settle_folders``): {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]}, and
@@ -72,11 +58,11 @@ _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path s
 def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
-    marks = {k: v for k, v in _meta_dict(conn, MARKS_KEY).items() if not k.startswith(prefix)}
+    marks = {k: v for k, v in meta.get_json(conn, MARKS_KEY).items() if not k.startswith(prefix)}
     state.update((k, v[:2]) for k, v in folders.items())
     marks.update((k, v[2]) for k, v in folders.items() if v[2] is not None)
-    _set_meta_json(conn, FOLDERS_KEY, state)
-    _set_meta_json(conn, MARKS_KEY, marks)
+    meta.put_json(conn, FOLDERS_KEY, state)
+    meta.put_json(conn, MARKS_KEY, marks)
 
 
 def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
@@ -110,7 +96,7 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
 
 def _decode_state(conn: sqlite3.Connection) -> dict[str, list] | None:
     """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
-    data = _meta_dict(conn, FOLDERS_KEY)
+    data = meta.get_json(conn, FOLDERS_KEY)
     return data if "" in data else None
 
 
@@ -119,7 +105,7 @@ def _folder_state(conn: sqlite3.Connection) -> dict[str, list] | None:
     state = _decode_state(conn)
     if state is None:
         return None
-    marks = _meta_dict(conn, MARKS_KEY)
+    marks = meta.get_json(conn, MARKS_KEY)
     return {k: [*v[:2], marks.get(k)] for k, v in state.items()}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.registry import make_backend
+from kb_indexer.store import meta
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -136,8 +137,8 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
         report["up_to_date"] = applied == known[:len(applied)] and len(applied) == len(known)
         if len(applied) < len(known):
             report["pending_migrations"] = [n for n in known if n not in applied]
-        row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
-        report["kb_root"] = str(stored_root_path(Path(db_path), row[0])) if row else None
+        stored = meta.get(conn, "kb_root")
+        report["kb_root"] = str(stored_root_path(Path(db_path), stored)) if stored is not None else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
     except sqlite3.DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
