@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
@@ -41,6 +41,9 @@ from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
+if TYPE_CHECKING:
+    import hashlib
+
 SIMILARITY_FILENAME = "similarities.json"
 HASH_KEY = "similarities_hash:"
 REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could not import
@@ -49,7 +52,7 @@ SEEN_KEY = "similarities_seen:"   # "{mtime_ns}:{size} {digest}" of a file when 
 
 def similarity_files(kb_root: Path) -> list[Path]:
     """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
-    out = []
+    out: list[Path] = []
     for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
         if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
             out.append(cand)
@@ -65,10 +68,10 @@ def file_key(root: Path, path: Path) -> str:
         return str(resolved)
 
 
-def _sha1(data: bytes):
+def _sha1(data: bytes) -> "hashlib._Hash":
     """hashlib's sha1, imported when a digest is needed: a query's stale check of an unchanged similarities
     file needs none (hashlib loads OpenSSL)."""
-    import hashlib
+    import hashlib  # lazy: hashlib loads OpenSSL, and a query's stale check of an unchanged file needs no digest
 
     return hashlib.sha1(data)
 
@@ -77,7 +80,10 @@ def hash_key(path: Path) -> str:
     return HASH_KEY + str(path.resolve())
 
 
-def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple:
+_EntryKey = tuple[tuple[str, ...], str]
+
+
+def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> _EntryKey:
     return tuple(sorted((normalize_keyword(keyword1), normalize_keyword(keyword2)))), sim_type
 
 
@@ -106,7 +112,7 @@ class _Listings:
 
     def __init__(self, root: Path | None):
         self.root = root
-        self._cache: dict[str, dict[tuple, dict[str, Any]] | None] = {}
+        self._cache: dict[str, dict[_EntryKey, dict[str, Any]] | None] = {}
 
     def entry(self, key: str, rel: sqlite3.Row) -> dict[str, Any] | None:
         if self.root is None:
@@ -119,8 +125,8 @@ class _Listings:
                 self._cache[key] = {_entry_key(e["keyword1"], e["keyword2"], e["type"]): e for e in entries}
             except KbError:
                 self._cache[key] = None
-        entries = self._cache[key]
-        return None if entries is None else entries.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
+        listed = self._cache[key]
+        return None if listed is None else listed.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
 
 
 def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:
@@ -155,7 +161,7 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
 
 
 def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | None = None,
-                        root: Path | None = None) -> dict:
+                        root: Path | None = None) -> dict[str, Any]:
     """Import a similarities file in one transaction (all entries valid, or nothing).
 
     Without ``file`` it is a person's ``import-similarities`` (origin ``import``; lifts tombstones).
@@ -252,7 +258,7 @@ def known_files(conn: sqlite3.Connection) -> set[str]:
         "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
-def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
+def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[dict[str, str]]) -> dict[str, int]:
     """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
     out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
     current = similarity_files(root)

@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.index.paths import KEYWORDS_SUFFIX, sig_of
+from kb_indexer.errors import KbError
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_of, stat_sig
+from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 from kb_indexer.store import meta
 
@@ -52,10 +54,12 @@ RECENT_FILES = 1000
 # until a sync records it as seen later (see ``settle_folders``), every check lists its names again and
 # compares their mark with the one sync recorded (and lists it in full when they differ).
 SETTLE_NS = 2_000_000_000
+#: What a sync records of a folder: ``[mtime_ns, seen_ns, entries mark or None]``.
+_Folder = list[Any]
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, _Folder]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
     marks = {k: v for k, v in meta.get_json(conn, MARKS_KEY).items() if not k.startswith(prefix)}
@@ -70,7 +74,7 @@ def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
     return mtime_ns > seen_ns - SETTLE_NS
 
 
-def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, _Folder]:
     """The ``{folder: [mtime_ns, seen_ns, mark]}`` a sync records after its walk (begun at ``walked_ns``).
 
     A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
@@ -79,7 +83,8 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
     once more here: if its mtime and entries (names, inode numbers) are what the walk saw, it is recorded as
     seen now, and a later change shows as a new mtime: the queries after the first sync check no folder's
     entries at all."""
-    folders = {pre: [m, walked_ns, walk.folder_marks.get(pre)] for pre, m in walk.folder_mtimes.items()}
+    folders: dict[str, _Folder] = {pre: [m, walked_ns, walk.folder_marks.get(pre)]
+                                  for pre, m in walk.folder_mtimes.items()}
     for pre, (mtime, _, mark) in folders.items():
         seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
         if mark is None or not _unsettled(mtime, walked_ns) or _unsettled(mtime, seen_ns):
@@ -94,13 +99,13 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
     return folders
 
 
-def _decode_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+def _decode_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
     """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
     data = meta.get_json(conn, FOLDERS_KEY)
     return data if "" in data else None
 
 
-def _folder_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+def _folder_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
     """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
     state = _decode_state(conn)
     if state is None:
@@ -135,8 +140,6 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
         info["files"] = total
     _explicit_keywords(conn, root, on_disk)
     added, removed, changed = _compare(conn, stored, on_disk)
-    from kb_indexer.index.similarity_sync import similarities_changed
-
     sims = similarities_changed(conn, root)
     return {
         "stale": bool(added or removed or changed or sims),
@@ -149,7 +152,8 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
     }
 
 
-def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[list, list, list]:
+def _compare(conn: sqlite3.Connection, stored: dict[str, str],
+             on_disk: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
     if on_disk == stored:       # the common case, compared in C
         return [], [], []
     rejected = rejected_files(conn)
@@ -160,7 +164,7 @@ def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[lis
     return added, removed, changed
 
 
-def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict, dict, dict]:
+def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, _Folder]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
     listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
@@ -191,7 +195,7 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str], int]:
+def _changed_folders(root: Path, state: dict[str, _Folder]) -> tuple[list[str], list[str], int]:
     """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
     how many folders' entries were compared (those still within the settle window)."""
     listed, gone, compared = [], [], 0
@@ -245,9 +249,6 @@ def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, 
     rows = conn.execute(_EXPLICIT_SQL).fetchall()
     if not rows:
         return
-    from kb_indexer.errors import KbError
-    from kb_indexer.index.paths import explicit_keywords_file, stat_sig
-
     for rel, stored in rows:
         kw = explicit_keywords_file(root, rel, stored)
         if kw is not None and rel in on_disk:

@@ -97,7 +97,7 @@ def read_skill_file(file: Path, root: Path) -> bytes:
     return read_opened(fd, st)
 
 
-def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
+def scan_dir(directory: str, known: dict[str, str], errors: list[dict[str, Any]]) -> list[Found]:
     """Every ``<directory>/<name>/SKILL.md``: hashed, parsed when its hash differs from ``known``."""
     root = Path(directory).resolve()
     out: list[Found] = []
@@ -151,7 +151,7 @@ def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Found]:
+def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict[str, Any]]) -> list[Found]:
     found: list[Found] = []
     moved = dirs.moved
     for d in dirs.ordered:
@@ -167,7 +167,7 @@ def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Fou
     return found
 
 
-def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict]) -> tuple[list[Found], list[Found], list[dict]]:
+def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict[str, Any]]) -> tuple[list[Found], list[Found], list[dict[str, Any]]]:
     """(found skills, those to write, duplicates). Of two folders with one name, the one indexed now
     wins while it is present and valid; else the first in the directories' order (see ``dirs``)."""
     rows = _rows(conn)
@@ -194,7 +194,7 @@ def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict]) -> tuple
 def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
                 forget: list[str] | None = None) -> dict[str, Any]:
     dirs = resolve_dirs(conn, list(given or []), list(forget or []))
-    errors: list[dict] = []
+    errors: list[dict[str, Any]] = []
     keep, write, dups = _plan(conn, dirs, errors)
     for d in dups:
         errors.append({"file": str(Path(d["skipped"]) / SKILL_FILE),
@@ -211,7 +211,7 @@ def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
         gone = {r["name"] for r in existing if r["source_dir"] not in listed   # forgotten, or from KBINDEX_SKILLS
                 or (r["source_dir"] in scanned and r["folder"] not in kept_folders)}
         renamed = {by_folder[f.folder]["name"] for f in write
-                   if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
+                   if f.skill and f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
         counts = _apply(conn, existing, gone | renamed, write)
         _refresh_terms(conn)
     return {"dirs": dirs.ordered, "forgotten": dirs.forget, **counts, "unchanged": len(keep) - len(write),
@@ -228,11 +228,11 @@ def _refresh_terms(conn: sqlite3.Connection) -> None:
         bump_version(conn)
 
 
-def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict:
+def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict[str, list[str]]:
     """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
     its new name added and its old name removed; a name written again is updated)."""
     before = {r["name"] for r in existing}
-    written = {f.skill.name for f in write}
+    written = {f.skill.name for f in write if f.skill}  # each one parsed (see _plan)
     removed = drop - written
     drop_skills(conn, sorted(removed))
     conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in sorted(drop & written)])
@@ -259,7 +259,7 @@ def skills_version(conn: sqlite3.Connection) -> str:
 
 
 def _count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+    return int(conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0])
 
 
 def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -275,7 +275,8 @@ def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
     row = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill: {name!r} (see `kbindex skills list`)")
-    return row
+    found: sqlite3.Row = row
+    return found
 
 
 def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:

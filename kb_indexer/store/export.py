@@ -13,6 +13,7 @@ from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
+from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
 
 FORMAT = "kbindex-export"
@@ -185,7 +186,6 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
                 except sqlite3.Error as exc:
                     raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
             counts[table] = len(rows)
-        from kb_indexer.store.provenance import backfill
         backfill(conn)  # an export from before m050 has only the old origin strings
         for row in tables.get("documents", []):
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store import meta
 from kb_indexer.store.connection import connect, transaction
+from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -275,7 +276,6 @@ def m050_provenance(conn: sqlite3.Connection) -> None:
     );
     CREATE INDEX idx_learned_feedback_feedback ON learned_feedback(feedback_id);
     """)
-    from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
     backfill(conn)
     undo_deleted_learned_relations(conn)
 
@@ -507,7 +507,7 @@ def _applied(conn: sqlite3.Connection) -> list[str] | None:
     return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def schema_version(conn: sqlite3.Connection) -> dict:
+def schema_version(conn: sqlite3.Connection) -> dict[str, Any]:
     applied = _applied(conn) or []
     return {"migrations": len(applied), "latest": applied[-1] if applied else None,
             "known": len(MIGRATIONS)}
