@@ -26,15 +26,15 @@ from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.errors import from_sqlite, translating
 from kb_indexer.store.migrations import init_db, schema_version
-from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
+from kb_indexer.store.similarities import check_similarity_type, neighbours, upsert_similarity
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
 
 
 def _check_type(sim_type: str | None) -> None:
     """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
-    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
-        raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+    if sim_type is not None:
+        check_similarity_type(sim_type)
 
 
 def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False) -> None:
