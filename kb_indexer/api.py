@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -23,8 +23,8 @@ from kb_indexer.context.api import ContextAPI
 from kb_indexer.enrich.api import EnrichAPI
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.store import meta, open_db, transaction
-from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
-from kb_indexer.store.errors import from_sqlite, translating
+from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
+from kb_indexer.store.errors import from_sqlite, translate, translating
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import check_similarity_type, neighbours, upsert_similarity
 from kb_indexer.store.vectors import coverage as vector_coverage
@@ -35,6 +35,30 @@ def _check_type(sim_type: str | None) -> None:
     """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
     if sim_type is not None:
         check_similarity_type(sim_type)
+
+
+class DocumentText(TypedDict):
+    """A slice of a document's indexed text (:meth:`KnowledgeBase.read`): ``text`` is
+    ``[offset, offset + len(text))`` of ``total_chars`` characters; ``more``: text follows the slice."""
+    filepath: str
+    title: str | None
+    text: str
+    offset: int
+    total_chars: int
+    more: bool
+
+
+def error_for(exc: BaseException) -> KbError | None:
+    """The kbindex error an exception out of the API stands for (a locked, read-only, full or damaged index,
+    a failing disk), or None: a bug. For front ends, which report every error the same way."""
+    return translate(exc)
+
+
+def _check_slice(offset: Any, limit: Any) -> None:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise UsageError(f"offset must be a whole number from 0, got {offset!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise UsageError(f"limit must be a whole number from 0 (or none: to the end), got {limit!r}")
 
 
 def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False) -> None:
@@ -178,6 +202,19 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             "keywords_file": doc["keywords_file"],
             "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         }
+
+    def read(self, path: str, offset: int = 0, limit: int | None = None) -> DocumentText:
+        """A document's indexed text from character ``offset``, at most ``limit`` characters (None: to the
+        end). The path is resolved as in :meth:`show` (outside the root: refused; not indexed: not_found);
+        an offset past the end is bad usage."""
+        _check_slice(offset, limit)
+        doc = require_document(self.conn, self._stored_path(path))
+        body = get_body(self.conn, doc["id"])
+        if offset > len(body):
+            raise UsageError(f"offset {offset} is past the end of {doc['filepath']} ({len(body)} characters)")
+        end = len(body) if limit is None else min(len(body), offset + limit)
+        return {"filepath": doc["filepath"], "title": doc["title"], "text": body[offset:end], "offset": offset,
+                "total_chars": len(body), "more": end < len(body)}
 
     def keywords(self, path: str) -> dict:
         doc = require_document(self.conn, self._stored_path(path))

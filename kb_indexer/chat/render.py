@@ -12,6 +12,7 @@ A renderer gets every event's text terminal-safe (:func:`displayable`); the reco
 
 from __future__ import annotations
 
+import os
 from typing import Any, TextIO
 
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
@@ -228,11 +229,9 @@ class RichRenderer:
 def failure(exc: Exception) -> dict:
     """The error object for an exception out of the engine: its KbError when it maps to one, else an
     internal error (a bug; re-raised instead when KBINDEX_DEBUG is set)."""
-    import os
+    from kb_indexer.api import error_for  # lazy: the renderer starts before the index is opened; only a failure needs it
 
-    from kb_indexer.store.errors import translate
-
-    mapped = translate(exc)
+    mapped = error_for(exc)
     if mapped is not None:
         return mapped.to_dict()
     if os.environ.get("KBINDEX_DEBUG"):

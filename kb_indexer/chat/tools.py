@@ -45,10 +45,9 @@ def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def _show(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    from kb_indexer.store.documents import get_body, require_document
-    doc = kb.show(str(args.get("path") or ""))
+    doc = kb.read(str(args.get("path") or ""), limit=MAX_RESULT_CHARS)
     path = doc["filepath"]
-    body = get_body(kb.conn, require_document(kb.conn, path)["id"]) or doc.get("summary") or ""
+    body = doc["text"] or kb.show(path).get("summary") or ""
     return f"# {doc.get('title') or path}\nPath: {path}\n\n{body}", {"paths": [path], "summary": f"read {path}"}
 
 

@@ -12,7 +12,6 @@ from urllib.parse import quote, unquote
 
 from kb_indexer.errors import UsageError
 from kb_indexer.mcp.paging import clip, make_cursor, parse_cursor
-from kb_indexer.store.documents import get_body, require_document
 
 PAGE = 100
 SKILL_TEMPLATE = "skill://{name}/SKILL.md"
@@ -57,6 +56,5 @@ def read(kb: Any, uri: str) -> str:
     if uri.startswith(_SKILL_PREFIX) and uri.endswith(_SKILL_SUFFIX):
         return kb.skills_source(unquote(uri[len(_SKILL_PREFIX):-len(_SKILL_SUFFIX)]))
     if uri.startswith(_DOC_PREFIX):
-        doc = require_document(kb.conn, kb.show(unquote(uri[len(_DOC_PREFIX):]))["filepath"])
-        return get_body(kb.conn, doc["id"])
+        return kb.read(unquote(uri[len(_DOC_PREFIX):]))["text"]
     raise UsageError(f"Unknown resource: {uri[:200]!r} (kbindex serves {SKILL_TEMPLATE} and {DOC_TEMPLATE})")

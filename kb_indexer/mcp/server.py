@@ -33,7 +33,6 @@ from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
-from kb_indexer.store.documents import get_body, require_document
 
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
 _RELATED_FIELDS = tuple(outputs.Related.__annotations__)
@@ -112,7 +111,7 @@ def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOu
     offset, _ = parse_cursor(cursor, ["kb_get", path])
     with _opened(db) as kb:
         info = kb.show(path)
-        body = get_body(kb.conn, require_document(kb.conn, info["filepath"])["id"])
+        body = kb.read(path)["text"]
     text, nxt = page_text(body, offset)
     out: Any = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
                            "total_chars": len(body), "text": text,
