@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 from typing import Any, TextIO
 
+from kb_indexer.chat.mdstream import MarkdownStream
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
+from kb_indexer.text import terminal_safe
 
 
 def displayable(value: Any) -> Any:
     """``value`` with every string in it made terminal-safe (model answers, titles, paths, tool summaries
     are shown, never interpreted by the terminal)."""
-    from kb_indexer.text import terminal_safe
-
     if isinstance(value, str):
         return terminal_safe(value)
     if isinstance(value, dict):
@@ -195,8 +195,6 @@ class RichRenderer:
 
     def _segment(self):
         if self.stream is None:
-            from kb_indexer.chat.mdstream import MarkdownStream
-
             self.stream = MarkdownStream(self.console)
         return self.stream
 
@@ -207,7 +205,7 @@ class RichRenderer:
 
     def dim(self, line: str, wrap: bool = False) -> None:
         """A dim line above the spinner; one screen line (cut with an ellipsis) unless ``wrap``."""
-        from rich.text import Text
+        from rich.text import Text  # lazy: rich loads for a terminal only (piped output never needs it)
 
         if wrap:
             self.console.print(Text(line, style="dim"))
@@ -215,7 +213,7 @@ class RichRenderer:
             self.console.print(Text(line, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
 
     def error(self, line: str) -> None:
-        from rich.text import Text
+        from rich.text import Text  # lazy: rich loads for a terminal only (piped output never needs it)
 
         self.err_console.print(Text(line, style="red"))
 

@@ -28,6 +28,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
+from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
@@ -243,8 +244,6 @@ class KbMCPServer(MCPServer):
 
 def build_server(db: str | os.PathLike | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
-    from kb_indexer import __version__
-
     server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")
     _register_tools(server, db)
