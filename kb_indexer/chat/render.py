@@ -32,7 +32,7 @@ def displayable(value: Any) -> Any:
     return value
 
 
-def unpack(event: Any) -> tuple[str, dict]:
+def unpack(event: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(event, dict):
         return str(event.get("kind")), dict(event.get("data") or {})
     return str(getattr(event, "kind", "")), dict(getattr(event, "data", None) or {})
@@ -45,17 +45,17 @@ class TurnRecord:
     def __init__(self, text: str, session: str | None):
         self.input = {"original": text, "normalised": text}
         self.chunks: list[str] = []
-        self.done: dict | None = None
-        self.skills: dict | None = None
-        self.retrieval: dict | None = None
-        self.compression: dict | None = None
-        self.tools: list[dict] = []
+        self.done: dict[str, Any] | None = None
+        self.skills: dict[str, Any] | None = None
+        self.retrieval: dict[str, Any] | None = None
+        self.compression: dict[str, Any] | None = None
+        self.tools: list[dict[str, Any]] = []
         self.notes: list[str] = []
-        self.error: dict | None = None
+        self.error: dict[str, Any] | None = None
         self.session = session
         self.cancelled = False
 
-    def add(self, kind: str, data: dict) -> None:
+    def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "input":
             self.input = {"original": data.get("original", self.input["original"]),
                           "normalised": data.get("normalised", self.input["normalised"])}
@@ -76,7 +76,7 @@ class TurnRecord:
         elif kind == "error":
             self.error = {"code": data.get("code") or "error", "message": data.get("message") or ""}
 
-    def _tool_result(self, data: dict) -> None:
+    def _tool_result(self, data: dict[str, Any]) -> None:
         for tool in reversed(self.tools):        # the latest call of that name still without a result
             if tool["name"] == data.get("name") and tool["ok"] is None:
                 tool.update(ok=data.get("ok"), summary=data.get("summary"))
@@ -87,10 +87,10 @@ class TurnRecord:
     @property
     def answer(self) -> str | None:
         if self.done is not None and self.done.get("answer") is not None:
-            return self.done["answer"]
+            return str(self.done["answer"])
         return "".join(self.chunks) if self.chunks else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         done = self.done or {}
         return {"input": self.input, "answer": self.answer, "citations": list(done.get("citations") or []),
                 "skills": self.skills, "retrieval": self.retrieval, "tools": self.tools,
@@ -105,7 +105,7 @@ class PlainRenderer:
         self.out, self.err = out, err
         self.text = ""          # the answer printed so far
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "text":
             chunk = str(data.get("text") or "")
             self.text += chunk
@@ -150,10 +150,10 @@ class RichRenderer:
 
     def __init__(self, console: Any, err_console: Any, *, spinner: bool = True):
         self.console, self.err_console = console, err_console
-        self.stream = None          # the MarkdownStream of the answer segment being written
+        self.stream: MarkdownStream | None = None   # the MarkdownStream of the answer segment being written
         self.answered = False
         self.spinner = spinner
-        self.waiting = None         # the rich Status shown while waiting
+        self.waiting: Any = None    # the rich Status shown while waiting
         self._wait()
 
     def _wait(self) -> None:
@@ -166,7 +166,7 @@ class RichRenderer:
         if waiting is not None:
             waiting.stop()
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("text", "done", "error"):
             self._stop_waiting()
         if kind == "text":
@@ -193,7 +193,7 @@ class RichRenderer:
             if kind == "tool_result":
                 self._wait()            # the model is asked again
 
-    def _segment(self):
+    def _segment(self) -> MarkdownStream:
         if self.stream is None:
             self.stream = MarkdownStream(self.console)
         return self.stream
@@ -224,7 +224,7 @@ class RichRenderer:
             self.dim("^C answer cancelled")
 
 
-def failure(exc: Exception) -> dict:
+def failure(exc: Exception) -> dict[str, Any]:
     """The error object for an exception out of the engine: its KbError when it maps to one, else an
     internal error (a bug; re-raised instead when KBINDEX_DEBUG is set)."""
     from kb_indexer.api import error_for  # lazy: the renderer starts before the index is opened; only a failure needs it
