@@ -186,11 +186,13 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         from kb_indexer.index.paths import to_relative
         return to_relative(self.kb_root, path, must_exist=False)
 
-    def list_docs(self) -> dict:
+    def list_docs(self, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """The indexed documents by path; ``offset``/``limit`` (None: all) give one page of them."""
+        _check_slice(offset, limit)
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, d.updated_at, "
             "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
-            "FROM documents d ORDER BY d.filepath")]
+            "FROM documents d ORDER BY d.filepath LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset))]
         return {"documents": docs, "count": len(docs)}
 
     def show(self, path: str) -> dict:

@@ -52,3 +52,12 @@ def test_paths_are_refused_as_show_refuses_them(kb, tmp_path):
     assert info.value.code == "outside_kb"
     with pytest.raises(NotFoundError):
         kb.read("no-such-document.md")
+
+
+def test_list_docs_gives_one_page_of_the_same_order(kb):
+    every = [d["filepath"] for d in kb.list_docs()["documents"]]
+    pages = [kb.list_docs(offset=o, limit=4)["documents"] for o in range(0, len(every), 4)]
+    assert len(every) > 8 and [d["filepath"] for page in pages for d in page] == every
+    assert kb.list_docs(offset=len(every), limit=4)["documents"] == []
+    with pytest.raises(UsageError):
+        kb.list_docs(limit=-1)

@@ -12,9 +12,10 @@ imports inside functions and ``TYPE_CHECKING`` blocks included (a deferred impor
                cli/llm.py (``kbindex llm``) use the llm adapters too. cli starts mcp and chat. Never store
                or a feature's other modules.
 
-No module imports another in a cycle. Every import inside a function says why it is deferred with a
-``# lazy: <reason>`` comment on its line or the line above (start-up time, an optional dependency), and
-there are at most ``MAX_LAZY`` of them (issue 28: half of the 223 there were).
+Front ends never use the index's connection (``kb.conn``) either. No module imports another in a cycle.
+Every import inside a function says why it is deferred with a ``# lazy: <reason>`` comment on its line or
+the line above (start-up time, an optional dependency), and there are at most ``MAX_LAZY`` of them
+(issue 28: half of the 223 there were).
 """
 
 from __future__ import annotations
@@ -254,6 +255,21 @@ def test_no_import_cycles_between_feature_packages():
             packages.setdefault(_package(src), set()).update(
                 _package(t) for t in targets if _layer(t) == "feature" and _package(t) != _package(src))
     assert _components(packages) == []
+
+
+def _connection_uses() -> list[str]:
+    """Front-end lines that reach the index's SQLite connection (``kb.conn``) past the API."""
+    out = []
+    for name, path in _modules().items():
+        if _layer(name) == "front end":
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            out += [f"{name}:{node.lineno}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Attribute) and node.attr == "conn"]
+    return sorted(set(out))
+
+
+def test_front_ends_never_reach_the_connection_past_the_api():
+    assert _connection_uses() == []
 
 
 def test_every_import_inside_a_function_gives_its_reason():

@@ -42,13 +42,11 @@ def doc_uri(path: str) -> str:
 def list_page(kb: KnowledgeBase, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of resources (at most ``PAGE``) from ``cursor``, and the next cursor (None: the last)."""
     offset, _ = parse_cursor(cursor, _SCOPE)
-    n_skills = kb.conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
-    out = [{"uri": skill_uri(r[0]), "name": r[0], "description": clip(r[1], 200), "mime_type": "text/markdown"}
-           for r in kb.conn.execute("SELECT name, description FROM skills ORDER BY name LIMIT ? OFFSET ?",
-                                    (PAGE, offset))] if offset < n_skills else []
-    out += [{"uri": doc_uri(r[0]), "name": r[0], "title": r[1], "mime_type": "text/markdown"}
-            for r in kb.conn.execute("SELECT filepath, title FROM documents ORDER BY filepath LIMIT ? OFFSET ?",
-                                     (PAGE + 1 - len(out), max(0, offset - n_skills)))]
+    skills = kb.skills_list()["skills"]        # by name (a few: not paged in SQL)
+    out = [{"uri": skill_uri(s["name"]), "name": s["name"], "description": clip(s["description"], 200),
+            "mime_type": "text/markdown"} for s in skills[offset:offset + PAGE]]
+    out += [{"uri": doc_uri(d["filepath"]), "name": d["filepath"], "title": d["title"], "mime_type": "text/markdown"}
+            for d in kb.list_docs(offset=max(0, offset - len(skills)), limit=PAGE + 1 - len(out))["documents"]]
     if len(out) <= PAGE:
         return out, None
     return out[:PAGE], make_cursor(offset + PAGE, _SCOPE)
