@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
@@ -228,7 +229,7 @@ def test_the_lazy_check_reads_reasons_on_the_line_or_above(tmp_path, monkeypatch
     pkg.mkdir()
     (pkg / "m.py").write_text("import os\n\ndef f():\n    import json  # lazy: start-up\n    # lazy: optional\n"
                               "    import yaml\n    import re\n", encoding="utf-8")
-    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
     assert _lazy_imports() == [("kb_indexer/m.py", 4, True), ("kb_indexer/m.py", 6, True),
                                ("kb_indexer/m.py", 7, False)]
 
