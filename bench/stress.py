@@ -1,7 +1,8 @@
 """Stress suite: concurrent processes, kill -9 at random moments, hostile files and arguments, LLM faults.
 
-Everything runs through the installed ``kbindex`` command (the console script beside this interpreter), the
-code path agents and people use. Checks read the index with sqlite3 afterwards.
+Everything runs through this checkout's ``kbindex`` in a subprocess (``kbindex.py`` under this interpreter:
+the console script's ``kb_indexer.cli:main``, never a stale install first on PATH), the code path agents and
+people use. Checks read the index with sqlite3 afterwards.
 
     python bench/stress.py                 # full: 8 processes for 30 s, 20 kill trials each on 20k documents
     python bench/stress.py --quick         # CI subset: a few seconds of mixing, 3 kill trials on 2k documents

@@ -1,11 +1,10 @@
-"""Shared helpers of the stress suite (bench/stress.py): run the installed kbindex, judge its output, check
+"""Shared helpers of the stress suite (bench/stress.py): run this checkout's kbindex, judge its output, check
 an index with sqlite3."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,12 +15,13 @@ from pathlib import Path
 TIMEOUT = 30.0
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
 def kbindex_cmd() -> list[str]:
-    beside = Path(sys.executable).parent / "kbindex"
-    if beside.is_file():
-        return [str(beside)]
-    exe = shutil.which("kbindex")
-    return [exe] if exe else [sys.executable, "-m", "kb_indexer"]
+    """This checkout's ``kbindex`` under this interpreter (``kbindex.py`` puts the checkout first on
+    ``sys.path``): never a console script first on PATH, which may be a stale install."""
+    return [sys.executable, str(REPO / "kbindex.py")]
 
 
 @dataclass

@@ -26,7 +26,7 @@ misbehaves that way:
 Not in the suite: ``redirect`` answers 307 to ``FaultServer(redirect_to=URL)`` + the same path (a
 backend must not send its key there). Every request's path and headers are kept in ``FaultServer.seen``.
 
-For each protocol and fault it runs, through the installed ``kbindex`` command on
+For each protocol and fault it runs, through this checkout's ``kbindex`` (or ``--kbindex``) on
 a copy of the bundled knowledge base, ``similar --user-context``, ``query
 --context`` and ``doctor`` with ``--llm-timeout``, and checks: the command ends
 within the timeout plus a grace (process start-up), the exit code is 0, stdout is
@@ -282,13 +282,8 @@ _CMD: list[str] | None = None   # --kbindex: another build to compare (e.g. the 
 
 
 def kbindex_cmd() -> list[str]:
-    if _CMD:
-        return list(_CMD)
-    exe = Path(sys.executable).with_name("kbindex")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("kbindex")
-    return [found] if found else [sys.executable, "-m", "kb_indexer"]
+    """``--kbindex`` when given, else this checkout's kbindex (never a stale install first on PATH)."""
+    return list(_CMD) if _CMD else [sys.executable, str(REPO / "kbindex.py")]
 
 
 def make_kb(where: Path) -> Path:
@@ -430,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"only the faults {', '.join(QUICK_FAULTS)}")
     parser.add_argument("--timeout", type=float, default=3.0, help="--llm-timeout for every command (s)")
     parser.add_argument("--grace", type=float, default=5.0, help="allowed beyond the timeout (process start-up)")
-    parser.add_argument("--kbindex", help="the command to test instead of the installed kbindex, e.g. "
+    parser.add_argument("--kbindex", help="the command to test instead of this checkout's kbindex, e.g. "
                         "'python -m kb_indexer' with PYTHONPATH pointing at another checkout (a baseline)")
     parser.add_argument("--faults", help="comma-separated subset of: " + ", ".join(FAULTS))
     parser.add_argument("--protocols", help="comma-separated subset of: " + ", ".join(PROTOCOLS))

@@ -30,13 +30,13 @@ from kb_indexer.limits import check_context, check_keyword, check_utf8
 from kb_indexer.index.paths import to_relative
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.search.keyword import keyword_search
-from kb_indexer.store import open_db, transaction
-from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
+from kb_indexer.store import meta, open_db, transaction
+from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
 from kb_indexer.store.errors import from_sqlite, translate, translating
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
-from kb_indexer.store.similarities import SIMILARITY_TYPES, delete_similarity, neighbours, upsert_similarity
+from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
 from kb_indexer.store.similarity_export import editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
@@ -51,7 +51,8 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.embed.index import Progress
     from kb_indexer.llm.config import EmbedOptions, LLMOptions
     from kb_indexer.results import (
-        CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DoctorResult, EmbedError, ExportResult,
+        CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DocumentText, DoctorResult, EmbedError,
+        ExportResult,
         ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
         KeywordStatsResult, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, SearchResult, ShowResult,
         SimilarResult, StaleResult, SyncResult, UnrelateResult,
@@ -60,8 +61,15 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
 
 def _check_type(sim_type: str | None) -> None:
     """A similarity type given as an option: an unknown one is bad usage (exit 2) in every command."""
-    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
-        raise UsageError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+    if sim_type is not None:
+        check_similarity_type(sim_type)
+
+
+def _check_slice(offset: Any, limit: Any) -> None:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise UsageError(f"offset must be a whole number from 0, got {offset!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise UsageError(f"limit must be a whole number from 0 (or none: to the end), got {limit!r}")
 
 
 def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False) -> None:
@@ -159,9 +167,9 @@ class KnowledgeBase:
         if env:
             return Path(env).expanduser().absolute()
         if conn is not None:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
-            if row and row[0]:
-                return stored_root_path(db_path, row[0])
+            stored = meta.get(conn, "kb_root")
+            if stored:
+                return stored_root_path(db_path, stored)
         return default_kb_root(db_path)
 
     @classmethod
@@ -227,11 +235,13 @@ class KnowledgeBase:
         """``path`` (absolute, or relative to the working directory or the KB root) as the index stores it."""
         return to_relative(self.kb_root, path, must_exist=False)
 
-    def list_docs(self) -> ListDocsResult:
+    def list_docs(self, offset: int = 0, limit: int | None = None) -> ListDocsResult:
+        """The indexed documents by path; ``offset``/``limit`` (None: all) give one page of them."""
+        _check_slice(offset, limit)
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, d.updated_at, "
             "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
-            "FROM documents d ORDER BY d.filepath")]
+            "FROM documents d ORDER BY d.filepath LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset))]
         return cast("ListDocsResult", {"documents": docs, "count": len(docs)})
 
     def show(self, path: str) -> ShowResult:
@@ -243,6 +253,19 @@ class KnowledgeBase:
             "keywords_file": doc["keywords_file"],
             "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         }
+
+    def read(self, path: str, offset: int = 0, limit: int | None = None) -> DocumentText:
+        """A document's indexed text from character ``offset``, at most ``limit`` characters (None: to the
+        end). The path is resolved as in :meth:`show` (outside the root: refused; not indexed: not_found);
+        an offset past the end is bad usage."""
+        _check_slice(offset, limit)
+        doc = require_document(self.conn, self.stored_path(path))
+        body = get_body(self.conn, doc["id"])
+        if offset > len(body):
+            raise UsageError(f"offset {offset} is past the end of {doc['filepath']} ({len(body)} characters)")
+        end = len(body) if limit is None else min(len(body), offset + limit)
+        return {"filepath": doc["filepath"], "title": doc["title"], "text": body[offset:end], "offset": offset,
+                "total_chars": len(body), "more": end < len(body)}
 
     def keywords(self, path: str) -> KeywordsResult:
         doc = require_document(self.conn, self.stored_path(path))

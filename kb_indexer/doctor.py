@@ -24,6 +24,7 @@ from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import connect
 from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
+from kb_indexer.store import meta
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -134,8 +135,8 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
         report["up_to_date"] = applied == known[:len(applied)] and len(applied) == len(known)
         if len(applied) < len(known):
             report["pending_migrations"] = [n for n in known if n not in applied]
-        row = conn.execute("SELECT value FROM meta WHERE key = 'kb_root'").fetchone()
-        report["kb_root"] = str(stored_root_path(Path(db_path), row[0])) if row else None
+        stored = meta.get(conn, "kb_root")
+        report["kb_root"] = str(stored_root_path(Path(db_path), stored)) if stored is not None else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
     except sqlite3.DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"

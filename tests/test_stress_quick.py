@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
+# Minutes of subprocesses: plain `pytest` (CI) runs it, `pytest -m "not stress"` skips it locally.
+pytestmark = pytest.mark.stress
 
 # Cases that fail on this branch because their fixes are being made in parallel on other branches (issue 17).
 # The test is strict both ways: a new failure fails it, and so does a listed case that passes (delete it from

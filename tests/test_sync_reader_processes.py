@@ -12,6 +12,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.index import reader as reader_mod
+from tests.conftest import kbindex_exe
 
 
 def _corpus(kbdir, n=60):
@@ -113,7 +114,7 @@ def test_the_installed_command_syncs_with_worker_processes(tmp_path):
     kbdir.mkdir()
     _corpus(kbdir, 30)
     env = dict(os.environ, KBINDEX_SYNC_WORKERS="2", KBINDEX_MAX_DOC_BYTES="4096")
-    run = lambda *a: subprocess.run(["kbindex", *a, "--format", "json"], cwd=tmp_path, env=env,  # noqa: E731
+    run = lambda *a: subprocess.run([*kbindex_exe(), *a, "--format", "json"], cwd=tmp_path, env=env,  # noqa: E731
                                     capture_output=True, text=True, timeout=120)
     assert run("init").returncode == 0
     proc = run("sync")

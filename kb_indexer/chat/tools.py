@@ -10,10 +10,13 @@ model, not an exception, so the loop can go on.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.llm.base import Tool
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 MAX_RESULT_CHARS = 4000
 MAX_TOOL_ROUNDS = 4          # model -> tools -> model rounds in one turn (the safe loop limit)
@@ -44,15 +47,14 @@ def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                                "summary": f"{len(paths)} documents: {', '.join(paths[:5])}"}
 
 
-def _show(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    from kb_indexer.store.documents import get_body, require_document
-    doc = kb.show(str(args.get("path") or ""))
+def _show(kb: KnowledgeBase, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    doc = kb.read(str(args.get("path") or ""), limit=MAX_RESULT_CHARS)
     path = doc["filepath"]
-    body = get_body(kb.conn, require_document(kb.conn, path)["id"]) or doc.get("summary") or ""
+    body = doc["text"] or kb.show(path).get("summary") or ""
     return f"# {doc.get('title') or path}\nPath: {path}\n\n{body}", {"paths": [path], "summary": f"read {path}"}
 
 
-def _similar(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _similar(kb: KnowledgeBase, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     out = kb.similar(str(args.get("keyword") or ""))
     items = out.get("similar_keywords") or []
     lines = [f"- {i.get('keyword')} ({i.get('similarity_type')}, {i.get('score')})" for i in items[:20]]
@@ -62,7 +64,7 @@ def _similar(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 RUNNERS = {"kb_query": _query, "kb_show": _show, "kb_similar": _similar}
 
 
-def run_tool(kb: Any, name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
+def run_tool(kb: KnowledgeBase, name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
     """(text for the model, info for the front end: ok, summary, paths, query_id)."""
     runner = RUNNERS.get(name)
     if runner is None:

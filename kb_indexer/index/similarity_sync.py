@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
 from kb_indexer.index.paths import sig_of
+from kb_indexer.store import meta
 from kb_indexer.store.connection import savepoint, transaction
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
@@ -231,7 +232,7 @@ def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
         recorded = dict(conn.execute("SELECT entry, entry_hash FROM similarity_file_entries WHERE file = ?",
                                      (key,)).fetchall())
         if recorded and recorded == {_entry_id(e): _entry_hash(e) for e in entries}:
-            _set_meta(conn, hash_key(path), _sha1(raw).hexdigest())
+            meta.put(conn, hash_key(path), _sha1(raw).hexdigest())
             adopted.append(str(path))
     return adopted
 
@@ -267,22 +268,21 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -
             sig = sig_of(path.stat())
             digest = _sha1(path.read_bytes()).hexdigest()
             _remember_seen(conn, path, sig, digest)
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            if row and row[0] == digest:
+            if meta.get(conn, key) == digest:
                 out["unchanged_files"] += 1
                 continue
             with savepoint(conn):
                 res = import_similarities(conn, path, file=file_key(root, path), root=root)
-                _set_meta(conn, key, digest)
+                meta.put(conn, key, digest)
             out["files"] += 1
             out["imported"] += res["imported"]
             out["removed"] += res["removed"]
-            conn.execute("DELETE FROM meta WHERE key = ?", (REJECTED_KEY + str(path.resolve()),))
+            meta.delete(conn, REJECTED_KEY + str(path.resolve()))
         except (KbError, OSError) as exc:
             message = exc.message if isinstance(exc, KbError) else f"cannot read: {exc.strerror or exc}"
             errors.append({"file": str(path), "message": message})
             if digest is not None:  # the stale check does not report it again until it changes
-                _set_meta(conn, REJECTED_KEY + str(path.resolve()), digest)
+                meta.put(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
     gone = (known_files(conn) | _recorded_files(conn)) - present
     if gone:
@@ -292,17 +292,14 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -
             # A forgotten file's entry records go with it: restored later, every entry is applied again.
             conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
     kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
-    for (key,) in conn.execute("SELECT key FROM meta WHERE key LIKE ? OR key LIKE ? OR key LIKE ?",
-                               (HASH_KEY + "%", REJECTED_KEY + "%", SEEN_KEY + "%")).fetchall():
-        if key not in kept:
-            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    meta.delete(conn, *(key for key in meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY) if key not in kept))
     return out
 
 
 def _remember_seen(conn: sqlite3.Connection, path: Path, sig: str, digest: str) -> None:
     key, value = SEEN_KEY + str(path.resolve()), f"{sig} {digest}"
-    if conn.execute("SELECT 1 FROM meta WHERE key = ? AND value = ?", (key, value)).fetchone() is None:
-        _set_meta(conn, key, value)
+    if meta.get(conn, key) != value:
+        meta.put(conn, key, value)
 
 
 def _digest_for_check(path: Path, seen: str | None) -> str:
@@ -314,17 +311,11 @@ def _digest_for_check(path: Path, seen: str | None) -> str:
     return _sha1(path.read_bytes()).hexdigest()
 
 
-def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                 (key, value))
-
-
 def similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
     """Similarities files a full sync would import (new or changed) or forget (deleted)."""
     out = []
     current = similarity_files(root)
-    stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE ? OR key LIKE ? OR key LIKE ?",
-                               (HASH_KEY + "%", REJECTED_KEY + "%", SEEN_KEY + "%")).fetchall())
+    stored = meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY)
     for path in current:
         key = hash_key(path)
         try:

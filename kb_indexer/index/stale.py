@@ -14,7 +14,6 @@ markdown file (two with a keywords file) and a few SQL queries: see
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import stat
@@ -23,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.errors import KbError
-from kb_indexer.index.paths import explicit_keywords_file, KEYWORDS_SUFFIX, sig_of, stat_sig
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_of, stat_sig
 from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
+from kb_indexer.store import meta
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -37,21 +37,7 @@ _EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_f
 
 def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
-    return _meta_dict(conn, REJECTED_FILES_KEY)
-
-
-def _meta_dict(conn: sqlite3.Connection, key: str) -> dict[str, Any]:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    try:
-        data = json.loads(row[0]) if row and row[0] else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict[str, Any]) -> None:
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
-                 "excluded.value", (key, json.dumps(value, sort_keys=True, separators=(",", ":"))))
+    return meta.get_json(conn, REJECTED_FILES_KEY)
 
 
 # meta keys recorded by sync (see ``settle_folders``): {folder ("" / "a/" / "a/b/"): [mtime_ns, seen_ns]}, and
@@ -68,17 +54,19 @@ RECENT_FILES = 1000
 # until a sync records it as seen later (see ``settle_folders``), every check lists its names again and
 # compares their mark with the one sync recorded (and lists it in full when they differ).
 SETTLE_NS = 2_000_000_000
+#: What a sync records of a folder: ``[mtime_ns, seen_ns, entries mark or None]``.
+_Folder = list[Any]
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list[Any]]) -> None:
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, _Folder]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
-    marks = {k: v for k, v in _meta_dict(conn, MARKS_KEY).items() if not k.startswith(prefix)}
+    marks = {k: v for k, v in meta.get_json(conn, MARKS_KEY).items() if not k.startswith(prefix)}
     state.update((k, v[:2]) for k, v in folders.items())
     marks.update((k, v[2]) for k, v in folders.items() if v[2] is not None)
-    _set_meta_json(conn, FOLDERS_KEY, state)
-    _set_meta_json(conn, MARKS_KEY, marks)
+    meta.put_json(conn, FOLDERS_KEY, state)
+    meta.put_json(conn, MARKS_KEY, marks)
 
 
 def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
@@ -86,7 +74,7 @@ def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
     return mtime_ns > seen_ns - SETTLE_NS
 
 
-def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[Any]]:
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, _Folder]:
     """The ``{folder: [mtime_ns, seen_ns, mark]}`` a sync records after its walk (begun at ``walked_ns``).
 
     A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
@@ -95,8 +83,8 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[Any
     once more here: if its mtime and entries (names, inode numbers) are what the walk saw, it is recorded as
     seen now, and a later change shows as a new mtime: the queries after the first sync check no folder's
     entries at all."""
-    folders: dict[str, list[Any]] = {pre: [m, walked_ns, walk.folder_marks.get(pre)]
-                                     for pre, m in walk.folder_mtimes.items()}
+    folders: dict[str, _Folder] = {pre: [m, walked_ns, walk.folder_marks.get(pre)]
+                                  for pre, m in walk.folder_mtimes.items()}
     for pre, (mtime, _, mark) in folders.items():
         seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
         if mark is None or not _unsettled(mtime, walked_ns) or _unsettled(mtime, seen_ns):
@@ -111,18 +99,18 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[Any
     return folders
 
 
-def _decode_state(conn: sqlite3.Connection) -> dict[str, list[Any]] | None:
+def _decode_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
     """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
-    data = _meta_dict(conn, FOLDERS_KEY)
+    data = meta.get_json(conn, FOLDERS_KEY)
     return data if "" in data else None
 
 
-def _folder_state(conn: sqlite3.Connection) -> dict[str, list[Any]] | None:
+def _folder_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
     """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
     state = _decode_state(conn)
     if state is None:
         return None
-    marks = _meta_dict(conn, MARKS_KEY)
+    marks = meta.get_json(conn, MARKS_KEY)
     return {k: [*v[:2], marks.get(k)] for k, v in state.items()}
 
 
@@ -152,7 +140,6 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
         info["files"] = total
     _explicit_keywords(conn, root, on_disk)
     added, removed, changed = _compare(conn, stored, on_disk)
-
     sims = similarities_changed(conn, root)
     return {
         "stale": bool(added or removed or changed or sims),
@@ -177,8 +164,7 @@ def _compare(conn: sqlite3.Connection, stored: dict[str, str],
     return added, removed, changed
 
 
-def _quick(conn: sqlite3.Connection, root: Path,
-           state: dict[str, list[int]]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, _Folder]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
     listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
@@ -209,7 +195,7 @@ def _quick(conn: sqlite3.Connection, root: Path,
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list[Any]]) -> tuple[list[str], list[str], int]:
+def _changed_folders(root: Path, state: dict[str, _Folder]) -> tuple[list[str], list[str], int]:
     """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
     how many folders' entries were compared (those still within the settle window)."""
     listed, gone, compared = [], [], 0
@@ -263,7 +249,6 @@ def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, 
     rows = conn.execute(_EXPLICIT_SQL).fetchall()
     if not rows:
         return
-
     for rel, stored in rows:
         kw = explicit_keywords_file(root, rel, stored)
         if kw is not None and rel in on_disk:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -19,6 +18,7 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files, settle_folders
 from kb_indexer.index.walk import scan
+from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.sparse import refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
@@ -270,9 +270,8 @@ def _record_rejected(conn: sqlite3.Connection, prefix: str, rejected: dict[str, 
     kept = {k: v for k, v in rejected_files(conn).items() if not k.startswith(prefix)}
     kept.update(rejected)
     if kept:
-        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                     "SET value = excluded.value", (REJECTED_FILES_KEY, json.dumps(kept, sort_keys=True)))
+        meta.put_json(conn, REJECTED_FILES_KEY, kept)
     else:
-        conn.execute("DELETE FROM meta WHERE key = ?", (REJECTED_FILES_KEY,))
+        meta.delete(conn, REJECTED_FILES_KEY)
 
 

@@ -12,7 +12,9 @@ from urllib.parse import quote, unquote
 
 from kb_indexer.errors import UsageError
 from kb_indexer.mcp.paging import clip, make_cursor, parse_cursor
-from kb_indexer.store.documents import get_body, require_document
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 if TYPE_CHECKING:
     from kb_indexer.api import KnowledgeBase
@@ -43,13 +45,11 @@ def doc_uri(path: str) -> str:
 def list_page(kb: KnowledgeBase, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of resources (at most ``PAGE``) from ``cursor``, and the next cursor (None: the last)."""
     offset, _ = parse_cursor(cursor, _SCOPE)
-    n_skills = kb.conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
-    out = [{"uri": skill_uri(r[0]), "name": r[0], "description": clip(r[1], 200), "mime_type": "text/markdown"}
-           for r in kb.conn.execute("SELECT name, description FROM skills ORDER BY name LIMIT ? OFFSET ?",
-                                    (PAGE, offset))] if offset < n_skills else []
-    out += [{"uri": doc_uri(r[0]), "name": r[0], "title": r[1], "mime_type": "text/markdown"}
-            for r in kb.conn.execute("SELECT filepath, title FROM documents ORDER BY filepath LIMIT ? OFFSET ?",
-                                     (PAGE + 1 - len(out), max(0, offset - n_skills)))]
+    skills = kb.skills_list()["skills"]        # by name (a few: not paged in SQL)
+    out = [{"uri": skill_uri(s["name"]), "name": s["name"], "description": clip(s["description"], 200),
+            "mime_type": "text/markdown"} for s in skills[offset:offset + PAGE]]
+    out += [{"uri": doc_uri(d["filepath"]), "name": d["filepath"], "title": d["title"], "mime_type": "text/markdown"}
+            for d in kb.list_docs(offset=max(0, offset - len(skills)), limit=PAGE + 1 - len(out))["documents"]]
     if len(out) <= PAGE:
         return out, None
     return out[:PAGE], make_cursor(offset + PAGE, _SCOPE)
@@ -60,6 +60,5 @@ def read(kb: KnowledgeBase, uri: str) -> str:
     if uri.startswith(_SKILL_PREFIX) and uri.endswith(_SKILL_SUFFIX):
         return kb.skills.source(unquote(uri[len(_SKILL_PREFIX):-len(_SKILL_SUFFIX)]))
     if uri.startswith(_DOC_PREFIX):
-        doc = require_document(kb.conn, kb.show(unquote(uri[len(_DOC_PREFIX):]))["filepath"])
-        return get_body(kb.conn, doc["id"])
+        return kb.read(unquote(uri[len(_DOC_PREFIX):]))["text"]
     raise UsageError(f"Unknown resource: {uri[:200]!r} (kbindex serves {SKILL_TEMPLATE} and {DOC_TEMPLATE})")

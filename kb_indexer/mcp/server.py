@@ -15,7 +15,9 @@ import contextlib
 import functools
 import json
 import os
-from typing import Annotated, Any, Iterator, Literal, Optional
+from typing import Annotated, Any, Callable, Iterator, Literal, Optional
+
+from typing_extensions import TypedDict
 
 import anyio.to_thread
 from mcp.server import MCPServer
@@ -34,7 +36,6 @@ from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
-from kb_indexer.store.documents import get_body, require_document
 
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
 _RELATED_FIELDS = tuple(outputs.Related.__annotations__)
@@ -51,7 +52,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_worl
 
 
 @contextlib.contextmanager
-def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
+def _opened(db: str | os.PathLike[str] | None) -> Iterator[KnowledgeBase]:
     """The index for one request; a kbindex error becomes a tool error (the message, not a traceback)."""
     try:
         with KnowledgeBase.open(db) as kb:
@@ -60,7 +61,7 @@ def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
         raise ToolError(str(exc)) from exc
 
 
-def _tool(fn):
+def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
     cursor) are tool errors too."""
     @functools.wraps(fn)
@@ -72,17 +73,21 @@ def _tool(fn):
     return wrapper
 
 
-def _pick(item: dict, fields: tuple[str, ...]) -> dict:
+def _pick(item: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: item[k] for k in fields if k in item}
 
 
-def _compact(result: dict) -> outputs.QueryHit:
+def _compact(result: dict[str, Any]) -> outputs.QueryHit:
     out = _pick(result, _RESULT_FIELDS)
     out["summary"] = clip(result.get("summary"), 300)
     return out  # type: ignore[return-value]
 
 
-def _fallback(llm: Any) -> dict:
+class _Fallback(TypedDict, total=False):
+    fallback: Optional[str]
+
+
+def _fallback(llm: Any) -> _Fallback:
     """``{"fallback": "<kind>: <why>"}`` when an LLM was asked for but did not judge (clipped), else nothing:
     a deterministic answer is never passed off as the LLM's."""
     if not isinstance(llm, dict) or llm.get("used"):
@@ -113,11 +118,11 @@ def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOu
     offset, _ = parse_cursor(cursor, ["kb_get", path])
     with _opened(db) as kb:
         info = kb.show(path)
-        body = get_body(kb.conn, require_document(kb.conn, info["filepath"])["id"])
+        body = kb.read(path)["text"]
     text, nxt = page_text(body, offset)
-    out: Any = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
-                           "total_chars": len(body), "text": text,
-                           "next_cursor": None if nxt is None else make_cursor(nxt, ["kb_get", path])}
+    out: outputs.DocumentOut = {"filepath": info["filepath"], "title": info["title"], "offset": offset,
+                                "total_chars": len(body), "text": text,
+                                "next_cursor": None if nxt is None else make_cursor(nxt, ["kb_get", path])}
     if offset == 0:
         out["keywords"] = [k["keyword"] for k in info["keywords"]][:40]
     return out
@@ -152,9 +157,11 @@ def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Opt
     matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
                for m in out.get("matched") or []]
     page, nxt = page_items(matched, offset)
-    sess = out.get("session") if isinstance(out.get("session"), dict) else {}
+    session = out.get("session")
+    sess: dict[str, Any] = session if isinstance(session, dict) else {}
     why = out.get("fallback_reason")
-    return {"matched": page, "method": out.get("method"), **({"fallback": clip(why, 200)} if why else {}),
+    fallback: _Fallback = {"fallback": clip(why, 200)} if why else {}
+    return {"matched": page, "method": out.get("method"), **fallback,
             "loaded": sess.get("loaded") or [], "evicted": sess.get("evicted") or [],
             "next_cursor": None if nxt is None else make_cursor(nxt, scope)}
 
@@ -243,7 +250,7 @@ class KbMCPServer(MCPServer):
             raise ResourceNotFoundError(str(exc)) from exc
 
 
-def build_server(db: str | os.PathLike | None = None) -> MCPServer:
+def build_server(db: str | os.PathLike[str] | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from kb_indexer.results.common import CacheCounts, JsonObject, LlmReport, Problem, SchemaVersion, SimilarityType
 from kb_indexer.results.index import (
     CacheClearResult, CacheGroup, CacheStatsResult, DbStatsResult, DoctorDatabase, DoctorResult,
-    DocumentKeyword, DocumentResult, DocumentSummary, EmbedError, EmbedResult, EmbeddingCoverage, ExportResult,
+    DocumentKeyword, DocumentResult, DocumentSummary, DocumentText, EmbedError, EmbedResult, EmbeddingCoverage, ExportResult,
     ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
     KeywordStatsResult, KeywordTag, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, Rename,
     ShowResult, SimilarKeyword, SimilarResult, SimilarityFilesReport, SparseIndexStats, SparseRefresh,
@@ -61,7 +61,7 @@ __all__ = [
     "FeedbackRow", "FeedbackShowResult", "HistoryDetailResult", "HistoryEntry", "HistoryListResult",
     "HistoryResult", "ImportResult", "ImportSimilaritiesResult", "InitResult", "JsonObject",
     "KeywordDocsResult", "KeywordStatsResult", "KeywordTag", "KeywordsResult", "LearnResult", "LearnSuggestion",
-    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LeftOutSkill", "ListDocsResult", "LlmReport",
+    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LeftOutSkill", "ListDocsResult", "DocumentText", "LlmReport",
     "LoadedSkill", "MatchedSkill", "McpDocumentResult", "McpFeedbackResult", "McpQueryResult",
     "McpSimilarResult", "McpSkillsResult", "MessageText", "Problem", "QueryEcho", "QueryHit", "QueryResult",
     "RankedDocument", "RecordedFeedback", "RecordedMessage", "RelateResult", "Related", "RemoveResult",

@@ -105,6 +105,17 @@ class ListDocsResult(TypedDict):
     count: int
 
 
+class DocumentText(TypedDict):
+    """A slice of a document's indexed text (``KnowledgeBase.read``): ``text`` is
+    ``[offset, offset + len(text))`` of ``total_chars`` characters; ``more``: text follows the slice."""
+    filepath: str
+    title: str | None
+    text: str
+    offset: int
+    total_chars: int
+    more: bool
+
+
 class KeywordTag(TypedDict):
     keyword: str
     category: str | None

@@ -58,7 +58,7 @@ from typing import Any, Iterable
 from kb_indexer.errors import UsageError
 from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
-from kb_indexer.store.similarities import SIMILARITY_TYPES
+from kb_indexer.store.similarities import SIMILARITY_TYPES, check_similarity_type
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
     "synonym": 1.0,
@@ -116,9 +116,7 @@ def resolve_weights(overrides: dict[str, float] | None = None, contrast: bool = 
     if contrast:
         weights["contrast"] = COMPARISON_CONTRAST_WEIGHT
     for t, w in (overrides or {}).items():
-        if t not in SIMILARITY_TYPES:
-            raise UsageError(f"Unknown similarity type {t!r} in weights; expected one of: "
-                             f"{', '.join(SIMILARITY_TYPES)}")
+        check_similarity_type(t, " in weights")
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
             raise UsageError(f"Weight for {t} must be a number between 0 and 1, got {w!r}")
         weights[t] = float(w)
@@ -151,9 +149,7 @@ def resolve_types(types: Iterable[str] | None) -> set[str] | None:
             name = name.strip()
             if not name:
                 continue
-            if name not in SIMILARITY_TYPES:
-                raise UsageError(f"Unknown similarity type {name!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
-            chosen.add(name)
+            chosen.add(check_similarity_type(name))
     return chosen or None
 
 

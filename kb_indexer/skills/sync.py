@@ -29,7 +29,10 @@ from kb_indexer.index.membership import mode_problem
 from kb_indexer.index.paths import is_inside
 from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseError, content_hash, parse_skill
 from kb_indexer.skills.terms import VERSION, tokens
+from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
+
+SKILLS_VERSION_KEY = "skills_version"  # in the meta table: bumped when the skill set changes
 
 SKILL_FILE = "SKILL.md"
 MAX_BODY_TOKENS = 4_000   # body tokens kept for matching (the body itself is stored whole)
@@ -250,13 +253,11 @@ def drop_skills(conn: sqlite3.Connection, names: list[str]) -> None:
 
 def bump_version(conn: sqlite3.Connection) -> None:
     """The skill set changed (the LLM match cache and the in-memory matcher index key on this)."""
-    conn.execute("INSERT INTO meta (key, value) VALUES ('skills_version', '1') ON CONFLICT(key) DO UPDATE "
-                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+    meta.increment(conn, SKILLS_VERSION_KEY)
 
 
 def skills_version(conn: sqlite3.Connection) -> str:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'skills_version'").fetchone()
-    return row[0] if row else "0"
+    return meta.get(conn, SKILLS_VERSION_KEY) or "0"
 
 
 def _count(conn: sqlite3.Connection) -> int:
@@ -277,7 +278,8 @@ def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill: {name!r} (see `kbindex skills list`)")
-    return row
+    found: sqlite3.Row = row
+    return found
 
 
 def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from kb_indexer import __version__
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
+from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
@@ -190,9 +191,8 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",
                       body=row.get("body") or "")
         # The next sync re-reads the similarities files and re-checks every rejected file...
-        conn.execute("DELETE FROM meta WHERE key LIKE 'similarities_hash:%' OR key LIKE 'similarities_rejected:%' "
-                     "OR key LIKE 'similarities_seen:%' "
-                     "OR key = 'rejected_files'")
+        meta.delete_prefixes(conn, "similarities_hash:", "similarities_rejected:", "similarities_seen:")
+        meta.delete(conn, "rejected_files")
         if after_load is not None:  # ...except files whose entries are exactly what the export recorded
             after_load(conn)
         bad = conn.execute("PRAGMA foreign_key_check").fetchall()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
+from kb_indexer.store import meta
 from kb_indexer.store.connection import connect, transaction
 from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
 
@@ -574,8 +575,7 @@ def init_db(path: Path, kb_root: Path, *, force: bool = False) -> tuple[sqlite3.
     conn = connect(path, create=True)
     done = migrate(conn)
     with transaction(conn):
-        conn.execute("INSERT INTO meta (key, value) VALUES ('kb_root', ?) "
-                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(kb_root),))
+        meta.put(conn, "kb_root", str(kb_root))
     return conn, done
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from kb_indexer.errors import NotFoundError, ValidationError
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import bury, origin_text
@@ -22,6 +22,17 @@ SIMILARITY_TYPES = (
 )
 
 
+def check_similarity_type(value: object, where: str = "") -> str:
+    """The one rule for a similarity type: one of ``SIMILARITY_TYPES``. Anything else, given as an option or
+    argument (API, CLI, MCP, chat, a query's types and weights), is bad usage: ``UsageError`` (exit 2) with
+    this message (``where`` is added after the value, e.g. ``" in weights"``). Data that carries a type (a
+    similarities file, an import, a learned item) reports the same message as invalid input: see
+    :func:`validate_relation`."""
+    if not isinstance(value, str) or value not in SIMILARITY_TYPES:
+        raise UsageError(f"Unknown similarity type {value!r}{where}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+    return value
+
+
 def validate_relation(keyword1: str, keyword2: str, sim_type: str, context: str, score: float) -> None:
     if not isinstance(keyword1, str) or not normalize_keyword(keyword1):
         raise ValidationError("keyword1 must be a non-empty string")
@@ -29,10 +40,10 @@ def validate_relation(keyword1: str, keyword2: str, sim_type: str, context: str,
         raise ValidationError("keyword2 must be a non-empty string")
     if normalize_keyword(keyword1) == normalize_keyword(keyword2):
         raise ValidationError(f"A keyword cannot be related to itself: {keyword1!r}")
-    if sim_type not in SIMILARITY_TYPES:
-        raise ValidationError(
-            f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}"
-        )
+    try:
+        check_similarity_type(sim_type)
+    except UsageError as exc:  # in data (a file's entry, an import, a learned item) it is invalid input, exit 1
+        raise ValidationError(exc.message) from None
     if not isinstance(context, str) or not context.strip():
         raise ValidationError("context must be a non-empty string saying when the relation applies")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not (0.0 <= float(score) <= 1.0):
@@ -97,8 +108,8 @@ def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, si
     if a is None or b is None:
         missing = keyword1 if a is None else keyword2
         raise NotFoundError(f"Unknown keyword: {missing!r}")
-    if sim_type is not None and sim_type not in SIMILARITY_TYPES:
-        raise ValidationError(f"Unknown similarity type {sim_type!r}; expected one of: {', '.join(SIMILARITY_TYPES)}")
+    if sim_type is not None:
+        check_similarity_type(sim_type)
     k1, k2 = min(a, b), max(a, b)
     sql = "DELETE FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ?"
     args: list[Any] = [k1, k2]
