@@ -1,12 +1,12 @@
 """The layers of kb_indexer and what each may import (README, "Layout"), read with ``ast`` from every module,
 imports inside functions and ``TYPE_CHECKING`` blocks included (a deferred import is still a dependency).
 
-    shared     kb_indexer/*.py (errors, limits, text, config, tokens, notices, results, ...): only each other
+    shared     kb_indexer/*.py (errors, limits, text, config, tokens, notices, ...) and results/: only each other
     store      store/: shared
     llm        llm/ (model adapters: backends, options, cache, schema): shared, store
-    features   index, search, learn, skills, context, enrich, embeddings: shared, store, llm, and each other
+    features   index, search, learn, skills, context, enrich, embed: shared, store, llm, and each other
                with no cycle between packages; never api.py or a front end
-    api        api.py: anything below
+    api        api.py and doctor.py: anything below
     front ends cli, mcp, chat: shared; api.py and the sub-API modules it hands out (<feature>/api.py);
                ``llm.config`` (the LLM options a user gives). chat (a conversation with a model) and
                cli/llm.py (``kbindex llm``) use the llm adapters too. cli starts mcp and chat. Never store
@@ -28,7 +28,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
 
 STORE, LLM, API = "kb_indexer.store", "kb_indexer.llm", "kb_indexer.api"
-FEATURES = ("index", "search", "learn", "skills", "context", "enrich", "embeddings")
+FEATURES = ("index", "search", "learn", "skills", "context", "enrich", "embed")
+#: the API layer: the facade and ``doctor`` (a check of the whole installation, beside it)
+API_MODULES = (API, "kb_indexer.doctor")
+#: shared packages (the typed results are shapes only, importable from anywhere)
+SHARED_PACKAGES = ("results",)
 FRONT_ENDS = ("cli", "mcp", "chat")
 #: front-end modules that hold an LLM conversation or manage LLMs: they may use the llm adapters
 LLM_USERS = ("kb_indexer.chat", "kb_indexer.cli.llm")
@@ -93,14 +97,16 @@ def _package(module: str) -> str:
 
 def _is_shared(module: str) -> bool:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] in SHARED_PACKAGES:
+        return True
     return module == "kb_indexer" or (len(parts) == 2 and not (PACKAGE / parts[1]).is_dir()
-                                      and module not in (API, "kb_indexer.__main__"))
+                                      and module not in (*API_MODULES, "kb_indexer.__main__"))
 
 
 def _layer(module: str) -> str:
     if _is_shared(module):
         return "shared"
-    if module == API:
+    if module in API_MODULES:
         return "api"
     package = _package(module)
     if package in ("store", "llm"):
@@ -117,7 +123,7 @@ def _in(module: str, prefix: str) -> bool:
 
 
 def _front_end_may_import(src: str, dst: str) -> bool:
-    if _is_shared(dst) or dst == API or _package(dst) == _package(src) and _layer(dst) == "front end":
+    if _is_shared(dst) or dst in API_MODULES or _package(dst) == _package(src) and _layer(dst) == "front end":
         return True
     if _layer(dst) == "feature" and dst.endswith(".api") and dst.count(".") == 2:
         return True                                   # a sub-API module (kb.skills, kb.context, ...)

@@ -44,7 +44,7 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
     md_path = kb_root / rel
     text, raw, warning = read_document_text(md_path, rel, root=kb_root)
     explicit = keywords_file is not None
-    kw_path = keywords_file if explicit else keywords_path_for(md_path)
+    kw_path = keywords_file if keywords_file is not None else keywords_path_for(md_path)
     data = kw_data = kw_rel = None
     kw_raw = b""
     problems: list[dict[str, str]] = []

@@ -45,7 +45,7 @@ def doc_uri(path: str) -> str:
 def list_page(kb: KnowledgeBase, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of resources (at most ``PAGE``) from ``cursor``, and the next cursor (None: the last)."""
     offset, _ = parse_cursor(cursor, _SCOPE)
-    skills = kb.skills_list()["skills"]        # by name (a few: not paged in SQL)
+    skills = kb.skills.all()["skills"]        # by name (a few: not paged in SQL)
     out = [{"uri": skill_uri(s["name"]), "name": s["name"], "description": clip(s["description"], 200),
             "mime_type": "text/markdown"} for s in skills[offset:offset + PAGE]]
     out += [{"uri": doc_uri(d["filepath"]), "name": d["filepath"], "title": d["title"], "mime_type": "text/markdown"}

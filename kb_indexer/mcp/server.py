@@ -15,7 +15,7 @@ import contextlib
 import functools
 import json
 import os
-from typing import Annotated, Any, Callable, Iterator, Literal, Optional
+from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional
 
 from typing_extensions import TypedDict
 
@@ -73,7 +73,7 @@ def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _pick(item: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+def _pick(item: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: item[k] for k in fields if k in item}
 
 
@@ -157,8 +157,8 @@ def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Opt
     matched = [{**_pick(m, _SKILL_FIELDS), "description": clip(m.get("description"), 300)}
                for m in out.get("matched") or []]
     page, nxt = page_items(matched, offset)
-    session = out.get("session")
-    sess: dict[str, Any] = session if isinstance(session, dict) else {}
+    turn = out.get("session")
+    sess: dict[str, Any] = dict(turn) if isinstance(turn, dict) else {}
     why = out.get("fallback_reason")
     fallback: _Fallback = {"fallback": clip(why, 200)} if why else {}
     return {"matched": page, "method": out.get("method"), **fallback,
