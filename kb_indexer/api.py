@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import check_context, check_keyword, check_utf8
+from kb_indexer.limits import check_context, check_keyword, check_utf8, parse_json
 from kb_indexer.index.paths import to_relative
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.search.keyword import keyword_search
@@ -37,7 +37,7 @@ from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
 from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
-from kb_indexer.store.similarity_export import editable_similarities
+from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
 
@@ -50,6 +50,8 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.skills.api import SkillsAPI
     from kb_indexer.embed.index import Progress
     from kb_indexer.llm.config import EmbedOptions, LLMOptions
+    from kb_indexer.llm.structured import LLMClient
+    from kb_indexer.results import JsonObject, QueryResult
     from kb_indexer.results import (
         CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DocumentText, DoctorResult, EmbedError,
         ExportResult,
@@ -96,6 +98,19 @@ def documented_error(exc: BaseException) -> KbError | None:
     database or file-system failure mapped to busy, read_only, disk_full, ...); None means a bug. Front
     ends map what they catch with this."""
     return translate(exc)
+
+
+def similarities_file_text(entries: list[JsonObject]) -> str:
+    """The relations of :meth:`KnowledgeBase.export_similarities` as the text of a ``similarities.json``
+    file, one relation a line (as the bundled file is written: diffs stay readable)."""
+    return dumps_similarities(entries)
+
+
+def render_query(result: QueryResult) -> str:
+    """A query result as markdown (what ``query --format markdown`` prints and chat shows)."""
+    from kb_indexer.search.markdown import render_query as render  # lazy: only a markdown answer needs it
+
+    return render(result)
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
@@ -471,6 +486,21 @@ class KnowledgeBase:
 
     def import_(self, data: Any, force: bool = False) -> ImportResult:
         return self._index.import_(data, force)
+
+    def import_file(self, path: str | os.PathLike[str], force: bool = False) -> ImportResult:
+        """:meth:`import_` of an export file: UTF-8 JSON (a binary, non-UTF-8 or invalid file is refused
+        clearly, before anything is written)."""
+        from kb_indexer.index.markdown import read_text_file  # lazy: the file reader stays off the cold search path
+
+        text, _ = read_text_file(Path(path))
+        return self.import_(parse_json(text, str(path)), force=force)
+
+    def llm_client(self, options: LLMOptions | None = None) -> LLMClient:
+        """An LLM client for ``options`` (None: the configured backend) whose answers are cached in this
+        index: what a front end that talks to a model (chat) uses."""
+        from kb_indexer.llm.structured import LLMClient  # lazy: the LLM layer loads only for a conversation
+
+        return LLMClient.from_options(options, self.conn)
 
     def db_stats(self) -> DbStatsResult:
         from kb_indexer.store.sparse import describe  # lazy: the sparse index module stays off the cold search path

@@ -32,13 +32,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
-from kb_indexer.api import KnowledgeBase
+from kb_indexer.api import KnowledgeBase, render_query
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, Tool, ToolCall
 from kb_indexer.llm.structured import LLMClient
-from kb_indexer.search.markdown import render_query
 
 if TYPE_CHECKING:
     from kb_indexer.results import FeedbackResult, SkillsSyncResult, StoredMessage
@@ -84,7 +83,7 @@ class ChatEngine:
     def __init__(self, kb: KnowledgeBase, source: Source, note: str | None, llm: Any = None, *,
                  stream: bool = True, window: int | None = None, client: Any = None):
         self.kb, self.source, self.note, self.stream = kb, source, note, stream
-        self.client = client if client is not None else LLMClient.from_options(llm, kb.conn)
+        self.client = client if client is not None else kb.llm_client(llm)
         if client is None and _default_timeout(llm):
             # a streamed answer from a local CPU model takes minutes
             self.client.config = replace(self.client.config, timeout=CHAT_TIMEOUT)

@@ -11,7 +11,6 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, dumps, emit, warn, write_file
 from kb_indexer.errors import ValidationError
-from kb_indexer.index.markdown import read_text_file
 from kb_indexer.limits import parse_json
 
 
@@ -55,16 +54,15 @@ def import_(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Replace the index content with an export (all or nothing)."""
+    data = None
     if str(file) == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError(f"stdin is not UTF-8 text (byte {exc.start})") from None
-    else:
-        text, _ = read_text_file(file)
-    data = parse_json(text, str(file))
+        data = parse_json(text, str(file))
     with open_kb(db, kb) as k:
-        result = k.import_(data, force=force)
+        result = k.import_(data, force=force) if data is not None else k.import_file(file, force=force)
     emit(result, format, title="import")
 
 

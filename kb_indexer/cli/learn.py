@@ -10,7 +10,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, echo, emit, emit_json
 from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
-from kb_indexer.learn.report import SECTIONS, count_line
+from kb_indexer.learn.api import SECTIONS, count_line
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
 

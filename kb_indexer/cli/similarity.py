@@ -10,10 +10,10 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
+from kb_indexer.api import similarities_file_text
 from kb_indexer.cli.output import Format, emit, write_file
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.store.similarities import SIMILARITY_TYPES
-from kb_indexer.store.similarity_export import dumps_similarities
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 
@@ -93,7 +93,7 @@ def export_similarities(
     """Write the relations in the similarities.json format (import-similarities reads it back)."""
     with open_kb(db, kb) as k:
         entries = k.export_similarities(learned=learned)["similarities"]
-    text = dumps_similarities(entries)
+    text = similarities_file_text(entries)
     if output is None:
         sys.stdout.write(text)
         return

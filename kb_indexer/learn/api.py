@@ -15,6 +15,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
                                        record_feedback, require_query)
+from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_line  # for front ends' reports
 from kb_indexer.limits import check_id
 from kb_indexer.store.errors import translating
 
