@@ -39,6 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load, ndcg_at, recall_at  # noqa: E402
 
@@ -55,7 +56,7 @@ def run_kbindex(kb, queries, method: str, limit: int, stale_check: bool, **opts)
     for q in queries:
         if stale_check:
             kb.stale()
-        out = kb.query(q["text"], method=method, limit=limit, **opts)
+        out = kb.query(q["text"], options=QueryOptions(method=method, limit=limit, **opts))
         runs[q["_id"]] = [doc_id(r["filepath"]) for r in out["results"]]
     return runs, len(queries) / (time.perf_counter() - t)
 

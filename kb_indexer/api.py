@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -22,6 +22,8 @@ from kb_indexer.skills.api import SkillsAPI
 from kb_indexer.context.api import ContextAPI
 from kb_indexer.enrich.api import EnrichAPI
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.search.options import QueryOptions
+from kb_indexer.search.question import check_question
 from kb_indexer.store import open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, require_document
 from kb_indexer.store.errors import from_sqlite, translating
@@ -29,6 +31,11 @@ from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.similarities import SIMILARITY_TYPES, neighbours, upsert_similarity
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
+
+if TYPE_CHECKING:
+    from kb_indexer.search.context import ContextScorer
+
+__all__ = ["KnowledgeBase", "QueryOptions"]
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -276,53 +283,51 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
         with interruptible(self.conn):
             return keyword_search(self.conn, keywords, mode, limit)
 
-    def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, embed: Any = None,
-              **options: Any) -> dict:
+    def query(self, question: str, keywords: list[str] | None = None, options: QueryOptions | None = None, *,
+              llm: Any = None, embed: Any = None, context_scorer: ContextScorer | None = None,
+              query_id: int | None = None) -> dict:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
-        Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
-        expand_depth, min_weight (0.35; ``threshold`` is its older name), types,
-        method (auto|keyword|sqlite|fulltext|semantic|hybrid), limit, explain, weights, context_scorer, record.
+        ``options``: :class:`QueryOptions` (context, expand_depth, min_weight, context_threshold, types,
+        weights, method, limit, explain, column_weights, record, use_learned; None: the defaults).
         With a ``context`` and an LLM backend configured (``llm`` options, ``KBINDEX_LLM_BACKEND`` or
-        ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
-        result's ``llm`` object says which. Semantic and hybrid queries use the index's vectors of the
-        embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's
-        newest); without them they run lexically and the result's ``semantic`` object says why.
+        ``.env``), relations are judged against the context by the LLM (or by ``context_scorer``);
+        otherwise lexically. The result's ``llm`` object says which. Semantic and hybrid queries use the
+        index's vectors of the embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`;
+        default: the index's newest); without them they run lexically and the result's ``semantic`` object
+        says why. ``query_id``: record the attempt on that recorded query (``refine``).
         """
-        from kb_indexer.search.query import check_question
-
-        options["embed"] = embed
+        opts = options or QueryOptions()
         _text(question, "the question")
         _keywords(keywords)
         check_question(question, keywords)   # before any model is asked or anything recorded
-        _text(options.get("context"), "context", context=True)
-        run_query = self._run_query
-        context = options.get("context")
-        if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:
-            return run_query(question, keywords, **options)
-        from kb_indexer.llm.config import is_configured
+        context = opts.context
+        if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
+            return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
+        from kb_indexer.llm.config import is_configured  # lazy: the LLM settings only for a query with a context
 
         if not is_configured(llm):
-            out = run_query(question, keywords, **options)
+            out = self._run_query(question, keywords, opts, embed, None, query_id)
             out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
                           "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
-        from kb_indexer.llm.context_match import QueryContextScorer
+        from kb_indexer.llm.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
-            out = run_query(question, keywords, context_scorer=scorer, **options)
+            out = self._run_query(question, keywords, opts, embed, scorer, query_id)
         finally:
             scorer.close()
         out.update(scorer.report())
         return out
 
-    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict:
+    def _run_query(self, question: str, keywords: list[str] | None, opts: QueryOptions, embed: Any,
+                   context_scorer: ContextScorer | None, query_id: int | None) -> dict:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
-        from kb_indexer.learn.apply import association_boosts
-        from kb_indexer.learn.history import record
-        from kb_indexer.search.query import run_query
-        from kb_indexer.store.interrupt import interruptible
+        from kb_indexer.learn.apply import association_boosts  # lazy: the query path only (kbindex search
+        from kb_indexer.learn.history import record            # opens the API too and needs none of these)
+        from kb_indexer.search.query import run_query          # lazy: as above
+        from kb_indexer.store.interrupt import interruptible   # lazy: as above
 
         lost: list[str] = []
 
@@ -336,22 +341,22 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
                 lost.append(mapped.code)
                 raise sqlite3.OperationalError(mapped.message) from exc
 
-        embed = options.pop("embed", None)
         dense = None
-        if options.get("method", "auto") != "keyword" and options.get("method") not in ("fulltext", "sqlite"):
-            from kb_indexer.llm.embed_query import dense_source
+        if opts.method not in ("keyword", "sqlite", "fulltext"):
+            from kb_indexer.llm.embed_query import dense_source  # lazy: embedding clients, vector methods only
             dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
-            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder,
-                            dense=dense, **options)
+            out = run_query(self.conn, question, keywords, opts, context_scorer=context_scorer, query_id=query_id,
+                            learned=association_boosts, recorder=recorder, dense=dense)
         if lost and out.get("history_error"):
             out["history_error_code"] = lost[0]
         return out
 
-    def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
+    def query_markdown(self, question: str, keywords: list[str] | None = None,
+                       options: QueryOptions | None = None, *, llm: Any = None, embed: Any = None) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""
-        from kb_indexer.search.markdown import render_query
-        return render_query(self.query(question, keywords, **options))
+        from kb_indexer.search.markdown import render_query  # lazy: as in _run_query
+        return render_query(self.query(question, keywords, options, llm=llm, embed=embed))
 
     def stale(self, full: bool = False) -> dict:
         """Which files changed on disk since the last sync (stats only; see

@@ -35,6 +35,7 @@ from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.llm.base import LLMError, Message, ToolCall
+from kb_indexer.search.options import QueryOptions
 
 RETRIEVE = 5
 CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
@@ -192,7 +193,7 @@ class ChatEngine:
         question = self._retrieval_question(norm)
         if not question.strip():        # nothing to search (an empty query is bad usage)
             return None
-        out = self.kb.query(question, limit=RETRIEVE)
+        out = self.kb.query(question, options=QueryOptions(limit=RETRIEVE))
         self.last_query_id = out.get("query_id")
         self.last_paths = [r["filepath"] for r in out["results"]]
         if not out["results"]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.llm.base import Tool
+from kb_indexer.search.markdown import render_query
+from kb_indexer.search.options import QueryOptions
 
 MAX_RESULT_CHARS = 4000
 MAX_TOOL_ROUNDS = 4          # model -> tools -> model rounds in one turn (the safe loop limit)
@@ -37,8 +39,7 @@ def _cut(text: str) -> str:
 
 def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     limit = args.get("limit") if isinstance(args.get("limit"), int) else 5
-    out = kb.query(str(args.get("question") or ""), limit=max(1, min(10, limit)))
-    from kb_indexer.search.markdown import render_query
+    out = kb.query(str(args.get("question") or ""), options=QueryOptions(limit=max(1, min(10, limit))))
     paths = [r["filepath"] for r in out["results"]]
     return render_query(out), {"query_id": out.get("query_id"), "paths": paths,
                                "summary": f"{len(paths)} documents: {', '.join(paths[:5])}"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kb_indexer.search.options import QueryOptions
+
 
 class LearningAPI:
     conn: Any
@@ -40,9 +42,11 @@ class LearningAPI:
         from kb_indexer.learn.feedback import clear_history
         return clear_history(self.conn, before)
 
-    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False, **options: Any) -> dict:
-        """Try a recorded query again with other keywords: a new attempt on the same query record
-        (its question and context are reused)."""
+    def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
+               options: QueryOptions | None = None) -> dict:
+        """Try a recorded query again with other keywords: a new attempt on the same query record (its
+        question and context are reused, and its options unless ``options`` are given: see
+        :meth:`recorded_options`)."""
         from kb_indexer.errors import UsageError
         from kb_indexer.learn.feedback import last_query_id, require_query
 
@@ -52,8 +56,13 @@ class LearningAPI:
             raise UsageError("refine needs --keywords")
         qid = last_query_id(self.conn) if last else query_id
         q = require_query(self.conn, qid)
-        return self.query(q["question"], keywords, context=q["context"] or None,  # type: ignore[attr-defined]
-                          query_id=qid, **options)
+        opts = (options or self.recorded_options(qid)).replace(context=q["context"] or None)
+        return self.query(q["question"], keywords, opts, query_id=qid)  # type: ignore[attr-defined]
+
+    def recorded_options(self, query_id: int) -> QueryOptions:
+        """The options the recorded query's latest attempt ran with (defaults for what older rows lack)."""
+        from kb_indexer.learn.history import recorded_options
+        return QueryOptions.from_dict(recorded_options(self.conn, query_id))
 
     def last_query_id(self) -> int:
         from kb_indexer.learn.feedback import last_query_id

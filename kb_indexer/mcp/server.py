@@ -28,7 +28,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
-from kb_indexer.api import KnowledgeBase
+from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
@@ -90,14 +90,15 @@ def _fallback(llm: Any) -> dict:
     return {"fallback": clip(f"{llm.get('fallback') or 'none'}: {why}" if why else llm.get("fallback"), 200)}
 
 
-def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: str, limit: int,
+def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: Method, limit: int,
                   context: Optional[str], cursor: Optional[str]) -> outputs.QueryOut:
     scope = ["kb_query", question, keywords, method, limit, context]
     offset, tag = parse_cursor(cursor, scope)
+    # A continuation (its cursor made for these very arguments) re-runs the query without recording
+    # it again, and keeps the first query_id.
+    options = QueryOptions(method=method, limit=limit, context=context, record=not cursor)
     with _opened(db) as kb:
-        # A continuation (its cursor made for these very arguments) re-runs the query without recording
-        # it again, and keeps the first query_id.
-        out = kb.query(question, keywords, method=method, limit=limit, context=context, record=not cursor)
+        out = kb.query(question, keywords, options)
     query_id = out.get("query_id") if not cursor else tag
     results = [_compact(r) for r in out.get("results", [])]
     page, nxt = page_items(results, offset)

@@ -25,8 +25,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 
-METHODS = ("auto", "keyword", "fulltext", "semantic", "hybrid")
-ALIASES = {"sqlite": "keyword"}
+from kb_indexer.search.options import ALIASES as ALIASES, METHODS as METHODS, check_method  # the names, in one place
 
 # Semantic cues (memory-search-method-selection.md): English phrases as whole words, Korean as written
 # (they attach to the word before: "상태 관리에 대해", "인증 관련").
@@ -257,12 +256,7 @@ def choose_method(requested: str, question: str, keywords: list[str] | None = No
                   known: KnownKeywords | None = None) -> MethodChoice:
     """Resolve ``auto``; an explicit method is kept as given. ``known`` maps normalised words to those
     that are keywords of the index (a known keyword is a name, not an identifier)."""
-    from kb_indexer.errors import UsageError
-
-    requested = ALIASES.get(requested, requested)
-    if requested not in METHODS:
-        raise UsageError(f"Unknown method {requested!r}; expected one of: "
-                         f"{', '.join(METHODS + tuple(ALIASES))}")
+    requested = check_method(requested)
     found, names = split_names(_scan(question, *(keywords or [])), question, known)
     idents = _settle(found)
     if requested != "auto":
