@@ -38,7 +38,8 @@ def _cut(text: str) -> str:
 
 
 def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    limit = args.get("limit") if isinstance(args.get("limit"), int) else 5
+    asked = args.get("limit")
+    limit = asked if isinstance(asked, int) else 5
     out = kb.query(str(args.get("question") or ""), options=QueryOptions(limit=max(1, min(10, limit))))
     paths = [r["filepath"] for r in out["results"]]
     return render_query(out), {"query_id": out.get("query_id"), "paths": paths,

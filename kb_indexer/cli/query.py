@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional, cast
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -15,8 +15,11 @@ from kb_indexer.cli.results import ResultFormat as ResultFormat, ResultFormatOpt
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 from kb_indexer.search.expansion import parse_weight_options
-from kb_indexer.search.options import Method as MethodName, QueryOptions
+from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 
 class Method(str, Enum):
@@ -91,7 +94,7 @@ def query(
     check_question(question, keywords)    # before --sync writes anything
     options = QueryOptions(context=context, expand_depth=expand_depth, min_weight=min_weight,
                            context_threshold=context_threshold, types=tuple(types) if types else None,
-                           weights=parse_weight_options(weight or []), method=cast(MethodName, method.value), limit=limit,
+                           weights=parse_weight_options(weight or []), method=method.value, limit=limit,
                            explain=explain)
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
@@ -106,14 +109,14 @@ def query(
     emit_result(data, format, "query")
 
 
-def _refresh(k, sync: bool, stale_check: bool) -> None:
+def _refresh(k: KnowledgeBase, sync: bool, stale_check: bool) -> None:
     """``--sync`` first, or say on stderr that files changed since the last sync."""
     if sync:
         result = k.sync()
         for err in result["errors"]:
             warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     elif stale_check:
-        from kb_indexer.index.stale import message
+        from kb_indexer.index.stale import message  # lazy: only when the stale check runs
 
         msg = message(k.stale())
         if msg:

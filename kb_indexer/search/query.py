@@ -47,6 +47,7 @@ from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pool import Pool, TagHits, select
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
 from kb_indexer.store.sparse import min_docs as sparse_min_docs
+from kb_indexer.store.vectors import documents_without_vectors
 from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
@@ -163,8 +164,6 @@ def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) ->
         info["error"] = exc.message
         result = None
     if source.model is not None:   # the vectors read tell how many documents have some
-        from kb_indexer.store.vectors import documents_without_vectors
-
         n, paths = documents_without_vectors(conn, source.model.id,
                                              with_vectors=result.info.get("documents") if result else None)
         info.update(documents_without_vectors=n, files_without_vectors=paths)
@@ -251,7 +250,11 @@ def _dense_parts(dense: DenseResult, pool: Pool) -> dict[int, float]:
     return normalise_dense(pool.cosine, floor)
 
 
-def _sparse_view(conn: sqlite3.Connection, col_w: tuple, n_docs: int, terms: tuple[str, ...]) -> sparse.View | None:
+ColumnWeights = tuple[float, float, float, float]
+
+
+def _sparse_view(conn: sqlite3.Connection, col_w: ColumnWeights, n_docs: int,
+                 terms: tuple[str, ...]) -> sparse.View | None:
     """The sparse index when the knowledge base is large enough to keep one and it is current, else None
     (full text then runs on FTS5; the scores are the same)."""
     return sparse.open_view(conn, col_w, terms) if n_docs >= sparse_min_docs() else None
@@ -329,6 +332,8 @@ def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _
     opts = spec.options
     options = {**opts.to_dict(), "method_requested": spec.choice.requested, "keywords_from": found.keywords_from,
                "identifiers": [i.text for i in spec.choice.identifiers]}
+    qid: int | None
+    aid: int | None
     try:
         qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
                             keywords=[u for u, _ in found.user], expand_depth=opts.expand_depth,
@@ -375,7 +380,7 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
 
-def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: tuple,
+def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None) -> tuple[dict[int, str], int]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
@@ -393,7 +398,7 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
     if not fts_query:
         return snippets, _count_known(conn, pool, known)
     scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w)) if view is not None else None
-    if scored is not None and sparse.still_current(conn, view):
+    if scored is not None and view is not None and sparse.still_current(conn, view):
         found = scored.get(known)
         keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
         return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
@@ -401,8 +406,8 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
         scores = fulltext.all_scores(conn, fts_query, col_w)
         found = {d: scores[d] for d in known if d in scores}
         others = {d: s for d, s in scores.items() if d not in pool.docs}
-        keep = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else others
-        return snippets, _add_hits(pool, found, {d: scores[d] for d in keep}, len(scores), known, conn)
+        kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
+        return snippets, _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
     total = fulltext.count_found(conn, fts_query, known)
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
         pool.add(d)
