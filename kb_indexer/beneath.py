@@ -43,7 +43,7 @@ _CACHES: dict[int, dict[tuple[str, ...], int]] = {}  # thread -> (root, *folder 
 _CACHE_MAX = 64
 
 
-def resolves_outside(root_real: str, path: str | os.PathLike) -> bool:
+def resolves_outside(root_real: str, path: str | os.PathLike[str]) -> bool:
     """Whether ``path``, its symlinks resolved, leads outside ``root_real`` (an already resolved root)."""
     try:
         return os.path.commonpath([root_real, os.path.realpath(path)]) != root_real
@@ -55,7 +55,7 @@ def outside(shown: str, why: str) -> ValidationError:
     return ValidationError(f"{shown} {why}", code="outside_kb")
 
 
-def relative_parts(root: Path, path: str | os.PathLike, shown: str) -> list[str]:
+def relative_parts(root: Path, path: str | os.PathLike[str], shown: str) -> list[str]:
     """``path``'s components below ``root`` (both made absolute, without resolving symlinks)."""
     base, full = os.fspath(root), os.fspath(path)
     if full.startswith(base.rstrip(os.sep) + os.sep) and os.path.isabs(base):  # the usual case: root / rel
@@ -69,7 +69,7 @@ def relative_parts(root: Path, path: str | os.PathLike, shown: str) -> list[str]
     return parts
 
 
-def open_beneath(root: Path, path: str | os.PathLike, flags: int, shown: str) -> int:
+def open_beneath(root: Path, path: str | os.PathLike[str], flags: int, shown: str) -> int:
     """A file descriptor of ``path`` (inside ``root``), opened with ``flags``, symlinks followed only while
     they stay beneath the root. Inside :func:`cached_folders` the folder is opened once for its files."""
     if not SUPPORTED:
@@ -110,7 +110,7 @@ def cached_folders() -> Iterator[None]:
         _close(list(_CACHES.pop(ident).values()))
 
 
-def open_folder(root: Path, folder: str | os.PathLike, shown: str) -> int:
+def open_folder(root: Path, folder: str | os.PathLike[str], shown: str) -> int:
     """A file descriptor of the folder ``folder`` of ``root``, reached through no symlink (refused)."""
     return _walk(root, relative_parts(root, folder, shown), _DIR, shown, follow=False)
 

@@ -16,7 +16,7 @@ DB_FILENAME = "kbindex.db"
 DEFAULT_KB_DIRNAME = "knowledge-base"
 
 
-def find_db(db: str | os.PathLike | None = None, *, start: Path | None = None) -> Path:
+def find_db(db: str | os.PathLike[str] | None = None, *, start: Path | None = None) -> Path:
     """Resolve the index path (it may not exist yet)."""
     if db:
         return Path(db).expanduser().absolute()

@@ -118,7 +118,7 @@ def _yaml_message(exc: Exception) -> str:
 _LOADERS: dict[bool, Any] = {}
 
 
-def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict:
+def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[str, Any]:
     """The safe constructor's mapping, refusing two keys written differently that are one key once read
     (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently). A key written
     twice the same way is YAML's usual last-one-wins."""

@@ -40,7 +40,7 @@ def check_target(path: Path, root: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike, *, root: Path | None = None, mode: int | None = None) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], *, root: Path | None = None, mode: int | None = None) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to; it replaces ``path`` when the block ends without
     an exception (otherwise the temporary file is removed and ``path`` is untouched). ``root``: the
     knowledge-base root ``path`` must stay in (see :func:`check_target`). ``mode``: the new file's
@@ -127,14 +127,14 @@ def _symlink_refusal(path: Path) -> ValidationError:
                            "knowledge base through a link, nor replaces one); remove the link to let it write")
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str, *, root: Path | None = None,
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: Path | None = None,
                  mode: int | None = None) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` with :func:`atomic_file`."""
     with atomic_file(path, root=root, mode=mode) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
-def _lstat(name: str | os.PathLike, folder: int | None = None) -> os.stat_result | None:
+def _lstat(name: str | os.PathLike[str], folder: int | None = None) -> os.stat_result | None:
     try:
         return os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kb_indexer.chat.view import source_dict
 from kb_indexer.errors import KbError, UsageError
+
+if TYPE_CHECKING:
+    from kb_indexer.chat.engine import ChatEngine
 
 _COMMAND = re.compile(r"^/([A-Za-z?][A-Za-z-]*)(?:\s+(.*))?$", re.DOTALL)
 
@@ -24,9 +27,9 @@ class Outcome:
     data: Any = None
     text: str = ""
     exit: bool = False
-    error: dict | None = None
+    error: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"command": self.command, "result": self.data, "error": self.error}
 
 
@@ -36,7 +39,7 @@ def is_command(line: str) -> bool:
 
 # -- the commands -------------------------------------------------------------------------------------------
 
-def _help(engine, args: list[str]) -> Outcome:
+def _help(engine: ChatEngine, args: list[str]) -> Outcome:
     rows = [{"command": usage, "help": text} for usage, text, _ in _TABLE.values()]
     width = max(len(r["command"]) for r in rows)
     lines = [f"  {r['command']:<{width}}  {r['help']}" for r in rows]
@@ -49,16 +52,16 @@ KEYS = ("Keys: Enter sends; Alt-Enter (or Esc then Enter) starts a new line; Up/
         "Ctrl-D leaves.")
 
 
-def _exit(engine, args: list[str]) -> Outcome:
+def _exit(engine: ChatEngine, args: list[str]) -> Outcome:
     return Outcome("exit", {"exit": True}, "", exit=True)
 
 
-def _clear(engine, args: list[str]) -> Outcome:
+def _clear(engine: ChatEngine, args: list[str]) -> Outcome:
     session = engine.clear()
     return Outcome("clear", {"session": session}, f"new session {session}: the context is empty")
 
 
-def _skills(engine, args: list[str]) -> Outcome:
+def _skills(engine: ChatEngine, args: list[str]) -> Outcome:
     state = engine.skills_state()
     loaded = list(state.get("loaded") or [])
     lines = [f"loaded: {', '.join(loaded) if loaded else 'none'}"]
@@ -71,7 +74,7 @@ def _skills(engine, args: list[str]) -> Outcome:
     return Outcome("skills", state, "\n".join(lines))
 
 
-def _history(engine, args: list[str]) -> Outcome:
+def _history(engine: ChatEngine, args: list[str]) -> Outcome:
     messages = engine.history()
     if not messages:
         return Outcome("history", {"messages": []}, "no messages in this session yet")
@@ -82,7 +85,7 @@ def _history(engine, args: list[str]) -> Outcome:
     return Outcome("history", {"messages": messages}, "\n".join(lines))
 
 
-def _source(engine, args: list[str]) -> Outcome:
+def _source(engine: ChatEngine, args: list[str]) -> Outcome:
     src = source_dict(engine)
     if src.get("mode") == "kb":
         text = (f"knowledge base {src.get('name')}: index {src.get('db')}"
@@ -93,7 +96,7 @@ def _source(engine, args: list[str]) -> Outcome:
     return Outcome("source", src, text)
 
 
-def _context(engine, args: list[str]) -> Outcome:
+def _context(engine: ChatEngine, args: list[str]) -> Outcome:
     ctx = engine.context_preview()
     recent = ctx.get("recent_user_messages") or []
     lines = [f"summary: {ctx.get('summary') or '(none)'}", "recent user messages:"]
@@ -109,10 +112,10 @@ def _context(engine, args: list[str]) -> Outcome:
     return Outcome("context", ctx, "\n".join(lines))
 
 
-def _feedback(helpful: bool) -> Callable[[Any, list[str]], Outcome]:
+def _feedback(helpful: bool) -> Callable[[ChatEngine, list[str]], Outcome]:
     name = "helpful" if helpful else "unhelpful"
 
-    def run(engine, args: list[str]) -> Outcome:
+    def run(engine: ChatEngine, args: list[str]) -> Outcome:
         if not args:
             raise UsageError(f"/{name} needs the FILE(s) of the last answer's retrieval, e.g. /{name} notes/a.md")
         result = engine.feedback(args if helpful else [], [] if helpful else args)
@@ -127,7 +130,7 @@ def _feedback(helpful: bool) -> Callable[[Any, list[str]], Outcome]:
     return run
 
 
-def _resume(engine, args: list[str]) -> Outcome:
+def _resume(engine: ChatEngine, args: list[str]) -> Outcome:
     if not args:
         src = source_dict(engine)
         listing = engine.list_sessions(src.get("db") if src.get("mode") == "kb" else None,
@@ -141,7 +144,7 @@ def _resume(engine, args: list[str]) -> Outcome:
     return Outcome("resume", result, text)
 
 
-def sessions_text(sessions: list[dict]) -> str:
+def sessions_text(sessions: list[dict[str, Any]]) -> str:
     if not sessions:
         return "no saved sessions"
     lines = ["saved sessions, most recent first:"]
@@ -151,7 +154,7 @@ def sessions_text(sessions: list[dict]) -> str:
     return "\n".join(lines)
 
 
-Handler = Callable[[Any, list[str]], Outcome]
+Handler = Callable[["ChatEngine", list[str]], Outcome]
 _TABLE: dict[str, tuple[str, str, Handler]] = {
     "help": ("/help", "this help", _help),
     "exit": ("/exit", "leave (also Ctrl-D)", _exit),
@@ -169,7 +172,7 @@ _ALIASES = {"quit": "exit", "q": "exit", "?": "help", "h": "help"}
 NAMES = tuple(f"/{n}" for n in _TABLE)
 
 
-def run_command(engine, line: str) -> Outcome:
+def run_command(engine: ChatEngine, line: str) -> Outcome:
     """Run one slash command. A KbError (bad usage, free mode, unknown session...) becomes the outcome's
     ``error`` (no text); an unknown command is an error too, with the help as its text."""
     m = _COMMAND.match(line.strip())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, TextIO
 
-from kb_indexer.chat.commands import is_command, run_command
+from kb_indexer.chat.commands import Outcome, is_command, run_command
 from kb_indexer.chat.render import PlainRenderer, run_turn
 from kb_indexer.text import terminal_safe
 
@@ -25,7 +25,7 @@ def _json_line(out: TextIO, data: Any) -> None:
     out.flush()
 
 
-def _command(engine: Any, line: str, fmt: str, out: TextIO, err: TextIO):
+def _command(engine: Any, line: str, fmt: str, out: TextIO, err: TextIO) -> Outcome:
     outcome = run_command(engine, line)
     if fmt == "json":
         _json_line(out, outcome.to_dict())

@@ -12,9 +12,15 @@ A renderer gets every event's text terminal-safe (:func:`displayable`); the reco
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
+
+if TYPE_CHECKING:  # rich and the markdown stream are imported when a terminal answer is shown
+    from rich.console import Console
+    from rich.status import Status
+
+    from kb_indexer.chat.mdstream import MarkdownStream
 
 
 def displayable(value: Any) -> Any:
@@ -31,7 +37,7 @@ def displayable(value: Any) -> Any:
     return value
 
 
-def unpack(event: Any) -> tuple[str, dict]:
+def unpack(event: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(event, dict):
         return str(event.get("kind")), dict(event.get("data") or {})
     return str(getattr(event, "kind", "")), dict(getattr(event, "data", None) or {})
@@ -44,17 +50,17 @@ class TurnRecord:
     def __init__(self, text: str, session: str | None):
         self.input = {"original": text, "normalised": text}
         self.chunks: list[str] = []
-        self.done: dict | None = None
-        self.skills: dict | None = None
-        self.retrieval: dict | None = None
-        self.compression: dict | None = None
-        self.tools: list[dict] = []
+        self.done: dict[str, Any] | None = None
+        self.skills: dict[str, Any] | None = None
+        self.retrieval: dict[str, Any] | None = None
+        self.compression: dict[str, Any] | None = None
+        self.tools: list[dict[str, Any]] = []
         self.notes: list[str] = []
-        self.error: dict | None = None
+        self.error: dict[str, Any] | None = None
         self.session = session
         self.cancelled = False
 
-    def add(self, kind: str, data: dict) -> None:
+    def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "input":
             self.input = {"original": data.get("original", self.input["original"]),
                           "normalised": data.get("normalised", self.input["normalised"])}
@@ -75,7 +81,7 @@ class TurnRecord:
         elif kind == "error":
             self.error = {"code": data.get("code") or "error", "message": data.get("message") or ""}
 
-    def _tool_result(self, data: dict) -> None:
+    def _tool_result(self, data: dict[str, Any]) -> None:
         for tool in reversed(self.tools):        # the latest call of that name still without a result
             if tool["name"] == data.get("name") and tool["ok"] is None:
                 tool.update(ok=data.get("ok"), summary=data.get("summary"))
@@ -86,10 +92,10 @@ class TurnRecord:
     @property
     def answer(self) -> str | None:
         if self.done is not None and self.done.get("answer") is not None:
-            return self.done["answer"]
+            return str(self.done["answer"])
         return "".join(self.chunks) if self.chunks else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         done = self.done or {}
         return {"input": self.input, "answer": self.answer, "citations": list(done.get("citations") or []),
                 "skills": self.skills, "retrieval": self.retrieval, "tools": self.tools,
@@ -104,7 +110,7 @@ class PlainRenderer:
         self.out, self.err = out, err
         self.text = ""          # the answer printed so far
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "text":
             chunk = str(data.get("text") or "")
             self.text += chunk
@@ -147,25 +153,25 @@ class RichRenderer:
     """A terminal: markdown re-rendered as it streams, notes dimmed, errors red on ``err_console``; a spinner
     while the model has not started answering (and again after a tool call)."""
 
-    def __init__(self, console: Any, err_console: Any, *, spinner: bool = True):
+    def __init__(self, console: Console, err_console: Console, *, spinner: bool = True):
         self.console, self.err_console = console, err_console
-        self.stream = None          # the MarkdownStream of the answer segment being written
+        self.stream: MarkdownStream | None = None  # the MarkdownStream of the answer segment being written
         self.answered = False
         self.spinner = spinner
-        self.waiting = None         # the rich Status shown while waiting
+        self.waiting: Status | None = None  # the rich Status shown while waiting
         self._wait()
 
     def _wait(self) -> None:
         if self.spinner and self.waiting is None and self.stream is None:
-            self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
-            self.waiting.start()
+            waiting = self.waiting = self.console.status("thinking…", spinner="dots", spinner_style="dim")
+            waiting.start()
 
     def _stop_waiting(self) -> None:
         waiting, self.waiting = self.waiting, None
         if waiting is not None:
             waiting.stop()
 
-    def event(self, kind: str, data: dict) -> None:
+    def event(self, kind: str, data: dict[str, Any]) -> None:
         if kind in ("text", "done", "error"):
             self._stop_waiting()
         if kind == "text":
@@ -192,7 +198,7 @@ class RichRenderer:
             if kind == "tool_result":
                 self._wait()            # the model is asked again
 
-    def _segment(self):
+    def _segment(self) -> MarkdownStream:
         if self.stream is None:
             from kb_indexer.chat.mdstream import MarkdownStream
 
@@ -225,7 +231,7 @@ class RichRenderer:
             self.dim("^C answer cancelled")
 
 
-def failure(exc: Exception) -> dict:
+def failure(exc: Exception) -> dict[str, Any]:
     """The error object for an exception out of the engine: its KbError when it maps to one, else an
     internal error (a bug; re-raised instead when KBINDEX_DEBUG is set)."""
     import os

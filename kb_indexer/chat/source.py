@@ -74,7 +74,7 @@ def chat_store_path() -> Path:
     return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
 
 
-def open_source(db: str | os.PathLike | None, free: bool) -> tuple[Any, Source, str | None]:
+def open_source(db: str | os.PathLike[str] | None, free: bool) -> tuple[Any, Source, str | None]:
     """(KnowledgeBase, Source, note for the user or None)."""
     from kb_indexer.api import KnowledgeBase
     from kb_indexer.config import find_db

@@ -16,13 +16,14 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.render import RichRenderer, failure, run_turn
@@ -56,7 +57,7 @@ def open_history(path: Path) -> tuple[History, str | None]:
 class SlashCompleter(Completer):
     """Completes the command name of a line starting with ``/``."""
 
-    def get_completions(self, document, complete_event):
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
             for name in NAMES:
@@ -65,7 +66,7 @@ class SlashCompleter(Completer):
 
 
 @contextlib.contextmanager
-def keys_not_echoed(stream: Any = None):
+def keys_not_echoed(stream: Any = None) -> Iterator[None]:
     """While an answer is written, keys typed (and the ``^C`` of Ctrl-C) are not echoed into it by the
     terminal; they still reach the next prompt. Nothing changes when the stream is not a terminal."""
     try:
@@ -90,7 +91,7 @@ def _key_bindings() -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
-    def _newline(event) -> None:
+    def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
     return kb
@@ -107,11 +108,11 @@ class Terminal:
         self.engine = engine
         self.console = console or Console()
         self.err_console = err_console or Console(stderr=True)
-        self.status: dict = {}
+        self.status: dict[str, Any] = {}
         warning = None
         if history is None:
             history, warning = open_history(history_path())
-        self.prompt_session = PromptSession(
+        self.prompt_session: PromptSession[str] = PromptSession(
             history=history, auto_suggest=AutoSuggestFromHistory(), completer=SlashCompleter(),
             complete_while_typing=False, bottom_toolbar=self.toolbar, key_bindings=_key_bindings(),
             enable_history_search=False, input=input, output=output)

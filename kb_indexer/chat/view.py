@@ -30,14 +30,14 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _input_line(d: dict) -> str | None:
+def _input_line(d: dict[str, Any]) -> str | None:
     original, normalised = d.get("original"), d.get("normalised")
     if normalised and original and " ".join(normalised.split()) != " ".join(original.split()):
         return f"read as: {_short(normalised, 120)}"
     return None
 
 
-def _skills_line(d: dict) -> str | None:
+def _skills_line(d: dict[str, Any]) -> str | None:
     loaded, new, gone = _names(d.get("loaded")), _names(d.get("newly_loaded")), _names(d.get("evicted"))
     if not (loaded or gone):
         return None
@@ -49,7 +49,7 @@ def _skills_line(d: dict) -> str | None:
     return "  ".join(parts)
 
 
-def _retrieval_line(d: dict) -> str:
+def _retrieval_line(d: dict[str, Any]) -> str:
     results = d.get("results") or []
     total = d.get("total", len(results))
     qid = d.get("query_id")
@@ -65,7 +65,7 @@ def _retrieval_line(d: dict) -> str:
     return f"{head}: {', '.join(shown)}{more}"
 
 
-def _compression_line(d: dict) -> str:
+def _compression_line(d: dict[str, Any]) -> str:
     before, after = d.get("tokens_before"), d.get("tokens_after")
     line = f"context compressed (level {d.get('level')}%)"
     if isinstance(before, int) and isinstance(after, int):
@@ -75,7 +75,7 @@ def _compression_line(d: dict) -> str:
     return line
 
 
-def _tool_call_line(d: dict) -> str:
+def _tool_call_line(d: dict[str, Any]) -> str:
     if d.get("label"):
         return f"tool {_short(d['label'], MAX_ARGS_CHARS + 20)}"
     args = d.get("arguments")
@@ -86,12 +86,12 @@ def _tool_call_line(d: dict) -> str:
     return f"tool {d.get('name')}({_short(shown, MAX_ARGS_CHARS)})"
 
 
-def _tool_result_line(d: dict) -> str:
+def _tool_result_line(d: dict[str, Any]) -> str:
     verdict = "" if d.get("ok", True) else "failed: "
     return f"tool {d.get('name')} → {verdict}{_short(d.get('summary') or '', 120)}"
 
 
-_LINES: dict[str, Callable[[dict], str | None]] = {
+_LINES: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "input": _input_line,
     "note": lambda d: str(d.get("message") or "") or None,
     "skills": _skills_line,
@@ -102,15 +102,15 @@ _LINES: dict[str, Callable[[dict], str | None]] = {
 }
 
 
-def source_dict(engine: Any) -> dict:
+def source_dict(engine: Any) -> dict[str, Any]:
     """The engine's source as a dict (the engine may hold a dict or an object with ``to_dict()``)."""
     src = getattr(engine, "source", None)
-    if hasattr(src, "to_dict"):
+    if src is not None and hasattr(src, "to_dict"):
         return dict(src.to_dict())
     return dict(src or {})
 
 
-def event_line(kind: str, data: dict | None) -> str | None:
+def event_line(kind: str, data: dict[str, Any] | None) -> str | None:
     """The one-line note for an informational event; None when there is nothing worth a line."""
     fn = _LINES.get(kind)
     return fn(data or {}) if fn else None
@@ -121,13 +121,13 @@ def citations_line(citations: Any) -> str | None:
     return f"sources: {', '.join(paths)}" if paths else None
 
 
-def error_line(data: dict | None) -> str:
+def error_line(data: dict[str, Any] | None) -> str:
     data = data or {}
     code = data.get("code")
     return f"error{f' ({code})' if code else ''}: {data.get('message') or 'the turn failed'}"
 
 
-def context_percent(status: dict) -> float | None:
+def context_percent(status: dict[str, Any]) -> float | None:
     """Context use in % of the window: computed from tokens and window when both are known (so it does not
     depend on whether ``context_pct`` is a fraction or a percentage), else ``context_pct`` as given."""
     tokens, window = status.get("context_tokens"), status.get("window")
@@ -137,7 +137,7 @@ def context_percent(status: dict) -> float | None:
     return float(pct) if isinstance(pct, (int, float)) else None
 
 
-def toolbar_text(status: dict) -> str:
+def toolbar_text(status: dict[str, Any]) -> str:
     """The bottom toolbar: model, context use in % of the window, loaded skills."""
     pct = context_percent(status)
     window = status.get("window")

@@ -91,7 +91,7 @@ def _strip_trailing(text: str) -> str:
         text = head + end
 
 
-def _one(m: re.Match) -> str:
+def _one(m: re.Match[str]) -> str:
     """One of the repeated words, unless the doubling is grammatical or a name ("Bora Bora", "Duran
     Duran": every occurrence capitalised)."""
     if m.group(1).lower() in KEEP_DOUBLED or all(w[:1].isupper() for w in m.group(0).split()):

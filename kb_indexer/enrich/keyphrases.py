@@ -97,7 +97,7 @@ class CorpusStats:
     """Document frequencies of candidate phrases over a corpus (or a sample of it)."""
 
     docs: int = 0
-    df: Counter = field(default_factory=Counter)
+    df: Counter[str] = field(default_factory=Counter)
 
     def add(self, text: str) -> None:
         self.docs += 1
@@ -130,7 +130,7 @@ def keyword_count(words: int) -> int:
 def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None) -> list[Keyphrase]:
     """The best keyphrases of one document, best first, each with a category."""
     counts: Counter = Counter()
-    surface: dict[str, Counter] = {}
+    surface: dict[str, Counter[str]] = {}
     words = 0
     for text, weight in ((title or "", TITLE_WEIGHT), (body or "", 1.0)):
         for norm, shown in candidates(text):
@@ -154,7 +154,7 @@ def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None)
     return categorise(chosen, body)
 
 
-def _display(forms: Counter) -> str:
+def _display(forms: Counter[str]) -> str:
     """The spelling to show: an acronym or a capitalised name as written, anything else lower case."""
     shown = forms.most_common(1)[0][0]
     if any(_ACRONYM.match(w) or _CODEISH.search(w) for w in shown.split()):

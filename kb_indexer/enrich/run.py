@@ -166,7 +166,7 @@ def _entry(rel: str, action: str, gen: Generated, data: dict[str, Any], src: Sou
             "replaced_invalid": src.replaces_invalid}
 
 
-def _commit(conn: sqlite3.Connection, root: Path, batch: list, settings: Settings) -> None:
+def _commit(conn: sqlite3.Connection, root: Path, batch: list[Any], settings: Settings) -> None:
     """Write the batch's keywords files, then index its documents in one transaction."""
     if settings.dry_run or not batch:
         return

@@ -74,7 +74,7 @@ def abbreviation_patterns(docs: list[tuple[str, str]]) -> dict[tuple[str, str], 
     return found
 
 
-def _note(found: dict, short: str, long: str, filepath: str, text: str, m: re.Match) -> None:
+def _note(found: dict[str, Any], short: str, long: str, filepath: str, text: str, m: re.Match[str]) -> None:
     entry = found.setdefault((short, long), {"documents": [], "context": sentence_at(text, m.start(), m.end())})
     if filepath not in entry["documents"]:
         entry["documents"].append(filepath)
@@ -121,7 +121,7 @@ def from_cooccurrence(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     n_docs = max(1, len(tags))
     df = Counter(k for kids in tags.values() for k in set(kids))
     keep = {k for k, n in df.items() if MIN_SHARED <= n <= max(MIN_SHARED, MAX_COOCCURRENCE_DF * n_docs)}
-    shared: Counter = Counter()
+    shared: Counter[tuple[int, int]] = Counter()
     first_doc: dict[tuple[int, int], int] = {}
     for doc_id, kids in tags.items():
         for pair in combinations(sorted({k for k in kids if k in keep}), 2):

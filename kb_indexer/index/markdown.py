@@ -226,7 +226,7 @@ def _keywords_value(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _flat(value: list) -> list[Any]:
+def _flat(value: list[Any]) -> list[Any]:
     """A keywords list's items, nested lists flattened."""
     return [item for v in value for item in (_flat(v) if isinstance(v, list) else [v])]
 

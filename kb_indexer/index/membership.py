@@ -43,7 +43,7 @@ def excluded_reason(rel: str) -> str | None:
     return None
 
 
-def regular_file_problem(path: str | os.PathLike) -> str | None:
+def regular_file_problem(path: str | os.PathLike[str]) -> str | None:
     """None for a regular file (following symlinks); else what it is (FIFO, device, socket, folder,
     missing). Never opens the file, so a FIFO cannot block."""
     try:

@@ -21,7 +21,7 @@ def is_inside(root: Path, path: Path) -> bool:
         return False
 
 
-def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = True) -> str:
+def to_relative(kb_root: Path, path: str | os.PathLike[str], *, must_exist: bool = True) -> str:
     """Map a user-given path to the stored form: relative to the KB root, POSIX style.
 
     A relative path is tried against the current directory, then against the
@@ -42,7 +42,7 @@ def to_relative(kb_root: Path, path: str | os.PathLike, *, must_exist: bool = Tr
     return rel
 
 
-def _to_relative(kb_root: Path, path: str | os.PathLike, must_exist: bool) -> str:
+def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool) -> str:
     root = kb_root.resolve()
     raw = Path(path).expanduser()
     candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, root / raw]
@@ -77,7 +77,7 @@ def _to_relative(kb_root: Path, path: str | os.PathLike, must_exist: bool) -> st
     return norm.as_posix()
 
 
-def _refuse_broken_link(cand: Path, shown: str | os.PathLike) -> None:
+def _refuse_broken_link(cand: Path, shown: str | os.PathLike[str]) -> None:
     """A symlink that leads nowhere: a loop is said as such (``exists()`` would just say False)."""
     try:
         os.stat(cand)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from posixpath import basename
-from typing import Callable
+from typing import Any, Callable
 
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
@@ -86,8 +86,8 @@ class Renames:
         self._pending.append((old, new_path))
         return True
 
-    def plan(self, conn: sqlite3.Connection, existing: dict[str, tuple], todo: list[str],
-             text_of: Callable[[str], str | None]) -> tuple[dict[str, tuple], int]:
+    def plan(self, conn: sqlite3.Connection, existing: dict[str, tuple[Any, ...]], todo: list[str],
+             text_of: Callable[[str], str | None]) -> tuple[dict[str, tuple[Any, ...]], int]:
         """Pair the texts that moved when stored documents' files changed (see the module's rules), and move
         the documents involved at once, in one transaction. Returns ``existing`` as the batches must see it
         (a path that got another document, or lost its own, is read as a new file) and the number of
@@ -117,8 +117,8 @@ class Renames:
         left = set(now) | set(now.values())
         return {rel: row for rel, row in existing.items() if rel not in left}, len(displaced)
 
-    def settle(self, existing: dict[str, tuple], on_disk: dict[str, str], rejected: dict[str, str],
-               rejected_before: dict[str, str], stats: dict) -> set[str]:
+    def settle(self, existing: dict[str, tuple[Any, ...]], on_disk: dict[str, str], rejected: dict[str, str],
+               rejected_before: dict[str, str], stats: dict[str, Any]) -> set[str]:
         """After the last batch: the vanished paths sync must not remove (renamed, or held back; see
         :func:`held_back`), with ``renames`` and the warnings in ``stats``."""
         moved = {r["from"] for r in self.done}
@@ -163,7 +163,7 @@ def _permute(conn: sqlite3.Connection, moves: dict[str, str], displaced: list[st
     follow_paths(conn, final)
 
 
-def held_back(missing: set[str], existing: dict[str, tuple], on_disk: dict[str, str],
+def held_back(missing: set[str], existing: dict[str, tuple[Any, ...]], on_disk: dict[str, str],
               rejected: dict[str, str]) -> dict[str, str]:
     """``{vanished path: new path}``: vanished documents to keep because a new file of the same markdown
     size (``existing``: path -> (content hash, stat signature, ...); signatures: ``mtime:size[|...]``)

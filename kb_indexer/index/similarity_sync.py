@@ -76,7 +76,7 @@ def hash_key(path: Path) -> str:
     return HASH_KEY + str(path.resolve())
 
 
-def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple:
+def _entry_key(keyword1: str, keyword2: str, sim_type: str) -> tuple[Any, ...]:
     return tuple(sorted((normalize_keyword(keyword1), normalize_keyword(keyword2)))), sim_type
 
 
@@ -105,7 +105,7 @@ class _Listings:
 
     def __init__(self, root: Path | None):
         self.root = root
-        self._cache: dict[str, dict[tuple, dict[str, Any]] | None] = {}
+        self._cache: dict[str, dict[tuple[Any, ...], dict[str, Any]] | None] = {}
 
     def entry(self, key: str, rel: sqlite3.Row) -> dict[str, Any] | None:
         if self.root is None:
@@ -154,7 +154,7 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
 
 
 def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | None = None,
-                        root: Path | None = None) -> dict:
+                        root: Path | None = None) -> dict[str, Any]:
     """Import a similarities file in one transaction (all entries valid, or nothing).
 
     Without ``file`` it is a person's ``import-similarities`` (origin ``import``; lifts tombstones).
@@ -251,7 +251,7 @@ def known_files(conn: sqlite3.Connection) -> set[str]:
         "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
-def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list) -> dict:
+def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -> dict[str, Any]:
     """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
     out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
     current = similarity_files(root)

@@ -38,7 +38,7 @@ def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
     return _meta_dict(conn, REJECTED_FILES_KEY)
 
 
-def _meta_dict(conn: sqlite3.Connection, key: str) -> dict:
+def _meta_dict(conn: sqlite3.Connection, key: str) -> dict[str, Any]:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     try:
         data = json.loads(row[0]) if row and row[0] else {}
@@ -47,7 +47,7 @@ def _meta_dict(conn: sqlite3.Connection, key: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict) -> None:
+def _set_meta_json(conn: sqlite3.Connection, key: str, value: dict[str, Any]) -> None:
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
                  "excluded.value", (key, json.dumps(value, sort_keys=True, separators=(",", ":"))))
 
@@ -69,7 +69,7 @@ SETTLE_NS = 2_000_000_000
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list]) -> None:
+def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, list[Any]]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
     marks = {k: v for k, v in _meta_dict(conn, MARKS_KEY).items() if not k.startswith(prefix)}
@@ -84,7 +84,7 @@ def _unsettled(mtime_ns: int, seen_ns: int) -> bool:
     return mtime_ns > seen_ns - SETTLE_NS
 
 
-def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
+def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[Any]]:
     """The ``{folder: [mtime_ns, seen_ns, mark]}`` a sync records after its walk (begun at ``walked_ns``).
 
     A folder written to within ``SETTLE_NS`` of the walk may hide a file added in the same mtime tick after
@@ -108,13 +108,13 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list]:
     return folders
 
 
-def _decode_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+def _decode_state(conn: sqlite3.Connection) -> dict[str, list[Any]] | None:
     """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
     data = _meta_dict(conn, FOLDERS_KEY)
     return data if "" in data else None
 
 
-def _folder_state(conn: sqlite3.Connection) -> dict[str, list] | None:
+def _folder_state(conn: sqlite3.Connection) -> dict[str, list[Any]] | None:
     """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
     state = _decode_state(conn)
     if state is None:
@@ -163,7 +163,7 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
     }
 
 
-def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[list, list, list]:
+def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[list[Any], list[Any], list[Any]]:
     if on_disk == stored:       # the common case, compared in C
         return [], [], []
     rejected = rejected_files(conn)
@@ -174,7 +174,7 @@ def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[lis
     return added, removed, changed
 
 
-def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict, dict, dict]:
+def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
     listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
@@ -205,7 +205,7 @@ def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) ->
                              "recent_checked": len(recent)}
 
 
-def _changed_folders(root: Path, state: dict[str, list]) -> tuple[list[str], list[str], int]:
+def _changed_folders(root: Path, state: dict[str, list[Any]]) -> tuple[list[str], list[str], int]:
     """Folders whose mtime moved (or whose entries changed within the same tick), folders that are gone, and
     how many folders' entries were compared (those still within the settle window)."""
     listed, gone, compared = [], [], 0

@@ -10,6 +10,8 @@ never raised: one bad file must not stop a walk.
 
 from __future__ import annotations
 
+from typing import Any
+
 import errno
 import os
 import stat
@@ -85,7 +87,7 @@ def scan(root: Path, base: str = "", *, recursive: bool = True, marks: bool = Tr
         walk.folders += 1
         if marks:
             walk.folder_marks[pre] = entries_mark(entries)
-        found: list = []
+        found: list[Any] = []
         _scan_folder(walk, entries, pre, root_real, found)
         if recursive:
             stack.extend(found)
@@ -94,7 +96,7 @@ def scan(root: Path, base: str = "", *, recursive: bool = True, marks: bool = Tr
     return walk
 
 
-def entries_mark(entries: list[os.DirEntry]) -> str:
+def entries_mark(entries: list[os.DirEntry[str]]) -> str:
     """A digest of a folder's entries, their names and inode numbers (from the listing: no ``stat``). An
     entry added, removed, renamed or replaced (an editor's save by rename) changes it, even when the folder's
     mtime does not (a change in the same mtime tick as an earlier listing); an in-place edit does not."""
@@ -113,9 +115,9 @@ def list_mark(folder: str) -> str | None:
         return None
 
 
-def _scan_folder(walk: Walk, entries: list[os.DirEntry], pre: str, root_real: str, stack: list) -> None:
-    docs: list[os.DirEntry] = []
-    keywords: dict[str, os.DirEntry] = {}
+def _scan_folder(walk: Walk, entries: list[os.DirEntry[str]], pre: str, root_real: str, stack: list[Any]) -> None:
+    docs: list[os.DirEntry[str]] = []
+    keywords: dict[str, os.DirEntry[str]] = {}
     for e in entries:
         name = e.name
         if not _valid_name(name):
@@ -157,14 +159,14 @@ def _os_problem(exc: OSError) -> str:
     return f"cannot be read: {exc.strerror or exc}"
 
 
-def _is_dir(e: os.DirEntry) -> bool:
+def _is_dir(e: os.DirEntry[str]) -> bool:
     try:
         return e.is_dir(follow_symlinks=False)
     except OSError:
         return False
 
 
-def _add_document(walk: Walk, e: os.DirEntry, pre: str, root_real: str, kw: os.DirEntry | None) -> None:
+def _add_document(walk: Walk, e: os.DirEntry[str], pre: str, root_real: str, kw: os.DirEntry[str] | None) -> None:
     rel = pre + e.name
     try:
         if e.is_symlink() and resolves_outside(root_real, e.path):

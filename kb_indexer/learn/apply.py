@@ -18,7 +18,7 @@ KINDS = ("association", "keyword", "similarity", "score")
 _DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
 
 
-def _detail(item: dict) -> dict:
+def _detail(item: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k not in _DETAIL_SKIP}
 
 
@@ -26,7 +26,7 @@ def _existing(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
     return {r["key"]: r for r in conn.execute("SELECT * FROM learned_items")}
 
 
-def plan(conn: sqlite3.Connection, items: list[dict]) -> list[dict]:
+def plan(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What to write so that the index holds what the feedback justifies.
 
     Reconciles on every run: an item whose stored details did not change is still written again when
@@ -50,11 +50,11 @@ def plan(conn: sqlite3.Connection, items: list[dict]) -> list[dict]:
     return out
 
 
-def _unchanged(row: sqlite3.Row, item: dict) -> bool:
+def _unchanged(row: sqlite3.Row, item: dict[str, Any]) -> bool:
     return json.loads(row["detail"]) == _detail(item) and json.loads(row["feedback_ids"]) == item["feedback_ids"]
 
 
-def _with_stored_items(items: list[dict], have: dict[str, sqlite3.Row]) -> list[dict]:
+def _with_stored_items(items: list[dict[str, Any]], have: dict[str, sqlite3.Row]) -> list[dict[str, Any]]:
     """The derived items, plus the active learned items no current feedback derives (their feedback
     was cleared: what was learned from it stays, and is reconciled like the rest)."""
     derived = {i["key"] for i in items}
@@ -66,7 +66,7 @@ def _with_stored_items(items: list[dict], have: dict[str, sqlite3.Row]) -> list[
     return items + extra
 
 
-def _held_by_a_person(conn, item: dict) -> bool:
+def _held_by_a_person(conn, item: dict[str, Any]) -> bool:
     """A person's tag or relation already says it (learning does not overwrite it), or a person
     deleted the relation (tombstone)."""
     if item["kind"] == "keyword":
@@ -80,7 +80,7 @@ def _held_by_a_person(conn, item: dict) -> bool:
     return False
 
 
-def _holds(conn, item: dict, row: sqlite3.Row) -> bool:
+def _holds(conn, item: dict[str, Any], row: sqlite3.Row) -> bool:
     """Whether the index reflects a stored, unchanged learned item."""
     kind = item["kind"]
     if kind == "score" or inactive(item):
@@ -100,7 +100,7 @@ def _person_tag(conn, doc_id: int, keyword: str) -> bool:
                         (doc_id, keyword)).fetchone() is not None
 
 
-def _relation_row(conn, item: dict) -> sqlite3.Row | None:
+def _relation_row(conn, item: dict[str, Any]) -> sqlite3.Row | None:
     ids = KeywordIds(conn)
     a, b = ids.get(item["keyword1"]), ids.get(item["keyword2"])
     if a is None or b is None:
@@ -109,12 +109,12 @@ def _relation_row(conn, item: dict) -> sqlite3.Row | None:
                         "AND similarity_type = ?", (min(a, b), max(a, b), item["type"])).fetchone()
 
 
-def _person_relation(conn, item: dict) -> bool:
+def _person_relation(conn, item: dict[str, Any]) -> bool:
     row = _relation_row(conn, item)
     return row is not None and row["origin_kind"] != "learned"
 
 
-def _upsert_item(conn, item: dict, **cols: Any) -> int:
+def _upsert_item(conn, item: dict[str, Any], **cols: Any) -> int:
     row = conn.execute("SELECT id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
     detail, fb = json.dumps(_detail(item), sort_keys=True), json.dumps(item["feedback_ids"])
     if row:
@@ -131,7 +131,7 @@ def _upsert_item(conn, item: dict, **cols: Any) -> int:
     return lid
 
 
-def apply_items(conn: sqlite3.Connection, items: list[dict]) -> None:
+def apply_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> None:
     """Write planned items (inside the caller's transaction)."""
     ids = KeywordIds(conn)
     for item in items:
@@ -220,7 +220,7 @@ def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[
     return result
 
 
-def _public(conn: sqlite3.Connection, item: dict) -> dict:
+def _public(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any]:
     """A suggestion as ``learn`` reports it: the item, with its section and a readable line."""
     out = {k: v for k, v in item.items() if k != "document_id"}
     out["section"] = section_of(item)
@@ -228,7 +228,7 @@ def _public(conn: sqlite3.Connection, item: dict) -> dict:
     return out
 
 
-def _summary(items: list[dict]) -> dict[str, int]:
+def _summary(items: list[dict[str, Any]]) -> dict[str, int]:
     out = {"associations": 0, "keywords": 0, "similarities": 0, "score_adjustments": 0}
     names = {"association": "associations", "keyword": "keywords", "similarity": "similarities",
              "score": "score_adjustments"}
@@ -238,7 +238,7 @@ def _summary(items: list[dict]) -> dict[str, int]:
     return out
 
 
-def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_removed: bool = False) -> dict:
+def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_removed: bool = False) -> dict[str, Any]:
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--kind must be one of: {', '.join(KINDS)}; got {kind!r}")
     sql = "SELECT * FROM learned_items WHERE 1 = 1"
@@ -257,7 +257,7 @@ def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_remo
     return {"learned": items, "count": len(items)}
 
 
-def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_: bool = False) -> dict:
+def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_: bool = False) -> dict[str, Any]:
     """Undo learned items; they are kept as 'removed' so that `learn` does not learn them again."""
     if not ids and not all_:
         raise UsageError("give learned item ids or --all")

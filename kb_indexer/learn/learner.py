@@ -53,10 +53,10 @@ class Event:
     doc_id: int
     filepath: str
     explicit: list[str]
-    expansions: list[dict] = field(default_factory=list)  # relations that led to this document
+    expansions: list[dict[str, Any]] = field(default_factory=list)  # relations that led to this document
 
 
-def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], list[dict]]:
+def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]]]:
     """(explicit user keywords, expansions that led to ``filepath``) of a recorded attempt.
 
     Keywords count as the user's only when given with --keywords (``options.keywords_from``);
@@ -78,7 +78,7 @@ def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], li
     for r in top if isinstance(top, list) else []:
         if isinstance(r, dict) and r.get("filepath") == filepath:
             matched = {normalize_keyword(k) for k in r.get("matched_keywords", []) if isinstance(k, str)}
-    led: list[dict] = []
+    led: list[dict[str, Any]] = []
     for e in expansions if isinstance(expansions, list) else []:
         if isinstance(e, dict) and e.get("relation_id") and normalize_keyword(str(e.get("keyword", ""))) in matched:
             for rid in (e.get("path") or [e["relation_id"]]):
@@ -132,7 +132,7 @@ def _document_tags(conn: sqlite3.Connection) -> dict[int, set[str]]:
 
 def _associations(events: list[Event]) -> list[dict[str, Any]]:
     """Question terms -> document, weighted by helpful and not-helpful marks."""
-    assoc: dict[tuple[str, int], dict] = {}
+    assoc: dict[tuple[str, int], dict[str, Any]] = {}
     for e in events:
         terms = question_terms(e.question)
         if not terms:
@@ -155,7 +155,7 @@ def _associations(events: list[Event]) -> list[dict[str, Any]]:
 def _keyword_tags(events: list[Event], doc_kw: dict[int, set[str]], min_queries: int) -> list[dict[str, Any]]:
     """User keyword -> helpful document, in >= min_queries queries net of queries that marked the
     document not helpful with that keyword."""
-    aug: dict[tuple[str, int], dict] = {}
+    aug: dict[tuple[str, int], dict[str, Any]] = {}
     for e in events:
         for k in e.explicit:
             if k and k not in doc_kw[e.doc_id]:
@@ -174,12 +174,12 @@ def _keyword_tags(events: list[Event], doc_kw: dict[int, set[str]], min_queries:
     return items
 
 
-def _gap_evidence(events: list[Event], doc_kw: dict[int, set[str]]) -> tuple[dict, dict, dict]:
+def _gap_evidence(events: list[Event], doc_kw: dict[int, set[str]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Per user keyword k absent from a helpful document: the queries linking it to each of that
     document's keywords m (for), the not-helpful ones (against), and the feedback rows of both."""
-    gap: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
-    gap_neg: dict[tuple[str, str], set] = defaultdict(set)
-    gap_fb: dict[tuple[str, str], list] = defaultdict(list)
+    gap: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
+    gap_neg: dict[tuple[str, str], set[Any]] = defaultdict(set)
+    gap_fb: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for e in events:
         if not e.helpful:
             continue
@@ -232,7 +232,7 @@ def _co_occurrences(events: list[Event], have: set[str], min_queries: int) -> li
     for e in events:
         if e.helpful:
             successful.setdefault(e.query_id, set()).update(k for k in e.explicit if k)
-    pairs: dict[tuple[str, str], set] = defaultdict(set)
+    pairs: dict[tuple[str, str], set[Any]] = defaultdict(set)
     for qid, kws in successful.items():
         ks = sorted(kws)
         for i in range(len(ks)):
@@ -251,7 +251,7 @@ def _co_occurrences(events: list[Event], have: set[str], min_queries: int) -> li
 
 def _score_changes(events: list[Event]) -> list[dict[str, Any]]:
     """Similarity scores from expansion success (delta 0 when helpful and not-helpful cancel out)."""
-    rel: dict[int, dict] = {}
+    rel: dict[int, dict[str, Any]] = {}
     for e in events:
         for x in e.expansions:
             r = rel.setdefault(int(x["relation_id"]), {"h": 0, "n": 0, "fb": []})

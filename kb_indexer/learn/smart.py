@@ -38,7 +38,7 @@ def smart_tags(conn: sqlite3.Connection, events: list[Any], doc_kw: dict[int, se
                have: set[str]) -> list[dict[str, Any]]:
     """Learned-tag items for query keywords that full-text-only helpful hits lack."""
     hits = _fulltext_only_hits(conn)
-    evidence: dict[tuple[str, int], dict] = {}
+    evidence: dict[tuple[str, int], dict[str, Any]] = {}
     for e in events:
         kws, only = hits.get(e.feedback_id, ([], set()))
         if e.filepath not in only or set(kws) & doc_kw[e.doc_id]:

@@ -109,7 +109,7 @@ class OpenAIBackend:
         self._http.close()
 
     # -- HTTP --------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, timeout: float, body: dict | None = None,
+    def _send(self, method: str, path: str, *, timeout: float, body: dict[str, Any] | None = None,
               stream: bool = False) -> httpx.Response:
         return send(self._http, method, path, timeout=timeout, body=body, stream=stream)
 

@@ -27,7 +27,7 @@ def guarded_client(base_url: str, headers: dict[str, str], timeout: float, budge
                                      follow_redirects=follow_redirects), budget)
 
 
-def send(http: httpx.Client, method: str, path: str, *, timeout: float, body: dict | None = None,
+def send(http: httpx.Client, method: str, path: str, *, timeout: float, body: dict[str, Any] | None = None,
          stream: bool = False, params: dict[str, str] | None = None) -> httpx.Response:
     """One request; transport failures become ``LLMTimeout`` / ``LLMUnavailable`` / ``LLMBadResponse``."""
     url = f"{str(http.base_url).rstrip('/')}/{path.lstrip('/')}"

@@ -156,7 +156,7 @@ class LLMClient:
         return self._with_retries(fn)
 
     # -- structured completion ---------------------------------------------------------
-    def structured(self, task: str, messages: list[Message] | list[dict], schema: dict[str, Any], *,
+    def structured(self, task: str, messages: list[Message] | list[dict[str, Any]], schema: dict[str, Any], *,
                    max_tokens: int, temperature: float = 0.0, check: Check | None = None,
                    use_cache: bool | None = None) -> StructuredResult:
         """A validated JSON answer for ``task`` (see the module docstring for the steps)."""
@@ -212,7 +212,7 @@ class LLMClient:
         return result
 
     # -- chat --------------------------------------------------------------------------
-    def chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
+    def chat(self, messages: list[Message] | list[dict[str, Any]], *, tools: list[Tool] | None = None,
              max_tokens: int = 1024, temperature: float = 0.7) -> Completion:
         """One chat turn (not cached), retried on 429 / 5xx / connection errors."""
         if not self.enabled:
@@ -225,7 +225,7 @@ class LLMClient:
             msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=left))
         return completion
 
-    def stream_chat(self, messages: list[Message] | list[dict], *, tools: list[Tool] | None = None,
+    def stream_chat(self, messages: list[Message] | list[dict[str, Any]], *, tools: list[Tool] | None = None,
                     max_tokens: int = 1024, temperature: float = 0.7) -> Iterator[ChatChunk]:
         """A streamed chat turn. Opening the stream is retried; a stream that breaks midway raises.
         The timeout bounds the whole stream (a server that streams without end is cut off there)."""

@@ -61,7 +61,7 @@ def _capability_ok(key: str, value: Any) -> bool:
     return False
 
 
-def _surely_valid(params: dict) -> bool:
+def _surely_valid(params: dict[str, Any]) -> bool:
     """Whether the SDK surely accepts these initialize params (False: maybe not; the SDK answers)."""
     caps, client = params.get("capabilities"), params.get("clientInfo")
     if not set(params) <= _PARAMS or not isinstance(caps, dict) or not isinstance(client, dict):

@@ -1,90 +1,40 @@
-"""The typed results of the MCP tools: each tool's ``outputSchema`` is built from these, and the SDK checks
-every structured result against it. Fields a tool may leave out are ``NotRequired``; nothing here is
-``dict[str, Any]``, so a client sees the shape before its first call. (``typing_extensions`` TypedDicts:
-pydantic reads only those below Python 3.12; it is installed with the SDK.)"""
+"""The typed results of the MCP tools: the types live in :mod:`kb_indexer.results` (``Mcp*Result`` and the
+items they hold), beside the API results they are cut from; the names below are the tools' return
+annotations, from which the SDK builds each tool's ``outputSchema`` (:func:`output_schema` derives the same
+schema) and checks every structured result against it. Fields a tool may leave out are ``NotRequired``;
+nothing here is ``dict[str, Any]``, so a client sees the shape before its first call."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any
 
-from typing_extensions import NotRequired, TypedDict
+from pydantic import TypeAdapter
 
+from kb_indexer.results import Expansion, McpDocumentResult, McpFeedbackResult, McpQueryResult
+from kb_indexer.results import McpSimilarResult, McpSkillsResult, QueryHit, Related, Skill
 
-class Expansion(TypedDict):
-    original: str
-    expanded: str
-    similarity_type: str
-    weight: float
+__all__ = ["DocumentOut", "Expansion", "FeedbackOut", "QueryHit", "QueryOut", "Related", "SimilarOut", "Skill",
+           "SkillsOut", "TOOL_RESULTS", "compact_schema", "output_schema"]
 
+QueryOut = McpQueryResult
+DocumentOut = McpDocumentResult
+SimilarOut = McpSimilarResult
+FeedbackOut = McpFeedbackResult
+SkillsOut = McpSkillsResult
 
-class QueryHit(TypedDict):
-    filepath: str
-    title: Optional[str]
-    relevance_score: float
-    snippet: NotRequired[Optional[str]]
-    summary: NotRequired[Optional[str]]
-    matched_keywords: NotRequired[list[str]]
-    keyword_expansions: NotRequired[list[Expansion]]
-    sources: NotRequired[list[str]]
-    reasoning: NotRequired[str]
+#: Each tool's result type.
+TOOL_RESULTS: dict[str, type[Any]] = {"kb_query": McpQueryResult, "kb_get": McpDocumentResult,
+                                      "kb_similar": McpSimilarResult, "kb_feedback": McpFeedbackResult,
+                                      "skills_match": McpSkillsResult}
 
 
-class QueryOut(TypedDict):
-    query_id: Optional[int]
-    keywords: list[str]
-    expanded_keywords: list[str]
-    method: Optional[str]
-    total: int
-    results: list[QueryHit]
-    fallback: NotRequired[Optional[str]]
-    next_cursor: Optional[str]
-
-
-class DocumentOut(TypedDict):
-    filepath: str
-    title: Optional[str]
-    offset: int
-    total_chars: int
-    text: str
-    keywords: NotRequired[list[str]]
-    next_cursor: Optional[str]
-
-
-class Related(TypedDict):
-    keyword: str
-    similarity_type: str
-    score: float
-    context: NotRequired[Optional[str]]
-
-
-class SimilarOut(TypedDict):
-    keyword: str
-    user_context: NotRequired[Optional[str]]
-    count: int
-    similar_keywords: list[Related]
-    fallback: NotRequired[Optional[str]]
-    next_cursor: Optional[str]
-
-
-class FeedbackOut(TypedDict):
-    query_id: int
-    recorded: int
-
-
-class Skill(TypedDict):
-    name: str
-    description: NotRequired[Optional[str]]
-    score: NotRequired[float]
-    reason: NotRequired[Optional[str]]
-
-
-class SkillsOut(TypedDict):
-    matched: list[Skill]
-    method: Optional[str]
-    fallback: NotRequired[Optional[str]]
-    loaded: list[str]
-    evicted: list[str]
-    next_cursor: Optional[str]
+def output_schema(result_type: type[Any]) -> dict[str, Any]:
+    """The JSON schema of a result type (a TypedDict of :mod:`kb_indexer.results`), as a tool's
+    ``outputSchema``: pydantic's schema of the type, compacted (:func:`compact_schema`)."""
+    schema = compact_schema(TypeAdapter(result_type).json_schema())
+    if not isinstance(schema, dict):
+        raise TypeError(f"{result_type!r} has no object schema")
+    return schema
 
 
 def compact_schema(schema: object) -> object:

@@ -38,7 +38,7 @@ class SyncDirs:
         return [d for d in self.ordered if d not in moved and Path(d).is_dir()]
 
 
-def resolved(path: str | os.PathLike) -> str:
+def resolved(path: str | os.PathLike[str]) -> str:
     return str(Path(path).expanduser().resolve())
 
 

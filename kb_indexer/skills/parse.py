@@ -58,7 +58,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _required_text(meta: dict, key: str, limit: int) -> str:
+def _required_text(meta: dict[str, Any], key: str, limit: int) -> str:
     if key not in meta or meta[key] is None:
         raise SkillParseError(f"the front matter has no '{key}'")
     value = meta[key]

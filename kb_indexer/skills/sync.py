@@ -94,7 +94,7 @@ def read_skill_file(file: Path, root: Path) -> bytes:
     return read_opened(fd, st)
 
 
-def scan_dir(directory: str, known: dict[str, str], errors: list[dict]) -> list[Found]:
+def scan_dir(directory: str, known: dict[str, str], errors: list[dict[str, Any]]) -> list[Found]:
     """Every ``<directory>/<name>/SKILL.md``: hashed, parsed when its hash differs from ``known``."""
     root = Path(directory).resolve()
     out: list[Found] = []
@@ -148,7 +148,7 @@ def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Found]:
+def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict[str, Any]]) -> list[Found]:
     found: list[Found] = []
     moved = dirs.moved
     for d in dirs.ordered:
@@ -164,7 +164,7 @@ def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict]) -> list[Fou
     return found
 
 
-def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict]) -> tuple[list[Found], list[Found], list[dict]]:
+def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict[str, Any]]) -> tuple[list[Found], list[Found], list[dict[str, Any]]]:
     """(found skills, those to write, duplicates). Of two folders with one name, the one indexed now
     wins while it is present and valid; else the first in the directories' order (see ``dirs``)."""
     rows = _rows(conn)
@@ -191,7 +191,7 @@ def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict]) -> tuple
 def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
                 forget: list[str] | None = None) -> dict[str, Any]:
     dirs = resolve_dirs(conn, list(given or []), list(forget or []))
-    errors: list[dict] = []
+    errors: list[dict[str, Any]] = []
     keep, write, dups = _plan(conn, dirs, errors)
     for d in dups:
         errors.append({"file": str(Path(d["skipped"]) / SKILL_FILE),
@@ -225,7 +225,7 @@ def _refresh_terms(conn: sqlite3.Connection) -> None:
         bump_version(conn)
 
 
-def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict:
+def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict[str, Any]:
     """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
     its new name added and its old name removed; a name written again is updated)."""
     before = {r["name"] for r in existing}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
 from kb_indexer.store.errors import BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, from_sqlite, sqlite_code
@@ -155,7 +155,7 @@ def savepoint(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute(f"RELEASE {name}")
 
 
-def file_identity(conn: sqlite3.Connection) -> tuple | None:
+def file_identity(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
     (None for an in-memory index, or a file that cannot be stat'ed)."""
     import os

@@ -76,7 +76,7 @@ def upsert_document(
     content_hash: str | None,
     stat_sig: str | None,
     keywords_file: str | None,
-    fts_rows: list | None = None,
+    fts_rows: list[Any] | None = None,
     text_hash: str | None = None,
 ) -> tuple[int, bool]:
     """Insert or replace a document and its file keywords; keeps learned keywords.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store.connection import connect, transaction
@@ -506,7 +506,7 @@ def _applied(conn: sqlite3.Connection) -> list[str] | None:
     return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def schema_version(conn: sqlite3.Connection) -> dict:
+def schema_version(conn: sqlite3.Connection) -> dict[str, Any]:
     applied = _applied(conn) or []
     return {"migrations": len(applied), "latest": applied[-1] if applied else None,
             "known": len(MIGRATIONS)}

@@ -49,7 +49,7 @@ class EmbeddingModel:
         return self.backend, self.model
 
 
-def _model(row: sqlite3.Row | tuple | None) -> EmbeddingModel | None:
+def _model(row: sqlite3.Row | tuple[Any, ...] | None) -> EmbeddingModel | None:
     return None if row is None else EmbeddingModel(*tuple(row)[:5])
 
 
@@ -174,10 +174,10 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
 
 # A long-lived process (the MCP server, chat, a benchmark) maps a model's vectors file once: the key names the
 # index file (path and inode), the model and its current generation, row count and last write.
-_MAPPED: dict[tuple, tuple[Any, Any]] = {}
+_MAPPED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
 
-def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple | None:
+def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, ...] | None:
     identity = file_identity(conn)
     row = conn.execute("SELECT x.generation, x.rows, m.updated_at FROM embedding_matrix x JOIN embedding_models m "
                        "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",

@@ -1,0 +1,318 @@
+"""Results of opening, indexing, documents, keywords, similarities, the LLM cache, doctor and the
+database."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from kb_indexer.results.common import (
+    CacheCounts, JsonObject, LlmReport, NotRequired, Problem, SchemaVersion, SimilarityType, TypedDict,
+)
+from kb_indexer.results.enrich import EnrichResult
+
+
+class InitResult(TypedDict):
+    db: str
+    kb_root: str
+    created: bool
+    migrations_applied: list[str]
+    kb_root_exists: bool
+
+
+class DocumentResult(TypedDict):
+    """``add`` and ``update``."""
+    action: str
+    filepath: str
+    title: str | None
+    keywords: int
+    keywords_file: str | None
+    warnings: list[str]
+    errors: list[str]
+
+
+class RemoveResult(TypedDict):
+    action: Literal["removed"]
+    filepath: str
+
+
+Rename = TypedDict("Rename", {"from": str, "to": str})
+
+
+class SimilarityFilesReport(TypedDict):
+    files: int
+    imported: int
+    unchanged_files: int
+    removed: int
+
+
+class SparseRefresh(TypedDict):
+    built: bool
+    documents: int
+    folded: int
+    segments: NotRequired[int]
+    merged: NotRequired[Any]
+    seconds: NotRequired[float]
+
+
+class EmbedResult(TypedDict):
+    backend: str
+    model: str
+    dim: int | None
+    documents: int
+    embedded: int
+    unchanged: int
+    chunks: int
+    requests: int
+    truncated: int
+    truncated_files: list[str]
+    seconds: float
+    coverage: EmbeddingCoverage
+
+
+class EmbedError(TypedDict):
+    """A sync's ``embed`` object when embedding failed (the sync itself stays)."""
+    error: str
+    code: str
+    details: JsonObject | None
+
+
+class SyncResult(TypedDict):
+    added: int
+    updated: int
+    removed: int
+    renamed: int
+    unchanged: int
+    errors: list[Problem]
+    warnings: list[Problem]
+    batches: int
+    renames: NotRequired[list[Rename]]
+    similarities: NotRequired[SimilarityFilesReport]
+    fulltext_index: NotRequired[SparseRefresh]
+    embed: NotRequired[Union[EmbedResult, EmbedError]]
+    enrich: NotRequired[EnrichResult]
+
+
+class DocumentSummary(TypedDict):
+    filepath: str
+    title: str | None
+    summary: str | None
+    updated_at: str
+    keyword_count: int
+
+
+class ListDocsResult(TypedDict):
+    documents: list[DocumentSummary]
+    count: int
+
+
+class KeywordTag(TypedDict):
+    keyword: str
+    category: str | None
+
+
+class DocumentKeyword(TypedDict):
+    keyword: str
+    category: str | None
+    source: str
+
+
+class ShowResult(TypedDict):
+    filepath: str
+    title: str | None
+    summary: str | None
+    keywords: list[KeywordTag]
+    keywords_file: str | None
+    created_at: str
+    updated_at: str
+
+
+class KeywordsResult(TypedDict):
+    filepath: str
+    keywords: list[DocumentKeyword]
+    count: int
+
+
+class StaleResult(TypedDict):
+    stale: bool
+    checked: bool
+    seconds: float
+    reason: NotRequired[str]
+    added: NotRequired[int]
+    removed: NotRequired[int]
+    changed: NotRequired[int]
+    similarities_changed: NotRequired[list[str]]
+    examples: NotRequired[list[str]]
+    mode: NotRequired[Literal["full", "quick"]]
+    files: NotRequired[int]
+    folders: NotRequired[int]
+    folders_listed: NotRequired[int]
+    folders_compared: NotRequired[int]
+    recent_checked: NotRequired[int]
+
+
+class TaggedDocument(TypedDict):
+    filepath: str
+    title: str | None
+    summary: str | None
+    category: str | None
+    source: str
+
+
+class KeywordDocsResult(TypedDict):
+    """``docs KEYWORD``."""
+    keyword: str
+    documents: list[TaggedDocument]
+    count: int
+
+
+class KeywordStatsResult(TypedDict):
+    keyword: str
+    normalized: str
+    category: str | None
+    document_count: int
+    related_keywords_count: int
+    similarities_by_type: dict[str, int]
+
+
+class SimilarKeyword(TypedDict):
+    keyword: str
+    similarity_type: SimilarityType
+    context: str | None
+    score: float
+    directional: bool
+    direction: str | None
+    context_match_score: NotRequired[float]
+
+
+class SimilarResult(TypedDict):
+    keyword: str
+    similar_keywords: list[SimilarKeyword]
+    count: int
+    user_context: NotRequired[str]
+    llm: NotRequired[LlmReport]
+    cache: NotRequired[CacheCounts]
+
+
+class RelateResult(TypedDict):
+    action: Literal["created", "updated"]
+    id: int
+    keyword1: str
+    keyword2: str
+    type: SimilarityType
+    context: str
+    score: float
+    directional: bool
+
+
+class UnrelateResult(TypedDict):
+    action: Literal["removed"]
+    keyword1: str
+    keyword2: str
+    type: SimilarityType | None
+    removed: int
+
+
+class ImportSimilaritiesResult(TypedDict):
+    file: str
+    imported: int
+    created: int
+    updated: int
+
+
+class ExportSimilaritiesResult(TypedDict):
+    """The ``similarities.json`` format (relations as a person keeps them)."""
+    similarities: list[JsonObject]
+
+
+class CacheGroup(TypedDict):
+    task: str
+    backend: str
+    model: str
+    entries: int
+    hits: int
+    last_used: str | None
+
+
+class CacheStatsResult(TypedDict):
+    entries: int
+    hits: int
+    bytes: int
+    by_task: list[CacheGroup]
+    oldest: str | None
+    newest: str | None
+
+
+class CacheClearResult(TypedDict):
+    removed: int
+    task: str | None
+    backend: str | None
+    model: str | None
+
+
+class DoctorDatabase(TypedDict):
+    path: str
+    exists: bool
+    schema: SchemaVersion | None
+    up_to_date: bool | None
+    kb_root: str | None
+    llm_cache_entries: int | None
+    error: str | None
+
+
+class DoctorResult(TypedDict):
+    version: str
+    llm: JsonObject
+    database: DoctorDatabase
+    problems: list[str]
+    ok: bool
+
+
+class EmbeddingCoverage(TypedDict):
+    backend: str
+    model: str
+    dim: int
+    documents: int
+    with_vectors: int
+    without_vectors: int
+    stale: int
+    chunks: int
+    coverage: float
+    updated_at: str
+
+
+class SparseIndexStats(TypedDict):
+    documents: int
+    tokens: int
+    segments: int
+    postings: int
+    pending_documents: int
+    updated_at: str
+
+
+class DbStatsResult(TypedDict):
+    documents: int
+    keywords: int
+    document_keywords: int
+    similarities: int
+    similarities_by_type: dict[str, int]
+    queries: int
+    query_attempts: int
+    feedback: int
+    embeddings: list[EmbeddingCoverage]
+    fulltext_index: SparseIndexStats | None
+    db: str
+    kb_root: str
+    schema: SchemaVersion
+
+
+class ExportResult(TypedDict):
+    """``export``: every table's rows (the format ``import`` reads back)."""
+    format: str
+    format_version: int
+    kbindex_version: str
+    migrations: list[str]
+    tables: dict[str, list[JsonObject]]
+
+
+class ImportResult(TypedDict):
+    imported: dict[str, int]

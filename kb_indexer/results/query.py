@@ -1,0 +1,120 @@
+"""Results of ``search`` and ``query``."""
+
+from __future__ import annotations
+
+from kb_indexer.results.common import CacheCounts, JsonObject, LlmReport, NotRequired, TypedDict
+
+
+class SearchQuery(TypedDict):
+    keywords: list[str]
+    mode: str
+
+
+class SearchHit(TypedDict):
+    filepath: str
+    title: str | None
+    summary: str | None
+    matched_keywords: list[str]
+    user_keywords: list[str]
+
+
+class SearchResult(TypedDict):
+    query: SearchQuery
+    results: list[SearchHit]
+    count: int
+    total: int
+
+
+class Expansion(TypedDict):  # a keyword a document matched through a relation of a query keyword
+    original: str
+    expanded: str
+    similarity_type: str
+    weight: float
+
+
+class Evidence(TypedDict):
+    user_keyword: str
+    keyword: str
+    kind: str
+    value: float
+    expansion_weight: float
+    similarity_type: NotRequired[str]
+    relation_id: NotRequired[int]
+
+
+class ScoreParts(TypedDict):
+    """A hit's score by channel (``explain``)."""
+    keyword: float
+    fulltext: float
+    dense: float
+    cosine: float | None
+    learned: float
+    bm25: float | None
+    weights: dict[str, float]
+    evidence: list[Evidence]
+
+
+class RankedDocument(TypedDict):
+    """One hit of ``query``."""
+    filepath: str
+    title: str | None
+    summary: str | None
+    matched_keywords: list[str]
+    user_keywords: list[str]
+    keyword_expansions: list[Expansion]
+    relevance_score: float
+    similarity: float
+    sources: list[str]
+    source: str
+    reasoning: str
+    snippet: str | None
+    score_parts: NotRequired[ScoreParts]
+
+
+class QueryEcho(TypedDict):
+    """The query as it ran: keywords, their expansion, method and thresholds."""
+    question: str
+    keywords: list[str]
+    keywords_from: str
+    expanded_keywords: list[str]
+    expansion_map: dict[str, list[str]]
+    context: str | None
+    threshold: float
+    min_weight: float
+    context_threshold: float
+    expand_depth: int
+    method: str
+    method_requested: str
+    method_reason: str
+    fallback: str | None
+    explain: NotRequired[JsonObject]
+
+
+class SemanticReport(TypedDict):
+    """How the vectors of a semantic or hybrid query were used (or why not)."""
+    backend: str | None
+    model: str | None
+    used: bool
+    error: str | None
+    configured: bool
+    documents_without_vectors: NotRequired[int | None]
+    files_without_vectors: NotRequired[list[str] | None]
+    chunks: NotRequired[int]
+    documents: NotRequired[int]
+
+
+class QueryResult(TypedDict):
+    query: QueryEcho
+    results: list[RankedDocument]
+    count: int
+    total: int
+    keyword_search_count: int
+    grep_search_count: int
+    semantic_search_count: NotRequired[int]
+    semantic: NotRequired[SemanticReport]
+    query_id: NotRequired[int | None]
+    attempt_id: NotRequired[int | None]
+    history_error: NotRequired[str]
+    history_error_code: NotRequired[str]
+    llm: NotRequired[LlmReport]
+    cache: NotRequired[CacheCounts]

@@ -1,0 +1,101 @@
+"""What the Python API returns has the shape `kb_indexer.results` declares for it: no key missing, no key
+the type does not name, each value of its declared type (checked with pydantic, strict, extra keys
+refused), across the commands of an agent's day on the bundled knowledge base. A result that grows a key
+shows here until its type says so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pydantic = pytest.importorskip("pydantic", reason="pydantic comes with the MCP SDK (the dev extra)")
+
+from kb_indexer import results  # noqa: E402
+from kb_indexer.llm.config import EmbedOptions, LLMOptions  # noqa: E402
+from tests.helpers import write_skills  # noqa: E402
+
+
+@pytest.fixture
+def check(monkeypatch):
+    """``check(ResultType, value)``: ``value`` validated against the type, extra keys refused."""
+    for name in results.__all__:
+        obj = getattr(results, name)
+        if isinstance(obj, type) and hasattr(obj, "__total__"):
+            monkeypatch.setattr(obj, "__pydantic_config__", pydantic.ConfigDict(extra="forbid"), raising=False)
+
+    def check(result_type: Any, value: Any) -> None:
+        pydantic.TypeAdapter(result_type).validate_python(value, strict=True)
+    return check
+
+
+def test_documents_keywords_and_search(kb, check):
+    doc = kb.list_docs()
+    check(results.ListDocsResult, doc)
+    path = doc["documents"][0]["filepath"]
+    check(results.ShowResult, kb.show(path))
+    kws = kb.keywords(path)
+    check(results.KeywordsResult, kws)
+    keyword = kws["keywords"][0]["keyword"]
+    check(results.KeywordDocsResult, kb.docs(keyword))
+    check(results.KeywordStatsResult, kb.stats(keyword))
+    check(results.SimilarResult, kb.similar("reinforcement learning"))
+    check(results.SearchResult, kb.search([keyword]))
+    check(results.RelateResult, kb.relate("reinforcement learning", "alphago", "application", "games"))
+    check(results.UnrelateResult, kb.unrelate("reinforcement learning", "alphago"))
+    check(results.ExportSimilaritiesResult, kb.export_similarities())
+    check(results.StaleResult, kb.stale())
+    check(results.DocumentResult, kb.update(path))
+    check(results.RemoveResult, kb.remove(path))
+    check(results.DocumentResult, kb.add(path))
+    check(results.SyncResult, kb.sync())
+
+
+def test_query_history_feedback_and_learning(kb, check):
+    embed = EmbedOptions(backend="fake-embed")
+    check(results.EmbedResult, kb.embed(embed=embed))
+    check(results.QueryResult, kb.query("what is reinforcement learning", explain=True, embed=embed))
+    out = kb.query("reinforcement learning reward", context="board games", llm=LLMOptions(backend="fake", retries=0))
+    check(results.QueryResult, out)
+    qid, path = out["query_id"], out["results"][0]["filepath"]
+    check(results.HistoryListResult, kb.history())
+    check(results.FeedbackResult, kb.feedback(qid, [path], []))
+    check(results.HistoryDetailResult, kb.history(qid))
+    check(results.FeedbackShowResult, kb.feedback_show(qid))
+    check(results.LearnResult, kb.learn())
+    check(results.LearnedListResult, kb.learned_list())
+    check(results.QueryResult, kb.refine(qid, ["reinforcement learning"]))
+    check(results.LearnedRemoveResult, kb.learned_remove(all_=True))
+    check(results.ClearHistoryResult, kb.clear_history())
+
+
+def test_database_cache_and_doctor(kb, check):
+    check(results.DbStatsResult, kb.db_stats())
+    check(results.CacheStatsResult, kb.cache_stats())
+    check(results.CacheClearResult, kb.cache_clear())
+    exported = kb.export()
+    check(results.ExportResult, exported)
+    check(results.ImportResult, kb.import_(exported, force=True))
+    check(results.DoctorResult, kb.doctor(kb.db_path, roundtrip=False))
+
+
+def test_skills_context_and_enrich(kb, check):
+    folder = write_skills(kb.db_path.parent / "skills", {"pdf-tools": ("Extract text and tables from PDF files",
+                                                                       "Use pdftotext.")})
+    check(results.SkillsSyncResult, kb.skills_sync([str(folder)]))
+    check(results.SkillsListResult, kb.skills_list())
+    check(results.SkillShowResult, kb.skills_show("pdf-tools"))
+    check(results.SkillMatchResult, kb.skills_match("extract the tables from this pdf", session="s1"))
+    check(results.SkillSessionResult, kb.skills_session("s1"))
+    check(results.SkillsLoadResult, kb.skills_load("s1"))
+    check(results.SkillSessionResetResult, kb.skills_session("s1", reset=True))
+    check(results.SkillRemoveResult, kb.skills_remove("pdf-tools"))
+    check(results.ContextAddResult, kb.context_add("c1", role="user", text="how about workspace 5"))
+    check(results.ContextBuildResult, kb.context_build("c1", "open it", use_llm=False, record=True))
+    check(results.ContextShowResult, kb.context_show("c1"))
+    check(results.ContextSessionsResult, kb.context_sessions())
+    check(results.ContextCompressResult, kb.context_compress({"messages": [{"role": "user", "content": "hi " * 50}]},
+                                                             window=4096, use_llm=False))
+    check(results.ContextResetResult, kb.context_reset("c1"))
+    check(results.EnrichResult, kb.enrich(all_=True, use_llm=False, dry_run=True))
+    check(results.SuggestResult, kb.suggest_similarities(use_llm=False))
