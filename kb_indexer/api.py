@@ -33,6 +33,7 @@ from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
 
 if TYPE_CHECKING:
+    from kb_indexer.results import QueryResult
     from kb_indexer.search.context import ContextScorer
 
 __all__ = ["KnowledgeBase", "QueryOptions"]
@@ -285,7 +286,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
 
     def query(self, question: str, keywords: list[str] | None = None, options: QueryOptions | None = None, *,
               llm: Any = None, embed: Any = None, context_scorer: ContextScorer | None = None,
-              query_id: int | None = None) -> dict:
+              query_id: int | None = None) -> QueryResult:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         ``options``: :class:`QueryOptions` (context, expand_depth, min_weight, context_threshold, types,
@@ -318,11 +319,12 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
             out = self._run_query(question, keywords, opts, embed, scorer, query_id)
         finally:
             scorer.close()
-        out.update(scorer.report())
+        report = scorer.report()
+        out["llm"], out["cache"] = report["llm"], report["cache"]
         return out
 
     def _run_query(self, question: str, keywords: list[str] | None, opts: QueryOptions, embed: Any,
-                   context_scorer: ContextScorer | None, query_id: int | None) -> dict:
+                   context_scorer: ContextScorer | None, query_id: int | None) -> QueryResult:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
         from kb_indexer.learn.apply import association_boosts  # lazy: the query path only (kbindex search
         from kb_indexer.learn.history import record            # opens the API too and needs none of these)
@@ -331,7 +333,7 @@ class KnowledgeBase(LearningAPI, SkillsAPI, ContextAPI, EnrichAPI):
 
         lost: list[str] = []
 
-        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
+        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> tuple[int, int]:
             try:
                 return record(conn, *args, **kwargs)
             except sqlite3.OperationalError as exc:  # reported in the result (history_error), with its code

@@ -11,7 +11,8 @@ from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, KbOpt, app
 from kb_indexer.cli.llm import (LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm,
                                 warn_semantic)
 from kb_indexer.cli.output import warn, warn_shown
-from kb_indexer.cli.results import ResultFormat as ResultFormat, ResultFormatOpt as ResultFormatOpt, emit_result
+from kb_indexer.cli.results import ResultFormat as ResultFormat, ResultFormatOpt as ResultFormatOpt
+from kb_indexer.cli.results import emit_result as emit_result
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 from kb_indexer.search.expansion import parse_weight_options

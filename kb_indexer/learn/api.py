@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb_indexer.search.options import QueryOptions
+
+if TYPE_CHECKING:
+    from kb_indexer.results import QueryResult
 
 
 class LearningAPI:
@@ -43,7 +46,7 @@ class LearningAPI:
         return clear_history(self.conn, before)
 
     def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
-               options: QueryOptions | None = None) -> dict:
+               options: QueryOptions | None = None) -> QueryResult:
         """Try a recorded query again with other keywords: a new attempt on the same query record (its
         question and context are reused, and its options unless ``options`` are given: see
         :meth:`recorded_options`)."""
@@ -54,10 +57,11 @@ class LearningAPI:
             raise UsageError("give a QUERY_ID or --last (one of them)")
         if not keywords:
             raise UsageError("refine needs --keywords")
-        qid = last_query_id(self.conn) if last else query_id
+        qid = last_query_id(self.conn) if query_id is None else query_id
         q = require_query(self.conn, qid)
         opts = (options or self.recorded_options(qid)).replace(context=q["context"] or None)
-        return self.query(q["question"], keywords, opts, query_id=qid)  # type: ignore[attr-defined]
+        out = self.query(q["question"], keywords, opts, query_id=qid)  # type: ignore[attr-defined]
+        return cast("QueryResult", out)
 
     def recorded_options(self, query_id: int) -> QueryOptions:
         """The options the recorded query's latest attempt ran with (defaults for what older rows lack)."""

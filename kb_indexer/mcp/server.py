@@ -15,7 +15,7 @@ import contextlib
 import functools
 import json
 import os
-from typing import Annotated, Any, Iterator, Literal, Optional
+from typing import Annotated, Any, Iterator, Literal, Mapping, Optional
 
 import anyio.to_thread
 from mcp.server import MCPServer
@@ -32,6 +32,7 @@ from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
+from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 from kb_indexer.store.documents import get_body, require_document
 
@@ -71,17 +72,21 @@ def _tool(fn):
     return wrapper
 
 
-def _pick(item: dict, fields: tuple[str, ...]) -> dict:
+def _pick(item: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: item[k] for k in fields if k in item}
 
 
-def _compact(result: dict) -> outputs.QueryHit:
+def _compact(result: Mapping[str, Any]) -> outputs.QueryHit:
     out = _pick(result, _RESULT_FIELDS)
     out["summary"] = clip(result.get("summary"), 300)
     return out  # type: ignore[return-value]
 
 
-def _fallback(llm: Any) -> dict:
+class _Fallback(TypedDict, total=False):
+    fallback: str | None
+
+
+def _fallback(llm: Any) -> _Fallback:
     """``{"fallback": "<kind>: <why>"}`` when an LLM was asked for but did not judge (clipped), else nothing:
     a deterministic answer is never passed off as the LLM's."""
     if not isinstance(llm, dict) or llm.get("used"):
@@ -100,12 +105,11 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     with _opened(db) as kb:
         out = kb.query(question, keywords, options)
     query_id = out.get("query_id") if not cursor else tag
-    results = [_compact(r) for r in out.get("results", [])]
-    page, nxt = page_items(results, offset)
-    q = out.get("query", {})
-    return {"query_id": query_id, "keywords": q.get("keywords") or [],
-            "expanded_keywords": q.get("expanded_keywords") or [], "method": q.get("method"),
-            "total": out.get("total") or 0, "results": page, **_fallback(out.get("llm") if context else None),
+    page, nxt = page_items([_compact(r) for r in out["results"]], offset)
+    q = out["query"]
+    return {"query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
+            "method": q["method"], "total": out["total"], "results": page,
+            **_fallback(out.get("llm") if context else None),
             "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from kb_indexer.errors import KbError
 from kb_indexer.search import fulltext, sparse
@@ -52,6 +52,9 @@ from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
+
+if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
+    from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
 
 SUMMARY_SNIPPET_CHARS = 240
 
@@ -102,7 +105,7 @@ class _Found:
     fts_query: fulltext.FtsQuery
     seeds: list[tuple[str, int | None]]
     expansions: list[Expansion]
-    results: list[dict[str, Any]]
+    results: list[RankedDocument]
     total: int  # documents found by any channel, however many the limit shows
     channel_weights: dict[str, float]
     pruned: list[str]
@@ -114,7 +117,7 @@ class _Found:
 def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None,
               options: QueryOptions | None = None, *, context_scorer: ContextScorer | None = None,
               query_id: int | None = None, learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
-              dense: DenseSource | None = None) -> dict[str, Any]:
+              dense: DenseSource | None = None) -> QueryResult:
     """Run one query with its ``options`` (:class:`QueryOptions`, validated when built); returns the
     JSON-ready result. ``context_scorer`` judges relation contexts against ``options.context``;
     ``learned`` (when ``options.use_learned``) lifts or lowers documents by learned associations;
@@ -267,12 +270,12 @@ def _document_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= small else top
 
 
-def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
+def _output(spec: _Spec, found: _Found) -> QueryResult:
     expanded = [n for _, n in found.user]
     for e in sorted(found.expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
         if e.keyword not in expanded:
             expanded.append(e.keyword)
-    out = {
+    out: QueryResult = {
         "query": {
             "question": spec.question,
             "keywords": [u for u, _ in found.user],
@@ -291,11 +294,13 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
         },
         "results": found.results,
         "count": len(found.results),
-        **search_counts(found.results, dense=found.dense_info is not None and found.fallback is None),
+        # the counts in the JSON's order (mypy cannot see that ** of a TypedDict brings its optional key)
+        **search_counts(found.results,  # type: ignore[typeddict-item]
+                        dense=found.dense_info is not None and found.fallback is None),
         "total": found.total,
     }
     if found.dense_info is not None:
-        out["semantic"] = found.dense_info
+        out["semantic"] = cast("SemanticReport", found.dense_info)   # built key by key in _dense
     return out
 
 
@@ -307,7 +312,7 @@ def _reason(spec: _Spec, found: _Found) -> str:
     return f"{spec.choice.reason}; without vectors ({error}): {ran} only"
 
 
-def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
+def _explain(spec: _Spec, found: _Found) -> JsonObject:
     return {
         "fulltext_terms": list(found.fts_query.terms),
         "fulltext_match": found.fts_query.match,
@@ -326,7 +331,7 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
     }
 
 
-def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _Found, recorder: Recorder,
+def _record(conn: sqlite3.Connection, out: QueryResult, spec: _Spec, found: _Found, recorder: Recorder,
             query_id: int | None) -> None:
     """One history row; a read-only or long-locked index still answers and says the row was lost."""
     opts = spec.options
@@ -453,10 +458,10 @@ def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
 
 
 def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
-            channel_weights: dict[str, float], terms: tuple[str, ...]) -> dict[str, Any]:
+            channel_weights: dict[str, float], terms: tuple[str, ...]) -> RankedDocument:
     matched: list[str] = []
     users: list[str] = []
-    expansions: list[dict[str, Any]] = []
+    expansions: list[ResultExpansion] = []
     for e in sorted(c.evidence, key=lambda e: (-e.value, e.keyword)):
         if e.keyword not in matched:
             matched.append(e.keyword)
@@ -464,12 +469,12 @@ def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
             users.append(e.user_keyword)
         if e.kind == "expansion":
             expansions.append({"original": e.user_keyword, "expanded": e.keyword,
-                               "similarity_type": e.similarity_type, "weight": round(e.weight, 4)})
+                               "similarity_type": e.similarity_type or "", "weight": round(e.weight, 4)})
     if not snippet:
         summary = " ".join((doc["summary"] or "").split())
         snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
             summary[:SUMMARY_SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
-    out = {
+    out: RankedDocument = {
         "filepath": doc["filepath"],
         "title": doc["title"],
         "summary": doc["summary"],
