@@ -66,11 +66,12 @@ def refine(
                                                              "older name).")] = None,
     context_threshold: Annotated[Optional[float], typer.Option(
         "--context-threshold", min=0.0, max=1.0, help="Context-match score from which a relation fits the "
-                                                      "query's context (default 0.7).")] = None,
+                                                      "query's context (default: the recorded query's).")] = None,
     expand_depth: Annotated[Optional[int], typer.Option("--expand-depth", "-d", min=0, max=MAX_DEPTH,
                                                         help="Similarity hops.")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, max=MAX_LIMIT, show_default=False,
-                                                 help="At most this many results.")] = None,
+                                                 help="At most this many results. Options not given here "
+                                                      "are the recorded query's.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
     """Retry a recorded query with new keywords (same question, context and options unless given here;
