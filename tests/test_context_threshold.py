@@ -118,7 +118,7 @@ def test_llm_context_scores_are_real_numbers(games):
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=games.conn, backend=fake, sleep=lambda s: None)
     scorer = QueryContextScorer(games.conn, client=client)
     out = games.query("board games", ["RL"],
-                      options=QueryOptions(context="game AI and competitions", explain=True, record=False, min_weight=0.0),
+                      QueryOptions(context="game AI and competitions", explain=True, record=False, min_weight=0.0),
                       context_scorer=scorer)
     matches = sorted(e["context_match"] for e in out["query"]["explain"]["expansions"])
     assert matches == [0.13, 0.41, 0.92]

@@ -81,7 +81,8 @@ def test_stopword_or_symbol_only_give_empty_result(small, text):
 def test_cjk_terms_match_whole_tokens(small):
     assert [r["filepath"] for r in small.query("学习方法",
                                                options=QueryOptions(method="fulltext"))["results"]] == ["beta.md"]
-    assert [r["filepath"] for r in small.query("상태", options=QueryOptions(method="fulltext"))["results"]] == ["beta.md"]
+    out = small.query("상태", options=QueryOptions(method="fulltext"))
+    assert [r["filepath"] for r in out["results"]] == ["beta.md"]
 
 
 def test_identifiers_search_as_phrases(small):

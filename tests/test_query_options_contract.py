@@ -33,7 +33,8 @@ def test_defaults_are_those_of_the_defaults_module():
     opts = QueryOptions()
     assert (opts.limit, opts.expand_depth, opts.min_weight, opts.context_threshold) == (
         defaults.DEFAULT_LIMIT, defaults.DEFAULT_DEPTH, defaults.DEFAULT_MIN_WEIGHT, defaults.DEFAULT_CONTEXT_THRESHOLD)
-    assert (opts.method, opts.context, opts.types, opts.weights, opts.column_weights) == ("auto", None, None, None, None)
+    assert (opts.method, opts.context, opts.types, opts.weights, opts.column_weights) == (
+        "auto", None, None, None, None)
     assert opts.record and opts.use_learned and not opts.explain
 
 

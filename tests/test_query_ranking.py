@@ -210,8 +210,8 @@ def test_limit_and_validation(kb):
 def test_context_changes_expansion_weights(kb):
     plain = kb.query("", ["reinforcement learning"],
                      options=QueryOptions(explain=True, record=False))["query"]["explain"]["expansions"]
-    ctx = kb.query("", ["reinforcement learning"],
-                   options=QueryOptions(context="sparse reward design", explain=True, record=False))["query"]["explain"]["expansions"]
+    ctx = kb.query("", ["reinforcement learning"], QueryOptions(context="sparse reward design", explain=True,
+                                                                record=False))["query"]["explain"]["expansions"]
     p = {e["keyword"]: e["weight"] for e in plain}
     c = {e["keyword"]: e for e in ctx}
     assert all("context_match" in e for e in ctx)

@@ -74,7 +74,7 @@ def test_query_context_stems_the_context_once(many_relations, stem_calls):
     ctx = _context("query-once")
     scorer = QueryContextScorer(many_relations.conn, NONE)
     try:
-        out = many_relations.query("agents", ["reinforcement learning"], options=QueryOptions(context=ctx, record=False),
+        out = many_relations.query("agents", ["reinforcement learning"], QueryOptions(context=ctx, record=False),
                                    context_scorer=scorer)
     finally:
         scorer.close()
