@@ -20,7 +20,7 @@ as YAML's safe loader does.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Hashable
 
 from kb_indexer.limits import MAX_JSON_DEPTH
 
@@ -118,7 +118,7 @@ def _yaml_message(exc: Exception) -> str:
 _LOADERS: dict[bool, Any] = {}
 
 
-def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[str, Any]:
+def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[Hashable, Any]:
     """The safe constructor's mapping, refusing two keys written differently that are one key once read
     (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently). A key written
     twice the same way is YAML's usual last-one-wins."""

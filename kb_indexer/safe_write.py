@@ -40,7 +40,8 @@ def check_target(path: Path, root: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike[str], *, root: Path | None = None, mode: int | None = None) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], *, root: Path | None = None,
+                mode: int | None = None) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to; it replaces ``path`` when the block ends without
     an exception (otherwise the temporary file is removed and ``path`` is untouched). ``root``: the
     knowledge-base root ``path`` must stay in (see :func:`check_target`). ``mode``: the new file's

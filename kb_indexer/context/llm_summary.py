@@ -12,7 +12,7 @@ target, with the backend and the model, so a 90% request never gets the 80% answ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.tokens import estimate_tokens
@@ -54,7 +54,7 @@ def transcript(messages: list[dict[str, Any]]) -> str:
         content = m.get("content")
         if not isinstance(content, str):
             content = str(content or "")
-        lines.append(f"{ROLE_LABELS.get(m.get('role'), str(m.get('role')).title())}: {content.strip()}")
+        lines.append(f"{ROLE_LABELS.get(str(m.get('role')), str(m.get('role')).title())}: {content.strip()}")
     return "\n\n".join(lines)
 
 
@@ -66,7 +66,7 @@ def schema_for() -> dict[str, Any]:
             "required": ["summary"], "additionalProperties": False}
 
 
-def _checker(budget_tokens: int, replaced_tokens: int):
+def _checker(budget_tokens: int, replaced_tokens: int) -> Callable[[Any], list[str]]:
     def check(data: Any) -> list[str]:
         text = data["summary"].strip()
         tokens = estimate_tokens(text)

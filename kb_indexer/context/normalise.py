@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Callable
 
 # Leading filler phrases, stripped repeatedly from the start (longest first, case-insensitive), each
 # followed by optional punctuation. Documented in the README ("Context").
@@ -109,7 +110,7 @@ def _tidy_spaces(text: str) -> str:
     return _outside_code(tidy, text)
 
 
-def _outside_code(edit, text: str) -> str:
+def _outside_code(edit: Callable[[str], str], text: str) -> str:
     """``edit`` applied to the parts of ``text`` outside `code` spans (those are kept verbatim)."""
     out, last = [], 0
     for m in _CODE.finditer(text):

@@ -55,7 +55,8 @@ def add_messages(conn: sqlite3.Connection, sid: str, items: list[dict[str, Any]]
 
 
 def session_row(conn: sqlite3.Connection, sid: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT * FROM context_sessions WHERE id = ?", (sid,)).fetchone()
+    row: sqlite3.Row | None = conn.execute("SELECT * FROM context_sessions WHERE id = ?", (sid,)).fetchone()
+    return row
 
 
 def require_session(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:

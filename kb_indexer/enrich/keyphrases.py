@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -129,7 +129,7 @@ def keyword_count(words: int) -> int:
 
 def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None) -> list[Keyphrase]:
     """The best keyphrases of one document, best first, each with a category."""
-    counts: Counter = Counter()
+    counts: defaultdict[str, float] = defaultdict(float)   # term -> weighted occurrences
     surface: dict[str, Counter[str]] = {}
     words = 0
     for text, weight in ((title or "", TITLE_WEIGHT), (body or "", 1.0)):

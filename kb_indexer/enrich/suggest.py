@@ -74,7 +74,8 @@ def abbreviation_patterns(docs: list[tuple[str, str]]) -> dict[tuple[str, str], 
     return found
 
 
-def _note(found: dict[str, Any], short: str, long: str, filepath: str, text: str, m: re.Match[str]) -> None:
+def _note(found: dict[tuple[str, str], dict[str, Any]], short: str, long: str, filepath: str, text: str,
+          m: re.Match[str]) -> None:
     entry = found.setdefault((short, long), {"documents": [], "context": sentence_at(text, m.start(), m.end())})
     if filepath not in entry["documents"]:
         entry["documents"].append(filepath)

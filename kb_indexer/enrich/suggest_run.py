@@ -9,6 +9,7 @@ from typing import Any
 
 from kb_indexer.enrich import suggest as s
 from kb_indexer.llm.base import LLMError, Message
+from kb_indexer.store.connection import inserted_id
 from kb_indexer.text import normalize_keyword
 
 TASK = "suggest_similarities"
@@ -90,8 +91,8 @@ def apply(conn: sqlite3.Connection, suggestions: list[dict[str, Any]]) -> list[i
                              "score": sug["score"], "reason": f"suggested ({s.evidence_text(sug)})",
                              "context": sug["context"], "source": sug["source"]}, sort_keys=True)
         if row is None:
-            lid = conn.execute("INSERT INTO learned_items (key, kind, detail, weight) VALUES (?, 'similarity', ?, ?)",
-                               (key, detail, sug["score"])).lastrowid
+            lid = inserted_id(conn.execute("INSERT INTO learned_items (key, kind, detail, weight) "
+                                           "VALUES (?, 'similarity', ?, ?)", (key, detail, sug["score"])))
         else:
             lid = row[0]
         sid, _ = upsert_similarity(conn, ids, sug["keyword1"], sug["keyword2"], sug["type"], sug["context"],

@@ -55,9 +55,9 @@ def _blocks(body: str) -> list[tuple[str, bool]]:
             flush()
             fence = m.group(1)
             para.append(line)
-        elif _HEADING.match(line):
+        elif heading := _HEADING.match(line):
             flush()
-            out.append((_HEADING.match(line).group(1).strip(), True))
+            out.append((heading.group(1).strip(), True))
         elif not line.strip():
             flush()
         else:

@@ -107,9 +107,9 @@ def validate_similarities_data(data: Any, name: str) -> list[dict[str, Any]]:
         where = f"{name}: similarities[{i}]"
         if not isinstance(entry, dict):
             raise ValidationError(f"{where} must be an object")
-        for key in ("keyword1", "keyword2", "type", "context"):
-            if key not in entry:
-                raise ValidationError(f"{where}: missing required field '{key}'")
+        for required in ("keyword1", "keyword2", "type", "context"):
+            if required not in entry:
+                raise ValidationError(f"{where}: missing required field '{required}'")
         score = entry.get("score", 0.5)
         directional = entry.get("directional", False)
         if not isinstance(directional, bool):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.files import load_json_file, validate_similarities_data
@@ -40,6 +40,9 @@ from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
 
+if TYPE_CHECKING:   # hashlib is imported when a digest is needed (see _sha1)
+    from _hashlib import HASH
+
 SIMILARITY_FILENAME = "similarities.json"
 HASH_KEY = "similarities_hash:"
 REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could not import
@@ -48,7 +51,7 @@ SEEN_KEY = "similarities_seen:"   # "{mtime_ns}:{size} {digest}" of a file when 
 
 def similarity_files(kb_root: Path) -> list[Path]:
     """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
-    out = []
+    out: list[Path] = []
     for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
         if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
             out.append(cand)
@@ -64,7 +67,7 @@ def file_key(root: Path, path: Path) -> str:
         return str(resolved)
 
 
-def _sha1(data: bytes):
+def _sha1(data: bytes) -> HASH:
     """hashlib's sha1, imported when a digest is needed: a query's stale check of an unchanged similarities
     file needs none (hashlib loads OpenSSL)."""
     import hashlib
@@ -118,8 +121,8 @@ class _Listings:
                 self._cache[key] = {_entry_key(e["keyword1"], e["keyword2"], e["type"]): e for e in entries}
             except KbError:
                 self._cache[key] = None
-        entries = self._cache[key]
-        return None if entries is None else entries.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
+        cached = self._cache[key]
+        return None if cached is None else cached.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
 
 
 def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:

@@ -93,7 +93,8 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, list[Any
     once more here: if its mtime and entries (names, inode numbers) are what the walk saw, it is recorded as
     seen now, and a later change shows as a new mtime: the queries after the first sync check no folder's
     entries at all."""
-    folders = {pre: [m, walked_ns, walk.folder_marks.get(pre)] for pre, m in walk.folder_mtimes.items()}
+    folders: dict[str, list[Any]] = {pre: [m, walked_ns, walk.folder_marks.get(pre)]
+                                     for pre, m in walk.folder_mtimes.items()}
     for pre, (mtime, _, mark) in folders.items():
         seen_ns = time.time_ns()   # before the folder's stat: a change after it shows
         if mark is None or not _unsettled(mtime, walked_ns) or _unsettled(mtime, seen_ns):
@@ -163,7 +164,8 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
     }
 
 
-def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[list[Any], list[Any], list[Any]]:
+def _compare(conn: sqlite3.Connection, stored: dict[str, str],
+             on_disk: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
     if on_disk == stored:       # the common case, compared in C
         return [], [], []
     rejected = rejected_files(conn)
@@ -174,7 +176,8 @@ def _compare(conn, stored: dict[str, str], on_disk: dict[str, str]) -> tuple[lis
     return added, removed, changed
 
 
-def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, list[int]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def _quick(conn: sqlite3.Connection, root: Path,
+           state: dict[str, list[int]]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
     listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}

@@ -9,7 +9,7 @@ from typing import Any
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
 from kb_indexer.learn.report import describe, section_counts, section_of
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.store.provenance import set_learned_feedback
 from kb_indexer.text import normalize_keyword
@@ -51,7 +51,7 @@ def plan(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list[dict[str
 
 
 def _unchanged(row: sqlite3.Row, item: dict[str, Any]) -> bool:
-    return json.loads(row["detail"]) == _detail(item) and json.loads(row["feedback_ids"]) == item["feedback_ids"]
+    return bool(json.loads(row["detail"]) == _detail(item) and json.loads(row["feedback_ids"]) == item["feedback_ids"])
 
 
 def _with_stored_items(items: list[dict[str, Any]], have: dict[str, sqlite3.Row]) -> list[dict[str, Any]]:
@@ -66,7 +66,7 @@ def _with_stored_items(items: list[dict[str, Any]], have: dict[str, sqlite3.Row]
     return items + extra
 
 
-def _held_by_a_person(conn, item: dict[str, Any]) -> bool:
+def _held_by_a_person(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
     """A person's tag or relation already says it (learning does not overwrite it), or a person
     deleted the relation (tombstone)."""
     if item["kind"] == "keyword":
@@ -80,7 +80,7 @@ def _held_by_a_person(conn, item: dict[str, Any]) -> bool:
     return False
 
 
-def _holds(conn, item: dict[str, Any], row: sqlite3.Row) -> bool:
+def _holds(conn: sqlite3.Connection, item: dict[str, Any], row: sqlite3.Row) -> bool:
     """Whether the index reflects a stored, unchanged learned item."""
     kind = item["kind"]
     if kind == "score" or inactive(item):
@@ -94,27 +94,29 @@ def _holds(conn, item: dict[str, Any], row: sqlite3.Row) -> bool:
     return _relation_row(conn, item) is not None
 
 
-def _person_tag(conn, doc_id: int, keyword: str) -> bool:
+def _person_tag(conn: sqlite3.Connection, doc_id: int, keyword: str) -> bool:
     return conn.execute("SELECT 1 FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
                         "WHERE dk.document_id = ? AND k.keyword = ? AND dk.source != 'learned'",
                         (doc_id, keyword)).fetchone() is not None
 
 
-def _relation_row(conn, item: dict[str, Any]) -> sqlite3.Row | None:
+def _relation_row(conn: sqlite3.Connection, item: dict[str, Any]) -> sqlite3.Row | None:
     ids = KeywordIds(conn)
     a, b = ids.get(item["keyword1"]), ids.get(item["keyword2"])
     if a is None or b is None:
         return None
-    return conn.execute("SELECT * FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? "
-                        "AND similarity_type = ?", (min(a, b), max(a, b), item["type"])).fetchone()
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND similarity_type = ?",
+        (min(a, b), max(a, b), item["type"])).fetchone()
+    return row
 
 
-def _person_relation(conn, item: dict[str, Any]) -> bool:
+def _person_relation(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
     row = _relation_row(conn, item)
     return row is not None and row["origin_kind"] != "learned"
 
 
-def _upsert_item(conn, item: dict[str, Any], **cols: Any) -> int:
+def _upsert_item(conn: sqlite3.Connection, item: dict[str, Any], **cols: Any) -> int:
     row = conn.execute("SELECT id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
     detail, fb = json.dumps(_detail(item), sort_keys=True), json.dumps(item["feedback_ids"])
     if row:
@@ -122,11 +124,12 @@ def _upsert_item(conn, item: dict[str, Any], **cols: Any) -> int:
         conn.execute(f"UPDATE learned_items SET detail = ?, feedback_ids = ?, "
                      f"updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now'){', ' + sets if sets else ''} WHERE id = ?",
                      (detail, fb, *cols.values(), row[0]))
-        lid = row[0]
+        lid: int = row[0]
     else:
         names = ["key", "kind", "detail", "feedback_ids", *cols]
-        lid = conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                           (item["key"], item["kind"], detail, fb, *cols.values())).lastrowid
+        lid = inserted_id(conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES "
+                                       f"({', '.join('?' * len(names))})",
+                                       (item["key"], item["kind"], detail, fb, *cols.values())))
     set_learned_feedback(conn, lid, item["feedback_ids"])
     return lid
 

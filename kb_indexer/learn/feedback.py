@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_id
@@ -15,7 +15,7 @@ from kb_indexer.text import age_phrase, age_seconds
 
 def require_query(conn: sqlite3.Connection, query_id: int) -> sqlite3.Row:
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
-    row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
+    row: sqlite3.Row | None = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
     return row
@@ -25,7 +25,8 @@ def last_query_id(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT id FROM queries ORDER BY last_attempted_at DESC, id DESC LIMIT 1").fetchone()
     if row is None:
         raise NotFoundError("No queries recorded yet (run `kbindex query` first)")
-    return row[0]
+    query_id: int = row[0]
+    return query_id
 
 
 def _attempt_dict(r: sqlite3.Row, full: bool = False) -> dict[str, Any]:
@@ -92,13 +93,14 @@ def _attempt_for(conn: sqlite3.Connection, query_id: int, filepath: str) -> int 
         except json.JSONDecodeError:
             continue
         if any(isinstance(x, dict) and x.get("filepath") == filepath for x in results):
-            return r["id"]
+            attempt_id: int = r["id"]
+            return attempt_id
     return None
 
 
 def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str], not_helpful: list[str],
                     notes: str | None = None, attempt_id: int | None = None,
-                    resolve_path=None) -> dict[str, Any]:
+                    resolve_path: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Record helpful / not-helpful marks in one transaction; every file must be indexed."""
     if not helpful and not not_helpful:
         raise UsageError("give at least one helpful or not-helpful document (--helpful / --not-helpful)")

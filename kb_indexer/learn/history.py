@@ -30,7 +30,7 @@ import json
 import sqlite3
 from typing import Any
 
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.text import now_iso
 
 TOP_RESULTS = 10
@@ -44,10 +44,11 @@ def get_or_create_query(conn: sqlite3.Connection, question: str, context: str | 
                        (question, ctx)).fetchone()
     if row is not None:
         conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
-        return int(row[0])
+        query_id: int = row[0]
+        return query_id
     cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?)",
                        (question, ctx, now, now))
-    return _rowid(cur)
+    return inserted_id(cur)
 
 
 def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dict[str, Any]]:
@@ -63,7 +64,7 @@ def add_attempt(conn: sqlite3.Connection, query_id: int, *, keywords: list[str],
         "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (query_id, _json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
          _json(expansions), _json(options or {}), now_iso()))
-    return _rowid(cur)
+    return inserted_id(cur)
 
 
 def record(conn: sqlite3.Connection, question: str, context: str | None, *, query_id: int | None = None,
@@ -113,13 +114,6 @@ def recorded_options(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
 def attempts_for(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:
     ids = [r[0] for r in conn.execute("SELECT id FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
     return [a for a in (get_attempt(conn, i) for i in ids) if a is not None]
-
-
-def _rowid(cur: sqlite3.Cursor) -> int:
-    """The id of the row an INSERT just added."""
-    if cur.lastrowid is None:
-        raise sqlite3.OperationalError("the insert added no row")
-    return cur.lastrowid
 
 
 def _json(value: Any) -> str:

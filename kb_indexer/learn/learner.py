@@ -174,12 +174,17 @@ def _keyword_tags(events: list[Event], doc_kw: dict[int, set[str]], min_queries:
     return items
 
 
-def _gap_evidence(events: list[Event], doc_kw: dict[int, set[str]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+_Gaps = dict[str, dict[str, set[int]]]            # user keyword -> document keyword -> query ids
+_PairIds = dict[tuple[str, str], set[int]]         # (user keyword, document keyword) -> query ids
+_PairFeedback = dict[tuple[str, str], list[int]]   # (user keyword, document keyword) -> feedback ids
+
+
+def _gap_evidence(events: list[Event], doc_kw: dict[int, set[str]]) -> tuple[_Gaps, _PairIds, _PairFeedback]:
     """Per user keyword k absent from a helpful document: the queries linking it to each of that
     document's keywords m (for), the not-helpful ones (against), and the feedback rows of both."""
-    gap: dict[str, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
-    gap_neg: dict[tuple[str, str], set[Any]] = defaultdict(set)
-    gap_fb: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    gap: _Gaps = defaultdict(lambda: defaultdict(set))
+    gap_neg: _PairIds = defaultdict(set)
+    gap_fb: _PairFeedback = defaultdict(list)
     for e in events:
         if not e.helpful:
             continue

@@ -98,12 +98,13 @@ def _num(x: float) -> str:
 def _relation(conn: sqlite3.Connection, sid: int | None) -> sqlite3.Row | None:
     if sid is None:
         return None
-    return conn.execute(
+    row: sqlite3.Row | None = conn.execute(
         "SELECT s.similarity_type, s.score, s.directional, "
         "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k2.display ELSE k1.display END AS k1, "
         "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k1.display ELSE k2.display END AS k2 "
         "FROM keyword_similarities s JOIN keywords k1 ON k1.id = s.keyword_id_1 "
         "JOIN keywords k2 ON k2.id = s.keyword_id_2 WHERE s.id = ?", (sid,)).fetchone()
+    return row
 
 
 class _Displays:

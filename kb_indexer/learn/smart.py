@@ -28,7 +28,8 @@ def _fulltext_only_hits(conn: sqlite3.Connection) -> dict[int, tuple[list[str], 
         except json.JSONDecodeError:
             continue
         kws = [normalize_keyword(k) for k in kws if isinstance(k, str) and normalize_keyword(k)]
-        only = {r.get("filepath") for r in results if isinstance(r, dict) and r.get("sources") == ["fulltext"]}
+        only = {r["filepath"] for r in results
+                if isinstance(r, dict) and isinstance(r.get("filepath"), str) and r.get("sources") == ["fulltext"]}
         if kws and only:
             out[fid] = (kws, only)
     return out

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, TypeVar
 from urllib.parse import urlsplit
 
 from kb_indexer.errors import UsageError
@@ -160,7 +160,7 @@ def _api_key(backend: str, url_var: str | None, env: Any, dotenv: EnvFile,
         sources["api_key"] = f"{key_var} ({'.env' if untrusted else _source(key_var, dotenv)})"
         return pool[key_var], None
     withheld = _first(key_vars, env) if untrusted else None
-    if not withheld:
+    if not withheld or untrusted is None:
         return None, None
     reason, remedy = untrusted
     sources["api_key"] = f"{withheld} (env) withheld: {reason}"
@@ -200,7 +200,7 @@ def _endpoint(backend: str, env: Any, dotenv: EnvFile, sources: dict[str, str]) 
         base_url = (raw or DEFAULT_OPENAI_BASE_URL).rstrip("/")
     else:
         base_url = raw
-    problem = _url_problem(base_url) if raw else None
+    problem = _url_problem(base_url) if raw and base_url else None
     if problem:
         where = dotenv.path if url_var in dotenv.applied else "the environment"
         return {"url_error": f"{url_var} (from {where}) is not a usable server URL: {problem}: {raw!r}"}
@@ -208,8 +208,11 @@ def _endpoint(backend: str, env: Any, dotenv: EnvFile, sources: dict[str, str]) 
     return {"base_url": base_url, "api_key": api_key, "key_withheld": withheld}
 
 
-def _choose(flag: str | None, var: str, env, dotenv, *fallbacks: tuple[bool, object, str],
-            lower: bool = False) -> tuple[object, str]:
+_T = TypeVar("_T")
+
+
+def _choose(flag: str | None, var: str, env: Mapping[str, str], dotenv: EnvFile, *fallbacks: tuple[bool, _T, str],
+            lower: bool = False) -> tuple[str | _T, str]:
     """One setting and where it came from: the flag, else the environment variable ``var`` (or ``.env``),
     else the first ``(applies, value, source)`` fallback that applies."""
     if flag:
@@ -273,11 +276,11 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     env = os.environ
     sources: dict[str, str] = {}
     backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, dotenv,
-                                          (bool(stored), stored and stored[0], "index"),
+                                          (stored is not None, stored[0] if stored else DEFAULT_BACKEND, "index"),
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
     spec = None if backend == registry.DISABLED else registry.get(backend)
     model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, dotenv,
-                                      (bool(stored) and stored[0] == backend, stored and stored[1], "index"),
+                                      (stored is not None and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,

@@ -71,15 +71,19 @@ class EmbedClient:
         parts = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else "." for t in texts[start:start + self.batch_size]]
-            raw, _ = self._calls.call(lambda left, b=batch: self._calls.backend.embed(b, timeout=left))
+            def ask(left: float, b: list[str] = batch) -> list[list[float]]:
+                return self._calls.backend.embed(b, timeout=left)
+            raw, _ = self._calls.call(ask)
             self.requests += 1
             parts.append(self._check(raw, len(batch)))
             if progress is not None:
                 progress(min(start + len(batch), len(texts)), len(texts))
-        return np.concatenate(parts, axis=0)
+        matrix: np.ndarray = np.concatenate(parts, axis=0)
+        return matrix
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
     def _check(self, raw: Any, n: int) -> np.ndarray:
         who = f"{self.config.backend} ({self.model})"
@@ -103,4 +107,5 @@ class EmbedClient:
         if (norms == 0).any():
             raise LLMBadResponse(f"{who} sent an all-zero embedding")
         self.dim = dim
-        return vectors / norms[:, None]
+        unit: np.ndarray = vectors / norms[:, None]
+        return unit

@@ -167,7 +167,7 @@ def read_env_file() -> EnvFile:
         return EnvFile()
     path = _candidate()
     text = _read(path) if path is not None else None
-    if text is None:
+    if text is None or path is None:
         return EnvFile()
     values = _parse(path, text)
     applied = set()

@@ -187,7 +187,8 @@ class GeminiBackend:
 
     def _stream(self, resp: Any, timeout: float) -> Iterator[ChatChunk]:
         calls: list[ToolCall] = []
-        finish, usage = None, {}
+        finish: str | None = None
+        usage: dict[str, Any] = {}
         for data in sse_events(resp, self.base_url, timeout):
             usage = _usage(data) or usage
             candidates = data.get("candidates")

@@ -110,7 +110,8 @@ class LocalBackend:
             raise LLMTimeout(f"loading the local model {self.model!r} took longer than {timeout:g}s")
         vectors = encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=False)
-        return vectors.tolist()
+        out: list[list[float]] = vectors.tolist()
+        return out
 
     def _refuse(self) -> LLMConfigError:
         return LLMConfigError("the local backend only computes embeddings; choose another --llm-backend for "

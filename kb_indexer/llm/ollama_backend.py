@@ -79,7 +79,7 @@ class OllamaBackend:
             pass
 
     @contextmanager
-    def _errors(self, timeout: float):
+    def _errors(self, timeout: float) -> Iterator[None]:
         try:
             yield
         except LLMError:

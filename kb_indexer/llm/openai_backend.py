@@ -184,7 +184,8 @@ class OpenAIBackend:
             calls = _tool_calls(msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else None)
         except (AttributeError, TypeError) as exc:
             raise LLMBadResponse(f"the reply's tool calls are malformed: {exc}") from None
-        return Completion(text=content or "", finish_reason=choice.get("finish_reason"), usage=usage,
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None   # a dict: it has the message
+        return Completion(text=content or "", finish_reason=finish, usage=usage,
                           tool_calls=calls)
 
     # -- chat --------------------------------------------------------------------------

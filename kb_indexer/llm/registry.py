@@ -68,8 +68,8 @@ def _load_plugin(ref: str) -> None:
     if ref.endswith(".py") or os.sep in ref or "/" in ref:
         path = Path(ref).expanduser().resolve()
         existing = sys.modules.get(path.stem)
-        if existing is not None and getattr(existing, "__file__", None) and \
-                Path(existing.__file__).resolve() == path:
+        file = getattr(existing, "__file__", None) if existing is not None else None
+        if file and Path(file).resolve() == path:
             return  # already imported under its own name (e.g. by the test suite)
         spec = importlib.util.spec_from_file_location(f"kbindex_llm_plugin_{path.stem}", path)
         if spec is None or spec.loader is None:

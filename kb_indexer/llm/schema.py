@@ -124,7 +124,7 @@ def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[str], 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
-    return a == b
+    return bool(a == b)
 
 
 def _describe(value: Any) -> str:

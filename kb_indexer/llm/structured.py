@@ -30,15 +30,16 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from kb_indexer.errors import KbError
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm import registry
-from kb_indexer.llm.base import (ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, Message,
+from kb_indexer.llm.base import (Backend, ChatChunk, Completion, LLMBadResponse, LLMError, LLMTimeout, Message,
                                  StructuredResult, Tool, as_messages, with_system_note)
-from kb_indexer.llm.config import LLMConfig, LLMOptions, resolve
+from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
+from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.notices import warn
 
 BACKOFF_BASE = 0.5
@@ -65,7 +66,7 @@ class LLMClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.conn = conn
-        self._backend = backend
+        self._backend: Backend | None = backend
         self._sleep = sleep
         self._deadline: float | None = None
         self.cache_hits = 0
@@ -81,9 +82,10 @@ class LLMClient:
         return self.config.enabled
 
     @property
-    def backend(self):
+    def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = registry.make_backend(self.config)
+            made: Backend = registry.make_backend(self.config)
+            self._backend = made
         return self._backend
 
     @property
@@ -221,6 +223,7 @@ class LLMClient:
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
         _guarded(lambda _left: self.backend, 0.0)
         self._start()
+        completion: Completion
         completion, _ = self._with_retries(lambda left: self.backend.chat(
             msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=left))
         return completion
@@ -235,8 +238,8 @@ class LLMClient:
         max_tokens = max(1, min(int(max_tokens), self.config.max_tokens_cap))
 
         def open_stream(left: float) -> tuple[ChatChunk | None, Iterator[ChatChunk]]:
-            it = iter(self.backend.chat(msgs, tools=tools, max_tokens=max_tokens, temperature=temperature,
-                                        timeout=left, stream=True))
+            it = iter(cast(Iterator[ChatChunk], self.backend.chat(  # stream=True: the chunks
+                msgs, tools=tools, max_tokens=max_tokens, temperature=temperature, timeout=left, stream=True)))
             return next(it, None), it
 
         _guarded(lambda _left: self.backend, 0.0)

@@ -7,12 +7,15 @@ threads, each opening its own connection to the index.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from kb_indexer.errors import UsageError
 from kb_indexer.mcp.paging import clip, make_cursor, parse_cursor
 from kb_indexer.store.documents import get_body, require_document
+
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 PAGE = 100
 SKILL_TEMPLATE = "skill://{name}/SKILL.md"
@@ -37,7 +40,7 @@ def doc_uri(path: str) -> str:
     return f"{_DOC_PREFIX}{quote(path)}"
 
 
-def list_page(kb: Any, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+def list_page(kb: KnowledgeBase, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of resources (at most ``PAGE``) from ``cursor``, and the next cursor (None: the last)."""
     offset, _ = parse_cursor(cursor, _SCOPE)
     n_skills = kb.conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
@@ -52,7 +55,7 @@ def list_page(kb: Any, cursor: str | None) -> tuple[list[dict[str, Any]], str | 
     return out[:PAGE], make_cursor(offset + PAGE, _SCOPE)
 
 
-def read(kb: Any, uri: str) -> str:
+def read(kb: KnowledgeBase, uri: str) -> str:
     """The text of a resource (a missing skill or document, or a refused SKILL.md: a kbindex error)."""
     if uri.startswith(_SKILL_PREFIX) and uri.endswith(_SKILL_SUFFIX):
         return kb.skills_source(unquote(uri[len(_SKILL_PREFIX):-len(_SKILL_SUFFIX)]))

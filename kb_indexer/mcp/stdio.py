@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import threading
-from typing import Any, Callable
+from typing import IO, Any, Callable, cast
 
 import anyio
 from mcp.server import MCPServer
@@ -130,6 +130,8 @@ async def serve(server: MCPServer, first_line: bytes, answered: dict[str, Any] |
     stdin = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
     out = _Once(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"), answered)
     replay = _Replay(None if whole is None else whole.decode("utf-8", "replace"), stdin, out.refuse_long_line)
-    async with stdio_server(anyio.wrap_file(replay), anyio.wrap_file(out)) as (read, write):
+    # _Replay and _Once have the text-file methods anyio's wrapper calls, not all of IO[str]
+    read_from, write_to = anyio.wrap_file(cast(IO[str], replay)), anyio.wrap_file(cast(IO[str], out))
+    async with stdio_server(read_from, write_to) as (read, write):
         low = server._lowlevel_server   # what MCPServer.run_stdio_async runs, over these streams
         await low.run(read, write, low.create_initialization_options())

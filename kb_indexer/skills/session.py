@@ -48,7 +48,7 @@ def _next_turn(conn: sqlite3.Connection, sid: str, message: str) -> int:
     conn.execute("INSERT INTO skill_sessions (id) VALUES (?) ON CONFLICT(id) DO NOTHING", (sid,))
     conn.execute("UPDATE skill_sessions SET turn = turn + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
                  "WHERE id = ?", (sid,))
-    turn = conn.execute("SELECT turn FROM skill_sessions WHERE id = ?", (sid,)).fetchone()[0]
+    turn: int = conn.execute("SELECT turn FROM skill_sessions WHERE id = ?", (sid,)).fetchone()[0]
     conn.execute("INSERT INTO skill_session_messages (session_id, turn, message) VALUES (?, ?, ?)",
                  (sid, turn, message))
     return turn
@@ -130,7 +130,8 @@ def record_turn(conn: sqlite3.Connection, index: SkillIndex, message: str, match
 
 
 def _require(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:
-    row = conn.execute("SELECT id, turn, created_at, updated_at FROM skill_sessions WHERE id = ?", (sid,)).fetchone()
+    row: sqlite3.Row | None = conn.execute("SELECT id, turn, created_at, updated_at FROM skill_sessions WHERE id = ?",
+                                           (sid,)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill session: {sid!r} (`kbindex skills match MESSAGE --session ID` "
                             "starts one)")

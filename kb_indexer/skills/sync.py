@@ -164,7 +164,8 @@ def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict[str, Any]]) -
     return found
 
 
-def _plan(conn: sqlite3.Connection, dirs: SyncDirs, errors: list[dict[str, Any]]) -> tuple[list[Found], list[Found], list[dict[str, Any]]]:
+def _plan(conn: sqlite3.Connection, dirs: SyncDirs,
+          errors: list[dict[str, Any]]) -> tuple[list[Found], list[Found], list[dict[str, Any]]]:
     """(found skills, those to write, duplicates). Of two folders with one name, the one indexed now
     wins while it is present and valid; else the first in the directories' order (see ``dirs``)."""
     rows = _rows(conn)
@@ -207,8 +208,8 @@ def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
         by_folder = {r["folder"]: r for r in existing}
         gone = {r["name"] for r in existing if r["source_dir"] not in listed   # forgotten, or from KBINDEX_SKILLS
                 or (r["source_dir"] in scanned and r["folder"] not in kept_folders)}
-        renamed = {by_folder[f.folder]["name"] for f in write
-                   if f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
+        renamed = {by_folder[f.folder]["name"] for f in write if f.skill is not None
+                   and f.folder in by_folder and by_folder[f.folder]["name"] != f.skill.name}
         counts = _apply(conn, existing, gone | renamed, write)
         _refresh_terms(conn)
     return {"dirs": dirs.ordered, "forgotten": dirs.forget, **counts, "unchanged": len(keep) - len(write),
@@ -225,11 +226,12 @@ def _refresh_terms(conn: sqlite3.Connection) -> None:
         bump_version(conn)
 
 
-def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str], write: list[Found]) -> dict[str, Any]:
+def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str],
+           write: list[Found]) -> dict[str, Any]:
     """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
     its new name added and its old name removed; a name written again is updated)."""
     before = {r["name"] for r in existing}
-    written = {f.skill.name for f in write}
+    written = {f.skill.name for f in write if f.skill is not None}   # every skill written was parsed
     removed = drop - written
     drop_skills(conn, sorted(removed))
     conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in sorted(drop & written)])
@@ -258,7 +260,8 @@ def skills_version(conn: sqlite3.Connection) -> str:
 
 
 def _count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+    count: int = conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
+    return count
 
 
 def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -271,7 +274,7 @@ def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
 def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("a skill name is required")
-    row = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
+    row: sqlite3.Row | None = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill: {name!r} (see `kbindex skills list`)")
     return row

@@ -168,3 +168,12 @@ def file_identity(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     except OSError:
         return None
     return db_file, st.st_ino, st.st_dev
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid of the row the cursor's INSERT wrote (``lastrowid`` is typed optional: a cursor that
+    inserted nothing has none, and that is a bug here, not a case to handle)."""
+    rowid = cur.lastrowid
+    if rowid is None:
+        raise RuntimeError("an INSERT wrote no row")
+    return rowid

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any, Iterable
 
 from kb_indexer.errors import NotFoundError
+from kb_indexer.store.connection import inserted_id
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
@@ -30,9 +31,10 @@ class KeywordIds:
             return self._cache[norm]
         row = self.conn.execute("SELECT id, display FROM keywords WHERE keyword = ?", (norm,)).fetchone()
         if row:
-            self._cache[norm] = row[0]
-            self._display[row[0]] = row[1]
-            return row[0]
+            kid: int = row[0]
+            self._cache[norm] = kid
+            self._display[kid] = row[1]
+            return kid
         return None
 
     def display(self, kid: int) -> str:
@@ -47,14 +49,15 @@ class KeywordIds:
                 "INSERT INTO keywords (keyword, display, category) VALUES (?, ?, ?)",
                 (norm, clean_display(keyword), category),
             )
-            kid = cur.lastrowid
+            kid = inserted_id(cur)
             self._cache[norm] = kid
             self._display[kid] = clean_display(keyword)
         return kid
 
 
 def get_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
+    row: sqlite3.Row | None = conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
+    return row
 
 
 def require_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row:
@@ -95,7 +98,7 @@ def upsert_document(
             "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (filepath, title, summary, content_hash, stat_sig, keywords_file, now, now, text_hash),
         )
-        doc_id, created = cur.lastrowid, True
+        doc_id, created = inserted_id(cur), True
     else:
         doc_id, created = row[0], False
         conn.execute(
@@ -162,7 +165,8 @@ def refresh_fts_keywords(conn: sqlite3.Connection, doc_id: int) -> None:
 def delete_document(conn: sqlite3.Connection, filepath: str) -> int:
     doc = require_document(conn, filepath)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc["id"],))
-    return doc["id"]
+    doc_id: int = doc["id"]
+    return doc_id
 
 
 def document_keywords(conn: sqlite3.Connection, doc_id: int) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, ValidationError
+from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import bury, origin_text
 from kb_indexer.text import normalize_keyword
@@ -78,7 +79,7 @@ def upsert_similarity(
         (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
          learned_id),
     )
-    return cur.lastrowid, True
+    return inserted_id(cur), True
 
 
 def relation_keys(conn: sqlite3.Connection, ids: KeywordIds, keyword1: str, keyword2: str,

@@ -155,7 +155,8 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
         doc_ids = np.frombuffer(row[1], dtype=np.int64)
         path = _sidecar(conn, model, row[0], row[1])
         if path is not None and _size(path) == len(doc_ids) * model.dim * 4:
-            matrix = np.memmap(path, dtype="<f4", mode="r", shape=(len(doc_ids), model.dim))
+            matrix: np.ndarray[Any, np.dtype[Any]] = np.memmap(path, dtype="<f4", mode="r",
+                                                               shape=(len(doc_ids), model.dim))
             if key is not None:
                 _MAPPED.clear()   # one index's one model at a time: a long-lived process keeps no stale maps
                 _MAPPED[key] = (doc_ids, matrix)
