@@ -15,7 +15,7 @@ import contextlib
 import functools
 import json
 import os
-from typing import Annotated, Any, Iterator, Literal, Mapping, Optional
+from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
 
 import anyio.to_thread
 from mcp.server import MCPServer
@@ -46,12 +46,14 @@ DocumentOut = Annotated[CallToolResult, outputs.DocumentOut]
 SimilarOut = Annotated[CallToolResult, outputs.SimilarOut]
 FeedbackOut = Annotated[CallToolResult, outputs.FeedbackOut]
 SkillsOut = Annotated[CallToolResult, outputs.SkillsOut]
+P = ParamSpec("P")
+R = TypeVar("R")
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
 @contextlib.contextmanager
-def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
+def _opened(db: str | os.PathLike[str] | None) -> Iterator[KnowledgeBase]:
     """The index for one request; a kbindex error becomes a tool error (the message, not a traceback)."""
     try:
         with KnowledgeBase.open(db) as kb:
@@ -60,11 +62,11 @@ def _opened(db: str | os.PathLike | None) -> Iterator[KnowledgeBase]:
         raise ToolError(str(exc)) from exc
 
 
-def _tool(fn):
+def _tool(fn: Callable[P, R]) -> Callable[P, R]:
     """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
     cursor) are tool errors too."""
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except KbError as exc:
@@ -247,7 +249,7 @@ class KbMCPServer(MCPServer):
             raise ResourceNotFoundError(str(exc)) from exc
 
 
-def build_server(db: str | os.PathLike | None = None) -> MCPServer:
+def build_server(db: str | os.PathLike[str] | None = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     from kb_indexer import __version__
 
