@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load  # noqa: E402
 from bench.ir_eval import evaluate, run_bm25s  # noqa: E402
@@ -43,7 +44,7 @@ DATA_CANDIDATES = (REPO.parent / "shared" / "data" / "cranfield", Path("/work/sh
 def measure(kb, queries, qrels, method: str) -> tuple[float, float]:
     runs = {}
     for q in queries:
-        out = kb.query(q["text"], method=method, limit=100, record=False)
+        out = kb.query(q["text"], options=QueryOptions(method=method, limit=100, record=False))
         runs[q["_id"]] = [doc_id(r["filepath"]) for r in out["results"]]
     return evaluate(runs, qrels)
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noqa: E402
 
@@ -28,7 +29,7 @@ from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noq
 def evaluate(kb, queries, qrels, method: str) -> float:
     scores = []
     for q in queries:
-        res = kb.query(q["text"], method=method, limit=10)
+        res = kb.query(q["text"], options=QueryOptions(method=method, limit=10))
         ranked = [doc_id(r["filepath"]) for r in res["results"]]
         scores.append(ndcg_at(ranked, qrels.get(q["_id"], {})))
     return statistics.mean(scores)
@@ -56,7 +57,7 @@ def main() -> None:
         t = time.perf_counter()
         n_help = n_not = 0
         for q in train:
-            res = kb.query(q["text"], method=args.method, limit=20)
+            res = kb.query(q["text"], options=QueryOptions(method=args.method, limit=20))
             rels = qrels[q["_id"]]
             helpful = [r["filepath"] for r in res["results"][:20] if rels.get(doc_id(r["filepath"]), 0) > 0]
             not_helpful = [r["filepath"] for r in res["results"][:10] if rels.get(doc_id(r["filepath"]), 0) <= 0]

@@ -39,6 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load, ndcg_at, recall_at  # noqa: E402
 
@@ -49,13 +50,13 @@ def evaluate(runs: dict[str, list[str]], qrels) -> tuple[float, float]:
             sum(recall_at(r, qrels[q]) for q, r in runs.items()) / n)
 
 
-def run_kbindex(kb, queries, method: str, limit: int, stale_check: bool, **opts):
+def run_kbindex(kb, queries, options: QueryOptions, stale_check: bool, embed=None):
     runs: dict[str, list[str]] = {}
     t = time.perf_counter()
     for q in queries:
         if stale_check:
             kb.stale()
-        out = kb.query(q["text"], method=method, limit=limit, **opts)
+        out = kb.query(q["text"], options=options, embed=embed)
         runs[q["_id"]] = [doc_id(r["filepath"]) for r in out["results"]]
     return runs, len(queries) / (time.perf_counter() - t)
 
@@ -130,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no corpus.jsonl in {args.data}", file=sys.stderr)
         return 1
     corpus, queries, qrels = load(args.data)
-    opts = {}
+    column_weights = None
     if args.column_weights:
-        opts["column_weights"] = tuple(float(x) for x in args.column_weights.split(","))
+        column_weights = tuple(float(x) for x in args.column_weights.split(","))
     with tempfile.TemporaryDirectory(prefix="kbindex-ir-") as tmp:
         root = args.keep or Path(tmp)
         kb, n_docs, sync_secs = build_kb(corpus, root)
@@ -151,12 +152,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"chunks/s, {res['requests']} requests)", file=sys.stderr)
             dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
             print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
-            opts["embed"] = embed_opts
         for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
             warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
-            run_kbindex(kb, warm, m, args.limit, False, record=False, **opts)   # warm caches (question vectors)
-            runs, qps = run_kbindex(kb, queries, m, args.limit, False, **opts)
-            _, qps_stale = run_kbindex(kb, queries, m, args.limit, True, **opts)
+            options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights)
+            # warm caches (question vectors)
+            run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
+            runs, qps = run_kbindex(kb, queries, options, False, embed_opts)
+            _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
             nd, rc = evaluate(runs, qrels)
             rows.append((f"kbindex {m}", nd, rc, qps, qps_stale))
         t = time.perf_counter()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 
 def server_params(db: Path):
@@ -122,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         kb, n_docs, _ = build_kb(corpus, Path(tmp))
         db = kb.db_path
         for q in questions[:5]:
-            kb.query(q, limit=args.limit, record=False)
+            kb.query(q, options=QueryOptions(limit=args.limit, record=False))
         local = []
         for q in questions:
             t = time.perf_counter()
-            kb.query(q, limit=args.limit)
+            kb.query(q, options=QueryOptions(limit=args.limit))
             local.append((time.perf_counter() - t) * 1000)
         kb.close()
         starts = [asyncio.run(first_response(db)) for _ in range(args.starts)]

@@ -59,6 +59,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import DEFAULT_DATA, load  # noqa: E402
 from bench.foundation import kbindex_cmd  # noqa: E402
@@ -322,11 +323,11 @@ def in_process(root: Path, questions: list[str]) -> dict:
     ours, naive, fts5 = [], [], []
     for q in questions:
         t = time.perf_counter()
-        kb.query(q, record=False)
+        kb.query(q, options=QueryOptions(record=False))
         ours.append((time.perf_counter() - t) * 1000)
         os.environ["KBINDEX_SPARSE_MIN_DOCS"] = str(SPARSE_OFF)   # the same query with full text on FTS5
         t = time.perf_counter()
-        kb.query(q, record=False)
+        kb.query(q, options=QueryOptions(record=False))
         fts5.append((time.perf_counter() - t) * 1000)
         del os.environ["KBINDEX_SPARSE_MIN_DOCS"]
         match = fulltext.build_query(content_terms(parse_text(q).words)).match

@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.scale import Vocabulary, generate  # noqa: E402
 
@@ -78,11 +79,11 @@ def in_process(root: Path, questions: list[str], method: str) -> tuple[float, fl
     kb = KnowledgeBase.open(root / "kbindex.db")
     opts = EmbedOptions(backend="fake-embed", model="fake-embed-384")
     for q in questions[:3]:
-        kb.query(q, method=method, embed=opts, record=False)
+        kb.query(q, options=QueryOptions(method=method, record=False), embed=opts)
     times = []
     for q in questions:
         t = time.perf_counter()
-        out = kb.query(q, method=method, embed=opts, record=False)
+        out = kb.query(q, options=QueryOptions(method=method, record=False), embed=opts)
         times.append((time.perf_counter() - t) * 1000)
         assert out["query"]["fallback"] is None, out["query"]
     kb.close()

@@ -30,6 +30,8 @@ from kb_indexer.limits import check_context, check_keyword, check_utf8, parse_js
 from kb_indexer.index.paths import to_relative
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.search.keyword import keyword_search
+from kb_indexer.search.options import QueryOptions
+from kb_indexer.search.question import check_question
 from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
 from kb_indexer.store.errors import from_sqlite, translate, translating
@@ -52,6 +54,7 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.llm.config import EmbedOptions, LLMOptions
     from kb_indexer.llm.structured import LLMClient
     from kb_indexer.results import JsonObject, QueryResult
+    from kb_indexer.search.context import ContextScorer
     from kb_indexer.results import (
         CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DocumentText, DoctorResult, EmbedError,
         ExportResult,
@@ -59,6 +62,8 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
         KeywordStatsResult, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, SearchResult, ShowResult,
         SimilarResult, StaleResult, SyncResult, UnrelateResult,
     )
+
+__all__ = ["KnowledgeBase", "QueryOptions", "documented_error", "render_query", "similarities_file_text"]
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -375,57 +380,55 @@ class KnowledgeBase:
         with interruptible(self.conn):
             return cast("SearchResult", keyword_search(self.conn, keywords, mode, limit))
 
-    def query(self, question: str, keywords: list[str] | None = None, *, llm: Any = None, embed: Any = None,
-              **options: Any) -> dict[str, Any]:
+    def query(self, question: str, keywords: list[str] | None = None, options: QueryOptions | None = None, *,
+              llm: Any = None, embed: Any = None, context_scorer: ContextScorer | None = None,
+              query_id: int | None = None) -> QueryResult:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
-        Options (see :func:`kb_indexer.search.query.run_query`): context, context_threshold (0.7),
-        expand_depth, min_weight (0.35; ``threshold`` is its older name), types,
-        method (auto|keyword|sqlite|fulltext|semantic|hybrid), limit, explain, weights, context_scorer, record.
+        ``options``: :class:`QueryOptions` (context, expand_depth, min_weight, context_threshold, types,
+        weights, method, limit, explain, column_weights, record, use_learned; None: the defaults).
         With a ``context`` and an LLM backend configured (``llm`` options, ``KBINDEX_LLM_BACKEND`` or
-        ``.env``), relations are judged against the context by the LLM; otherwise lexically. The
-        result's ``llm`` object says which. Semantic and hybrid queries use the index's vectors of the
-        embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`; default: the index's
-        newest); without them they run lexically and the result's ``semantic`` object says why.
+        ``.env``), relations are judged against the context by the LLM (or by ``context_scorer``);
+        otherwise lexically. The result's ``llm`` object says which. Semantic and hybrid queries use the
+        index's vectors of the embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`;
+        default: the index's newest); without them they run lexically and the result's ``semantic`` object
+        says why. ``query_id``: record the attempt on that recorded query (``refine``).
         """
-        from kb_indexer.search.query import check_question
-
-        options["embed"] = embed
+        opts = options or QueryOptions()
         _text(question, "the question")
         _keywords(keywords)
         check_question(question, keywords)   # before any model is asked or anything recorded
-        _text(options.get("context"), "context", context=True)
-        run_query = self._run_query
-        context = options.get("context")
-        if not (isinstance(context, str) and context.strip()) or options.get("context_scorer") is not None:
-            return run_query(question, keywords, **options)
-        from kb_indexer.llm.config import is_configured
+        context = opts.context
+        if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
+            return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
+        from kb_indexer.llm.config import is_configured  # lazy: the LLM settings only for a query with a context
 
         if not is_configured(llm):
-            out = run_query(question, keywords, **options)
+            out = self._run_query(question, keywords, opts, embed, None, query_id)
             out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
                           "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
-        from kb_indexer.search.context_match import QueryContextScorer
+        from kb_indexer.search.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
-            out = run_query(question, keywords, context_scorer=scorer, **options)
+            out = self._run_query(question, keywords, opts, embed, scorer, query_id)
         finally:
             scorer.close()
-        out.update(scorer.report())
+        report = scorer.report()
+        out["llm"], out["cache"] = report["llm"], report["cache"]
         return out
 
-    def _run_query(self, question: str, keywords: list[str] | None, **options: Any) -> dict[str, Any]:
+    def _run_query(self, question: str, keywords: list[str] | None, opts: QueryOptions, embed: Any,
+                   context_scorer: ContextScorer | None, query_id: int | None) -> QueryResult:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
-        from kb_indexer.learn.apply import association_boosts
-        from kb_indexer.learn.history import record
-        from kb_indexer.search.query import run_query
-        from kb_indexer.store.interrupt import interruptible
+        from kb_indexer.learn.apply import association_boosts  # lazy: the query path only (kbindex search
+        from kb_indexer.learn.history import record            # opens the API too and needs none of these)
+        from kb_indexer.search.query import run_query          # lazy: as above
 
         lost: list[str] = []
 
-        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
+        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> tuple[int, int]:
             try:
                 return record(conn, *args, **kwargs)
             except sqlite3.OperationalError as exc:  # reported in the result (history_error), with its code
@@ -435,22 +438,21 @@ class KnowledgeBase:
                 lost.append(mapped.code)
                 raise sqlite3.OperationalError(mapped.message) from exc
 
-        embed = options.pop("embed", None)
         dense = None
-        if options.get("method", "auto") != "keyword" and options.get("method") not in ("fulltext", "sqlite"):
-            from kb_indexer.embed.query import dense_source
+        if opts.method not in ("keyword", "sqlite", "fulltext"):
+            from kb_indexer.embed.query import dense_source  # lazy: embedding clients, vector methods only
             dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
-            out = run_query(self.conn, question, keywords, learned=association_boosts, recorder=recorder,
-                            dense=dense, **options)
+            out = run_query(self.conn, question, keywords, opts, context_scorer=context_scorer, query_id=query_id,
+                            learned=association_boosts, recorder=recorder, dense=dense)
         if lost and out.get("history_error"):
             out["history_error_code"] = lost[0]
         return out
 
-    def query_markdown(self, question: str, keywords: list[str] | None = None, **options: Any) -> str:
+    def query_markdown(self, question: str, keywords: list[str] | None = None,
+                       options: QueryOptions | None = None, *, llm: Any = None, embed: Any = None) -> str:
         """:meth:`query` rendered as a context-injection markdown block."""
-        from kb_indexer.search.markdown import render_query
-        return render_query(self.query(question, keywords, **options))
+        return render_query(self.query(question, keywords, options, llm=llm, embed=embed))
 
     def stale(self, full: bool = False) -> StaleResult:
         """Which files changed on disk since the last sync (stats only; see

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 pydantic = pytest.importorskip("pydantic", reason="pydantic comes with the MCP SDK (the dev extra)")
 
@@ -54,8 +55,10 @@ def test_documents_keywords_and_search(kb, check):
 def test_query_history_feedback_and_learning(kb, check):
     embed = EmbedOptions(backend="fake-embed")
     check(results.EmbedResult, kb.embeddings.embed(embed=embed))
-    check(results.QueryResult, kb.query("what is reinforcement learning", explain=True, embed=embed))
-    out = kb.query("reinforcement learning reward", context="board games", llm=LLMOptions(backend="fake", retries=0))
+    check(results.QueryResult, kb.query("what is reinforcement learning", options=QueryOptions(explain=True),
+                                        embed=embed))
+    out = kb.query("reinforcement learning reward", options=QueryOptions(context="board games"),
+                   llm=LLMOptions(backend="fake", retries=0))
     check(results.QueryResult, out)
     qid, path = out["query_id"], out["results"][0]["filepath"]
     check(results.HistoryListResult, kb.learning.history())

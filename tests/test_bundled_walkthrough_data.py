@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import BUNDLED_KB, BUNDLED_SIMILARITIES
+from kb_indexer.api import QueryOptions
 
 
 def test_bundled_counts(kb):
@@ -16,7 +17,7 @@ def test_bundled_counts(kb):
 
 
 def test_user_workflow_runs_on_the_bundled_kb(kb):
-    first = kb.query("How does AlphaGo work?", ["game AI"], context="board games")
+    first = kb.query("How does AlphaGo work?", ["game AI"], options=QueryOptions(context="board games"))
     assert first["results"], "the first attempt finds something"
     qid = first["query_id"]
     refined = kb.learning.refine(qid, ["AlphaGo", "Monte Carlo", "neural networks"])

@@ -51,8 +51,8 @@ def _modules_loaded_for(command: str) -> set[str]:
 
 
 def test_running_search_imports_only_its_modules():
-    # search shares its output helpers with query, which needs the LLM options
-    assert _modules_loaded_for("search") == {"app", "llm", "output", "query", "registry", "search"}
+    # search shares its result formats with query (cli/results.py), not query's LLM options
+    assert _modules_loaded_for("search") == {"app", "output", "registry", "results", "search"}
     assert _modules_loaded_for("relate") == {"app", "llm", "output", "registry", "similarity"}
     assert _modules_loaded_for("init") == {"app", "database", "output", "registry"}
 

@@ -14,6 +14,7 @@ from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.search.context_match import QueryContextScorer, schema_for
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import context_factor, lexical_score
+from kb_indexer.api import QueryOptions
 
 GAME_CONTEXT = ("AlphaGo is the best-known application of RL to game playing: a game AI that beat the world's "
                 "best players in Go competitions")
@@ -67,8 +68,8 @@ def test_context_factor_is_full_from_the_threshold():
 
 
 def _weights(k, **opts):
-    out = k.query("board games", ["RL"], context="game AI", explain=True, record=False,
-                  context_scorer=lambda ctx, cands: [0.75] * len(cands), **opts)
+    out = k.query("board games", ["RL"], QueryOptions(context="game AI", explain=True, record=False, **opts),
+                  context_scorer=lambda ctx, cands: [0.75] * len(cands))
     return {e["keyword"]: e for e in out["query"]["explain"]["expansions"]}, out
 
 
@@ -82,14 +83,14 @@ def test_query_context_threshold_applies_to_match_scores(games):
 
 
 def test_min_weight_and_its_older_name(games):
-    a = games.query("board games", ["RL"], min_weight=0.5, record=False)
-    b = games.query("board games", ["RL"], threshold=0.5, record=False)
+    a = games.query("board games", ["RL"], options=QueryOptions(min_weight=0.5, record=False))
+    b = games.query("board games", ["RL"], options=QueryOptions(threshold=0.5, record=False))
     assert a["query"]["min_weight"] == b["query"]["min_weight"] == b["query"]["threshold"] == 0.5
     assert a["results"] == b["results"]
     with pytest.raises(UsageError):
-        games.query("board games", ["RL"], min_weight=0.5, threshold=0.2, record=False)
+        games.query("board games", ["RL"], options=QueryOptions(min_weight=0.5, threshold=0.2, record=False))
     with pytest.raises(UsageError):
-        games.query("board games", ["RL"], context_threshold=1.5, record=False)
+        games.query("board games", ["RL"], options=QueryOptions(context_threshold=1.5, record=False))
 
 
 @pytest.mark.parametrize("flag", ["--min-weight", "--threshold", "-t"])
@@ -102,7 +103,7 @@ def test_cli_min_weight_names(games, cli, flag):
 
 
 def test_refine_takes_both_thresholds(games, cli):
-    games.query("board games", ["RL"], context="game AI")
+    games.query("board games", ["RL"], options=QueryOptions(context="game AI"))
     res = cli("refine", "--last", "-k", "AlphaGo", "--min-weight", "0.3", "--context-threshold", "0.6",
               "--db", str(games.db_path), "-f", "json")
     assert res.exit_code == 0, res.output
@@ -116,8 +117,9 @@ def test_llm_context_scores_are_real_numbers(games):
     fake = FakeBackend([{"1": 92, "2": 13, "3": 41}])
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=games.conn, backend=fake, sleep=lambda s: None)
     scorer = QueryContextScorer(games.conn, client=client)
-    out = games.query("board games", ["RL"], context="game AI and competitions", explain=True, record=False,
-                      context_scorer=scorer, min_weight=0.0)
+    out = games.query("board games", ["RL"],
+                      QueryOptions(context="game AI and competitions", explain=True, record=False, min_weight=0.0),
+                      context_scorer=scorer)
     matches = sorted(e["context_match"] for e in out["query"]["explain"]["expansions"])
     assert matches == [0.13, 0.41, 0.92]
     alphago = {e["keyword"]: e for e in out["query"]["explain"]["expansions"]}["alphago"]

@@ -9,6 +9,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.search.expansion import is_comparison
+from kb_indexer.api import QueryOptions
 
 
 @pytest.mark.parametrize("question", [
@@ -49,7 +50,8 @@ def _found(out):
 
 
 def test_contrast_does_not_expand_for_an_ordinary_question(paradigms):
-    out = paradigms.query("how does supervised learning work", record=False, method="hybrid", explain=True)
+    out = paradigms.query("how does supervised learning work",
+                          options=QueryOptions(record=False, method="hybrid", explain=True))
     assert "unsupervised learning" not in out["query"]["expanded_keywords"]
     assert out["query"]["explain"]["comparison"] is False
     assert out["query"]["explain"]["type_weights"]["contrast"] == 0.0
@@ -57,7 +59,7 @@ def test_contrast_does_not_expand_for_an_ordinary_question(paradigms):
 
 
 def test_contrast_expands_for_a_comparison(paradigms):
-    out = paradigms.query("how does supervised learning compare", record=False, explain=True)
+    out = paradigms.query("how does supervised learning compare", options=QueryOptions(record=False, explain=True))
     assert out["query"]["explain"]["comparison"] is True
     assert out["query"]["expansion_map"]["supervised learning"][:1] == ["unsupervised learning"]
     found = _found(out)
@@ -68,19 +70,19 @@ def test_contrast_expands_for_a_comparison(paradigms):
 
 
 def test_contrast_on_request(paradigms, cli):
-    out = paradigms.query("supervised learning", types=["contrast"], record=False)
+    out = paradigms.query("supervised learning", options=QueryOptions(types=["contrast"], record=False))
     assert out["query"]["expansion_map"]["supervised learning"] == ["unsupervised learning"]
-    weighted = paradigms.query("supervised learning", weights={"contrast": 0.9}, record=False)
+    weighted = paradigms.query("supervised learning", options=QueryOptions(weights={"contrast": 0.9}, record=False))
     assert "unsupervised learning" in weighted["query"]["expanded_keywords"]
     res = cli("query", "supervised learning", "--types", "contrast", "--db", str(paradigms.db_path), "-f", "json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["query"]["expansion_map"]["supervised learning"] == ["unsupervised learning"]
-    off = paradigms.query("supervised learning vs rules", weights={"contrast": 0}, record=False)
+    off = paradigms.query("supervised learning vs rules", options=QueryOptions(weights={"contrast": 0}, record=False))
     assert off["query"]["expansion_map"]["supervised learning"] == ["machine learning"]   # contrast off, broader on
 
 
 def test_broader_adds_general_context_below_direct_matches(paradigms):
-    out = paradigms.query("supervised learning", record=False)
+    out = paradigms.query("supervised learning", options=QueryOptions(record=False))
     assert "machine learning" in out["query"]["expansion_map"]["supervised learning"]
     found = _found(out)
     ml = found["ml.md"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kb_indexer.errors import UsageError
+from kb_indexer.api import QueryOptions
 
 EMPTY = [("", None), ("   ", None), ("\t\n", []), ("", [""]), (" ", ["  ", "\t"])]
 
@@ -20,7 +21,7 @@ def test_the_api_refuses_an_empty_query_and_records_nothing(kb, question, keywor
     with pytest.raises(UsageError, match="(the question|a keyword) is empty"):
         kb.query(question, keywords)
     with pytest.raises(UsageError, match="(the question|a keyword) is empty"):
-        kb.query_markdown(question, keywords, context="training agents")
+        kb.query_markdown(question, keywords, options=QueryOptions(context="training agents"))
     assert _recorded(kb) == 0
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kb_indexer.search.fulltext import build_query, quote
 from kb_indexer.search.terms import content_terms, parse_text
+from kb_indexer.api import QueryOptions
 
 DOCS = {
     "alpha.md": "# Alpha notes\n\nReinforcement learning agents learn from reward. NEAR the title column.\n",
@@ -49,9 +50,9 @@ def test_nasty_input_never_errors(small, text, method):
 
     if is_blank(text):  # nothing to ask: bad usage, never a search error (tests/test_empty_query_is_bad_usage.py)
         with pytest.raises(UsageError):
-            small.query(text, method=method, limit=5)
+            small.query(text, options=QueryOptions(method=method, limit=5))
         return
-    out = small.query(text, method=method, limit=5)
+    out = small.query(text, options=QueryOptions(method=method, limit=5))
     assert isinstance(out["results"], list)
     assert out["count"] == len(out["results"]) <= 5
     for r in out["results"]:
@@ -62,46 +63,49 @@ def test_nasty_input_never_errors(small, text, method):
 @pytest.mark.parametrize("text", ["learning AND reward", "NEAR(learning reward)", "title:learning", "-learning"])
 def test_operators_are_plain_words(small, text):
     """Operators and column filters are just words: the query still finds documents with 'learning'."""
-    out = small.query(text, method="fulltext", limit=10)
+    out = small.query(text, options=QueryOptions(method="fulltext", limit=10))
     assert out["count"] >= 1
     match = out["query"]  # the FTS expression is only quoted literals joined by OR
-    explained = small.query(text, method="fulltext", explain=True, record=False)["query"]["explain"]
+    explained = small.query(text,
+                            options=QueryOptions(method="fulltext", explain=True, record=False))["query"]["explain"]
     assert re.fullmatch(r'"[^"]*"( OR "[^"]*")*', explained["fulltext_match"]), explained["fulltext_match"]
     assert match["method"] == "fulltext"
 
 
 @pytest.mark.parametrize("text", ["the of and", "what is it", "😀🔥", "()", "*", "^", '"'])
 def test_stopword_or_symbol_only_give_empty_result(small, text):
-    out = small.query(text, method="fulltext")
+    out = small.query(text, options=QueryOptions(method="fulltext"))
     assert out["results"] == [] and out["count"] == 0
 
 
 def test_cjk_terms_match_whole_tokens(small):
-    assert [r["filepath"] for r in small.query("学习方法", method="fulltext")["results"]] == ["beta.md"]
-    assert [r["filepath"] for r in small.query("상태", method="fulltext")["results"]] == ["beta.md"]
+    assert [r["filepath"] for r in small.query("学习方法",
+                                               options=QueryOptions(method="fulltext"))["results"]] == ["beta.md"]
+    out = small.query("상태", options=QueryOptions(method="fulltext"))
+    assert [r["filepath"] for r in out["results"]] == ["beta.md"]
 
 
 def test_identifiers_search_as_phrases(small):
-    out = small.query("snake_case_name", limit=5)
+    out = small.query("snake_case_name", options=QueryOptions(limit=5))
     assert out["query"]["method"] == "keyword"
     assert [r["filepath"] for r in out["results"]] == ["gamma.md"]
     assert [r["filepath"] for r in small.query("App.tsx")["results"]] == ["gamma.md"]
 
 
 def test_user_quotes_make_a_phrase(small):
-    out = small.query('"reward learning"', method="fulltext", explain=True, record=False)
+    out = small.query('"reward learning"', options=QueryOptions(method="fulltext", explain=True, record=False))
     assert out["query"]["explain"]["fulltext_terms"] == ["reward learning"]
     assert out["results"] == []            # the words occur, but never as that phrase
-    assert small.query('"reinforcement learning"', method="fulltext")["count"] == 1
+    assert small.query('"reinforcement learning"', options=QueryOptions(method="fulltext"))["count"] == 1
 
 
 def test_idf_floor_on_three_documents(small):
     """'learning' and 'notes' are in every document: FTS5 floors their IDF, yet results come back."""
     for text in ("learning", "notes", "learning notes"):
-        out = small.query(text, method="fulltext")
+        out = small.query(text, options=QueryOptions(method="fulltext"))
         assert out["count"] == 3, text
         assert all(r["relevance_score"] > 0 for r in out["results"])
-    mixed = small.query("learning reward", method="fulltext")["results"]
+    mixed = small.query("learning reward", options=QueryOptions(method="fulltext"))["results"]
     assert mixed[0]["filepath"] == "alpha.md"
     assert len(mixed) == 3 and all(r["relevance_score"] > 0 for r in mixed)
 

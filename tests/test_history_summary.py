@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from kb_indexer.text import age_phrase, age_seconds
+from kb_indexer.api import QueryOptions
 
 
 @pytest.mark.parametrize("seconds,phrase", [
@@ -42,7 +43,7 @@ def asked(kb):
     now = datetime.now(timezone.utc)
     old = kb.query("What is Q-learning?")["query_id"]
     _at(kb, old, now - timedelta(days=2, minutes=5))
-    first = kb.query("How does AlphaGo work?", ["game AI"], context="board games")["query_id"]
+    first = kb.query("How does AlphaGo work?", ["game AI"], options=QueryOptions(context="board games"))["query_id"]
     kb.learning.refine(first, ["AlphaGo", "Monte Carlo", "neural networks"])
     kb.learning.feedback(first, ["alphago-architecture.md", "monte-carlo-tree-search.md"], [])
     _at(kb, first, now - timedelta(hours=1, minutes=5))

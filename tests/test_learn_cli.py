@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_clear_history_before_date(proj, run):
 def test_interactive_feedback_reviews_the_last_attempt(kb, monkeypatch):
     from kb_indexer.cli import learn as learn_cli
 
-    out = kb.query("how do agents learn from rewards", limit=3)
+    out = kb.query("how do agents learn from rewards", options=QueryOptions(limit=3))
     paths = [r["filepath"] for r in out["results"]]
     answers = iter(["y", "n", "s"])
     monkeypatch.setattr(learn_cli.typer, "prompt", lambda *a, **k: next(answers))

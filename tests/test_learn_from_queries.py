@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 DOC = "experience-based-learning.md"
 
@@ -17,7 +18,7 @@ def _rl_relation(kb):
 
 
 def _mark_rl_query(kb, n, helpful):
-    res = kb.query(f"learning from experience {n}", ["reinforcement learning"], limit=50)
+    res = kb.query(f"learning from experience {n}", ["reinforcement learning"], options=QueryOptions(limit=50))
     (hit,) = [r for r in res["results"] if r["filepath"] == DOC]
     assert "rl" in [k.lower() for k in hit["matched_keywords"]]  # found through the RL expansion
     kb.learning.feedback(res["query_id"], [DOC] if helpful else [], [] if helpful else [DOC])
@@ -62,13 +63,13 @@ def test_a_helpful_mark_lifts_the_document_for_the_same_question_only(kb):
     question = "how do agents improve by acting and observing rewards"
     other = "python virtual environments and pip"
     other_before = kb.query(other)["results"]
-    before = [r["filepath"] for r in kb.query(question, limit=20)["results"]]
+    before = [r["filepath"] for r in kb.query(question, options=QueryOptions(limit=20))["results"]]
     target = "trial-and-error-learning.md"
     assert target in before and before.index(target) > 0
-    qid = kb.query(question, limit=20)["query_id"]
+    qid = kb.query(question, options=QueryOptions(limit=20))["query_id"]
     kb.learning.feedback(qid, [target], [])
     kb.learning.learn()
-    after = kb.query(question, limit=20)["results"]
+    after = kb.query(question, options=QueryOptions(limit=20))["results"]
     paths = [r["filepath"] for r in after]
     assert paths.index(target) < before.index(target)
     assert "learned" in after[paths.index(target)]["sources"]

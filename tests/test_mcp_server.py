@@ -11,6 +11,7 @@ import sys
 import threading
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
 
@@ -281,7 +282,7 @@ def test_kb_query_pages_its_results_with_a_cursor(db, monkeypatch):
     assert len(pages) >= 2 and pages[-1]["next_cursor"] is None
     assert {p["query_id"] for p in pages} == {first["query_id"]}
     with KnowledgeBase.open(db) as kb:
-        full = kb.query("reinforcement learning reward", limit=10, record=False)
+        full = kb.query("reinforcement learning reward", options=QueryOptions(limit=10, record=False))
         assert kb.learning.history()["count"] == 1  # the continuations were not recorded
     assert [r["filepath"] for p in pages for r in p["results"]] == [r["filepath"] for r in full["results"]]
 

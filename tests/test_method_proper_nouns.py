@@ -8,6 +8,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.search.method import choose_method, is_prose
+from kb_indexer.api import QueryOptions
 
 
 @pytest.mark.parametrize("question,name", [
@@ -77,7 +78,7 @@ def named(small):
 
 
 def test_alphago_question_is_hybrid_end_to_end(named):
-    out = named.query("How does AlphaGo work?", record=False, explain=True)
+    out = named.query("How does AlphaGo work?", options=QueryOptions(record=False, explain=True))
     q = out["query"]
     assert q["method"] == "hybrid" and q["method_requested"] == "auto"
     assert q["explain"]["names"] == [{"text": "AlphaGo", "kind": "known keyword"}]
@@ -88,9 +89,11 @@ def test_alphago_question_is_hybrid_end_to_end(named):
 
 
 def test_identifier_like_words_are_boosted_in_hybrid(named):
-    hybrid = named.query("how does DeepMind tree search work", method="hybrid", record=False, explain=True)
+    hybrid = named.query("how does DeepMind tree search work",
+                         options=QueryOptions(method="hybrid", record=False, explain=True))
     terms = hybrid["query"]["explain"]["fulltext_terms"]
     assert terms.count("DeepMind") + terms.count("deepmind") == 2    # once as a word, once as an exact phrase
-    plain = named.query("how does DeepMind tree search work", method="fulltext", record=False, explain=True)
+    plain = named.query("how does DeepMind tree search work",
+                        options=QueryOptions(method="fulltext", record=False, explain=True))
     assert plain["query"]["explain"]["fulltext_terms"].count("deepmind") == 1
     assert hybrid["results"][0]["filepath"] == "deepmind.md"

@@ -7,6 +7,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.search.reasoning import design_source, matched_words
+from kb_indexer.api import QueryOptions
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def _consistent(out):
 
 
 def test_fields_present_and_consistent(tagged):
-    out = tagged.query("reinforcement learning in board games", record=False)
+    out = tagged.query("reinforcement learning in board games", options=QueryOptions(record=False))
     _consistent(out)
     by = {r["filepath"]: r for r in out["results"]}
     assert by["a-exact.md"]["source"] == "keyword_search"
@@ -47,19 +48,20 @@ def test_fields_present_and_consistent(tagged):
 
 
 def test_counts_follow_the_limit(tagged):
-    out = tagged.query("reinforcement learning in board games", limit=1, record=False)
+    out = tagged.query("reinforcement learning in board games", options=QueryOptions(limit=1, record=False))
     assert out["count"] == 1 and out["keyword_search_count"] + out["grep_search_count"] == 1
     _consistent(out)
 
 
 def test_fulltext_method_is_all_grep(tagged):
-    out = tagged.query("reinforcement learning", method="fulltext", record=False)
+    out = tagged.query("reinforcement learning", options=QueryOptions(method="fulltext", record=False))
     assert out["count"] > 0 and out["grep_search_count"] == out["count"] and out["keyword_search_count"] == 0
     _consistent(out)
 
 
 def test_context_fit_named_in_reasoning(tagged):
-    out = tagged.query("board games", ["reinforcement learning"], context="reward agents", record=False)
+    out = tagged.query("board games", ["reinforcement learning"],
+                       options=QueryOptions(context="reward agents", record=False))
     r = {r["filepath"]: r for r in out["results"]}["b-abbrev.md"]
     assert "context match" in r["reasoning"]
 

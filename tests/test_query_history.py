@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kb_indexer.learn.history import attempts_for, get_attempt
+from kb_indexer.api import QueryOptions
 
 
 def rows(kb, table):
@@ -14,7 +15,7 @@ def rows(kb, table):
 
 
 def test_query_writes_one_query_and_one_attempt(kb):
-    out = kb.query("How does RL work?", ["RL"], context="game AI", limit=3)
+    out = kb.query("How does RL work?", ["RL"], options=QueryOptions(context="game AI", limit=3))
     (q,) = rows(kb, "queries")
     (a,) = rows(kb, "query_attempts")
     assert out["query_id"] == q["id"] and out["attempt_id"] == a["id"] and a["query_id"] == q["id"]
@@ -40,8 +41,8 @@ def test_query_writes_one_query_and_one_attempt(kb):
 
 def test_same_question_and_context_reuse_the_query(kb):
     first = kb.query("reinforcement learning")
-    second = kb.query("reinforcement learning", method="fulltext", limit=2)
-    other_ctx = kb.query("reinforcement learning", context="robots")
+    second = kb.query("reinforcement learning", options=QueryOptions(method="fulltext", limit=2))
+    other_ctx = kb.query("reinforcement learning", options=QueryOptions(context="robots"))
     assert first["query_id"] == second["query_id"] != other_ctx["query_id"]
     assert first["attempt_id"] < second["attempt_id"] < other_ctx["attempt_id"]
     attempts = attempts_for(kb.conn, first["query_id"])
@@ -51,7 +52,7 @@ def test_same_question_and_context_reuse_the_query(kb):
 
 
 def test_derived_keywords_recorded_and_top_results_capped(kb):
-    out = kb.query("reinforcement learning", limit=50)
+    out = kb.query("reinforcement learning", options=QueryOptions(limit=50))
     a = get_attempt(kb.conn, out["attempt_id"])
     assert a["keywords"] == ["reinforcement learning"] and a["options"]["keywords_from"] == "question"
     assert len(a["top_results"]) == min(10, out["count"]) and a["result_count"] == out["count"]
@@ -60,7 +61,7 @@ def test_derived_keywords_recorded_and_top_results_capped(kb):
 
 
 def test_record_false_writes_nothing(kb):
-    out = kb.query("reinforcement learning", record=False)
+    out = kb.query("reinforcement learning", options=QueryOptions(record=False))
     assert "query_id" not in out and rows(kb, "queries") == []
 
 

@@ -8,6 +8,7 @@ import sys
 from helpers import write_doc
 from kb_indexer.search import fulltext
 from kb_indexer.search.fulltext import bounded_snippet
+from kb_indexer.api import QueryOptions
 
 
 def test_a_2mb_document_full_of_the_query_words_gets_a_short_right_snippet(small):
@@ -16,7 +17,7 @@ def test_a_2mb_document_full_of_the_query_words_gets_a_short_right_snippet(small
     write_doc(kbdir, "huge.md", "# Huge\n\n" + body + "\n\nthe end\n")
     write_doc(kbdir, "small.md", "# Small\n\nA note on reinforcement learning for board games.\n")
     handle.sync()
-    out = handle.query("reinforcement learning games", record=False)
+    out = handle.query("reinforcement learning games", options=QueryOptions(record=False))
     by_path = {r["filepath"]: r for r in out["results"]}
     assert set(by_path) == {"huge.md", "small.md"}
     snippet = by_path["huge.md"]["snippet"]
@@ -34,7 +35,7 @@ def test_only_large_bodies_leave_fts5_snippet(small, monkeypatch):
     write_doc(kbdir, "long.md", "# Long\n\n" + "filler words here " * 20 + "quantum computing note\n")
     write_doc(kbdir, "short.md", "# Short\n\nquantum computing\n")
     handle.sync()
-    out = handle.query("quantum computing", record=False)
+    out = handle.query("quantum computing", options=QueryOptions(record=False))
     assert len(out["results"]) == 2 and len(calls) == 1
     assert all("**quantum**" in r["snippet"] for r in out["results"])
 
@@ -49,7 +50,7 @@ def test_the_snippet_scan_is_bounded():
 
 _HANG_GUARD = r"""
 import sys
-from kb_indexer.api import KnowledgeBase
+from kb_indexer.api import KnowledgeBase, QueryOptions
 root = sys.argv[1]
 import os
 os.makedirs(root + "/kb")
@@ -57,7 +58,7 @@ open(root + "/kb/big.md", "w").write("# Big\n\n" + "alpha beta gamma " * 120_000
 h, _ = KnowledgeBase.init(root + "/i.db", root + "/kb")
 h.sync()
 for method in ("hybrid", "keyword", "fulltext"):
-    h.query("alpha beta gamma", ["alpha"] if method == "keyword" else None, method=method, record=False)
+    h.query("alpha beta gamma", ["alpha"] if method == "keyword" else None, QueryOptions(method=method, record=False))
 print("ok")
 """
 

@@ -9,6 +9,7 @@ from helpers import kw, write_doc
 from kb_indexer.errors import UsageError
 from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_LIMIT
 from kb_indexer.search.fulltext import PER_ROW_MAX
+from kb_indexer.api import QueryOptions
 
 TEXT_ONLY = 30                # "vortex" in the text, no tag
 TAGGED = PER_ROW_MAX + 4      # tagged "wing", not a word of it in the text: more than the per-row lookups serve
@@ -34,7 +35,7 @@ def _paths(out):
                                              ("vortex wing", TEXT_ONLY + TAGGED), ("zeppelin", 0)])
 def test_total_counts_every_document_found_and_limit_zero_shows_them(found, question, total):
     page = found.query(question)
-    everything = found.query(question, limit=0)
+    everything = found.query(question, options=QueryOptions(limit=0))
     assert page["total"] == everything["total"] == everything["count"] == total
     assert page["count"] == min(DEFAULT_LIMIT, total)
     assert _paths(everything)[:DEFAULT_LIMIT] == _paths(page)  # the page is the top of the full ranking
@@ -42,14 +43,14 @@ def test_total_counts_every_document_found_and_limit_zero_shows_them(found, ques
 
 
 def test_a_limit_cuts_the_same_ranking(found):
-    everything = _paths(found.query("vortex wing", limit=0))
+    everything = _paths(found.query("vortex wing", options=QueryOptions(limit=0)))
     for n in (1, 7, 25):
-        out = found.query("vortex wing", limit=n)
+        out = found.query("vortex wing", options=QueryOptions(limit=n))
         assert _paths(out) == everything[:n] and out["total"] == len(everything)
 
 
 def test_history_records_what_was_shown(found):
-    out = found.query("vortex wing", limit=0)
+    out = found.query("vortex wing", options=QueryOptions(limit=0))
     entry = found.learning.history(out["query_id"])
     assert entry["attempts"][-1]["result_count"] == TEXT_ONLY + TAGGED
 
@@ -57,7 +58,7 @@ def test_history_records_what_was_shown(found):
 @pytest.mark.parametrize("limit", [-1, MAX_LIMIT + 1, True, 2.5])
 def test_bad_limits_are_refused(found, limit):
     with pytest.raises(UsageError):
-        found.query("vortex", limit=limit)
+        found.query("vortex", options=QueryOptions(limit=limit))
 
 
 def test_cli_limit_zero_total_and_the_note_on_stderr(found, run):

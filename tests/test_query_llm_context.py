@@ -9,11 +9,13 @@ from kb_indexer.search.context_match import QueryContextScorer
 from fake_llm import FakeBackend
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.query import run_query
+from kb_indexer.api import QueryOptions
 
 
 def _candidates(kb, question, context):
     seen = []
-    run_query(kb.conn, question, ["reinforcement learning"], context=context, record=False, threshold=0.1,
+    run_query(kb.conn, question, ["reinforcement learning"],
+              options=QueryOptions(context=context, record=False, threshold=0.1),
               context_scorer=lambda ctx, c: seen.extend(c) or [1.0] * len(c))
     return seen
 
@@ -27,8 +29,9 @@ def test_llm_scores_relations_once_per_hop_and_is_cached(kb):
         fake = FakeBackend(list(answers))
         client = LLMClient(resolve(LLMOptions(backend="fake")), conn=kb.conn, backend=fake, sleep=lambda s: None)
         scorer = QueryContextScorer(kb.conn, client=client)
-        out = run_query(kb.conn, "agents for board games", ["reinforcement learning"], context="game AI",
-                        threshold=0.1, explain=True, context_scorer=scorer, record=False)
+        out = run_query(kb.conn, "agents for board games", ["reinforcement learning"],
+                        options=QueryOptions(context="game AI", threshold=0.1, explain=True, record=False),
+                        context_scorer=scorer)
         out.update(scorer.report())
         return out, fake
 
@@ -49,8 +52,8 @@ def test_llm_failure_falls_back_to_lexical_and_says_so(kb):
     fake = FakeBackend([LLMUnavailable("down"), LLMUnavailable("down"), LLMUnavailable("down")])
     client = LLMClient(resolve(LLMOptions(backend="fake")), conn=kb.conn, backend=fake, sleep=lambda s: None)
     scorer = QueryContextScorer(kb.conn, client=client)
-    out = run_query(kb.conn, "board games", ["reinforcement learning"], context="game AI", expand_depth=2,
-                    context_scorer=scorer, record=False)
+    out = run_query(kb.conn, "board games", ["reinforcement learning"],
+                    options=QueryOptions(context="game AI", expand_depth=2, record=False), context_scorer=scorer)
     out.update(scorer.report())
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical" and "down" in out["llm"]["error"]
     assert out["count"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 EXACT_RL = {"ai-llm-vs-reinforcement-learning.md", "policy-gradient-methods.md", "reward-shaping.md",
             "temporal-difference-learning.md"}
@@ -19,9 +20,9 @@ def by_path(out):
 
 
 @pytest.mark.parametrize("call", [
-    lambda kb: kb.query("reinforcement learning", limit=20),
-    lambda kb: kb.query("Find documents about reinforcement learning", limit=20),
-    lambda kb: kb.query("", ["reinforcement learning"], limit=20),
+    lambda kb: kb.query("reinforcement learning", options=QueryOptions(limit=20)),
+    lambda kb: kb.query("Find documents about reinforcement learning", options=QueryOptions(limit=20)),
+    lambda kb: kb.query("", ["reinforcement learning"], options=QueryOptions(limit=20)),
 ])
 def test_design_example_reinforcement_learning(kb, call):
     out = call(kb)
@@ -52,16 +53,17 @@ def test_design_example_reinforcement_learning(kb, call):
 
 def test_direction_on_bundled_kb(kb):
     # reinforcement learning -> alphago (application, directional): lower the threshold and it expands...
-    down = kb.query("", ["reinforcement learning"], threshold=0.3)
+    down = kb.query("", ["reinforcement learning"], options=QueryOptions(threshold=0.3))
     assert "alphago" in down["query"]["expansion_map"]["reinforcement learning"]
     assert "alphago-architecture.md" in paths(down)
     # ...but alphago never expands back to reinforcement learning
-    up = kb.query("", ["alphago"], threshold=0.0)
+    up = kb.query("", ["alphago"], options=QueryOptions(threshold=0.0))
     assert "reinforcement learning" not in up["query"]["expansion_map"]["alphago"]
 
 
 def test_known_multiword_keywords_found_in_question(kb):
-    out = kb.query("How does monte carlo tree search pick moves in AlphaGo", method="hybrid", explain=True)
+    out = kb.query("How does monte carlo tree search pick moves in AlphaGo",
+                   options=QueryOptions(method="hybrid", explain=True))
     assert out["query"]["keywords_from"] == "question"
     assert out["query"]["keywords"] == ["monte carlo tree search", "alphago"]
     terms = out["query"]["explain"]["fulltext_terms"]
@@ -78,12 +80,12 @@ def test_exact_outranks_expansion_with_equal_evidence(empty_kb):
     empty_kb.sync()
     empty_kb.relate("RL", "reinforcement learning", "synonym", "always", 1.0)
     empty_kb.relate("RL", "supervised learning", "contrast", "different paradigms", 1.0)
-    out = empty_kb.query("agents", ["RL"], method="hybrid")
+    out = empty_kb.query("agents", ["RL"], options=QueryOptions(method="hybrid"))
     assert paths(out) == ["b-exact.md", "a-expanded.md", "c-contrast.md"]   # c only by full text
     r = by_path(out)
     assert r["b-exact.md"]["relevance_score"] > r["a-expanded.md"]["relevance_score"]
     assert r["c-contrast.md"]["sources"] == ["fulltext"]
-    keyword_only = empty_kb.query("", ["RL"], method="keyword")
+    keyword_only = empty_kb.query("", ["RL"], options=QueryOptions(method="keyword"))
     assert paths(keyword_only) == ["b-exact.md", "a-expanded.md"]           # contrast-only: not returned
 
 
@@ -101,7 +103,7 @@ def test_learned_tags_count_like_file_tags(empty_kb):
         c.execute("INSERT INTO document_keywords (document_id, keyword_id, source) VALUES (?, ?, 'learned')",
                   (doc, kid))
         refresh_fts_keywords(c, doc)
-    out = empty_kb.query("", ["bandits"], method="keyword")
+    out = empty_kb.query("", ["bandits"], options=QueryOptions(method="keyword"))
     r = by_path(out)
     assert set(r) == {"one.md", "two.md"}
     assert r["one.md"]["relevance_score"] == r["two.md"]["relevance_score"]
@@ -115,22 +117,22 @@ def test_untagged_corpus_hybrid_equals_fulltext(empty_kb):
         (root / f"d{i}.md").write_text(f"# Doc {i}\n\n{text}\n")
     empty_kb.sync()
     q = "what is the lift of a wing"
-    hy = empty_kb.query(q, method="hybrid", limit=5)
-    ft = empty_kb.query(q, method="fulltext", limit=5)
+    hy = empty_kb.query(q, options=QueryOptions(method="hybrid", limit=5))
+    ft = empty_kb.query(q, options=QueryOptions(method="fulltext", limit=5))
     assert [(r["filepath"], r["relevance_score"]) for r in hy["results"]] == \
            [(r["filepath"], r["relevance_score"]) for r in ft["results"]]
     assert hy["results"][0]["relevance_score"] == 1.0
 
 
 def test_fulltext_method_does_not_expand(kb):
-    out = kb.query("reinforcement learning", method="fulltext")
+    out = kb.query("reinforcement learning", options=QueryOptions(method="fulltext"))
     assert out["query"]["expansion_map"] == {"reinforcement learning": []}
     assert all(r["sources"] == ["fulltext"] for r in out["results"])
     assert "experience-based-learning.md" not in paths(out)   # only reachable through tags
 
 
 def test_keyword_method_uses_identifiers_and_tags(kb):
-    out = kb.query("How does AlphaGo work?", method="keyword")
+    out = kb.query("How does AlphaGo work?", options=QueryOptions(method="keyword"))
     assert out["query"]["method"] == "keyword"
     assert "alphago" in out["query"]["keywords"]
     assert paths(out)[0] == "alphago-architecture.md"
@@ -145,7 +147,8 @@ QUERY_KEYS = {"question", "keywords", "keywords_from", "expanded_keywords", "exp
 
 
 def test_output_shape(kb):
-    out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"], context="game AI", limit=5)
+    out = kb.query("How does RL relate to AlphaGo?", ["RL", "AlphaGo"],
+                   options=QueryOptions(context="game AI", limit=5))
     assert set(out) == {"query", "results", "count", "keyword_search_count", "grep_search_count", "total",
                         "query_id", "attempt_id", "llm", "semantic"}  # hybrid: "semantic" says why no vectors
     assert out["llm"]["used"] is False and out["llm"]["fallback"] == "lexical"  # --context, no LLM configured
@@ -170,7 +173,7 @@ def test_output_shape(kb):
 
 
 def test_explain_parts(kb):
-    out = kb.query("reinforcement learning", explain=True, limit=3)
+    out = kb.query("reinforcement learning", options=QueryOptions(explain=True, limit=3))
     ex = out["query"]["explain"]
     assert ex["type_weights"]["contrast"] == 0.0 and ex["fusion_weights"] == {"keyword": 0.6, "fulltext": 0.4}
     assert any(e["keyword"] == "rl" and e["similarity_type"] == "abbreviation" for e in ex["expansions"])
@@ -187,8 +190,8 @@ def test_deterministic_and_ties_broken_by_filepath(empty_kb):
     for name in ("zeta.md", "alpha.md", "mid.md"):
         (root / name).write_text("---\nkeywords: [same]\n---\n# Same\n\nidentical text\n")
     empty_kb.sync()
-    a = empty_kb.query("", ["same"], record=False)
-    b = empty_kb.query("", ["same"], record=False)
+    a = empty_kb.query("", ["same"], options=QueryOptions(record=False))
+    b = empty_kb.query("", ["same"], options=QueryOptions(record=False))
     assert a == b
     assert paths(a) == ["alpha.md", "mid.md", "zeta.md"]
     assert len({r["relevance_score"] for r in a["results"]}) == 1
@@ -197,17 +200,18 @@ def test_deterministic_and_ties_broken_by_filepath(empty_kb):
 def test_limit_and_validation(kb):
     from kb_indexer.errors import UsageError
 
-    assert kb.query("learning", limit=1)["count"] == 1
+    assert kb.query("learning", options=QueryOptions(limit=1))["count"] == 1
     for bad in ({"limit": -1}, {"limit": 5000}, {"expand_depth": -1}, {"expand_depth": 9}, {"threshold": 1.5},
                 {"method": "vector"}, {"types": ["bogus"]}, {"weights": {"contrast": 1.5}}):
         with pytest.raises(UsageError):
-            kb.query("learning", **bad)
+            kb.query("learning", options=QueryOptions(**bad))
 
 
 def test_context_changes_expansion_weights(kb):
-    plain = kb.query("", ["reinforcement learning"], explain=True, record=False)["query"]["explain"]["expansions"]
-    ctx = kb.query("", ["reinforcement learning"], context="sparse reward design", explain=True,
-                   record=False)["query"]["explain"]["expansions"]
+    plain = kb.query("", ["reinforcement learning"],
+                     options=QueryOptions(explain=True, record=False))["query"]["explain"]["expansions"]
+    ctx = kb.query("", ["reinforcement learning"], QueryOptions(context="sparse reward design", explain=True,
+                                                                record=False))["query"]["explain"]["expansions"]
     p = {e["keyword"]: e["weight"] for e in plain}
     c = {e["keyword"]: e for e in ctx}
     assert all("context_match" in e for e in ctx)
@@ -227,9 +231,9 @@ def test_many_tagged_candidates_path_matches_per_row_path(empty_kb, monkeypatch)
         (root / f"d{i:02d}.md").write_text(f"---\nkeywords: [{tag}]\n---\n# Doc {i}\n\nlift{extra} drag {i}\n")
     empty_kb.sync()
     assert fulltext.PER_ROW_MAX < 20
-    one_pass = empty_kb.query("wing lift", ["common"], limit=12, record=False)
+    one_pass = empty_kb.query("wing lift", ["common"], options=QueryOptions(limit=12, record=False))
     monkeypatch.setattr(fulltext, "PER_ROW_MAX", 10_000)
-    per_row = empty_kb.query("wing lift", ["common"], limit=12, record=False)
+    per_row = empty_kb.query("wing lift", ["common"], options=QueryOptions(limit=12, record=False))
     strip = lambda out: [(r["filepath"], r["relevance_score"], r["sources"]) for r in out["results"]]  # noqa: E731
     assert strip(one_pass) == strip(per_row)
     assert one_pass["count"] == 12
@@ -237,7 +241,7 @@ def test_many_tagged_candidates_path_matches_per_row_path(empty_kb, monkeypatch)
 
 
 def test_quoted_known_keyword_is_a_keyword(kb):
-    out = kb.query('"reinforcement learning" basics', explain=True, record=False)
+    out = kb.query('"reinforcement learning" basics', options=QueryOptions(explain=True, record=False))
     assert out["query"]["keywords"] == ["reinforcement learning"]
     assert out["query"]["explain"]["fulltext_terms"] == ["reinforcement learning", "basics"]
     assert "experience-based-learning.md" in paths(out)

@@ -6,6 +6,7 @@ import pytest
 
 from helpers import write_doc
 from kb_indexer.search import pruning
+from kb_indexer.api import QueryOptions
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def common_word_kb(small, monkeypatch):
 
 
 def test_a_word_in_most_documents_is_pruned_and_said(common_word_kb):
-    out = common_word_kb.query("system glacier", explain=True, record=False)
+    out = common_word_kb.query("system glacier", options=QueryOptions(explain=True, record=False))
     explain = out["query"]["explain"]
     assert explain["fulltext_pruned"] == ["system"]
     assert explain["fulltext_terms"] == ["glacier"]
@@ -28,13 +29,13 @@ def test_a_word_in_most_documents_is_pruned_and_said(common_word_kb):
 
 
 def test_if_every_term_is_common_nothing_is_pruned(common_word_kb):
-    out = common_word_kb.query("system behaves", explain=True, record=False)
+    out = common_word_kb.query("system behaves", options=QueryOptions(explain=True, record=False))
     assert out["query"]["explain"]["fulltext_pruned"] == []
     assert out["count"] == 6
 
 
 def test_phrases_are_never_pruned(common_word_kb):
-    out = common_word_kb.query('"system behaves" glacier', explain=True, record=False)
+    out = common_word_kb.query('"system behaves" glacier', options=QueryOptions(explain=True, record=False))
     assert out["query"]["explain"]["fulltext_pruned"] == []
 
 
@@ -43,7 +44,8 @@ def test_small_knowledge_bases_keep_every_term(small):
     for i in range(3):
         write_doc(kbdir, f"d{i}.md", "# N\n\nsystem\n")
     handle.sync()
-    assert handle.query("system other", explain=True, record=False)["query"]["explain"]["fulltext_pruned"] == []
+    assert handle.query("system other",
+                        options=QueryOptions(explain=True, record=False))["query"]["explain"]["fulltext_pruned"] == []
 
 
 def test_tokenising_matches_the_index(common_word_kb):

@@ -13,6 +13,7 @@ import pytest
 from helpers import die_at_read, kw, write_doc
 from kb_indexer.index import reader as reader_mod
 from kb_indexer.index import sync as sync_mod
+from kb_indexer.api import QueryOptions
 
 TARGET = "markov-decision-processes.md"  # a bundled document without a keywords file
 QUESTIONS = ["what is the bellman equation for values", "how to formalise sequential decisions under uncertainty",
@@ -81,7 +82,7 @@ def test_a_renamed_document_keeps_its_vectors(small):
     res = handle.sync()
     assert handle.embeddings.embed()["embedded"] == 0  # nothing to embed again: its vectors stayed with it
     assert res["renamed"] == 1
-    assert handle.query("car", method="semantic")["results"][0]["filepath"] == "cars.md"
+    assert handle.query("car", options=QueryOptions(method="semantic"))["results"][0]["filepath"] == "cars.md"
 
 
 def test_a_rename_onto_the_path_of_a_removed_document_carries_its_own_feedback(small):

@@ -7,6 +7,7 @@ import pytest
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.search import fulltext
 from tests.helpers import kw, write_doc
+from kb_indexer.api import QueryOptions
 
 
 @pytest.fixture
@@ -29,8 +30,8 @@ def tied(tmp_path):
     handle.close()
 
 
-def _paths(handle, question, limit, **opts):
-    out = handle.query(question, limit=limit, record=False, **opts)
+def _paths(handle, question, limit, keywords=None, **opts):
+    out = handle.query(question, keywords, QueryOptions(limit=limit, record=False, **opts))
     return [r["filepath"] for r in out["results"]], [r["relevance_score"] for r in out["results"]]
 
 
@@ -103,7 +104,8 @@ def exact_vs_expansion(small):
     ("actor critic", ["RL"]),
 ])
 def test_exact_match_outranks_expansion_only_with_equal_fulltext(exact_vs_expansion, question, keywords):
-    out = exact_vs_expansion.query(question, keywords, explain=True, record=False, method="hybrid")
+    out = exact_vs_expansion.query(question, keywords,
+                                   options=QueryOptions(explain=True, record=False, method="hybrid"))
     by_path = {r["filepath"]: r for r in out["results"]}
     exact, expansion = by_path["b-exact.md"], by_path["a-expansion-only.md"]
     assert exact["score_parts"]["fulltext"] == expansion["score_parts"]["fulltext"]
@@ -119,7 +121,7 @@ def test_exact_match_outranks_expansion_only_with_equal_fulltext(exact_vs_expans
 def test_much_stronger_fulltext_may_put_an_expansion_only_document_first(kb):
     """Not a hard tier: the reviewer's query ranks the policy-gradient document (expansion-only evidence,
     by far the best full-text match) above documents tagged RL itself; that is the intended trade-off."""
-    out = kb.query("policy gradient PPO actor critic", ["RL"], explain=True, record=False)
+    out = kb.query("policy gradient PPO actor critic", ["RL"], options=QueryOptions(explain=True, record=False))
     top = out["results"][0]
     assert top["filepath"] == "policy-gradient-methods.md"
     assert "keyword" not in top["sources"] and "expansion" in top["sources"]

@@ -21,6 +21,7 @@ import pytest
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.store import migrations
+from kb_indexer.api import QueryOptions
 
 DATA = Path(__file__).resolve().parent / "data" / "upgrade"
 FIXTURES = sorted(DATA.glob("*.db"))
@@ -84,7 +85,7 @@ def _check_upgraded(db: Path, kbdir: Path, before: dict, tmp_path: Path) -> None
         assert n_docs == len(before["documents"]) > 0
         assert conn.execute("SELECT COUNT(*) FROM documents_fts").fetchone()[0] == n_docs
 
-        out = handle.query("reinforcement learning", record=False)
+        out = handle.query("reinforcement learning", options=QueryOptions(record=False))
         assert out["results"] and out["results"][0]["filepath"] == "rl/policy-gradients.md"
         assert handle.search(["transformer"])["results"][0]["filepath"] == "nlp/transformers.md"
         similar = {r["keyword"] for r in handle.similar("RL")["similar_keywords"]}

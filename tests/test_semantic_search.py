@@ -15,6 +15,7 @@ import pytest
 
 from kb_indexer.llm.config import EmbedOptions
 from tests.helpers import write_doc
+from kb_indexer.api import QueryOptions
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE = EmbedOptions(backend="fake-embed")
@@ -66,8 +67,9 @@ def test_a_new_model_embeds_everything_and_models_never_mix(corpus):
     stats = {(m["model"], m["dim"], m["with_vectors"]) for m in kb.db_stats()["embeddings"]}
     assert stats == {("fake-embed-64", 64, 4), ("fake-embed-16", 16, 4)}
     # the newest model answers queries by default; naming the other uses its vectors only
-    assert kb.query("car", method="semantic")["semantic"]["model"] == "fake-embed-16"
-    out = kb.query("car", method="semantic", embed=EmbedOptions(backend="fake-embed", model="fake-embed-64"))
+    assert kb.query("car", options=QueryOptions(method="semantic"))["semantic"]["model"] == "fake-embed-16"
+    out = kb.query("car", options=QueryOptions(method="semantic"),
+                   embed=EmbedOptions(backend="fake-embed", model="fake-embed-64"))
     assert out["semantic"]["model"] == "fake-embed-64" and out["semantic"]["chunks"] == 4
 
 
@@ -84,9 +86,9 @@ def test_another_dimension_for_a_stored_model_is_refused(corpus):
 
 def test_semantic_finds_what_shares_no_word_with_the_question(corpus):
     kb, _ = corpus
-    assert paths(kb.query("car", method="fulltext")) == []
+    assert paths(kb.query("car", options=QueryOptions(method="fulltext"))) == []
     kb.embeddings.embed(embed=FAKE)
-    out = kb.query("car", method="semantic")
+    out = kb.query("car", options=QueryOptions(method="semantic"))
     assert out["query"]["method"] == "semantic" and out["query"]["fallback"] is None
     top = out["results"][0]
     assert top["filepath"] == "engines.md" and "semantic" in top["sources"]
@@ -101,26 +103,26 @@ def test_semantic_finds_what_shares_no_word_with_the_question(corpus):
 def test_hybrid_fuses_full_text_and_vectors(corpus):
     kb, _ = corpus
     kb.embeddings.embed(embed=FAKE)
-    out = kb.query("water for the dough", method="hybrid", explain=True)
+    out = kb.query("water for the dough", options=QueryOptions(method="hybrid", explain=True))
     assert paths(out)[0] == "bakery.md"
     top = out["results"][0]
     assert {"fulltext", "semantic"} <= set(top["sources"])
     parts = top["score_parts"]
     assert parts["dense"] == 1.0 and set(parts["weights"]) == {"keyword", "fulltext", "dense"}
     # a document found by vectors only still gets a place, below the one both channels found
-    lone = kb.query("vehicle water", method="hybrid")
+    lone = kb.query("vehicle water", options=QueryOptions(method="hybrid"))
     assert set(paths(lone)[:2]) == {"engines.md", "gardens.md"} or paths(lone)[0] in ("gardens.md", "bakery.md")
 
 
 def test_without_vectors_semantic_and_hybrid_run_lexically(corpus):
     kb, _ = corpus
     for method in ("semantic", "hybrid"):
-        out = kb.query("water", method=method)
+        out = kb.query("water", options=QueryOptions(method=method))
         q = out["query"]
         assert q["method"] == "hybrid" and q["method_requested"] == method and q["fallback"] == "lexical"
         assert "run `kbindex embed`" in out["semantic"]["error"] and "without vectors" in q["method_reason"]
         assert set(paths(out)) == {"gardens.md", "bakery.md"}
-    assert "semantic" not in kb.query("water", method="fulltext")
+    assert "semantic" not in kb.query("water", options=QueryOptions(method="fulltext"))
 
 
 def test_an_unreachable_backend_falls_back_to_lexical(corpus, tmp_path, monkeypatch):
@@ -129,7 +131,7 @@ def test_an_unreachable_backend_falls_back_to_lexical(corpus, tmp_path, monkeypa
     script = tmp_path / "embed.json"
     script.write_text(json.dumps({"fail_after": 0, "error": "unavailable"}))
     monkeypatch.setenv("KBINDEX_FAKE_EMBED", str(script))
-    out = kb.query("a question never asked before", method="semantic")
+    out = kb.query("a question never asked before", options=QueryOptions(method="semantic"))
     assert out["query"]["fallback"] == "lexical" and "fake embedder down" in out["semantic"]["error"]
 
 
@@ -138,7 +140,7 @@ def test_documents_without_vectors_are_reported(corpus):
     kb.embeddings.embed(embed=FAKE)
     write_doc(root, "late.md", "# Late\n\nAn automobile document added after embedding.\n")
     kb.sync()
-    out = kb.query("automobile", method="hybrid")
+    out = kb.query("automobile", options=QueryOptions(method="hybrid"))
     assert out["semantic"]["documents_without_vectors"] == 1 and out["semantic"]["files_without_vectors"] == ["late.md"]
     assert "late.md" in paths(out)                   # still found by full text
 
@@ -146,10 +148,10 @@ def test_documents_without_vectors_are_reported(corpus):
 def test_deleting_a_document_keeps_the_packed_vectors_consistent(corpus):
     kb, root = corpus
     kb.embeddings.embed(embed=FAKE)
-    assert paths(kb.query("car", method="semantic"))[0] == "engines.md"
+    assert paths(kb.query("car", options=QueryOptions(method="semantic")))[0] == "engines.md"
     (root / "engines.md").unlink()
     kb.sync()
-    out = kb.query("car", method="semantic")
+    out = kb.query("car", options=QueryOptions(method="semantic"))
     assert "engines.md" not in paths(out) and out["semantic"]["chunks"] == 3
 
 
@@ -161,7 +163,7 @@ def test_long_documents_are_chunked_and_the_best_chunk_scores(small):
     kb.sync()
     res = kb.embeddings.embed(embed=FAKE)
     assert res["chunks"] > 5
-    assert paths(kb.query("car", method="semantic"))[0] == "long.md"
+    assert paths(kb.query("car", options=QueryOptions(method="semantic")))[0] == "long.md"
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -245,4 +247,4 @@ def test_requests_are_full_across_documents(small, tmp_path, monkeypatch):
     assert all(n == 4 for n in sizes[:-1]) and 1 <= sizes[-1] <= 4, sizes
     assert out["requests"] == len(sizes) == -(-chunks // 4) and out["chunks"] == chunks
     assert out["embedded"] == 6   # the empty document too: it has no chunk to embed, and is done
-    assert kb.query("automobile engine", method="semantic", embed=FAKE)["semantic"]["used"]
+    assert kb.query("automobile engine", options=QueryOptions(method="semantic"), embed=FAKE)["semantic"]["used"]

@@ -15,6 +15,7 @@ from kb_indexer.search import query as query_mod
 from kb_indexer.search import sparse
 from kb_indexer.store import sparse as store
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+from kb_indexer.api import QueryOptions
 
 WORDS = ("flow boundary layer heat transfer mach number shock wave pressure wing body supersonic "
          "laminar turbulent plate cone cylinder jet nozzle model theory measured computed velocity "
@@ -92,7 +93,7 @@ def test_known_two_word_keywords_are_answered_by_the_index(sparse_kb):
 
 
 def _results(handle, question: str, **options) -> list:
-    out = handle.query(question, record=False, explain=True, **options)
+    out = handle.query(question, options=QueryOptions(record=False, explain=True, **options))
     return [(r["filepath"], r["relevance_score"], r["snippet"], r["sources"], r["score_parts"]) for r in
             out["results"]] + [out["total"], out["count"]]
 
@@ -110,7 +111,7 @@ def test_the_query_uses_the_index_when_it_is_current(sparse_kb, monkeypatch):
     calls = []
     real = sparse.score
     monkeypatch.setattr(sparse, "score", lambda *a, **k: calls.append(1) or real(*a, **k))
-    handle.query("boundary layer flow", record=False)
+    handle.query("boundary layer flow", options=QueryOptions(record=False))
     assert calls
 
 
@@ -126,7 +127,8 @@ def test_changes_since_the_last_sync_are_read_by_the_query(sparse_kb):
     for terms in _all_term_lists(handle.conn):
         view = _assert_same_as_fts5(handle.conn, terms)
         assert view.pending == 3
-    assert [r["filepath"] for r in handle.query("zephyrine", record=False)["results"]] == ["new.md"]
+    assert [r["filepath"] for r in handle.query("zephyrine",
+                                                options=QueryOptions(record=False))["results"]] == ["new.md"]
     result = handle.sync()
     assert result["fulltext_index"]["folded"] == 3
     assert _assert_same_as_fts5(handle.conn, ["flutter", "boundary layer"]).pending == 0
@@ -139,7 +141,7 @@ def test_too_many_changes_make_the_query_use_fts5(sparse_kb, monkeypatch):
         (kbdir / f"f{i % 4}/d{i}.md").write_text(f"# N{i}\n\nzephyrine panel\n", encoding="utf-8")
         handle.update(f"f{i % 4}/d{i}.md")
     assert sparse.open_view(handle.conn, fulltext.DEFAULT_COLUMN_WEIGHTS, ("zephyrine",)) is None
-    paths = [r["filepath"] for r in handle.query("zephyrine", record=False)["results"]]
+    paths = [r["filepath"] for r in handle.query("zephyrine", options=QueryOptions(record=False))["results"]]
     assert sorted(paths) == ["f0/d4.md", "f3/d3.md"]
 
 
@@ -149,7 +151,7 @@ def test_a_full_text_write_without_a_log_entry_is_never_trusted(sparse_kb):
     conn.execute("UPDATE documents_fts SET body = 'zeppelin' WHERE rowid = (SELECT min(id) FROM documents)")
     conn.commit()
     assert sparse.open_view(conn, fulltext.DEFAULT_COLUMN_WEIGHTS, ("zeppelin",)) is None
-    assert handle.query("zeppelin", record=False)["count"] == 1        # FTS5 answers meanwhile
+    assert handle.query("zeppelin", options=QueryOptions(record=False))["count"] == 1        # FTS5 answers meanwhile
     result = handle.sync()
     assert result["fulltext_index"]["folded"] == 40                     # rebuilt from every row
     _assert_same_as_fts5(conn, ["zeppelin", "flow"])

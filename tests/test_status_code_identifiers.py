@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kb_indexer.search.method import choose_method
+from kb_indexer.api import QueryOptions
 
 
 # -- lesser: a bare 4xx/5xx number is not an identifier without a hint --------------------------------------
@@ -28,6 +29,6 @@ def test_status_codes_with_a_hint_or_other_identifiers(question):
 
 
 def test_bare_number_query_keeps_all_words_in_fulltext(kb):
-    out = kb.query("Top 500 tips for RL", explain=True, record=False)
+    out = kb.query("Top 500 tips for RL", options=QueryOptions(explain=True, record=False))
     assert out["query"]["method"] == "hybrid"
     assert "tips" in out["query"]["explain"]["fulltext_terms"]

@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers import write_doc
 from tests.test_semantic_search import FAKE, corpus as _corpus  # noqa: F401  (the four-document corpus)
+from kb_indexer.api import QueryOptions
 
 
 @pytest.fixture
@@ -25,7 +26,8 @@ def _files(kb):
 
 
 def _top(kb, question="car"):
-    return [(r["filepath"], r["similarity"]) for r in kb.query(question, method="semantic", record=False)["results"]]
+    out = kb.query(question, options=QueryOptions(method="semantic", record=False))
+    return [(r["filepath"], r["similarity"]) for r in out["results"]]
 
 
 def test_the_first_query_writes_the_file_and_the_next_maps_it(corpus):

@@ -6,12 +6,13 @@ from __future__ import annotations
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.store import vectors
 from tests.helpers import write_doc
+from kb_indexer.api import QueryOptions
 
 FAKE = EmbedOptions(backend="fake-embed")
 
 
 def _hybrid(kb, question: str) -> list[str]:
-    out = kb.query(question, method="semantic", embed=FAKE, record=False)
+    out = kb.query(question, options=QueryOptions(method="semantic", record=False), embed=FAKE)
     assert out["query"]["fallback"] is None
     return [r["filepath"] for r in out["results"]]
 

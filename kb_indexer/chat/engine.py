@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
-from kb_indexer.api import KnowledgeBase, render_query
+from kb_indexer.api import KnowledgeBase, QueryOptions, render_query
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -192,7 +192,7 @@ class ChatEngine:
         question = self._retrieval_question(norm)
         if not question.strip():        # nothing to search (an empty query is bad usage)
             return None
-        out = self.kb.query(question, limit=RETRIEVE)
+        out = self.kb.query(question, options=QueryOptions(limit=RETRIEVE))
         self.last_query_id = out.get("query_id")
         self.last_paths = [r["filepath"] for r in out["results"]]
         if not out["results"]:

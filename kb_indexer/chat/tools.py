@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from kb_indexer.api import QueryOptions, render_query
 from kb_indexer.errors import KbError
 from kb_indexer.llm.base import Tool
 
@@ -39,9 +40,9 @@ def _cut(text: str) -> str:
 
 
 def _query(kb: Any, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    limit = args.get("limit") if isinstance(args.get("limit"), int) else 5
-    out = kb.query(str(args.get("question") or ""), limit=max(1, min(10, limit)))
-    from kb_indexer.api import render_query  # lazy: rendered only when the model runs a query
+    asked = args.get("limit")
+    limit = asked if isinstance(asked, int) else 5
+    out = kb.query(str(args.get("question") or ""), options=QueryOptions(limit=max(1, min(10, limit))))
     paths = [r["filepath"] for r in out["results"]]
     return render_query(out), {"query_id": out.get("query_id"), "paths": paths,
                                "summary": f"{len(paths)} documents: {', '.join(paths[:5])}"}

@@ -9,9 +9,9 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, echo, emit, emit_json
-from kb_indexer.cli.query import ResultFormat, ResultFormatOpt, emit_result
+from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.api import SECTIONS, count_line
-from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT
+from kb_indexer.search.defaults import MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
 
 if TYPE_CHECKING:
@@ -70,13 +70,16 @@ def refine(
                                                              "older name).")] = None,
     context_threshold: Annotated[Optional[float], typer.Option(
         "--context-threshold", min=0.0, max=1.0, help="Context-match score from which a relation fits the "
-                                                      "query's context (default 0.7).")] = None,
+                                                      "query's context (default: the recorded query's).")] = None,
     expand_depth: Annotated[Optional[int], typer.Option("--expand-depth", "-d", min=0, max=MAX_DEPTH,
                                                         help="Similarity hops.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT)] = DEFAULT_LIMIT,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, max=MAX_LIMIT, show_default=False,
+                                                 help="At most this many results. Options not given here "
+                                                      "are the recorded query's.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
-    """Retry a recorded query with new keywords (same question and context, a new attempt)."""
+    """Retry a recorded query with new keywords (same question, context and options unless given here;
+    a new attempt)."""
     rest = list(args or [])
     query_id = None
     if not last:
@@ -88,15 +91,14 @@ def refine(
             raise UsageError(f"QUERY_ID must be a number, got {args[0]!r} (or use --last)") from None
     if rest and not keywords:
         raise UsageError("keywords go after --keywords / -k")
-    options = {"limit": limit}
-    if min_weight is not None:
-        options["min_weight"] = min_weight
-    if context_threshold is not None:
-        options["context_threshold"] = context_threshold
-    if expand_depth is not None:
-        options["expand_depth"] = expand_depth
+    given = {"min_weight": min_weight, "context_threshold": context_threshold, "expand_depth": expand_depth,
+             "limit": limit}
+    changes = {name: value for name, value in given.items() if value is not None}
     with open_kb(db, kb) as k:
-        data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, **options)
+        options = None
+        if changes:   # the recorded query's options, these changed
+            options = k.learning.recorded_options(k.learning.last_query_id() if last else query_id).replace(**changes)
+        data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, options=options)
     emit_result(data, format, "query")
 
 

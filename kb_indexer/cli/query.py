@@ -1,29 +1,26 @@
-"""query (ranked retrieval) and the markdown result format shared with search."""
+"""query (ranked retrieval): its flags become one QueryOptions."""
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, EmbedBackendOpt, EmbedModelOpt, KbOpt, app, embed_options, open_kb
 from kb_indexer.cli.llm import (LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm,
                                 warn_semantic)
-from kb_indexer.cli.output import echo, emit, warn, warn_shown
+from kb_indexer.cli.output import warn, warn_shown
+from kb_indexer.cli.results import ResultFormat as ResultFormat, ResultFormatOpt as ResultFormatOpt
+from kb_indexer.cli.results import emit_result as emit_result
 from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
+from kb_indexer.search.expansion import parse_weight_options
+from kb_indexer.search.options import QueryOptions
+from kb_indexer.search.question import check_question
 
-
-class ResultFormat(str, Enum):
-    json = "json"
-    table = "table"
-    markdown = "markdown"
-
-
-ResultFormatOpt = Annotated[ResultFormat, typer.Option(
-    "--format", "-f", case_sensitive=False,
-    help="json (for agents), table, or markdown (a block to inject into a prompt).")]
+if TYPE_CHECKING:
+    from kb_indexer.api import KnowledgeBase
 
 
 class Method(str, Enum):
@@ -33,9 +30,6 @@ class Method(str, Enum):
     fulltext = "fulltext"
     semantic = "semantic"
     hybrid = "hybrid"
-
-
-RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
 
 
 @app.command()
@@ -93,22 +87,19 @@ def query(
 ) -> None:
     """Find documents for a question: keywords expanded through typed similarities, fused with full-text
     BM25, with provenance (which keyword and which expansion found each document). Recorded in the history."""
-    from kb_indexer.search.expansion import parse_weight_options
-    from kb_indexer.search.query import check_question
-
     question, extra = (args[0], args[1:]) if args else ("", [])
     if keywords:
         keywords = list(keywords) + list(extra)
     elif extra:
         question = " ".join(args)
     check_question(question, keywords)    # before --sync writes anything
-    weights = parse_weight_options(weight or [])
+    options = QueryOptions(context=context, expand_depth=expand_depth, min_weight=min_weight,
+                           context_threshold=context_threshold, types=tuple(types) if types else None,
+                           weights=parse_weight_options(weight or []), method=method.value, limit=limit,
+                           explain=explain)
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
-        data = k.query(question, keywords, context=context, expand_depth=expand_depth, min_weight=min_weight,
-                       context_threshold=context_threshold, types=types, method=method.value, limit=limit,
-                       explain=explain, weights=weights or None,
-                       llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),
+        data = k.query(question, keywords, options, llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),
                        embed=embed_options(embed_backend, embed_model))
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])
@@ -119,26 +110,15 @@ def query(
     emit_result(data, format, "query")
 
 
-def _refresh(k, sync: bool, stale_check: bool) -> None:
+def _refresh(k: KnowledgeBase, sync: bool, stale_check: bool) -> None:
     """``--sync`` first, or say on stderr that files changed since the last sync."""
     if sync:
         result = k.sync()
         for err in result["errors"]:
             warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     elif stale_check:
-        from kb_indexer.index.stale import message
+        from kb_indexer.index.stale import message  # lazy: only when the stale check runs
 
         msg = message(k.stale())
         if msg:
             warn(msg)
-
-
-def emit_result(data: dict, fmt: ResultFormat, kind: str) -> None:
-    """JSON, table or the markdown context-injection block (``kind``: query or search)."""
-    if fmt is ResultFormat.markdown:
-        from kb_indexer.search.markdown import render_query, render_search
-
-        echo((render_query if kind == "query" else render_search)(data))
-        return
-    columns = RESULT_COLUMNS if kind == "query" else ("filepath", "title", "matched_keywords", "user_keywords")
-    emit(data, fmt.value, rows="results", columns=columns)

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast, overload
 
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
+from kb_indexer.learn.history import recorded_options
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
                                        record_feedback, require_query)
 from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_line  # for front ends' reports
 from kb_indexer.limits import check_id
+from kb_indexer.search.options import QueryOptions
 from kb_indexer.store.errors import translating
 
 if TYPE_CHECKING:
@@ -32,7 +34,8 @@ class Querying(Protocol):
 
     def stored_path(self, path: str) -> str: ...
 
-    def query(self, question: str, keywords: list[str] | None = None, **options: Any) -> Mapping[str, Any]: ...
+    def query(self, question: str, keywords: list[str] | None = None, options: QueryOptions | None = None, *,
+              query_id: int | None = None) -> Mapping[str, Any]: ...
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
@@ -82,17 +85,22 @@ class LearningAPI:
         return cast("ClearHistoryResult", clear_history(self.conn, before))
 
     def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
-               **options: Any) -> QueryResult:
-        """Try a recorded query again with other keywords: a new attempt on the same query record
-        (its question and context are reused)."""
+               options: QueryOptions | None = None) -> QueryResult:
+        """Try a recorded query again with other keywords: a new attempt on the same query record (its
+        question and context are reused, and its options unless ``options`` are given: see
+        :meth:`recorded_options`)."""
         if last == (query_id is not None):
             raise UsageError("give a QUERY_ID or --last (one of them)")
         if not keywords:
             raise UsageError("refine needs --keywords")
         qid = last_query_id(self.conn) if query_id is None else query_id
         q = require_query(self.conn, qid)
-        return cast("QueryResult", self.kb.query(q["question"], keywords, context=q["context"] or None, query_id=qid,
-                                                **options))
+        opts = (options or self.recorded_options(qid)).replace(context=q["context"] or None)
+        return cast("QueryResult", self.kb.query(q["question"], keywords, opts, query_id=qid))
+
+    def recorded_options(self, query_id: int) -> QueryOptions:
+        """The options the recorded query's latest attempt ran with (defaults for what older rows lack)."""
+        return QueryOptions.from_dict(recorded_options(self.conn, query_id))
 
     def last_query_id(self) -> int:
         return last_query_id(self.conn)

@@ -15,9 +15,11 @@ was given); each run of it adds an *attempt*. Attempt columns:
   "similarity_type", "relation_score", "path": [relation ids],
   "context_match"?}`` -- which user keyword reached which keyword through
   which relation(s), so learning can adjust similarity scores;
-- ``options`` (migration ``m020_retrieval``): JSON object with the other
-  settings (``method_requested``, ``types``, ``weights``, ``limit``,
-  ``keywords_from``, ``identifiers``).
+- ``options`` (migration ``m020_retrieval``): JSON object with the query's
+  options (:meth:`kb_indexer.search.options.QueryOptions.to_dict`; rows
+  written before it hold only ``types``, ``weights``, ``limit`` and
+  ``context_threshold``) plus ``method_requested``, ``keywords_from`` and
+  ``identifiers``; :func:`recorded_options` reads them back for ``refine``.
 
 Recording is one transaction per query (the caller's), like every write.
 """
@@ -90,6 +92,23 @@ def get_attempt(conn: sqlite3.Connection, attempt_id: int) -> dict[str, Any] | N
             "method": r["method"], "result_count": r["result_count"], "top_results": _load(r["top_results"], []),
             "expansions": _load(r["expansions"], []), "options": _load(r["options"], {}),
             "created_at": r["created_at"]}
+
+
+def recorded_options(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
+    """The options the query's latest attempt ran with (the query options by name; the ``expand_depth``,
+    ``threshold`` and requested-method columns of older rows fill in what their ``options`` lack)."""
+    r = conn.execute("SELECT a.expand_depth, a.threshold, a.options, q.context FROM query_attempts a "
+                     "JOIN queries q ON q.id = a.query_id WHERE a.query_id = ? ORDER BY a.id DESC LIMIT 1",
+                     (query_id,)).fetchone()
+    if r is None:
+        return {}
+    stored = _load(r["options"], {})
+    stored = stored if isinstance(stored, dict) else {}
+    out: dict[str, Any] = {"expand_depth": r["expand_depth"], "min_weight": r["threshold"],
+                           "method": stored.get("method_requested") or "auto"}
+    out.update(stored)
+    out["context"] = r["context"] or None
+    return out
 
 
 def attempts_for(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:

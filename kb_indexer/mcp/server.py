@@ -15,9 +15,7 @@ import contextlib
 import functools
 import json
 import os
-from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional
-
-from typing_extensions import TypedDict
+from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
 
 import anyio.to_thread
 from mcp.server import MCPServer
@@ -31,10 +29,11 @@ from mcp_types import Tool as MCPTool
 from mcp_types import ToolAnnotations
 
 from kb_indexer import __version__
-from kb_indexer.api import KnowledgeBase
+from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
+from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 
 _RESULT_FIELDS = tuple(outputs.QueryHit.__annotations__)
@@ -47,6 +46,8 @@ DocumentOut = Annotated[CallToolResult, outputs.DocumentOut]
 SimilarOut = Annotated[CallToolResult, outputs.SimilarOut]
 FeedbackOut = Annotated[CallToolResult, outputs.FeedbackOut]
 SkillsOut = Annotated[CallToolResult, outputs.SkillsOut]
+P = ParamSpec("P")
+R = TypeVar("R")
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -61,11 +62,11 @@ def _opened(db: str | os.PathLike[str] | None) -> Iterator[KnowledgeBase]:
         raise ToolError(str(exc)) from exc
 
 
-def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _tool(fn: Callable[P, R]) -> Callable[P, R]:
     """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
     cursor) are tool errors too."""
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except KbError as exc:
@@ -77,14 +78,14 @@ def _pick(item: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: item[k] for k in fields if k in item}
 
 
-def _compact(result: dict[str, Any]) -> outputs.QueryHit:
+def _compact(result: Mapping[str, Any]) -> outputs.QueryHit:
     out = _pick(result, _RESULT_FIELDS)
     out["summary"] = clip(result.get("summary"), 300)
     return out  # type: ignore[return-value]
 
 
 class _Fallback(TypedDict, total=False):
-    fallback: Optional[str]
+    fallback: str | None
 
 
 def _fallback(llm: Any) -> _Fallback:
@@ -96,21 +97,21 @@ def _fallback(llm: Any) -> _Fallback:
     return {"fallback": clip(f"{llm.get('fallback') or 'none'}: {why}" if why else llm.get("fallback"), 200)}
 
 
-def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: str, limit: int,
+def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: Method, limit: int,
                   context: Optional[str], cursor: Optional[str]) -> outputs.QueryOut:
     scope = ["kb_query", question, keywords, method, limit, context]
     offset, tag = parse_cursor(cursor, scope)
+    # A continuation (its cursor made for these very arguments) re-runs the query without recording
+    # it again, and keeps the first query_id.
+    options = QueryOptions(method=method, limit=limit, context=context, record=not cursor)
     with _opened(db) as kb:
-        # A continuation (its cursor made for these very arguments) re-runs the query without recording
-        # it again, and keeps the first query_id.
-        out = kb.query(question, keywords, method=method, limit=limit, context=context, record=not cursor)
+        out = kb.query(question, keywords, options)
     query_id = out.get("query_id") if not cursor else tag
-    results = [_compact(r) for r in out.get("results", [])]
-    page, nxt = page_items(results, offset)
-    q = out.get("query", {})
-    return {"query_id": query_id, "keywords": q.get("keywords") or [],
-            "expanded_keywords": q.get("expanded_keywords") or [], "method": q.get("method"),
-            "total": out.get("total") or 0, "results": page, **_fallback(out.get("llm") if context else None),
+    page, nxt = page_items([_compact(r) for r in out["results"]], offset)
+    q = out["query"]
+    return {"query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
+            "method": q["method"], "total": out["total"], "results": page,
+            **_fallback(out.get("llm") if context else None),
             "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
 
 

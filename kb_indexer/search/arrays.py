@@ -7,7 +7,7 @@ from typing import Any
 
 def lookup(ids: Any, values: Any, wanted: list[int]) -> dict[int, float]:
     """``{id: value}`` for the ``wanted`` ids found in ``ids`` (sorted ascending, parallel to ``values``)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy only for the vector and sparse-index reads
 
     if not wanted or ids is None or not len(ids):
         return {}

@@ -33,12 +33,12 @@ one below it is down-weighted in proportion (to ``CONTEXT_FLOOR`` at a score of
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.search.terms import is_stopword, split_term
 
-ContextScorer = Callable[[str, list[dict]], "Sequence[float] | Mapping[object, float]"]
+ContextScorer = Callable[[str, list[dict[str, Any]]], "Sequence[float] | Mapping[object, float]"]
 
 CONTEXT_FLOOR = 0.5   # weight multiplier of a relation whose context does not fit at all
 CONTRAST_FACTOR = 0.5  # a contrast relation fits a context less than the same words suggest
@@ -92,7 +92,7 @@ def _matches(term: str, pool: set[str]) -> bool:
     return len(term) >= 4 and any(len(p) >= 4 and (p.startswith(term) or term.startswith(p)) for p in pool)
 
 
-def context_overlap(user_context: str, candidate: Mapping, extra: str = "") -> float | None:
+def context_overlap(user_context: str, candidate: Mapping[str, Any], extra: str = "") -> float | None:
     """Share of the user's context words (stems; prefixes of 4+ letters match) found in a
     relation's stored context and keywords; None when the user context has no content words.
 
@@ -106,7 +106,7 @@ def context_overlap(user_context: str, candidate: Mapping, extra: str = "") -> f
     return sum(1 for t in wanted if _matches(t, pool)) / len(wanted)
 
 
-def lexical_score(user_context: str, candidate: Mapping) -> float:
+def lexical_score(user_context: str, candidate: Mapping[str, Any]) -> float:
     """The lexical rule for one relation (see the module docstring)."""
     v = context_overlap(user_context, candidate)
     if v is None:
@@ -116,7 +116,7 @@ def lexical_score(user_context: str, candidate: Mapping) -> float:
     return round(v, 3)
 
 
-def lexical_scores(user_context: str, candidates: Sequence[Mapping]) -> list[float]:
+def lexical_scores(user_context: str, candidates: Sequence[Mapping[str, Any]]) -> list[float]:
     """:func:`lexical_score` for each candidate, in candidate order."""
     return [lexical_score(user_context, c) for c in candidates]
 
@@ -130,7 +130,7 @@ def context_factor(match: float, threshold: float = DEFAULT_CONTEXT_THRESHOLD) -
     return CONTEXT_FLOOR + (1.0 - CONTEXT_FLOOR) * match / threshold
 
 
-def as_list(scores: "Sequence[float] | Mapping[object, float]", candidates: Sequence[Mapping]) -> list[float]:
+def as_list(scores: "Sequence[float] | Mapping[object, float]", candidates: Sequence[Mapping[str, Any]]) -> list[float]:
     """A scorer's answer as one clamped float per candidate, in candidate order."""
     if isinstance(scores, Mapping):
         values = [scores.get(c["id"], 0.0) for c in candidates]

@@ -107,7 +107,7 @@ class Expansion:
 
 def is_comparison(text: str | None) -> bool:
     """Does the question compare things ("A vs B", "compare A and B", "difference between", "versus", 비교, 차이)?"""
-    return bool(text) and _COMPARISON.search(text) is not None
+    return bool(text) and _COMPARISON.search(text or "") is not None
 
 
 def resolve_weights(overrides: dict[str, float] | None = None, contrast: bool = False) -> dict[str, float]:
@@ -163,9 +163,10 @@ WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 I
 """
 
 
-def _edges_from(conn: sqlite3.Connection, node_ids: set[int], allowed: set[str]) -> dict[int, list[tuple]]:
+def _edges_from(conn: sqlite3.Connection, node_ids: set[int],
+                allowed: set[str]) -> dict[int, list[tuple[int, str, sqlite3.Row]]]:
     """Relations usable from each node: ``node -> [(other_id, other_keyword, row), ...]`` in id order."""
-    out: dict[int, list[tuple]] = {}
+    out: dict[int, list[tuple[int, str, sqlite3.Row]]] = {}
     if not node_ids:
         return out
     rows = conn.execute(_EDGE_SQL + " ORDER BY s.id", {"ids": json.dumps(sorted(node_ids))}).fetchall()
@@ -213,7 +214,7 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
             break
         edges = _edges_from(conn, {node for _, node in frontier}, allowed)
         decay = HOP_DECAY if hop > 1 else 1.0   # so a path of h hops decays by HOP_DECAY ** (h - 1)
-        if use_context:
+        if use_context and context:
             _score_contexts(context, frontier, edges, weights, threshold, decay, scorer, matches)
         updated: dict[tuple[str, int], tuple[float, str, list[int]]] = {}
         for (seed, node) in sorted(frontier, key=lambda k: (order[k[0]], k[1])):
@@ -238,10 +239,12 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
     return sorted(best.values(), key=lambda e: (order[e.user_keyword], -round(e.weight, 9), e.keyword))
 
 
-def _score_contexts(context: str, frontier: dict, edges: dict, weights: dict, threshold: float, decay: float,
+def _score_contexts(context: str, frontier: dict[tuple[str, int], tuple[float, str, list[int]]],
+                    edges: dict[int, list[tuple[int, str, sqlite3.Row]]], weights: dict[str, float], threshold: float,
+                    decay: float,
                     scorer: ContextScorer, matches: dict[int, float]) -> None:
     """Score (once, in one batch) every relation of this hop that could still pass the threshold."""
-    todo: dict[int, dict] = {}
+    todo: dict[int, dict[str, Any]] = {}
     for (seed, node), (w_path, node_kw, _) in frontier.items():
         for _other, other_kw, r in edges.get(node, ()):
             if r["id"] in matches or r["id"] in todo:

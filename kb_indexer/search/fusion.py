@@ -46,7 +46,10 @@ range (dividing by the best cosine scored 0.41 here but depends on the range).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
+    from kb_indexer.results import Evidence as EvidenceOut, ScoreParts
 
 EXPANSION_FACTOR = 0.8
 W_KEYWORD = 0.6
@@ -129,7 +132,7 @@ def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> None:
         scores[d] = max(0.0, (scores[d] + boosts.get(d, 0.0)) / scale)
 
 
-def explain(c: Candidate, weights: dict[str, float]) -> dict[str, Any]:
+def explain(c: Candidate, weights: dict[str, float]) -> ScoreParts:
     return {
         "keyword": round(c.keyword, 4),
         "fulltext": round(c.fulltext, 4),
@@ -138,11 +141,15 @@ def explain(c: Candidate, weights: dict[str, float]) -> dict[str, Any]:
         "learned": round(c.learned, 4),
         "bm25": None if c.bm25 is None else round(c.bm25, 6),
         "weights": weights,
-        "evidence": [
-            {k: v for k, v in (("user_keyword", e.user_keyword), ("keyword", e.keyword), ("kind", e.kind),
-                               ("value", round(e.value, 4)), ("expansion_weight", round(e.weight, 4)),
-                               ("similarity_type", e.similarity_type), ("relation_id", e.relation_id))
-             if v is not None}
-            for e in c.evidence
-        ],
+        "evidence": [_evidence(e) for e in c.evidence],
     }
+
+
+def _evidence(e: Evidence) -> EvidenceOut:
+    out: EvidenceOut = {"user_keyword": e.user_keyword, "keyword": e.keyword, "kind": e.kind,
+                        "value": round(e.value, 4), "expansion_weight": round(e.weight, 4)}
+    if e.similarity_type is not None:
+        out["similarity_type"] = e.similarity_type
+    if e.relation_id is not None:
+        out["relation_id"] = e.relation_id
+    return out

@@ -49,7 +49,7 @@ def _ranked_documents(conn: sqlite3.Connection, ids: dict[str, int], users: dict
     kid_list = json.dumps(sorted(ids.values()))
     matched = ("SELECT document_id AS d, count(*) AS n FROM document_keywords "
                "WHERE keyword_id IN (SELECT value FROM json_each(?)) GROUP BY document_id")
-    args: tuple = (kid_list,)
+    args: tuple[object, ...] = (kid_list,)
     if mode == "and":
         matched += " HAVING count(*) = ?"
         args = (kid_list, len(ids))

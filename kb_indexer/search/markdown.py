@@ -18,7 +18,7 @@ sources, its path and a snippet::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from kb_indexer.text import normalize_keyword
 
@@ -52,7 +52,7 @@ def _block(lines: list[str], search_line: str, items: list[dict[str, Any]]) -> s
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_query(result: dict[str, Any]) -> str:
+def render_query(result: Mapping[str, Any]) -> str:
     """The ``kbindex query`` result as a context-injection block."""
     q = result["query"]
     what = f'"{_one_line(q.get("question"))}"' if _one_line(q.get("question")) else ""
@@ -69,7 +69,7 @@ def render_query(result: dict[str, Any]) -> str:
     return _block([], search_line, items)
 
 
-def render_search(result: dict[str, Any]) -> str:
+def render_search(result: Mapping[str, Any]) -> str:
     """The ``kbindex search`` (exact keyword tags) result as a context-injection block.
 
     The score is the share of the searched keywords a document is tagged with.

@@ -25,8 +25,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable
 
-METHODS = ("auto", "keyword", "fulltext", "semantic", "hybrid")
-ALIASES = {"sqlite": "keyword"}
+from kb_indexer.search.options import ALIASES as ALIASES, METHODS as METHODS, check_method  # the names, in one place
+from kb_indexer.search.terms import STOPWORDS
+from kb_indexer.text import normalize_keyword
 
 # Semantic cues (memory-search-method-selection.md): English phrases as whole words, Korean as written
 # (they attach to the word before: "상태 관리에 대해", "인증 관련").
@@ -195,8 +196,6 @@ KnownKeywords = Callable[[list[str]], "set[str]"]
 def is_prose(text: str) -> bool:
     """A natural-language question or sentence: ``PROSE_MIN_WORDS`` ordinary words (letters only, not
     identifier-like), or ``PROSE_MIN_WITH_FUNCTION`` when one of them is a function word."""
-    from kb_indexer.search.terms import STOPWORDS
-
     words = [w for w in (_clean(c) for c in _BACKTICK.sub(" ", unicodedata.normalize("NFKC", text or "")).split())
              if w and _LETTER_WORD.match(w) and classify(w) is None]
     if len(words) >= PROSE_MIN_WORDS:
@@ -212,8 +211,6 @@ def split_names(found: list[tuple[Identifier, bool, int, bool]], question: str,
     shaped = [f for f in found if f[0].kind in NAME_KINDS and not f[3]]
     if not shaped:
         return found, []
-    from kb_indexer.text import normalize_keyword
-
     known_set = known([normalize_keyword(f[0].text) for f in shaped]) if known else set()
     prose = is_prose(question)
     names: dict[str, Identifier] = {}
@@ -257,12 +254,7 @@ def choose_method(requested: str, question: str, keywords: list[str] | None = No
                   known: KnownKeywords | None = None) -> MethodChoice:
     """Resolve ``auto``; an explicit method is kept as given. ``known`` maps normalised words to those
     that are keywords of the index (a known keyword is a name, not an identifier)."""
-    from kb_indexer.errors import UsageError
-
-    requested = ALIASES.get(requested, requested)
-    if requested not in METHODS:
-        raise UsageError(f"Unknown method {requested!r}; expected one of: "
-                         f"{', '.join(METHODS + tuple(ALIASES))}")
+    requested = check_method(requested)
     found, names = split_names(_scan(question, *(keywords or [])), question, known)
     idents = _settle(found)
     if requested != "auto":

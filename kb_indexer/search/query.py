@@ -33,39 +33,30 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
-from kb_indexer.errors import KbError, UsageError
+from kb_indexer.errors import KbError
 from kb_indexer.search import fulltext, sparse
 from kb_indexer.search.context import ContextScorer
-from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
-                                       MAX_DEPTH, MAX_LIMIT)
-from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison,
-                                         resolve_types, resolve_weights)
+from kb_indexer.search.expansion import HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, apply_learned, explain as explain_parts, fuse
-from kb_indexer.search.method import MethodChoice, choose_method
+from kb_indexer.search.method import KnownKeywords, MethodChoice, choose_method
+from kb_indexer.search.options import QueryOptions
+from kb_indexer.search.question import check_question, dedupe_keywords
 from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pool import Pool, TagHits, select
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
 from kb_indexer.store.sparse import min_docs as sparse_min_docs
+from kb_indexer.store.vectors import documents_without_vectors
 from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
-from kb_indexer.text import is_blank, normalize_keyword
+
+if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
+    from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
 
 SUMMARY_SNIPPET_CHARS = 240
-
-
-def _dedupe_keywords(values: Iterable[str]) -> list[tuple[str, str]]:
-    """``(as given, normalised)`` per distinct non-empty keyword, in order."""
-    out, seen = [], set()
-    for v in values:
-        norm = normalize_keyword(str(v))
-        if norm and norm not in seen:
-            seen.add(norm)
-            out.append((str(v).strip(), norm))
-    return out
 
 
 def _keyword_ids(conn: sqlite3.Connection, norms: list[str]) -> dict[str, int]:
@@ -80,39 +71,6 @@ def _phrase(text: str) -> str:
     return " ".join(t for chunk in text.split() for t in split_term(chunk))
 
 
-def _validate(limit: int, expand_depth: int, thresholds: dict[str, float]) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, or 0 for all, got {limit!r}")
-    if isinstance(expand_depth, bool) or not isinstance(expand_depth, int) or not 0 <= expand_depth <= MAX_DEPTH:
-        raise UsageError(f"expand depth must be between 0 and {MAX_DEPTH}, got {expand_depth!r}")
-    for name, value in thresholds.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-            raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
-
-
-def check_question(question: Any, keywords: Iterable[str] | None) -> None:
-    """A query asks something: a question with a non-blank character, or at least one non-blank keyword.
-    Else it is bad usage, refused before anything is searched or recorded in the history."""
-    blank = [k for k in keywords or [] if isinstance(k, str) and is_blank(k)]
-    if blank:
-        raise UsageError(f"a keyword is empty ({blank[0]!r}): give words, or leave --keywords out")
-    if isinstance(question, str) and not is_blank(question):
-        return
-    if _dedupe_keywords(keywords or []):
-        return
-    raise UsageError("the question is empty: give a question (kbindex query \"how does AlphaGo work?\") "
-                     "or keywords (--keywords)")
-
-
-def min_weight_of(min_weight: float | None, threshold: float | None) -> float:
-    """The minimum expansion weight from ``min_weight`` or its older name ``threshold`` (not two values)."""
-    if min_weight is not None and threshold is not None and min_weight != threshold:
-        raise UsageError(f"min_weight {min_weight!r} and threshold {threshold!r} are the same setting "
-                         "(threshold is its older name); give one")
-    value = min_weight if min_weight is not None else threshold
-    return DEFAULT_MIN_WEIGHT if value is None else value
-
-
 # Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
 # the recorder of a query attempt in the history.
 LearnedBoosts = Callable[[sqlite3.Connection, str], dict[int, dict[str, Any]]]
@@ -121,21 +79,21 @@ Recorder = Callable[..., tuple[int, int]]
 
 @dataclass
 class _Spec:
-    """One query's validated options."""
+    """One query's options, and what follows from them and the question."""
 
     question: str
     given: list[tuple[str, str]]
     context: str | None
-    expand_depth: int
-    threshold: float           # the minimum expansion weight
-    context_threshold: float   # context-match score from which a relation fits the context
+    options: QueryOptions
     allowed_types: set[str] | None
     type_weights: dict[str, float]
     comparison: bool           # the question compares things: contrast relations may expand
-    weights: dict[str, float] | None
-    col_w: tuple
-    limit: int  # 0: all
+    col_w: tuple[float, float, float, float]
     choice: MethodChoice
+
+    @property
+    def limit(self) -> int:  # 0: all
+        return self.options.limit
 
 
 @dataclass
@@ -147,7 +105,7 @@ class _Found:
     fts_query: fulltext.FtsQuery
     seeds: list[tuple[str, int | None]]
     expansions: list[Expansion]
-    results: list[dict[str, Any]]
+    results: list[RankedDocument]
     total: int  # documents found by any channel, however many the limit shows
     channel_weights: dict[str, float]
     pruned: list[str]
@@ -156,49 +114,40 @@ class _Found:
     dense_info: dict[str, Any] | None = None  # the JSON's "semantic" object
 
 
-def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None, *,
-              context: str | None = None, expand_depth: int = DEFAULT_DEPTH, min_weight: float | None = None,
-              threshold: float | None = None, context_threshold: float = DEFAULT_CONTEXT_THRESHOLD,
-              types: Iterable[str] | None = None, method: str = "auto", limit: int = DEFAULT_LIMIT,
-              explain: bool = False, weights: dict[str, float] | None = None,
-              column_weights: tuple[float, float, float, float] | None = None,
-              context_scorer: ContextScorer | None = None, record: bool = True,
-              use_learned: bool = True, query_id: int | None = None,
-              learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
-              dense: DenseSource | None = None) -> dict[str, Any]:
-    """Run one query; returns the JSON-ready result. ``min_weight`` (older name ``threshold``, default
-    0.35) is the minimum expansion weight; ``context_threshold`` (default 0.7) the context-match score
-    from which a relation fits ``context``. ``learned`` (when ``use_learned``) lifts or lowers
-    documents by learned associations; ``recorder`` (when ``record``) records the attempt; ``dense``
-    (from the API layer) lets semantic and hybrid queries use the index's vectors."""
-    spec = _spec(question, keywords, context, expand_depth, (min_weight_of(min_weight, threshold), context_threshold),
-                 types, method, limit, weights, column_weights, lambda norms: set(_keyword_ids(conn, norms)))
-    found = _find(conn, spec, context_scorer, learned if use_learned else None, explain, dense)
+def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None,
+              options: QueryOptions | None = None, *, context_scorer: ContextScorer | None = None,
+              query_id: int | None = None, learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
+              dense: DenseSource | None = None) -> QueryResult:
+    """Run one query with its ``options`` (:class:`QueryOptions`, validated when built); returns the
+    JSON-ready result. ``context_scorer`` judges relation contexts against ``options.context``;
+    ``learned`` (when ``options.use_learned``) lifts or lowers documents by learned associations;
+    ``recorder`` (when ``options.record``) records the attempt, on the recorded query ``query_id`` if given
+    (``refine``); ``dense`` (from the API layer) lets semantic and hybrid queries use the index's vectors."""
+    opts = options or QueryOptions()
+    spec = _spec(question, keywords, opts, lambda norms: set(_keyword_ids(conn, norms)))
+    found = _find(conn, spec, context_scorer, learned if opts.use_learned else None, opts.explain, dense)
     out = _output(spec, found)
-    if explain:
+    if opts.explain:
         out["query"]["explain"] = _explain(spec, found)
-    if record and recorder is not None:
+    if opts.record and recorder is not None:
         _record(conn, out, spec, found, recorder, query_id)
     return out
 
 
-def _spec(question, keywords, context, expand_depth, thresholds, types, method, limit, weights,
-          column_weights, known) -> _Spec:
-    threshold, context_threshold = thresholds
-    _validate(limit, expand_depth, {"min_weight": threshold, "context_threshold": context_threshold})
+def _spec(question: Any, keywords: list[str] | None, opts: QueryOptions, known: KnownKeywords) -> _Spec:
     check_question(question, keywords)
     question = question if isinstance(question, str) else ""
-    given = _dedupe_keywords(keywords or [])
-    allowed = resolve_types(types)
+    given = dedupe_keywords(keywords or [])
+    allowed = set(opts.types) if opts.types else None
     comparison = is_comparison(question)
     return _Spec(
         question=question, given=given,
-        context=context.strip() if isinstance(context, str) and context.strip() else None,
-        expand_depth=expand_depth, threshold=threshold, context_threshold=context_threshold, allowed_types=allowed,
-        type_weights=resolve_weights(weights, contrast=comparison or "contrast" in (allowed or ())),
-        weights=weights, comparison=comparison,
-        col_w=tuple(column_weights) if column_weights else fulltext.DEFAULT_COLUMN_WEIGHTS, limit=limit,
-        choice=choose_method(method, question, [g for g, _ in given], known))
+        context=opts.context.strip() if isinstance(opts.context, str) and opts.context.strip() else None,
+        options=opts, allowed_types=allowed,
+        type_weights=resolve_weights(dict(opts.weights) if opts.weights else None,
+                                     contrast=comparison or "contrast" in (allowed or ())),
+        comparison=comparison, col_w=opts.column_weights or fulltext.DEFAULT_COLUMN_WEIGHTS,
+        choice=choose_method(opts.method, question, [g for g, _ in given], known))
 
 
 def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) -> tuple[DenseResult | None,
@@ -218,8 +167,6 @@ def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) ->
         info["error"] = exc.message
         result = None
     if source.model is not None:   # the vectors read tell how many documents have some
-        from kb_indexer.store.vectors import documents_without_vectors
-
         n, paths = documents_without_vectors(conn, source.model.id,
                                              with_vectors=result.info.get("documents") if result else None)
         info.update(documents_without_vectors=n, files_without_vectors=paths)
@@ -273,10 +220,11 @@ def _keyword_channel(conn: sqlite3.Connection, spec: _Spec, method: str, user_no
     ids = _keyword_ids(conn, user_norms) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
     expansions = []
-    if ids and spec.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
-        expansions = expand(conn, seeds, depth=spec.expand_depth, threshold=spec.threshold,
+    opts = spec.options
+    if ids and opts.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
+        expansions = expand(conn, seeds, depth=opts.expand_depth, threshold=opts.min_weight,
                             types=spec.allowed_types, weights=spec.type_weights, context=spec.context,
-                            context_scorer=context_scorer, context_threshold=spec.context_threshold)
+                            context_scorer=context_scorer, context_threshold=opts.context_threshold)
     return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions, len(user_norms)) if ids else TagHits())
 
 
@@ -305,7 +253,11 @@ def _dense_parts(dense: DenseResult, pool: Pool) -> dict[int, float]:
     return normalise_dense(pool.cosine, floor)
 
 
-def _sparse_view(conn: sqlite3.Connection, col_w: tuple, n_docs: int, terms: tuple[str, ...]) -> sparse.View | None:
+ColumnWeights = tuple[float, float, float, float]
+
+
+def _sparse_view(conn: sqlite3.Connection, col_w: ColumnWeights, n_docs: int,
+                 terms: tuple[str, ...]) -> sparse.View | None:
     """The sparse index when the knowledge base is large enough to keep one and it is current, else None
     (full text then runs on FTS5; the scores are the same)."""
     return sparse.open_view(conn, col_w, terms) if n_docs >= sparse_min_docs() else None
@@ -318,12 +270,12 @@ def _document_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= small else top
 
 
-def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
+def _output(spec: _Spec, found: _Found) -> QueryResult:
     expanded = [n for _, n in found.user]
     for e in sorted(found.expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
         if e.keyword not in expanded:
             expanded.append(e.keyword)
-    out = {
+    out: QueryResult = {
         "query": {
             "question": spec.question,
             "keywords": [u for u, _ in found.user],
@@ -331,10 +283,10 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
             "expanded_keywords": expanded,
             "expansion_map": expansion_map(found.seeds, found.expansions),
             "context": spec.context,
-            "threshold": spec.threshold,
-            "min_weight": spec.threshold,
-            "context_threshold": spec.context_threshold,
-            "expand_depth": spec.expand_depth,
+            "threshold": spec.options.min_weight,
+            "min_weight": spec.options.min_weight,
+            "context_threshold": spec.options.context_threshold,
+            "expand_depth": spec.options.expand_depth,
             "method": found.method,
             "method_requested": spec.choice.requested,
             "method_reason": _reason(spec, found),
@@ -342,11 +294,13 @@ def _output(spec: _Spec, found: _Found) -> dict[str, Any]:
         },
         "results": found.results,
         "count": len(found.results),
-        **search_counts(found.results, dense=found.dense_info is not None and found.fallback is None),
+        # the counts in the JSON's order (mypy cannot see that ** of a TypedDict brings its optional key)
+        **search_counts(found.results,  # type: ignore[typeddict-item]
+                        dense=found.dense_info is not None and found.fallback is None),
         "total": found.total,
     }
     if found.dense_info is not None:
-        out["semantic"] = found.dense_info
+        out["semantic"] = cast("SemanticReport", found.dense_info)   # built key by key in _dense
     return out
 
 
@@ -358,7 +312,7 @@ def _reason(spec: _Spec, found: _Found) -> str:
     return f"{spec.choice.reason}; without vectors ({error}): {ran} only"
 
 
-def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
+def _explain(spec: _Spec, found: _Found) -> JsonObject:
     return {
         "fulltext_terms": list(found.fts_query.terms),
         "fulltext_match": found.fts_query.match,
@@ -377,18 +331,18 @@ def _explain(spec: _Spec, found: _Found) -> dict[str, Any]:
     }
 
 
-def _record(conn: sqlite3.Connection, out: dict[str, Any], spec: _Spec, found: _Found, recorder: Recorder,
+def _record(conn: sqlite3.Connection, out: QueryResult, spec: _Spec, found: _Found, recorder: Recorder,
             query_id: int | None) -> None:
     """One history row; a read-only or long-locked index still answers and says the row was lost."""
-    options = {"method_requested": spec.choice.requested,
-               "types": sorted(spec.allowed_types) if spec.allowed_types else None,
-               "weights": spec.weights or None, "limit": spec.limit, "keywords_from": found.keywords_from,
-               "identifiers": [i.text for i in spec.choice.identifiers],
-               "context_threshold": spec.context_threshold}
+    opts = spec.options
+    options = {**opts.to_dict(), "method_requested": spec.choice.requested, "keywords_from": found.keywords_from,
+               "identifiers": [i.text for i in spec.choice.identifiers]}
+    qid: int | None
+    aid: int | None
     try:
         qid, aid = recorder(conn, spec.question, spec.context, query_id=query_id,
-                            keywords=[u for u, _ in found.user], expand_depth=spec.expand_depth,
-                            threshold=spec.threshold, method=found.method, results=found.results,
+                            keywords=[u for u, _ in found.user], expand_depth=opts.expand_depth,
+                            threshold=opts.min_weight, method=found.method, results=found.results,
                             expansions=[e.to_dict() for e in found.expansions], options=options)
     except sqlite3.OperationalError as exc:
         qid = aid = None
@@ -405,14 +359,14 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
         user, keywords_from = given, "given"
     else:
         known_phrases = _keyword_ids(conn, parsed.phrases)     # a quoted known keyword counts too
-        user = _dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
+        user = dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
         keywords_from = "question"
     terms: list[str] = list(parsed.phrases)
     exact = choice.identifiers + choice.names
     if choice.method == "keyword":
         # exact matching: known keywords and identifiers only, each as a phrase
         if not given:
-            user = _dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
+            user = dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
         terms += [norm for _, _, _, norm in spans]
         terms += [_phrase(i.text) for i in exact]
     else:
@@ -431,7 +385,7 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
 
-def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: tuple,
+def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None) -> tuple[dict[int, str], int]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
@@ -449,7 +403,7 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
     if not fts_query:
         return snippets, _count_known(conn, pool, known)
     scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w)) if view is not None else None
-    if scored is not None and sparse.still_current(conn, view):
+    if scored is not None and view is not None and sparse.still_current(conn, view):
         found = scored.get(known)
         keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
         return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
@@ -457,8 +411,8 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
         scores = fulltext.all_scores(conn, fts_query, col_w)
         found = {d: scores[d] for d in known if d in scores}
         others = {d: s for d, s in scores.items() if d not in pool.docs}
-        keep = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else others
-        return snippets, _add_hits(pool, found, {d: scores[d] for d in keep}, len(scores), known, conn)
+        kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
+        return snippets, _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
     total = fulltext.count_found(conn, fts_query, known)
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
         pool.add(d)
@@ -504,10 +458,10 @@ def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
 
 
 def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
-            channel_weights: dict[str, float], terms: tuple[str, ...]) -> dict[str, Any]:
+            channel_weights: dict[str, float], terms: tuple[str, ...]) -> RankedDocument:
     matched: list[str] = []
     users: list[str] = []
-    expansions: list[dict[str, Any]] = []
+    expansions: list[ResultExpansion] = []
     for e in sorted(c.evidence, key=lambda e: (-e.value, e.keyword)):
         if e.keyword not in matched:
             matched.append(e.keyword)
@@ -515,12 +469,12 @@ def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
             users.append(e.user_keyword)
         if e.kind == "expansion":
             expansions.append({"original": e.user_keyword, "expanded": e.keyword,
-                               "similarity_type": e.similarity_type, "weight": round(e.weight, 4)})
+                               "similarity_type": e.similarity_type or "", "weight": round(e.weight, 4)})
     if not snippet:
         summary = " ".join((doc["summary"] or "").split())
         snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
             summary[:SUMMARY_SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
-    out = {
+    out: RankedDocument = {
         "filepath": doc["filepath"],
         "title": doc["title"],
         "summary": doc["summary"],

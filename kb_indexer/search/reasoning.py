@@ -18,7 +18,10 @@ bold words of the snippet), and whether a learned association lifted or lowered 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
 
 KEYWORD_SEARCH = "keyword_search"
 GREP_SEARCH = "grep_search"
@@ -40,12 +43,21 @@ def design_source(sources: Iterable[str]) -> str:
     return SEMANTIC_SEARCH if sources == {"semantic"} else GREP_SEARCH
 
 
-def search_counts(results: list[dict[str, Any]], dense: bool = False) -> dict[str, int]:
+class SearchCounts(TypedDict):
+    keyword_search_count: int
+    grep_search_count: int
+    semantic_search_count: NotRequired[int]
+
+
+def search_counts(results: Sequence[Mapping[str, Any]], dense: bool = False) -> SearchCounts:
     """``keyword_search_count`` and ``grep_search_count`` over the results shown, and
     ``semantic_search_count`` when the query used vectors (``dense``)."""
-    out = {name + "_count": sum(1 for r in results if r["source"] == name) for name in (KEYWORD_SEARCH, GREP_SEARCH)}
+    def count(name: str) -> int:
+        return sum(1 for r in results if r["source"] == name)
+
+    out: SearchCounts = {"keyword_search_count": count(KEYWORD_SEARCH), "grep_search_count": count(GREP_SEARCH)}
     if dense:
-        out[SEMANTIC_SEARCH + "_count"] = sum(1 for r in results if r["source"] == SEMANTIC_SEARCH)
+        out["semantic_search_count"] = count(SEMANTIC_SEARCH)
     return out
 
 

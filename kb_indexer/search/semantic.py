@@ -54,7 +54,7 @@ def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int
     """
     if source.model is None or source.embed is None:   # before numpy: an index without vectors never loads it
         raise KbError(source.unavailable or "no vectors")
-    import numpy as np
+    import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     doc_ids, matrix, rebuilt = store.load_matrix(conn, source.model)
     q = np.asarray(source.embed(question), dtype=np.float32)
@@ -77,7 +77,7 @@ _STARTS: dict[int, tuple[Any, Any, Any]] = {}
 
 def _documents(doc_ids: Any) -> tuple[Any, Any]:
     """(first row of each document, its id) of a matrix's row document ids (kept for the array mapped last)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     cached = _STARTS.get(id(doc_ids))
     if cached is not None and cached[0] is doc_ids:

@@ -16,7 +16,7 @@ import json
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 from kb_indexer.search.arrays import lookup
 from kb_indexer.store import sparse as store
@@ -54,7 +54,7 @@ class View:
 
     def postings(self, conn: sqlite3.Connection, tokens: list[str]) -> None:
         """Load the live postings of ``tokens`` (document ids int64, weighted frequencies float64)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
         todo = [t for t in set(tokens) if t not in self._postings]
         if not todo:
@@ -114,11 +114,11 @@ class _Base:
 
 # A long-lived process (the MCP server, chat) reads the state once per change of it: the key names the index
 # file (path and inode) and the state's generation, which every write of the state bumps.
-_BASES: dict[tuple, _Base] = {}
+_BASES: dict[tuple[Any, ...], _Base] = {}
 
 
 def _base(conn: sqlite3.Connection) -> _Base | None:
-    import numpy as np
+    import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     try:
         head = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
@@ -142,9 +142,9 @@ def _base(conn: sqlite3.Connection) -> _Base | None:
     return base
 
 
-def open_view(conn: sqlite3.Connection, column_weights: tuple, terms: tuple[str, ...] = ()) -> View | None:
+def open_view(conn: sqlite3.Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:
     """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
-    import numpy as np
+    import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     if tuple(float(w) for w in column_weights) != store.COLUMN_WEIGHTS:
         return None
@@ -192,7 +192,7 @@ def _oldest(owner: Any) -> int:
     return int(live.min()) if len(live) else 1 << 62
 
 
-def _covered(conn: sqlite3.Connection, oldest: int, phrases: set[tuple[str, ...]]) -> set[str]:
+def _covered(conn: sqlite3.Connection, oldest: int, phrases: AbstractSet[tuple[str, ...]]) -> set[str]:
     """The phrases every live segment (from ``oldest`` on) indexed (see ``sparse_pairs``)."""
     if not phrases:
         return set()
@@ -219,7 +219,7 @@ class Scores:
 
     def best_with_ties(self, n: int, exclude: set[int], margin: float) -> dict[int, float]:
         """The ``n`` best documents outside ``exclude`` plus any within ``margin`` of the n-th."""
-        import numpy as np
+        import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
         if n <= 0:
             return {}
@@ -236,7 +236,7 @@ class Scores:
 def score(conn: sqlite3.Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:
     """bm25 of every document matching any of ``terms``; ``phrase_sql`` gives ``(rowid, -bm25)`` of the
     documents matching one phrase (a parameter: its string literal)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     indexed = [view.indexed(t) if t else "" for t in view.tokens(terms)]
     view.postings(conn, [t for t in indexed if t])

@@ -116,7 +116,7 @@ def parse_text(text: str) -> ParsedText:
     text = unicodedata.normalize("NFKC", text or "")
     phrases: list[str] = []
 
-    def _take(m: re.Match) -> str:
+    def _take(m: re.Match[str]) -> str:
         inner = " ".join(t for chunk in m.group(1).split() for t in split_term(chunk))
         if inner:
             phrases.append(normalize_keyword(inner))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kb_indexer.llm.config import EmbedOptions
+from kb_indexer.api import QueryOptions
 
 pytestmark = pytest.mark.real_model
 OPENAI = EmbedOptions(backend="openai")
@@ -22,7 +23,8 @@ def test_embed_and_query_with_a_real_server(kb, llama_embed_server, monkeypatch)
     assert first["coverage"]["without_vectors"] == 0 and first["coverage"]["with_vectors"] == n_docs
     again = kb.embeddings.embed(embed=OPENAI)
     assert again["embedded"] == 0 and again["unchanged"] == n_docs  # incremental: nothing changed
-    out = kb.query("how do agents learn from rewards", method="hybrid", embed=OPENAI, record=False)
+    out = kb.query("how do agents learn from rewards", options=QueryOptions(method="hybrid", record=False),
+                   embed=OPENAI)
     assert out["semantic"]["used"] is True and out["query"]["fallback"] is None
     assert out["results"] and all(0.0 <= r["similarity"] <= 1.0 for r in out["results"])
     assert any("semantic" in r["sources"] for r in out["results"])

@@ -14,6 +14,7 @@ from helpers import write_doc
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.llm import local_backend
 from kb_indexer.llm.config import EmbedOptions
+from kb_indexer.api import QueryOptions
 
 
 class StandIn:
@@ -66,11 +67,11 @@ def test_naming_the_folder_now_loads_it(shipped_index, loaded, monkeypatch):
     db, folder = shipped_index
     kb = KnowledgeBase.open(db)
     try:
-        kb.query("reinforcement agents", method="semantic", embed=EmbedOptions(model=folder))
+        kb.query("reinforcement agents", options=QueryOptions(method="semantic"), embed=EmbedOptions(model=folder))
         assert loaded == [folder]
         local_backend._models.clear()
         monkeypatch.setenv("KBINDEX_EMBED_MODEL", folder)
-        kb.query("reinforcement learning agents", method="semantic")
+        kb.query("reinforcement learning agents", options=QueryOptions(method="semantic"))
     finally:
         kb.close()
     assert loaded == [folder, folder]

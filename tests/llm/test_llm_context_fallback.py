@@ -11,6 +11,7 @@ from kb_indexer.search.context_match import QueryContextScorer, score_contexts, 
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores
 from kb_indexer.search.query import run_query
+from kb_indexer.api import QueryOptions
 
 
 def _client(conn, *answers):
@@ -26,11 +27,11 @@ def _expansions(out):
 def test_stopword_context_gives_the_same_expansions_with_and_without_a_failed_llm(kb):
     # A context of stopwords only carries no information: the LLM-failure fallback must treat it as
     # the no-LLM path does (before: 9 expansions without an LLM, 1 when the LLM failed).
-    args = dict(context="the of and", expand_depth=2, threshold=0.1, explain=True, record=False)
-    plain = run_query(kb.conn, "board games", ["reinforcement learning"], **args)
+    args = QueryOptions(context="the of and", expand_depth=2, threshold=0.1, explain=True, record=False)
+    plain = run_query(kb.conn, "board games", ["reinforcement learning"], args)
     client, fake = _client(kb.conn, LLMUnavailable("down"))
     scorer = QueryContextScorer(kb.conn, client=client)
-    failed = run_query(kb.conn, "board games", ["reinforcement learning"], context_scorer=scorer, **args)
+    failed = run_query(kb.conn, "board games", ["reinforcement learning"], args, context_scorer=scorer)
     report = scorer.report()["llm"]
     assert report["used"] is False and report["fallback"] == "lexical" and "down" in report["error"]
     assert len(_expansions(plain)) > 1

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kb_indexer.api import QueryOptions
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -60,8 +61,8 @@ def test_similar_and_query_fall_back_on_every_fault(similar_kb, server, monkeypa
     json.dumps(out)
     _assert_flagged(out["llm"], fault)
     assert out["count"] >= 1   # the lexical fallback (or the LLM) still answers
-    q = similar_kb.query("agents for board games", ["reinforcement learning"], context="game AI", llm=opts,
-                         record=False)
+    q = similar_kb.query("agents for board games", ["reinforcement learning"],
+                         options=QueryOptions(context="game AI", record=False), llm=opts)
     json.dumps(q)
     _assert_flagged(q["llm"], fault)
     assert q["count"] > 0

@@ -18,6 +18,7 @@ from kb_indexer.search.context_match import QueryContextScorer, similar_in_conte
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search import context as context_mod
 from kb_indexer.store.similarities import neighbours
+from kb_indexer.api import QueryOptions
 
 NONE = LLMOptions(backend="none")
 
@@ -73,8 +74,8 @@ def test_query_context_stems_the_context_once(many_relations, stem_calls):
     ctx = _context("query-once")
     scorer = QueryContextScorer(many_relations.conn, NONE)
     try:
-        out = many_relations.query("agents", ["reinforcement learning"], context=ctx, context_scorer=scorer,
-                                   record=False)
+        out = many_relations.query("agents", ["reinforcement learning"], QueryOptions(context=ctx, record=False),
+                                   context_scorer=scorer)
     finally:
         scorer.close()
     assert out["count"] > 0
@@ -86,7 +87,7 @@ def test_a_one_megabyte_context_is_refused_before_any_work(many_relations, stem_
     with pytest.raises(ValidationError, match=f"at most {MAX_CONTEXT_CHARS}"):
         many_relations.similar("reinforcement learning", user_context=huge, llm=NONE)
     with pytest.raises(ValidationError, match=f"at most {MAX_CONTEXT_CHARS}"):
-        many_relations.query("agents", ["reinforcement learning"], context=huge, record=False)
+        many_relations.query("agents", ["reinforcement learning"], options=QueryOptions(context=huge, record=False))
     assert stem_calls == []
 
 

@@ -1,0 +1,37 @@
+"""What a query asks: a question, or keywords (checked before anything is searched or recorded).
+
+A module of its own, light to import, so the API and the CLI can check a request up front.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from kb_indexer.errors import UsageError
+from kb_indexer.text import is_blank, normalize_keyword
+
+
+def dedupe_keywords(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``(as given, normalised)`` per distinct non-empty keyword, in order."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for v in values:
+        norm = normalize_keyword(str(v))
+        if norm and norm not in seen:
+            seen.add(norm)
+            out.append((str(v).strip(), norm))
+    return out
+
+
+def check_question(question: object, keywords: Iterable[str] | None) -> None:
+    """A query asks something: a question with a non-blank character, or at least one non-blank keyword.
+    Else it is bad usage, refused before anything is searched or recorded in the history."""
+    blank = [k for k in keywords or [] if isinstance(k, str) and is_blank(k)]
+    if blank:
+        raise UsageError(f"a keyword is empty ({blank[0]!r}): give words, or leave --keywords out")
+    if isinstance(question, str) and not is_blank(question):
+        return
+    if dedupe_keywords(keywords or []):
+        return
+    raise UsageError("the question is empty: give a question (kbindex query \"how does AlphaGo work?\") "
+                     "or keywords (--keywords)")
