@@ -22,13 +22,14 @@ import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.limits import check_context, check_keyword, check_utf8, parse_json
 from kb_indexer.index.paths import to_relative
-from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.search.expansion import parse_weight_options
 from kb_indexer.search.keyword import keyword_search
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question
@@ -63,7 +64,8 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
         SimilarResult, StaleResult, SyncResult, UnrelateResult,
     )
 
-__all__ = ["KnowledgeBase", "QueryOptions", "documented_error", "render_query", "similarities_file_text"]
+__all__ = ["KnowledgeBase", "QueryOptions", "check_question", "documented_error", "parse_weight_options",
+           "render_query", "render_search", "similarities_file_text"]
 
 
 def _check_type(sim_type: str | None) -> None:
@@ -111,9 +113,16 @@ def similarities_file_text(entries: list[JsonObject]) -> str:
     return dumps_similarities(entries)
 
 
-def render_query(result: QueryResult) -> str:
+def render_query(result: Mapping[str, Any]) -> str:
     """A query result as markdown (what ``query --format markdown`` prints and chat shows)."""
     from kb_indexer.search.markdown import render_query as render  # lazy: only a markdown answer needs it
+
+    return render(result)
+
+
+def render_search(result: Mapping[str, Any]) -> str:
+    """A ``search`` result as markdown (``search --format markdown``)."""
+    from kb_indexer.search.markdown import render_search as render  # lazy: only a markdown answer needs it
 
     return render(result)
 
@@ -460,6 +469,11 @@ class KnowledgeBase:
         # lazy: the stale check (dataclasses, the walk) is kept off the cold search path; a query runs it
         from kb_indexer.index.stale import check
         return cast("StaleResult", check(self.conn, self.kb_root, full=full))
+
+    def stale_warning(self) -> str | None:
+        """The one-line warning a query prints when files changed since the last sync (None: none did)."""
+        from kb_indexer.index.stale import message  # lazy: as in stale()
+        return message(self.stale())
 
     # -- LLM cache and doctor ------------------------------------------------------------
     def cache_stats(self) -> CacheStatsResult:

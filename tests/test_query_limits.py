@@ -7,7 +7,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.errors import UsageError
-from kb_indexer.search.defaults import DEFAULT_LIMIT, MAX_LIMIT
+from kb_indexer.defaults import DEFAULT_LIMIT, MAX_LIMIT
 from kb_indexer.search.fulltext import PER_ROW_MAX
 from kb_indexer.api import QueryOptions
 

@@ -1,4 +1,4 @@
-"""QueryOptions is the one contract of a query: defaults from kb_indexer.search.defaults, validation with the
+"""QueryOptions is the one contract of a query: defaults from kb_indexer.defaults, validation with the
 usual messages (bad usage, exit 2), frozen, a JSON round trip that the history records and `refine` reads
 back, and every front end (CLI, MCP tool, chat tool, Python API) turning the same request into the same
 options and the same results."""
@@ -13,7 +13,7 @@ import pytest
 from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.chat.tools import run_tool
 from kb_indexer.errors import UsageError
-from kb_indexer.search import defaults
+from kb_indexer import defaults
 
 QUESTION = "reinforcement learning reward"
 

@@ -6,7 +6,7 @@ import pytest
 
 from helpers import kw, write_doc
 from kb_indexer.errors import UsageError, ValidationError
-from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
+from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import Format, echo, emit, emit_json
 from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.api import SECTIONS, count_line
-from kb_indexer.search.defaults import MAX_DEPTH, MAX_LIMIT
+from kb_indexer.defaults import MAX_DEPTH, MAX_LIMIT
 from kb_indexer.errors import UsageError
 
 if TYPE_CHECKING:
@@ -85,10 +85,11 @@ def refine(
     if not last:
         if not rest:
             raise UsageError("give a QUERY_ID or --last")
+        first = rest.pop(0)
         try:
-            query_id = int(rest.pop(0))
+            query_id = int(first)
         except ValueError:
-            raise UsageError(f"QUERY_ID must be a number, got {args[0]!r} (or use --last)") from None
+            raise UsageError(f"QUERY_ID must be a number, got {first!r} (or use --last)") from None
     if rest and not keywords:
         raise UsageError("keywords go after --keywords / -k")
     given = {"min_weight": min_weight, "context_threshold": context_threshold, "expand_depth": expand_depth,
@@ -97,7 +98,8 @@ def refine(
     with open_kb(db, kb) as k:
         options = None
         if changes:   # the recorded query's options, these changed
-            options = k.learning.recorded_options(k.learning.last_query_id() if last else query_id).replace(**changes)
+            qid = k.learning.last_query_id() if query_id is None else query_id
+            options = k.learning.recorded_options(qid).replace(**changes)
         data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, options=options)
     emit_result(data, format, "query")
 

@@ -58,7 +58,7 @@ def warn_llm(result: Mapping[str, Any]) -> None:
              f"{info['error']}{fallback} for those")
 
 
-def warn_semantic(result: dict[str, Any]) -> None:
+def warn_semantic(result: Mapping[str, Any]) -> None:
     """Warn on stderr when a semantic or hybrid query ran without vectors although they were asked for
     (``--method semantic/hybrid``, an embedding backend chosen, or vectors in the index)."""
     info = result.get("semantic") if isinstance(result, dict) else None

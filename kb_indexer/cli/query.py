@@ -13,11 +13,9 @@ from kb_indexer.cli.llm import (LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCac
 from kb_indexer.cli.output import warn, warn_shown
 from kb_indexer.cli.results import ResultFormat as ResultFormat, ResultFormatOpt as ResultFormatOpt
 from kb_indexer.cli.results import emit_result as emit_result
-from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
-                                       MAX_DEPTH, MAX_LIMIT)
-from kb_indexer.search.expansion import parse_weight_options
-from kb_indexer.search.options import QueryOptions
-from kb_indexer.search.question import check_question
+from kb_indexer.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+                                 MAX_DEPTH, MAX_LIMIT)
+from kb_indexer.api import QueryOptions, check_question, parse_weight_options
 
 if TYPE_CHECKING:
     from kb_indexer.api import KnowledgeBase
@@ -117,8 +115,6 @@ def _refresh(k: KnowledgeBase, sync: bool, stale_check: bool) -> None:
         for err in result["errors"]:
             warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     elif stale_check:
-        from kb_indexer.index.stale import message  # lazy: only when the stale check runs
-
-        msg = message(k.stale())
+        msg = k.stale_warning()
         if msg:
             warn(msg)

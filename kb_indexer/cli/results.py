@@ -6,7 +6,7 @@ A module of its own so ``kbindex search`` (an agent's most frequent call) import
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 import typer
 
@@ -26,10 +26,10 @@ ResultFormatOpt = Annotated[ResultFormat, typer.Option(
 RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
 
 
-def emit_result(data: dict[str, Any], fmt: ResultFormat, kind: str) -> None:
+def emit_result(data: Mapping[str, Any], fmt: ResultFormat, kind: str) -> None:
     """JSON, table or the markdown context-injection block (``kind``: query or search)."""
     if fmt is ResultFormat.markdown:
-        from kb_indexer.search.markdown import render_query, render_search  # lazy: markdown output only
+        from kb_indexer.api import render_query, render_search  # lazy: markdown output only (kbindex search)
 
         echo((render_query if kind == "query" else render_search)(data))
         return

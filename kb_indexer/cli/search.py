@@ -10,7 +10,7 @@ from kb_indexer.cli.app import DbOpt, KbOpt, app, open_kb
 from kb_indexer.cli.output import warn_shown
 from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.errors import UsageError
-from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
+from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 
 
 @app.command()

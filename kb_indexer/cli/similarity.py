@@ -12,8 +12,7 @@ from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.api import similarities_file_text
 from kb_indexer.cli.output import Format, emit, write_file
-from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
-from kb_indexer.store.similarities import SIMILARITY_TYPES
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SIMILARITY_TYPES
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 

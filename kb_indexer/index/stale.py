@@ -19,7 +19,7 @@ import sqlite3
 import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_of, stat_sig
@@ -258,7 +258,7 @@ def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, 
                 continue
 
 
-def message(info: dict[str, Any]) -> str | None:
+def message(info: Mapping[str, Any]) -> str | None:
     """A one-line stderr warning, or None when the index is up to date."""
     if not info.get("stale"):
         return None

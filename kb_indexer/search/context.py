@@ -35,7 +35,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
-from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
 from kb_indexer.search.terms import is_stopword, split_term
 
 ContextScorer = Callable[[str, list[dict[str, Any]]], "Sequence[float] | Mapping[object, float]"]

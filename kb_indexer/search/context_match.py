@@ -39,7 +39,7 @@ from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.llm.config import LLMOptions
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
-from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
 
 TASK = "context_match"
 MAX_PER_CALL = 40          # more candidates than this are scored in several calls

@@ -57,7 +57,7 @@ from typing import Any, Iterable
 
 from kb_indexer.errors import UsageError
 from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
-from kb_indexer.search.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
 from kb_indexer.store.similarities import SIMILARITY_TYPES, check_similarity_type
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {

@@ -8,7 +8,7 @@ from typing import Any
 
 from kb_indexer.errors import UsageError
 from kb_indexer.limits import check_keyword
-from kb_indexer.search.defaults import SEARCH_DEFAULT_LIMIT
+from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.text import normalize_keyword
 
 

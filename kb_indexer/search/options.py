@@ -24,7 +24,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from kb_indexer.errors import UsageError
 from kb_indexer.limits import check_context, check_utf8
-from kb_indexer.search.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
+from kb_indexer.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 
 # auto | keyword (alias sqlite) | fulltext | semantic | hybrid: see kb_indexer.search.method
@@ -36,7 +36,7 @@ COLUMN_NAMES = ("title", "summary", "keywords", "body")
 
 @dataclass(frozen=True)
 class QueryOptions:
-    """The options of one query (defaults: :mod:`kb_indexer.search.defaults`).
+    """The options of one query (defaults: :mod:`kb_indexer.defaults`).
 
     - ``context``: the user's context; relations whose stored context does not fit it are down-weighted;
     - ``expand_depth``: similarity hops (0: no expansion);

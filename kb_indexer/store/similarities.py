@@ -14,12 +14,9 @@ from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import bury, origin_text
+from kb_indexer.defaults import SIMILARITY_TYPES as SIMILARITY_TYPES
 from kb_indexer.text import normalize_keyword
 
-SIMILARITY_TYPES = (
-    "synonym", "abbreviation", "related_concept", "broader", "narrower",
-    "contrast", "application", "prerequisite", "component",
-)
 
 
 def check_similarity_type(value: object, where: str = "") -> str:

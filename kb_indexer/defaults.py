@@ -1,4 +1,5 @@
-"""Query defaults, in a module of their own so the CLI can show them without importing the search code.
+"""Query defaults and the similarity types, in a module of their own (a shared one, below every layer) so
+the front ends can show them without importing the search code or the store.
 
 Two thresholds, two meanings:
 
@@ -18,3 +19,10 @@ MAX_DEPTH = 5
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
 SEARCH_DEFAULT_LIMIT = 50  # kbindex search: results shown unless --limit says otherwise (0: all)
+
+#: The relation types a similarity may have (the one list; ``store.similarities.check_similarity_type``
+#: is the one check against it).
+SIMILARITY_TYPES = (
+    "synonym", "abbreviation", "related_concept", "broader", "narrower",
+    "contrast", "application", "prerequisite", "component",
+)
