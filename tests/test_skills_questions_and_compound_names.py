@@ -52,6 +52,20 @@ def test_a_request_for_the_writer_naming_the_same_skill_matches(k: KnowledgeBase
     assert not match.impersonal_question(message)
 
 
+@pytest.mark.parametrize("message", ["what is the weather forecast for Lisbon?",
+                                     "what's the weather forecast for Paris tomorrow"])
+def test_a_question_about_the_world_a_skill_answers_still_gets_it(small: tuple[KnowledgeBase, Path],
+                                                                  tmp_path: Path, message: str) -> None:
+    """Only a single shared word (a name dropped into trivia) needs the question factor: a question that
+    shares two words with a skill's description ("weather", "forecast") is a task for it (the chat test
+    of kbindex's own skills caught the first version of the rule refusing it)."""
+    handle, _ = small
+    skills = {"weather-report": ("Get the weather forecast for a city.", "Call the forecast API.")}
+    assert handle.skills.sync([str(write_skills(tmp_path / "skills", skills))])["errors"] == []
+    assert match.impersonal_question(message)
+    assert names(handle.skills.match(message)) == ["weather-report"]
+
+
 def test_the_question_factor_is_the_only_difference(k: KnowledgeBase) -> None:
     question, request = "who founded Stripe?", "stripe for me"
     assert k.skills.match(question, min_score=0)["candidates"][0]["score"] == \

@@ -19,7 +19,7 @@ a shared word is distinctive (at most 2 of 862 skills have it: ``RARE_IDF``), ``
 when every shared word is common ("write a cron expression" against ``cron-gen``); ``NAMED_CUT`` of it when
 the message holds every word of the skill's name ("weather", "open spotify": a one-word name scores little
 however exactly it is asked for); ``QUESTION_FACTOR`` times it when the message is a question about the
-world, with no first-person word ("who founded Stripe?", "what does kubernetes mean in greek?"), not a
+world sharing a single word with the skill, with no first-person word ("who founded Stripe?", "what does kubernetes mean in greek?"), not a
 request for its writer ("what's on my Stripe account?", "add this to Trello"). Two adjacent words written
 as one in a skill's name or description count too ("last.fm" for ``lastfm``, "Find My" for
 ``icloud-findmy``).
@@ -59,7 +59,7 @@ RELATIVE_CUT = 0.5
 NAMED_CUT = 0.6   # a message naming a skill's whole name needs less of the minimum ("weather", "github")
 RARE_IDF = 0.9    # a shared word this rare (IDF, 1 = one skill; 0.9 = 2 skills of 862) is distinctive
 COMMON_FACTOR = 1.2    # evidence with no distinctive word needs this much more (1.7 x 1.2 = 2.04)
-QUESTION_FACTOR = 2.0  # a question about the world ("who founded Stripe?") needs twice as much
+QUESTION_FACTOR = 2.0  # a question about the world sharing one word ("who founded Stripe?") needs twice as much
 K1 = 1.2
 B = 0.75
 DEFAULT_TOP = 3
@@ -205,13 +205,14 @@ def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = N
     floor = BACKGROUND_WEIGHT * background(raw)
     ranked = sorted(scored.items(), key=lambda kv: (-kv[1][0], index.names[kv[0]]))
     best = ranked[0][1][0] if ranked else 0.0
-    base = opts.min_score * (QUESTION_FACTOR if impersonal_question(message) else 1.0)
+    world = impersonal_question(message)
     matched: list[dict[str, Any]] = []
     asked = set(terms)
     for i, (s, why) in ranked:
         if len(matched) >= opts.top or s < RELATIVE_CUT * best:
             break
-        if s - floor < base * index.cut(i, asked, why):
+        factor = QUESTION_FACTOR if world and len(why) < 2 else 1.0   # one shared word in a world question
+        if s - floor < opts.min_score * factor * index.cut(i, asked, why):
             continue
         matched.append({"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4),
                         "source": "keyword", "reason": "shared words: " + ", ".join(why)})
