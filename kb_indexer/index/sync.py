@@ -13,14 +13,14 @@ from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document, text_hash
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
-from kb_indexer.index.reader import keywords_source, read_all
+from kb_indexer.index.reader import PARALLEL_MIN_DOCS, helper_process, keywords_source, read_all, worker_count
 from kb_indexer.index.renames import Renames
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files, settle_folders
 from kb_indexer.index.walk import scan
 from kb_indexer.store.connection import transaction
-from kb_indexer.store.sparse import refresh as refresh_sparse
+from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
@@ -186,7 +186,10 @@ def _sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None, progre
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
-    fulltext = refresh_sparse(conn, progress)   # large knowledge bases: the sparse full-text index
+    # large knowledge bases: the sparse full-text index (a large fold: with a helper process, unless reading
+    # in this process was asked for)
+    fulltext = (refresh_sparse(conn, progress, helper=helper_process)
+                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(conn) else refresh_sparse(conn, progress))
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats

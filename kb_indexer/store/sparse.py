@@ -32,11 +32,16 @@ import json
 import os
 import sqlite3
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 # Below this FTS5 ranks fast enough: no sparse index is kept (KBINDEX_SPARSE_MIN_DOCS). Its query path imports
 # numpy (~50 ms in a cold process), which a 10,000-document query just wins back (bench/scale.py).
@@ -247,23 +252,68 @@ def known_pairs(conn: sqlite3.Connection, tokenizer: Tokenizer) -> Pairs:
     return Pairs(tokenizer, [t for t in tokenizer.tokens(names) if len(t) == 2])
 
 
-def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs) -> int:
+def _logged(conn: sqlite3.Connection, after: int) -> list[tuple[int, int]]:
+    """The next ``FOLD_DOCS`` log entries ``(seq, document id)`` after ``after``."""
+    return conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                        (after, FOLD_DOCS)).fetchall()
+
+
+class Helper(Protocol):
+    """Runs a function in another process (``concurrent.futures.Executor.submit``)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
+
+
+def postings_elsewhere(db_file: str, doc_ids: list[int], pair_names: list[str]) -> DocTerms:
+    """``read_documents`` in a helper process, on its own read-only connection; token ids are the helper's own
+    (``names`` maps them: a segment is written by name)."""
+    conn = sqlite3.connect(f"{Path(db_file).absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        tokenizer = Tokenizer(conn)
+        pairs = Pairs(tokenizer, [(a, b) for a, b in (n.split(" ") for n in pair_names)])
+        return read_documents(conn, tokenizer, doc_ids, pairs)
+    finally:
+        conn.close()
+
+
+def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
     """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded (-1:
     another process folded them first). The rows are read and tokenised before the write transaction, so
     other writers wait only for the segment's rows to be written; a document changed meanwhile has a later
-    log entry and is folded again by a later batch."""
+    log entry and is folded again by a later batch. With a ``helper`` the batch after it is read and
+    tokenised in the helper's process meanwhile, and folded next (two batches: twice the count)."""
     st = load_state(conn)
-    log = conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                       (st.fold_seq, FOLD_DOCS)).fetchall() if st is not None else []
-    if not log:
+    log = _logged(conn, st.fold_seq) if st is not None else []
+    if st is None or not log:
         return 0
+    ahead = _logged(conn, log[-1][0]) if helper is not None else []
+    later = (helper.submit(postings_elsewhere, _db_file(conn), sorted({r[1] for r in ahead}), pairs.names)
+             if helper is not None and ahead else None)
     ids = sorted({r[1] for r in log})
-    terms = read_documents(conn, tokenizer, ids, pairs)
+    done = _store_folded(conn, st.fold_seq, ids, read_documents(conn, tokenizer, ids, pairs), pairs, log[-1][0])
+    if done < 0 or later is None:
+        return done
+    ids = sorted({r[1] for r in ahead})
+    try:
+        terms = later.result()
+    except Exception:  # noqa: BLE001 - the helper died or failed: this process reads the batch itself
+        terms = read_documents(conn, tokenizer, ids, pairs)
+    more = _store_folded(conn, log[-1][0], ids, terms, pairs, ahead[-1][0])
+    return done + max(more, 0)
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
+def _store_folded(conn: sqlite3.Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,
+                  last_seq: int) -> int:
+    """Store a folded batch unless another process folded past ``after`` meanwhile (then -1)."""
     with transaction(conn):
         now = load_state(conn)
-        if now is None or now.fold_seq != st.fold_seq:
+        if now is None or now.fold_seq != after:
             return -1
-        _store_batch(conn, now, ids, terms, pairs, log[-1][0])
+        _store_batch(conn, now, ids, terms, pairs, last_seq)
     return len(ids)
 
 
@@ -347,9 +397,12 @@ def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: in
     return out
 
 
-def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None) -> dict:
+def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None,
+            helper: Callable[[], AbstractContextManager[Helper]] | None = None) -> dict:
     """Bring the sparse index up to date with the full-text rows (see the module docstring); each batch
-    is its own transaction. Returns what was done, for ``sync``'s report."""
+    is its own transaction. ``helper`` opens a helper process that reads and tokenises every other batch
+    while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
+    was done, for ``sync``'s report."""
     t0 = time.perf_counter()
     with transaction(conn):
         st = load_state(conn)
@@ -366,15 +419,9 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
         # a pair no longer known is not indexed from now on: it must not count as covered
         conn.execute("DELETE FROM sparse_pairs WHERE pair NOT IN (SELECT value FROM json_each(?))",
                      (json.dumps(pairs.names),))
-    folded, merged = 0, 0
-    while True:
-        n = _fold_batch(conn, tokenizer, pairs)
-        if not n:
-            break
-        folded += max(n, 0)
-        if progress:
-            progress(min(folded, pending), pending)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    with (helper() if helper is not None and pending >= 2 * FOLD_DOCS else nullcontext()) as pool:
+        folded = _fold_all(conn, tokenizer, pairs, pending, progress, pool)
+    merged = 0
     with transaction(conn):
         st = load_state(conn)
         if st is not None:
@@ -382,6 +429,29 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
     segments = conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0]
     return {"built": True, "documents": st.documents if st else 0, "folded": folded, "segments": segments,
             "merged": merged, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def fold_is_large(conn: sqlite3.Connection) -> bool:
+    """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
+    many logged, or that many documents and no index yet."""
+    logged = conn.execute("SELECT count(*) FROM fulltext_log").fetchone()[0]
+    if logged >= 2 * FOLD_DOCS:
+        return True
+    built = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_state)").fetchone()[0]
+    return not built and conn.execute("SELECT count(*) FROM documents").fetchone()[0] >= 2 * FOLD_DOCS
+
+
+def _fold_all(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, pending: int,
+              progress: Progress | None, helper: Helper | None) -> int:
+    folded = 0
+    while True:
+        n = _fold_batch(conn, tokenizer, pairs, helper)
+        if not n:
+            return folded
+        folded += max(n, 0)
+        if progress:
+            progress(min(folded, pending), pending)
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, bytes]]]:
