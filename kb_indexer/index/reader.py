@@ -203,7 +203,7 @@ class _PoolBroken(Exception):
     pass
 
 
-def _pooled(root: Path, todo: list[str], stored: dict, workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
+def _pooled(root: Path, todo: list[str], stored: dict[str, str | None], workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

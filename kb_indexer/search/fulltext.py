@@ -159,9 +159,9 @@ def count_found(conn: sqlite3.Connection, query: FtsQuery | None, doc_ids: list[
     """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
     ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"
     if not query:
-        return conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0]
+        return int(conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0])
     sql = f"SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? UNION {ids})"
-    return conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0]
+    return int(conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0])
 
 
 def phrase_sql(weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> str:
@@ -210,7 +210,7 @@ SNIPPET_MAX_MATCHES = 256        # the passage is chosen among the first this ma
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 
-def _term_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     """Words of the query terms, each matching its inflections (``learn`` matches ``learning``): an
     approximation of the porter stemmer the index uses, good enough to place and bold a passage."""
     stems = set()

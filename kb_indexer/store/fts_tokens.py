@@ -76,14 +76,14 @@ class Tokenizer:
         return tid
 
     @staticmethod
-    def _chunks(text: str) -> list:
+    def _chunks(text: str) -> list[str] | list[bytes]:
         """The text's chunks in order: lower-case words as bytes for an ASCII text (the fast path), else
         strings (ASCII ones lowered, others as they are, for FTS5 to fold)."""
         if text.isascii():
             return text.encode("ascii").translate(_ASCII_TABLE).split()
         return [c.lower() if c.isascii() else c for c in _CHUNK.findall(text)]
 
-    def _ids_in_order(self, chunks: list) -> list[int]:
+    def _ids_in_order(self, chunks: list[str] | list[bytes]) -> list[int]:
         ids = list(map(self._single.__getitem__, chunks))
         if chunks and isinstance(chunks[0], bytes):   # an ASCII text: one token per chunk
             return ids

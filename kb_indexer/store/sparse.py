@@ -159,7 +159,8 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
     each part reduced to its postings at once (the memory of a fold is its postings, not its texts)."""
     import numpy as np
 
-    parts, length = [], {}
+    parts: list[tuple[Any, Any, Any]] = []
+    length: dict[int, int] = {}
     ordered = sorted(doc_ids)
     for start in range(0, len(ordered), READ_DOCS):
         rows = conn.execute("SELECT rowid, title, summary, keywords, body FROM documents_fts WHERE rowid IN "
@@ -178,7 +179,8 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
     return DocTerms(tids, docs, tfs, length, tokenizer.names)
 
 
-def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: dict[int, int]) -> tuple:
+def _postings_of(tokenizer: Tokenizer, rows: list[Any], pairs: Pairs | None,
+                 length: dict[int, int]) -> tuple[Any, Any, Any]:
     """(token id int32, document id uint32, weighted frequency float32) of ``rows``, sorted by token then
     document; records each document's length in ``length``."""
     import numpy as np
@@ -199,7 +201,7 @@ def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: 
 
 
 def _pack(docs: Any, tfs: Any) -> bytes:
-    return docs.astype("<u4").tobytes() + tfs.astype("<f4").tobytes()
+    return bytes(docs.astype("<u4").tobytes() + tfs.astype("<f4").tobytes())
 
 
 def unpack(data: bytes) -> tuple[Any, Any]:
@@ -209,12 +211,17 @@ def unpack(data: bytes) -> tuple[Any, Any]:
     return np.frombuffer(data, dtype="<u4", count=n), np.frombuffer(data, dtype="<f4", count=n, offset=4 * n)
 
 
+def _new_segment(conn: sqlite3.Connection, documents: int, postings: int) -> int:
+    cur = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)", (documents, postings))
+    assert cur.lastrowid is not None   # (an INSERT's)
+    return cur.lastrowid
+
+
 def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
     """A new segment with the postings of ``terms``; returns its id."""
     import numpy as np
 
-    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)",
-                       (len(terms.length), len(terms.tids))).lastrowid
+    seg = _new_segment(conn, len(terms.length), len(terms.tids))
     if not len(terms.tids):   # documents without a single token: a segment with no postings holds them
         return seg
     bounds = np.flatnonzero(np.r_[True, terms.tids[1:] != terms.tids[:-1], True])
@@ -358,7 +365,7 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
         return 0
     live = np.bincount(st.owner, minlength=max(segs) + 1)
     chosen = sorted(segs, key=lambda s: (live[s], s))[:len(segs) - MERGED_SEGMENTS + 1]
-    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (0, 0)").lastrowid
+    seg = _new_segment(conn, 0, 0)
     marks = json.dumps(chosen)
     terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM sparse_postings WHERE segment IN "
                                         "(SELECT value FROM json_each(?))", (marks,))]
@@ -381,11 +388,12 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
     return len(chosen)
 
 
-def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int, owner: Any) -> list[tuple]:
+def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int,
+                 owner: Any) -> list[tuple[str, int, bytes]]:
     """The merged segment's rows for ``terms``: each term's live postings of the merged segments, by document."""
     import numpy as np
 
-    parts: dict[str, list] = {}
+    parts: dict[str, list[tuple[Any, Any]]] = {}
     for t, s, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN (SELECT value "
                                    "FROM json_each(?)) AND segment IN (SELECT value FROM json_each(?))",
                                    (json.dumps(terms), marks)):
@@ -403,7 +411,7 @@ def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: in
 
 
 def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None,
-            helper: Callable[[], AbstractContextManager[Helper]] | None = None) -> dict:
+            helper: Callable[[], AbstractContextManager[Helper]] | None = None) -> dict[str, Any]:
     """Bring the sparse index up to date with the full-text rows (see the module docstring); each batch
     is its own transaction. ``helper`` opens a helper process that reads and tokenises every other batch
     while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
