@@ -276,16 +276,19 @@ class Helper(Protocol):
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
 
 
+_HELPER_TOKENIZERS: dict[str, Tokenizer] = {}   # in a helper process: per index, its connection's tokenizer
+
+
 def postings_elsewhere(db_file: str, doc_ids: list[int], pair_names: list[str]) -> DocTerms:
-    """``read_documents`` in a helper process, on its own read-only connection; token ids are the helper's own
-    (``names`` maps them: a segment is written by name)."""
-    conn = sqlite3.connect(f"{Path(db_file).absolute().as_uri()}?mode=ro", uri=True)
-    try:
-        tokenizer = Tokenizer(conn)
-        pairs = Pairs(tokenizer, [(a, b) for a, b in (n.split(" ") for n in pair_names)])
-        return read_documents(conn, tokenizer, doc_ids, pairs)
-    finally:
-        conn.close()
+    """``read_documents`` in a helper process, on its own read-only connection, kept with its tokenizer (the
+    words it learnt) for the helper's next batch; token ids are the helper's own (``names`` maps them: a
+    segment is written by name)."""
+    tokenizer = _HELPER_TOKENIZERS.get(db_file)
+    if tokenizer is None:
+        conn = sqlite3.connect(f"{Path(db_file).absolute().as_uri()}?mode=ro", uri=True)
+        tokenizer = _HELPER_TOKENIZERS[db_file] = Tokenizer(conn)
+    pairs = Pairs(tokenizer, [(a, b) for a, b in (n.split(" ") for n in pair_names)])
+    return read_documents(tokenizer.conn, tokenizer, doc_ids, pairs)
 
 
 def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
