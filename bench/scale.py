@@ -56,6 +56,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -79,8 +80,8 @@ class Vocabulary:
 
     def __init__(self, data: Path = DEFAULT_DATA):
         corpus, self.queries, _ = load(data)
-        words: Counter = Counter()
-        pairs: Counter = Counter()
+        words: Counter[str] = Counter()
+        pairs: Counter[str] = Counter()
         for doc in corpus:
             toks = re.findall(r"[a-z]+", (doc.get("title", "") + " " + doc["text"]).lower())
             words.update(toks)
@@ -160,9 +161,10 @@ def _write_document(kb: Path, stem: str, rng: random.Random, vocab: Vocabulary, 
         (kb / f"{stem}.keywords.json").write_text(json.dumps(meta), encoding="utf-8")
 
 
-def _relations(rng: random.Random, keywords: list[str], n: int) -> list[dict]:
+def _relations(rng: random.Random, keywords: list[str], n: int) -> list[dict[str, Any]]:
     """``n`` typed relations (a third directional) between the more frequent keywords, pairs distinct."""
-    sims, seen = [], set()
+    sims: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
     pool = keywords[: max(100, len(keywords) // 2)]
     if n > len(pool) * (len(pool) - 1) // 2:
         pool = keywords
@@ -177,7 +179,7 @@ def _relations(rng: random.Random, keywords: list[str], n: int) -> list[dict]:
     return sims
 
 
-def _run(args: list[str], cwd: Path) -> tuple[float, dict]:
+def _run(args: list[str], cwd: Path) -> tuple[float, dict[str, Any]]:
     secs, out, _, _ = _run_rss(args, cwd)
     return secs, out
 
@@ -194,7 +196,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def _run_rss(args: list[str], cwd: Path) -> tuple[float, dict, float, float]:
+def _run_rss(args: list[str], cwd: Path) -> tuple[float, dict[str, Any], float, float]:
     """Seconds, JSON answer, peak RSS (MB: the command's process, or its largest reader process) and CPU
     seconds (the command and its reader processes)."""
     t = time.perf_counter()
@@ -215,7 +217,9 @@ class LockProbe(threading.Thread):
 
     def __init__(self, db: Path):
         super().__init__(daemon=True)
-        self.db, self.stop, self.waits, self.wal_peak, self.errors = db, threading.Event(), [], 0, []
+        self.db, self.stop, self.wal_peak = db, threading.Event(), 0
+        self.waits: list[float] = []
+        self.errors: list[str] = []
 
     def run(self) -> None:
         from kb_indexer.api import KnowledgeBase
@@ -236,11 +240,13 @@ class LockProbe(threading.Thread):
         kb.close()
 
 
-def bench_sync(root: Path, docs: int) -> dict:
+def bench_sync(root: Path, docs: int) -> dict[str, Any]:
     _run(["init"], root)
     probe = LockProbe(root / "kbindex.db")
     probe.start()
+    load_before = os.getloadavg()[0]
     secs, res, rss_mb, cpu_s = _run_rss(["sync"], root)
+    load_after = os.getloadavg()[0]
     probe.stop.set()
     probe.join()
     assert res["added"] == docs, (res["added"], res["errors"][:3])
@@ -248,7 +254,7 @@ def bench_sync(root: Path, docs: int) -> dict:
     return {"sync_s": secs, "docs_s": docs / secs, "cpu_s": cpu_s, "batches": res["batches"], "rss_mb": rss_mb,
             "fold_s": fold.get("seconds", 0.0), "segments": fold.get("segments", 0),
             "wal_mb": probe.wal_peak / 1e6, "relate_max_s": max(probe.waits, default=0.0),
-            "relate_n": len(probe.waits), "relate_errors": probe.errors[:3]}
+            "relate_n": len(probe.waits), "relate_errors": probe.errors[:3], "load": (load_before, load_after)}
 
 
 def naive_fts_insert(kb_dir: Path) -> float:
@@ -265,11 +271,11 @@ def naive_fts_insert(kb_dir: Path) -> float:
     return len(bodies) / secs
 
 
-def cold(root: Path, runs: int, questions: list[str], *, variants: bool = True) -> dict:
+def cold(root: Path, runs: int, questions: list[str], *, variants: bool = True) -> dict[str, Any]:
     """Median wall time (ms) of a cold ``kbindex query`` over ``runs`` runs, cycling through ``questions``;
     ``*_cpu_ms``: the median CPU time (user + system) of the same runs, which other load on a shared
     machine disturbs less than wall time."""
-    def med(name, cmd, extra=()):
+    def med(name: str, cmd: list[str], extra: tuple[str, ...] | list[str] = ()) -> None:
         subprocess.run(cmd + [questions[0], *extra], cwd=root, capture_output=True, env=ENV)  # warm-up
         wall, cpu = [], []
         for i in range(runs):
@@ -278,7 +284,7 @@ def cold(root: Path, runs: int, questions: list[str], *, variants: bool = True) 
             cpu.append(c)
         res[name], res[name.replace("_ms", "_cpu_ms")] = statistics.median(wall), statistics.median(cpu)
 
-    res: dict = {}
+    res: dict[str, float] = {}
     passes = [_timed([sys.executable, "-c", "pass"], root) for _ in range(runs)]
     res["pass_ms"], res["pass_cpu_ms"] = (statistics.median(x[0] for x in passes),
                                           statistics.median(x[1] for x in passes))
@@ -305,7 +311,7 @@ def question_mix(vocab: Vocabulary, n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     natural = [q["text"] for q in vocab.queries]
     kws = vocab.keywords[:2000]
-    kinds = [lambda: rng.choice(natural), lambda: rng.choice(kws),
+    kinds: list[Callable[[], str]] = [lambda: rng.choice(natural), lambda: rng.choice(kws),
              lambda: rng.choice(vocab.words[50:3000]),
              lambda: f"how does {rng.choice(kws)} relate to {rng.choice(kws)}?"]
     return [kinds[i % len(kinds)]() for i in range(n)]
@@ -314,7 +320,7 @@ def question_mix(vocab: Vocabulary, n: int, seed: int) -> list[str]:
 SPARSE_OFF = 10 ** 12   # KBINDEX_SPARSE_MIN_DOCS for "no sparse index": full text on FTS5, as before it
 
 
-def in_process(root: Path, questions: list[str]) -> dict:
+def in_process(root: Path, questions: list[str]) -> dict[str, Any]:
     from kb_indexer.api import KnowledgeBase
     from kb_indexer.search import fulltext
     from kb_indexer.search.terms import content_terms, parse_text
@@ -339,7 +345,8 @@ def in_process(root: Path, questions: list[str]) -> dict:
     quick = kb.stale()
     full = kb.stale(full=True)
     kb.close()
-    pct = lambda xs, p: sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+    def pct(xs: list[float], p: float) -> float:
+        return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]
     return {"p50": pct(ours, .5), "p95": pct(ours, .95), "naive_p50": pct(naive, .5), "naive_p95": pct(naive, .95),
             "fts5_p50": pct(fts5, .5), "fts5_p95": pct(fts5, .95),
             "stale_quick_s": quick["seconds"], "stale_mode": quick["mode"], "stale_full_s": full["seconds"]}
@@ -366,7 +373,8 @@ def main() -> None:
     ap.add_argument("--relations", type=int, help="typed relations in similarities.json (default: docs / 2)")
     ap.add_argument("--variants", action="store_true", help="measure each size under every preset corpus ("
                     + ", ".join(PRESETS) + ") instead of the one the options above describe")
-    ap.add_argument("--keep", type=Path, help="build the knowledge base(s) here and keep them")
+    ap.add_argument("--keep", type=Path, help="build the knowledge base(s) here and keep them; a later run with "
+                    "the same --keep, size and generator settings reuses them (a fresh index each run)")
     ap.add_argument("--bm25s", action="store_true", help="also index the documents with bm25s (a dedicated sparse "
                     "index in memory) and time its top-10 on the same questions: the alternative to FTS5")
     ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
@@ -395,12 +403,9 @@ def main() -> None:
         other_targets()
 
 
-def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argparse.Namespace) -> dict:
+def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure for one size and corpus; printed, and returned for the summary table."""
-    t = time.perf_counter()
-    kb_dir = generate(root, docs, vocab, corpus)
-    print(f"generated {docs} documents in {time.perf_counter() - t:.0f} s ({root}; {corpus.label()})",
-          file=sys.stderr)
+    kb_dir = written(root, docs, vocab, corpus)
     questions = question_mix(vocab, max(args.queries, 4), corpus.seed)
     s = bench_sync(root, docs)
     first = {"stale": stale_info(root), "cold": cold(root, args.runs, questions, variants=False)}
@@ -419,7 +424,25 @@ def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argp
             "first": first}
 
 
-def stale_info(root: Path) -> dict:
+def written(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus) -> Path:
+    """The knowledge base for ``docs`` and ``corpus`` in ``root``: the one a run with ``--keep`` wrote there
+    before (``corpus.json`` says which), or written now. The indexes of an earlier run are deleted."""
+    stamp, want = root / "corpus.json", {"docs": docs, "corpus": corpus.label()}
+    for name in ("kbindex.db", "old.db"):
+        for suffix in ("", "-wal", "-shm"):
+            (root / (name + suffix)).unlink(missing_ok=True)
+    if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == want:
+        print(f"reusing the {docs} documents in {root} ({corpus.label()})", file=sys.stderr)
+        return root / "knowledge-base"
+    t = time.perf_counter()
+    kb_dir = generate(root, docs, vocab, corpus)
+    stamp.write_text(json.dumps(want), encoding="utf-8")
+    print(f"generated {docs} documents in {time.perf_counter() - t:.0f} s ({root}; {corpus.label()})",
+          file=sys.stderr)
+    return kb_dir
+
+
+def stale_info(root: Path) -> dict[str, Any]:
     """What the stale check of the next query does (mode, folders listed of all) on this index."""
     from kb_indexer.api import KnowledgeBase
 
@@ -430,10 +453,10 @@ def stale_info(root: Path) -> dict:
         kb.close()
 
 
-def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict:
+def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict[str, Any]:
     """bm25s over the same documents: build seconds, memory grown, top-10 p50/p95 per question."""
-    import bm25s
-    import Stemmer
+    import bm25s  # type: ignore[import-untyped]
+    import Stemmer  # type: ignore[import-not-found]
 
     def rss_mb() -> float:
         with open("/proc/self/statm", encoding="ascii") as fh:
@@ -461,10 +484,10 @@ def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict:
     return out
 
 
-def summary(table: dict) -> None:
+def summary(table: dict[str, Any]) -> None:
     sizes = list(table)
     print("\nSide by side (baselines of the same runs in brackets)")
-    rows = [
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("sync docs/s [bare FTS5 insert]", lambda m: f"{m['sync']['docs_s']:.0f} [{m['naive']:.0f}]"),
         ("sync peak RSS MB / WAL MB", lambda m: f"{m['sync']['rss_mb']:.0f} / {m['sync']['wal_mb']:.0f}"),
         ("index KB per document", lambda m: f"{m['db_kb']:.1f}"),
@@ -490,7 +513,7 @@ def summary(table: dict) -> None:
         print(f"  {name:{width}s}" + "".join(f"{cell(table[n]):>16s}" for n in sizes))
 
 
-def baseline(root: Path, src: Path, runs: int, questions: list[str], docs: int) -> dict:
+def baseline(root: Path, src: Path, runs: int, questions: list[str], docs: int) -> dict[str, Any]:
     """The same steps with an older checkout (``python -m kb_indexer`` on PYTHONPATH=src), own index file:
     sync of the knowledge base as just written (every folder's mtime set to now, as after the generator),
     cold query right after it, re-sync, cold query again."""
@@ -524,7 +547,7 @@ def baseline(root: Path, src: Path, runs: int, questions: list[str], docs: int) 
             "query_ms": queries(), "query_nostale_ms": queries("--no-stale-check")}
 
 
-def report_old(old: dict, s: dict, resync_s: float, c: dict, first: dict) -> None:
+def report_old(old: dict[str, Any], s: dict[str, Any], resync_s: float, c: dict[str, Any], first: dict[str, Any]) -> None:
     print("\n  the same steps, this checkout vs the --baseline-src checkout (python -m kb_indexer):")
     print(f"    sync docs/s                       {s['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
     print(f"    sync CPU s                        {s['cpu_s']:8.1f}  vs {old['cpu_s']:8.1f}")
@@ -540,14 +563,16 @@ TARGET_SYNC_DOCS_S = 1000
 TARGET_COLD_RATIO = 8.0
 
 
-def report(docs: int, corpus: Corpus, s: dict, naive: float, resync_s: float, c: dict, p: dict, db_kb: float,
-           first: dict) -> None:
+def report(docs: int, corpus: Corpus, s: dict[str, Any], naive: float, resync_s: float, c: dict[str, Any], p: dict[str, Any], db_kb: float,
+           first: dict[str, Any]) -> None:
     print(f"\nScale benchmark, {docs} documents (Cranfield word frequencies, 300-1,500 words each; {corpus.label()})")
     fs = first["stale"]
     rows = [
         ("sync (kbindex sync)", f"{s['docs_s']:.0f} docs/s in {s['sync_s']:.1f} s (CPU {s['cpu_s']:.1f} s), "
          f"{s['batches']} batches", f"bare FTS5 insert {naive:.0f} docs/s"),
         ("of which the sparse index", f"{s['fold_s']:.1f} s, {s['segments']} segments", "-"),
+        ("machine load (1-min average) before / after sync", f"{s['load'][0]:.1f} / {s['load'][1]:.1f} "
+         f"on {os.cpu_count()} CPUs", "-"),
         ("sync peak RSS / peak WAL", f"{s['rss_mb']:.0f} MB / {s['wal_mb']:.0f} MB", "-"),
         ("concurrent relate during sync, longest wait",
          f"{s['relate_max_s']:.2f} s over {s['relate_n']} writes, {len(s['relate_errors'])} failed",
@@ -576,7 +601,7 @@ def report(docs: int, corpus: Corpus, s: dict, naive: float, resync_s: float, c:
     report_targets(s, first["cold"], c)
 
 
-def report_targets(s: dict, first: dict, second: dict) -> None:
+def report_targets(s: dict[str, Any], first: dict[str, Any], second: dict[str, Any]) -> None:
     """Each figure of issue 27 item 13 beside its target (pass / MISS)."""
     def line(name: str, value: str, target: str, ok: bool) -> None:
         print(f"  {name:44s} {value:>12s}   target {target:12s} {'pass' if ok else 'MISS'}")

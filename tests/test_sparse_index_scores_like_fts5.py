@@ -419,7 +419,7 @@ def test_a_pair_another_fold_does_not_know_is_not_covered(small, monkeypatch):
         tok_a = Tokenizer(a)
         pairs_a = store.known_pairs(a, tok_a)                 # ... before "shock wave" is a keyword
         write_doc(kbdir, "d0.md", "# Doc 0\n\nshock wave 0\n", kw("s", "flow", "shock wave"))
-        monkeypatch.setattr("kb_indexer.index.sync.refresh_sparse", lambda conn, progress=None: {"built": False})
+        monkeypatch.setattr("kb_indexer.index.sync.refresh_sparse", lambda conn, progress=None, **_: {"built": False})
         handle.sync()                                         # process B: the keyword, then B folds first
         tok_b = Tokenizer(handle.conn)
         assert store._fold_batch(handle.conn, tok_b, store.known_pairs(handle.conn, tok_b)) == 2

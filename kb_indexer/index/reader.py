@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from pathlib import Path
 from itertools import islice
 from typing import Any, Iterator, Union
@@ -168,6 +169,19 @@ def worker_count(todo: int) -> int:
     return max(0, min(cpus - 1, 3))  # one core stays with the writer
 
 
+@contextmanager
+def helper_process() -> Iterator[Any]:
+    """One helper process (an executor), for the sparse index's fold (:func:`kb_indexer.store.sparse.refresh`):
+    started like the reader processes (it ends when this process dies), shut down on leaving."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=1, initializer=_start_worker, initargs=(os.getpid(),))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def read_all(root: Path, todo: list[str], stored: dict[str, str | None]) -> Iterator[tuple[str, Read]]:
     """Yield ``(rel, document or message)`` for ``todo`` in order. ``stored`` maps a path to the keywords
     file it was indexed with. A pool that breaks (a worker killed) hands the rest back to this process."""
@@ -189,7 +203,7 @@ class _PoolBroken(Exception):
     pass
 
 
-def _pooled(root: Path, todo: list[str], stored: dict, workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
+def _pooled(root: Path, todo: list[str], stored: dict[str, str | None], workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

@@ -6,13 +6,13 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document, text_hash
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
-from kb_indexer.index.reader import keywords_source, read_all
+from kb_indexer.index.reader import PARALLEL_MIN_DOCS, helper_process, keywords_source, read_all, worker_count
 from kb_indexer.index.renames import Renames
 from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_similarities, similarity_files,
                                               sync_similarities)
@@ -20,17 +20,21 @@ from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_
 from kb_indexer.index.walk import scan
 from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
-from kb_indexer.store.sparse import refresh as refresh_sparse
+from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
 
 Progress = Callable[[int, int], None]
+Report = dict[str, Any]   # a command's JSON result
+Known = tuple[Any, ...]   # a stored document: (content hash, stat signature, keywords file, text hash)
+FtsRow = tuple[int, str, str, str, str]   # see kb_indexer.store.documents.write_fts_rows
+T = TypeVar("T")
 
 
 def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
-           fts_rows: list | None = None) -> tuple[int, bool]:
+           fts_rows: list[FtsRow] | None = None) -> tuple[int, bool]:
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
         keywords=doc.keywords, content_hash=doc.content_hash, stat_sig=doc.stat_sig,
@@ -44,7 +48,7 @@ def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
             "errors": doc.errors}
 
 
-def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> dict:
+def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> Report:
     rel = to_relative(kb_root, path)
     reason = excluded_reason(rel)
     if reason is not None:
@@ -61,7 +65,7 @@ def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_fi
     return _summary(doc, "added" if created else "updated")
 
 
-def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
+def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> Report:
     rel = to_relative(kb_root, path, must_exist=False)
     row = get_document(conn, rel)
     if row is None:
@@ -78,7 +82,7 @@ def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
     return _summary(doc, "updated")
 
 
-def remove_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> dict:
+def remove_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> Report:
     rel = to_relative(kb_root, path, must_exist=False)
     with transaction(conn):
         delete_document(conn, rel)
@@ -100,10 +104,15 @@ BATCH_SECONDS = 0.5
 BATCH_PAUSE = 0.02
 
 
+# SQLite's page cache during a sync (KiB, as ``PRAGMA cache_size`` takes it negated; the default is 2 MB): a
+# batch inserts keyword rows all over the keyword index and FTS5 merges its segments; with the default the same
+# pages are read again and again (measured at 50k documents: ~4 s of a ~55 s sync, most of it system time).
+SYNC_CACHE_KIB = -65536
+
 _END = object()
 
 
-def _batches(items: Iterable, conn: sqlite3.Connection) -> Iterator[Iterator]:
+def _batches(items: Iterable[T], conn: sqlite3.Connection) -> Iterator[Iterator[T]]:
     """Split ``items`` into batches; the caller runs each in its own transaction and consumes it whole.
     A batch ends after BATCH_DOCS items or BATCH_SECONDS; a passive WAL checkpoint follows each commit."""
     source = iter(items)
@@ -115,7 +124,7 @@ def _batches(items: Iterable, conn: sqlite3.Connection) -> Iterator[Iterator]:
             time.sleep(BATCH_PAUSE)
 
 
-def _batch(source: Iterator, head: list) -> Iterator:
+def _batch(source: Iterator[T], head: list[Any]) -> Iterator[T]:
     deadline = time.monotonic() + BATCH_SECONDS
     for n in range(1, BATCH_DOCS + 1):
         item, head[0] = head[0], next(source, _END)
@@ -136,12 +145,21 @@ def _scope(conn: sqlite3.Connection, root: Path, directory: str | None) -> tuple
 
 
 def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
-         progress: Progress | None = None) -> dict:
+         progress: Progress | None = None) -> Report:
     """Index the knowledge base incrementally; a bad file is reported in ``errors`` and skipped.
 
     New and changed documents are written in batches (each its own transaction), then deletions and the
     bookkeeping, then the similarities files. The folder filter is case-exact.
     """
+    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+    conn.execute(f"PRAGMA cache_size = {SYNC_CACHE_KIB}")
+    try:
+        return _sync(conn, kb_root, directory, progress)
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(cache)}")
+
+
+def _sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None, progress: Progress | None) -> Report:
     root = kb_root.resolve()
     base, prefix = _scope(conn, root, directory)
     started_ns = time.time_ns()
@@ -172,13 +190,16 @@ def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
-    fulltext = refresh_sparse(conn, progress)   # large knowledge bases: the sparse full-text index
+    # large knowledge bases: the sparse full-text index (a large fold: with a helper process, unless reading
+    # in this process was asked for)
+    fulltext = (refresh_sparse(conn, progress, helper=helper_process)
+                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(conn) else refresh_sparse(conn, progress))
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
 
 
-def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) -> list[str]:
+def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, Known]) -> list[str]:
     """The documents whose stat signature differs from the stored one (new ones included)."""
     todo = []
     for rel, sig in on_disk.items():
@@ -194,7 +215,8 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, tuple]) ->
     return todo
 
 
-def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: dict, rejected: dict,
+def _write_documents(conn: sqlite3.Connection, root: Path, todo: list[str], existing: dict[str, Known],
+                     stats: Report, rejected: dict[str, str],
                      progress: Progress | None, renames: Renames) -> set[str]:
     """Read (see :mod:`reader`) and store ``todo`` in batches; returns the files that vanished before they
     could be read. Storing reads nothing, so its failures are the database's (disk full, a lock): they
@@ -205,7 +227,7 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
     stored = {rel: existing[rel][2] for rel in todo if rel in existing}
     for batch in _batches(read_all(root, todo, stored), conn):
         with transaction(conn):
-            fts_rows: list = []  # written last (see upsert_document)
+            fts_rows: list[FtsRow] = []  # written last (see upsert_document)
             for rel, doc in batch:
                 known = existing.get(rel)
                 if isinstance(doc, str):
@@ -223,7 +245,8 @@ def _write_documents(conn, root: Path, todo: list[str], existing: dict, stats: d
     return vanished
 
 
-def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, fts_rows: list,
+def _store_read(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument, known: Known | None, stats: Report,
+                fts_rows: list[FtsRow],
                 renames: Renames) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
     stats["errors"] += doc.problems  # a bad keywords file: the document is indexed without it
@@ -240,7 +263,8 @@ def _store_read(conn, ids: KeywordIds, doc: LoadedDocument, known, stats: dict, 
         stats["added" if known is None else "updated"] += 1
 
 
-def _file_failed(root: Path, rel: str, known, message: str, stats: dict, rejected: dict, vanished: set) -> None:
+def _file_failed(root: Path, rel: str, known: Known | None, message: str, stats: Report, rejected: dict[str, str],
+                 vanished: set[str]) -> None:
     """A stored document that became unreadable keeps its index rows until it is fixed or deleted."""
     stats["errors"].append({"file": rel, "message": message})
     if not os.path.exists(root / rel):
@@ -249,7 +273,7 @@ def _file_failed(root: Path, rel: str, known, message: str, stats: dict, rejecte
     _reject(root, rel, (known or (None, None, None))[2], rejected)
 
 
-def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: dict) -> None:
+def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: dict[str, str]) -> None:
     """The stale check leaves a file sync reported alone until it changes again."""
     try:
         rejected[rel] = disk_sig(root, rel, stored_keywords_file)
@@ -257,7 +281,7 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
         pass
 
 
-def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: dict) -> None:
+def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: Report) -> None:
     for batch in _batches(gone, conn):
         with transaction(conn):
             for rel in batch:

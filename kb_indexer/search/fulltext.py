@@ -23,11 +23,10 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-# bm25() column weights: title, summary, keywords, body. Titles and keyword tags
-# are short and curated (x2); a summary is mostly the body's first paragraph
-# again, so it counts a quarter. Measured on Cranfield (bench/ir_eval.py): title
-# 1.5-2.5 with summary 0-0.25 give nDCG@10 0.364-0.365; summary 1 gives 0.356-0.358.
-DEFAULT_COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
+from kb_indexer.store.sparse import COLUMN_WEIGHTS
+
+# bm25() column weights: one constant, kb_indexer.store.sparse's (the sparse index is built for them).
+DEFAULT_COLUMN_WEIGHTS = COLUMN_WEIGHTS
 PRESENCE = 0.1          # share of the full-text score given for merely matching
 SNIPPET_TOKENS = 24
 # bm25 scores this close (relative to the query's best) may fuse into equal relevance scores, which are

@@ -32,11 +32,16 @@ import json
 import os
 import sqlite3
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 # Below this FTS5 ranks fast enough: no sparse index is kept (KBINDEX_SPARSE_MIN_DOCS). Its query path imports
 # numpy (~50 ms in a cold process), which a 10,000-document query just wins back (bench/scale.py).
@@ -46,7 +51,12 @@ FOLD_DOCS = 8_000         # documents per segment (and per write transaction) wh
 MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
 MERGED_SEGMENTS = 8
 MERGE_TERMS = 2_000       # terms merged at a time
-COLUMN_WEIGHTS = (2.0, 0.25, 2.0, 1.0)    # = kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS
+# bm25() column weights: title, summary, keywords, body; the one constant full-text search ranks with by default
+# (kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS is this) and the sparse index is built for. Titles and
+# keyword tags are short and curated (x2); a summary is mostly the body's first paragraph again, so it counts a
+# quarter. Measured on Cranfield (bench/ir_eval.py): title 1.5-2.5 with summary 0-0.25 give nDCG@10
+# 0.364-0.365; summary 1 gives 0.356-0.358.
+COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
 FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
 
 Progress = Callable[[int, int], None]
@@ -149,7 +159,8 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
     each part reduced to its postings at once (the memory of a fold is its postings, not its texts)."""
     import numpy as np
 
-    parts, length = [], {}
+    parts: list[tuple[Any, Any, Any]] = []
+    length: dict[int, int] = {}
     ordered = sorted(doc_ids)
     for start in range(0, len(ordered), READ_DOCS):
         rows = conn.execute("SELECT rowid, title, summary, keywords, body FROM documents_fts WHERE rowid IN "
@@ -168,7 +179,8 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
     return DocTerms(tids, docs, tfs, length, tokenizer.names)
 
 
-def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: dict[int, int]) -> tuple:
+def _postings_of(tokenizer: Tokenizer, rows: list[Any], pairs: Pairs | None,
+                 length: dict[int, int]) -> tuple[Any, Any, Any]:
     """(token id int32, document id uint32, weighted frequency float32) of ``rows``, sorted by token then
     document; records each document's length in ``length``."""
     import numpy as np
@@ -189,7 +201,7 @@ def _postings_of(tokenizer: Tokenizer, rows: list, pairs: Pairs | None, length: 
 
 
 def _pack(docs: Any, tfs: Any) -> bytes:
-    return docs.astype("<u4").tobytes() + tfs.astype("<f4").tobytes()
+    return bytes(docs.astype("<u4").tobytes() + tfs.astype("<f4").tobytes())
 
 
 def unpack(data: bytes) -> tuple[Any, Any]:
@@ -199,12 +211,17 @@ def unpack(data: bytes) -> tuple[Any, Any]:
     return np.frombuffer(data, dtype="<u4", count=n), np.frombuffer(data, dtype="<f4", count=n, offset=4 * n)
 
 
+def _new_segment(conn: sqlite3.Connection, documents: int, postings: int) -> int:
+    cur = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)", (documents, postings))
+    assert cur.lastrowid is not None   # (an INSERT's)
+    return cur.lastrowid
+
+
 def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
     """A new segment with the postings of ``terms``; returns its id."""
     import numpy as np
 
-    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)",
-                       (len(terms.length), len(terms.tids))).lastrowid
+    seg = _new_segment(conn, len(terms.length), len(terms.tids))
     if not len(terms.tids):   # documents without a single token: a segment with no postings holds them
         return seg
     bounds = np.flatnonzero(np.r_[True, terms.tids[1:] != terms.tids[:-1], True])
@@ -247,23 +264,71 @@ def known_pairs(conn: sqlite3.Connection, tokenizer: Tokenizer) -> Pairs:
     return Pairs(tokenizer, [t for t in tokenizer.tokens(names) if len(t) == 2])
 
 
-def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs) -> int:
+def _logged(conn: sqlite3.Connection, after: int) -> list[tuple[int, int]]:
+    """The next ``FOLD_DOCS`` log entries ``(seq, document id)`` after ``after``."""
+    return conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                        (after, FOLD_DOCS)).fetchall()
+
+
+class Helper(Protocol):
+    """Runs a function in another process (``concurrent.futures.Executor.submit``)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
+
+
+_HELPER_TOKENIZERS: dict[str, Tokenizer] = {}   # in a helper process: per index, its connection's tokenizer
+
+
+def postings_elsewhere(db_file: str, doc_ids: list[int], pair_names: list[str]) -> DocTerms:
+    """``read_documents`` in a helper process, on its own read-only connection, kept with its tokenizer (the
+    words it learnt) for the helper's next batch; token ids are the helper's own (``names`` maps them: a
+    segment is written by name)."""
+    tokenizer = _HELPER_TOKENIZERS.get(db_file)
+    if tokenizer is None:
+        conn = sqlite3.connect(f"{Path(db_file).absolute().as_uri()}?mode=ro", uri=True)
+        tokenizer = _HELPER_TOKENIZERS[db_file] = Tokenizer(conn)
+    pairs = Pairs(tokenizer, [(a, b) for a, b in (n.split(" ") for n in pair_names)])
+    return read_documents(tokenizer.conn, tokenizer, doc_ids, pairs)
+
+
+def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
     """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded (-1:
     another process folded them first). The rows are read and tokenised before the write transaction, so
     other writers wait only for the segment's rows to be written; a document changed meanwhile has a later
-    log entry and is folded again by a later batch."""
+    log entry and is folded again by a later batch. With a ``helper`` the batch after it is read and
+    tokenised in the helper's process meanwhile, and folded next (two batches: twice the count)."""
     st = load_state(conn)
-    log = conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                       (st.fold_seq, FOLD_DOCS)).fetchall() if st is not None else []
-    if not log:
+    log = _logged(conn, st.fold_seq) if st is not None else []
+    if st is None or not log:
         return 0
+    ahead = _logged(conn, log[-1][0]) if helper is not None else []
+    later = (helper.submit(postings_elsewhere, _db_file(conn), sorted({r[1] for r in ahead}), pairs.names)
+             if helper is not None and ahead else None)
     ids = sorted({r[1] for r in log})
-    terms = read_documents(conn, tokenizer, ids, pairs)
+    done = _store_folded(conn, st.fold_seq, ids, read_documents(conn, tokenizer, ids, pairs), pairs, log[-1][0])
+    if done < 0 or later is None:
+        return done
+    ids = sorted({r[1] for r in ahead})
+    try:
+        terms = later.result()
+    except Exception:  # noqa: BLE001 - the helper died or failed: this process reads the batch itself
+        terms = read_documents(conn, tokenizer, ids, pairs)
+    more = _store_folded(conn, log[-1][0], ids, terms, pairs, ahead[-1][0])
+    return done + max(more, 0)
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
+def _store_folded(conn: sqlite3.Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,
+                  last_seq: int) -> int:
+    """Store a folded batch unless another process folded past ``after`` meanwhile (then -1)."""
     with transaction(conn):
         now = load_state(conn)
-        if now is None or now.fold_seq != st.fold_seq:
+        if now is None or now.fold_seq != after:
             return -1
-        _store_batch(conn, now, ids, terms, pairs, log[-1][0])
+        _store_batch(conn, now, ids, terms, pairs, last_seq)
     return len(ids)
 
 
@@ -303,7 +368,7 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
         return 0
     live = np.bincount(st.owner, minlength=max(segs) + 1)
     chosen = sorted(segs, key=lambda s: (live[s], s))[:len(segs) - MERGED_SEGMENTS + 1]
-    seg = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (0, 0)").lastrowid
+    seg = _new_segment(conn, 0, 0)
     marks = json.dumps(chosen)
     terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM sparse_postings WHERE segment IN "
                                         "(SELECT value FROM json_each(?))", (marks,))]
@@ -326,11 +391,12 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
     return len(chosen)
 
 
-def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int, owner: Any) -> list[tuple]:
+def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int,
+                 owner: Any) -> list[tuple[str, int, bytes]]:
     """The merged segment's rows for ``terms``: each term's live postings of the merged segments, by document."""
     import numpy as np
 
-    parts: dict[str, list] = {}
+    parts: dict[str, list[tuple[Any, Any]]] = {}
     for t, s, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN (SELECT value "
                                    "FROM json_each(?)) AND segment IN (SELECT value FROM json_each(?))",
                                    (json.dumps(terms), marks)):
@@ -347,9 +413,12 @@ def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: in
     return out
 
 
-def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None) -> dict:
+def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None,
+            helper: Callable[[], AbstractContextManager[Helper]] | None = None) -> dict[str, Any]:
     """Bring the sparse index up to date with the full-text rows (see the module docstring); each batch
-    is its own transaction. Returns what was done, for ``sync``'s report."""
+    is its own transaction. ``helper`` opens a helper process that reads and tokenises every other batch
+    while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
+    was done, for ``sync``'s report."""
     t0 = time.perf_counter()
     with transaction(conn):
         st = load_state(conn)
@@ -366,15 +435,9 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
         # a pair no longer known is not indexed from now on: it must not count as covered
         conn.execute("DELETE FROM sparse_pairs WHERE pair NOT IN (SELECT value FROM json_each(?))",
                      (json.dumps(pairs.names),))
-    folded, merged = 0, 0
-    while True:
-        n = _fold_batch(conn, tokenizer, pairs)
-        if not n:
-            break
-        folded += max(n, 0)
-        if progress:
-            progress(min(folded, pending), pending)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    with (helper() if helper is not None and pending >= 2 * FOLD_DOCS else nullcontext()) as pool:
+        folded = _fold_all(conn, tokenizer, pairs, pending, progress, pool)
+    merged = 0
     with transaction(conn):
         st = load_state(conn)
         if st is not None:
@@ -382,6 +445,29 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
     segments = conn.execute("SELECT count(*) FROM sparse_segments").fetchone()[0]
     return {"built": True, "documents": st.documents if st else 0, "folded": folded, "segments": segments,
             "merged": merged, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def fold_is_large(conn: sqlite3.Connection) -> bool:
+    """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
+    many logged, or that many documents and no index yet."""
+    logged = conn.execute("SELECT count(*) FROM fulltext_log").fetchone()[0]
+    if logged >= 2 * FOLD_DOCS:
+        return True
+    built = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_state)").fetchone()[0]
+    return not built and conn.execute("SELECT count(*) FROM documents").fetchone()[0] >= 2 * FOLD_DOCS
+
+
+def _fold_all(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, pending: int,
+              progress: Progress | None, helper: Helper | None) -> int:
+    folded = 0
+    while True:
+        n = _fold_batch(conn, tokenizer, pairs, helper)
+        if not n:
+            return folded
+        folded += max(n, 0)
+        if progress:
+            progress(min(folded, pending), pending)
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, bytes]]]:
