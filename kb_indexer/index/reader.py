@@ -173,7 +173,7 @@ def worker_count(todo: int) -> int:
 def helper_process() -> Iterator[Any]:
     """One helper process (an executor), for the sparse index's fold (:func:`kb_indexer.store.sparse.refresh`):
     started like the reader processes (it ends when this process dies), shut down on leaving."""
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor  # lazy: only a sync with reader processes
 
     pool = ProcessPoolExecutor(max_workers=1, initializer=_start_worker, initargs=(os.getpid(),))
     try:
@@ -204,8 +204,8 @@ class _PoolBroken(Exception):
 
 
 def _pooled(root: Path, todo: list[str], stored: dict[str, str | None], workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+    from concurrent.futures import ProcessPoolExecutor  # lazy: only a sync with reader processes
+    from concurrent.futures.process import BrokenProcessPool  # lazy: as above
 
     chunks = iter([todo[i:i + CHUNK_DOCS] for i in range(0, len(todo), CHUNK_DOCS)])
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))

@@ -94,7 +94,7 @@ class Tokenizer:
     def _column_ids(self, texts: list[str]) -> list[Any]:
         """Each text's token ids in order (int64 arrays): ASCII texts all at once (``_ascii_ids``), others
         chunk by chunk."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         out: list[Any] = [None] * len(texts)
         plain = [k for k, t in enumerate(texts) if t.isascii()]
@@ -113,7 +113,7 @@ class Tokenizer:
         (exact: a word holds no zero byte), so only distinct words are looked up. Words of up to 8 bytes (most)
         are found in a sorted table of known keys; words of 9-16 bytes by their two keys; longer ones one by
         one."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         if not texts:
             return []
@@ -141,7 +141,7 @@ class Tokenizer:
 
     def _short_ids(self, keys: Any) -> Any:
         """Token ids of words of up to 8 bytes given as their keys (see ``_ascii_ids``)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         ids, known = self._words8.find(keys)
         if not known.all():   # words not seen before: learnt, then added to the table
@@ -159,7 +159,7 @@ class Tokenizer:
         token, then document, then column; and
         ``(document index, column index, pair token id)`` per occurrence of one of ``pairs`` (two tokens
         in a row in one column, which is where FTS5 matches a phrase of them)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         flat = [t or "" for columns in texts for t in columns]
         col_doc = [i for i, columns in enumerate(texts) for _ in columns]
@@ -198,7 +198,7 @@ class KeyTable:
     _MULTIPLIERS = (0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9)   # odd, well mixed
 
     def __init__(self) -> None:
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         self.keys: Any = np.zeros(0, dtype=np.uint64)   # sorted
         self.ids: Any = np.zeros(0, dtype=np.int64)
@@ -209,7 +209,7 @@ class KeyTable:
         return len(self.keys)
 
     def _slots(self, keys: Any, multiplier: int) -> Any:
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         slots = keys * np.uint64(multiplier)
         slots >>= np.uint64(64 - self._bits)
@@ -217,7 +217,7 @@ class KeyTable:
 
     def add(self, keys: Any, ids: Any) -> None:
         """Add keys not in the table yet (distinct) with their ids."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         keys = np.asarray(keys).astype(np.uint64)
         order = np.argsort(np.r_[self.keys, keys], kind="stable")
@@ -239,7 +239,7 @@ class KeyTable:
 
     def find(self, keys: Any) -> tuple[Any, Any]:
         """(token id, known) of each key (the id of an unknown key is meaningless)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         keys = np.asarray(keys).astype(np.uint64, copy=False)
         if not self._tables:
@@ -267,7 +267,7 @@ class KeyTable:
 
 def _top_bytes() -> Any:
     """``[n]``: the mask that keeps the first n bytes of a big-endian 64-bit key (n = 0..8)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     return np.asarray([~((1 << 8 * (8 - n)) - 1) & 0xFFFF_FFFF_FFFF_FFFF for n in range(9)], dtype=np.uint64)
 
@@ -275,7 +275,7 @@ def _top_bytes() -> Any:
 def _distinct(hi: Any, lo: Any) -> tuple[list[bytes], Any]:
     """The distinct words among those keyed ``(hi, lo)`` (see ``Tokenizer._ascii_ids``), and the index of
     each word in them."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     if not len(hi):
         return [], np.zeros(0, dtype=np.int64)
@@ -290,7 +290,7 @@ def _distinct(hi: Any, lo: Any) -> tuple[list[bytes], Any]:
 
 
 def _no_pairs() -> tuple[Any, Any, Any]:
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     empty = np.zeros(0, dtype=np.int64)
     return empty, empty, empty
@@ -301,7 +301,7 @@ class Pairs:
     pseudo-tokens named ``"first second"`` (an FTS5 token never holds a space)."""
 
     def __init__(self, tokenizer: Tokenizer, phrases: Iterable[tuple[str, str]]):
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         self.names = sorted({f"{a} {b}" for a, b in phrases})
         keyed = {(tokenizer.token_id(n.split(" ")[0]) << 32) | tokenizer.token_id(n.split(" ")[1]): n
@@ -319,7 +319,7 @@ class Pairs:
     def find(self, seq: Any, where: Any) -> tuple[Any, Any]:
         """(column number, pair token id) of each pair occurrence in ``seq`` (token ids in order; ``where``:
         the column number of each)."""
-        import numpy as np
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
         if len(seq) < 2 or not len(self.table):
             return _no_pairs()[:2]

@@ -109,7 +109,7 @@ class State:
 
 
 def load_state(conn: sqlite3.Connection) -> State | None:
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     row = conn.execute("SELECT format, fold_seq, structure, documents, tokens, owner, lengths FROM sparse_state "
                        "WHERE id = 1").fetchone()
@@ -157,7 +157,7 @@ def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list
     """The full-text rows of ``doc_ids`` (those that still have one), tokenised like FTS5 does, with the
     occurrences of ``pairs`` as pseudo-tokens (not counted in the lengths). Read ``READ_DOCS`` at a time,
     each part reduced to its postings at once (the memory of a fold is its postings, not its texts)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     parts: list[tuple[Any, Any, Any]] = []
     length: dict[int, int] = {}
@@ -183,7 +183,7 @@ def _postings_of(tokenizer: Tokenizer, rows: list[Any], pairs: Pairs | None,
                  length: dict[int, int]) -> tuple[Any, Any, Any]:
     """(token id int32, document id uint32, weighted frequency float32) of ``rows``, sorted by token then
     document; records each document's length in ``length``."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     (d, c, t, n), (pd, pc, pt) = tokenizer.count([list(r[1:5]) for r in rows], pairs)
     pair_order = np.lexsort((pd, pt))
@@ -205,7 +205,7 @@ def _pack(docs: Any, tfs: Any) -> bytes:
 
 
 def unpack(data: bytes) -> tuple[Any, Any]:
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     n = len(data) // 8
     return np.frombuffer(data, dtype="<u4", count=n), np.frombuffer(data, dtype="<f4", count=n, offset=4 * n)
@@ -219,7 +219,7 @@ def _new_segment(conn: sqlite3.Connection, documents: int, postings: int) -> int
 
 def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
     """A new segment with the postings of ``terms``; returns its id."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     seg = _new_segment(conn, len(terms.length), len(terms.tids))
     if not len(terms.tids):   # documents without a single token: a segment with no postings holds them
@@ -235,7 +235,7 @@ def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
 
 
 def _grow(array: Any, size: int) -> Any:
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     if len(array) >= size:
         return array.copy()
@@ -246,7 +246,7 @@ def _grow(array: Any, size: int) -> Any:
 
 def _start(conn: sqlite3.Connection) -> State:
     """An empty index whose log lists every document: folding the log builds it."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     conn.execute("DELETE FROM sparse_segments")
     conn.execute("DELETE FROM sparse_pairs")
@@ -335,7 +335,7 @@ def _store_folded(conn: sqlite3.Connection, after: int, ids: list[int], terms: D
 def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: DocTerms, pairs: Pairs,
                  last_seq: int) -> None:
     """Write a folded batch: its segment, the documents' owner and length, the log consumed."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     seg = _write_segment(conn, terms) if terms.length else 0
     if seg:   # pairs seen for the first time are indexed from this segment on; a pair known to another
@@ -361,7 +361,7 @@ def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: Doc
 def _merge(conn: sqlite3.Connection, st: State) -> int:
     """Merge the smallest segments (by live documents) while there are more than ``MAX_SEGMENTS``;
     returns how many segments were merged into one."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     segs = [r[0] for r in conn.execute("SELECT id FROM sparse_segments")]
     if len(segs) <= MAX_SEGMENTS:
@@ -394,7 +394,7 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
 def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int,
                  owner: Any) -> list[tuple[str, int, bytes]]:
     """The merged segment's rows for ``terms``: each term's live postings of the merged segments, by document."""
-    import numpy as np
+    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     parts: dict[str, list[tuple[Any, Any]]] = {}
     for t, s, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN (SELECT value "
