@@ -64,8 +64,18 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
         SimilarResult, StaleResult, SyncResult, UnrelateResult,
     )
 
-__all__ = ["KnowledgeBase", "QueryOptions", "check_question", "documented_error", "parse_weight_options",
-           "render_query", "render_search", "similarities_file_text"]
+__all__ = ["EmbedOptions", "KnowledgeBase", "LLMOptions", "QueryOptions", "check_question", "documented_error",
+           "parse_weight_options", "render_query", "render_search", "similarities_file_text"]
+
+
+def __getattr__(name: str) -> Any:
+    """``LLMOptions`` and ``EmbedOptions`` (the options of the LLM and embedding backends, taken by
+    ``similar``, ``query``, ``kb.skills.match``, ``kb.context.*``, ``kb.enrich.*``, ``kb.embeddings.embed``),
+    importable from here but loaded on first use: the LLM settings stay off the cold search path."""
+    if name in ("LLMOptions", "EmbedOptions"):
+        from kb_indexer.llm import config  # lazy: the LLM settings (.env rules) cost ~15 ms of a cold search
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_type(sim_type: str | None) -> None:

@@ -310,3 +310,20 @@ def test_chat_answers_get_a_longer_default_deadline(kb, chat_store, monkeypatch)
     eng = ChatEngine(kbx, source, note, llm=LLMOptions(backend="fake", timeout=7))
     assert eng.client.config.timeout == 7
     eng.close()
+
+
+def test_a_tool_call_the_model_was_not_offered_is_never_run(tmp_path, chat_store, monkeypatch):
+    """Free mode offers no tools; a model (or a hostile server) that calls one anyway gets nothing run:
+    no query recorded in the chat store, no file read (the review found both before the fix)."""
+    monkeypatch.chdir(tmp_path)
+    eng, fake = engine_for(None, Completion(text="Here.", tool_calls=[
+        ToolCall("kb_query", {"question": "reinforcement learning"}, "c1"),
+        ToolCall("kb_show", {"path": "notes.md"}, "c2")]))
+    try:
+        events = list(eng.turn("what is reinforcement learning?"))
+        assert fake.calls[0]["tools"] == []
+        assert "tool_call" not in kinds(events) and "tool_result" not in kinds(events)
+        assert len(fake.calls) == 1 and events[-1].kind == "done" and fake_answer(events) == "Here."
+        assert eng.kb.learning.history(limit=5)["count"] == 0
+    finally:
+        eng.close()

@@ -98,6 +98,24 @@ def test_refine_cli_changes_only_the_options_it_is_given(kb, cli):
     assert kb.learning.recorded_options(qid) == QueryOptions(method="fulltext", limit=2, expand_depth=0)
 
 
+@pytest.mark.parametrize("stored", [{"limit": 5000, "method": "nope"}, {"column_weights": 5},
+                                    {"types": ["bogus"], "expand_depth": "two"}])
+def test_refine_survives_recorded_options_that_are_not_valid_any_more(kb, cli, stored):
+    """Options read back from the index (an import, an edited or older index) are data: one that is not
+    valid takes its default instead of making the query impossible to refine (or crashing it), and the
+    user's own options still apply."""
+    qid = kb.query(QUESTION, options=QueryOptions(limit=2))["query_id"]
+    with kb.conn:
+        kb.conn.execute("UPDATE query_attempts SET options = ? WHERE query_id = ?", (json.dumps(stored), qid))
+    assert kb.learning.recorded_options(qid, limit=3).limit == 3
+    res = cli("refine", str(qid), "-k", "reinforcement learning", "--limit", "0", "--db", kb.db_path,
+              "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["query_id"] == qid and _recorded(kb, qid)["limit"] == 0
+    with pytest.raises(UsageError, match="limit"):
+        kb.learning.recorded_options(qid, limit=-1)     # the user's own bad value is still bad usage
+
+
 def test_cli_mcp_chat_and_api_build_the_same_options_and_get_the_same_results(kb, cli):
     pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
     from kb_indexer.mcp.server import kb_query_impl
@@ -125,3 +143,12 @@ def test_cli_mcp_chat_and_api_build_the_same_options_and_get_the_same_results(kb
 def test_cli_options_invalid_for_query_options_are_bad_usage(kb, run, flags, message):
     res = run("query", QUESTION, *flags, "--db", kb.db_path, "--format", "json")
     assert res.returncode == 2 and message in res.error()["message"]
+
+
+def test_the_backend_options_the_api_takes_import_from_the_api():
+    """The README's API calls take ``llm=LLMOptions(...)`` / ``embed=EmbedOptions(...)``: both come from
+    kb_indexer.api (loaded on first use), like QueryOptions."""
+    from kb_indexer.api import EmbedOptions, LLMOptions
+    from kb_indexer.llm import config
+
+    assert (LLMOptions, EmbedOptions) == (config.LLMOptions, config.EmbedOptions)

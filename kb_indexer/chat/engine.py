@@ -279,7 +279,7 @@ class ChatEngine:
                 yield Event("error", {"message": exc.message, "code": exc.code})
                 return None
             answer += ("\n\n" if answer and text else "") + text
-            if not calls:
+            if not calls or tools is None:   # a call to a tool that was not offered is never run
                 return answer
             msgs.append(Message("assistant", text, tool_calls=calls))
             for call in calls:

@@ -73,8 +73,8 @@ def refine(
                                                       "query's context (default: the recorded query's).")] = None,
     expand_depth: Annotated[Optional[int], typer.Option("--expand-depth", "-d", min=0, max=MAX_DEPTH,
                                                         help="Similarity hops.")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, max=MAX_LIMIT, show_default=False,
-                                                 help="At most this many results. Options not given here "
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, max=MAX_LIMIT, show_default=False,
+                                                 help="At most this many results (0: all). Options not given here "
                                                       "are the recorded query's.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
 ) -> None:
@@ -99,7 +99,7 @@ def refine(
         options = None
         if changes:   # the recorded query's options, these changed
             qid = k.learning.last_query_id() if query_id is None else query_id
-            options = k.learning.recorded_options(qid).replace(**changes)
+            options = k.learning.recorded_options(qid, **changes)
         data = k.learning.refine(query_id, list(keywords or []) + rest, last=last, options=options)
     emit_result(data, format, "query")
 

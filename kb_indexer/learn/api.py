@@ -98,9 +98,10 @@ class LearningAPI:
         opts = (options or self.recorded_options(qid)).replace(context=q["context"] or None)
         return cast("QueryResult", self.kb.query(q["question"], keywords, opts, query_id=qid))
 
-    def recorded_options(self, query_id: int) -> QueryOptions:
-        """The options the recorded query's latest attempt ran with (defaults for what older rows lack)."""
-        return QueryOptions.from_dict(recorded_options(self.conn, query_id))
+    def recorded_options(self, query_id: int, **changes: Any) -> QueryOptions:
+        """The options the recorded query's latest attempt ran with, ``changes`` on top (defaults for what
+        older rows lack, and for a recorded value that is not valid: an imported or edited index)."""
+        return QueryOptions.from_recorded(recorded_options(self.conn, query_id), **changes)
 
     def last_query_id(self) -> int:
         return last_query_id(self.conn)

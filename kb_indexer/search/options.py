@@ -102,9 +102,26 @@ class QueryOptions:
             raise UsageError(f"query options must be an object, got {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         given = {k: v for k, v in data.items() if k in names}
-        if given.get("column_weights") is not None:
-            given["column_weights"] = tuple(given["column_weights"])
         return cls(**given)
+
+    @classmethod
+    def from_recorded(cls, data: Mapping[str, Any], **changes: Any) -> QueryOptions:
+        """:meth:`from_dict` of options read back from the index (history, an import), with ``changes``
+        on top: a recorded option that is not valid any more takes its default instead of making the
+        query unusable (``changes`` are checked as always: a bad one is bad usage)."""
+        try:
+            return cls.from_dict({**data, **changes})
+        except UsageError:
+            kept = {k: v for k, v in data.items() if _valid_alone(cls, k, v)}
+            return cls.from_dict({**kept, **changes})
+
+
+def _valid_alone(cls: type[QueryOptions], name: str, value: Any) -> bool:
+    try:
+        cls.from_dict({name: value})
+    except UsageError:
+        return False
+    return True
 
 
 def check_method(requested: str) -> str:
@@ -158,7 +175,7 @@ def _weights(weights: Mapping[str, float] | None) -> Mapping[str, float] | None:
 def _column_weights(values: Iterable[float] | None) -> tuple[float, float, float, float] | None:
     if values is None:
         return None
-    out = tuple(values)
+    out = tuple(values) if isinstance(values, (list, tuple)) else ()
     if len(out) != len(COLUMN_NAMES) or any(isinstance(v, bool) or not isinstance(v, (int, float))
                                             or not math.isfinite(v) or v < 0 for v in out):
         raise UsageError(f"column_weights must be {len(COLUMN_NAMES)} numbers >= 0 "
