@@ -130,6 +130,9 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
                               f"(expected {norm!r}; the display form belongs in 'display')")
 
 
+_Plan = list[tuple[str, list[str], list[dict[str, Any]]]]
+
+
 def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
                after_load: Callable[[sqlite3.Connection], None] | None = None) -> dict[str, int]:
     """Replace the index content with an export. Validated first; all or nothing.
@@ -137,36 +140,7 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
     ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
     index layer's step that keeps unchanged similarities files synced: store does not import index).
     """
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
-        raise ValidationError(f"Not a kbindex export (expected an object with \"format\": \"{FORMAT}\" and \"tables\")")
-    if data.get("format_version") != FORMAT_VERSION:
-        raise ValidationError(f"Unsupported export format_version {data.get('format_version')!r}; "
-                              f"this kbindex reads version {FORMAT_VERSION}")
-    known = export_tables(conn)
-    tables = data["tables"]
-    unknown = sorted(set(tables) - set(known))
-    if unknown:
-        raise ValidationError(f"Export has tables this kbindex does not know: {', '.join(unknown)}")
-    plan: list[tuple[str, list[str], list[dict[str, Any]]]] = []
-    for table in known:
-        rows = tables.get(table, [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ValidationError(f"Export table {table!r} must be a list of objects")
-        cols = _columns(conn, table)
-        names = [c["name"] for c in cols]
-        allowed = set(names) | ({"body"} if table == "documents" else set())
-        # Primary keys (ids) are required too: other rows (and history, learned items) refer to them.
-        required = {c["name"] for c in cols if (c["notnull"] and c["dflt_value"] is None) or c["pk"]}
-        for i, row in enumerate(rows):
-            extra = set(row) - allowed
-            if extra:
-                raise ValidationError(f"Export table {table!r} row {i} has unknown columns: {', '.join(sorted(extra))}")
-            missing = required - set(row)
-            if missing:
-                raise ValidationError(f"Export table {table!r} row {i} lacks: {', '.join(sorted(missing))}")
-            _check_row(table, row, i)
-        plan.append((table, names, rows))
-    counts: dict[str, int] = {}
+    known, plan = _validated(conn, data)
     with transaction(conn):
         if not force and conn.execute("SELECT EXISTS (SELECT 1 FROM documents) OR EXISTS "
                                       "(SELECT 1 FROM keywords) OR EXISTS (SELECT 1 FROM queries)").fetchone()[0]:
@@ -176,18 +150,9 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
         for table in reversed(known):
             conn.execute(f'DELETE FROM "{table}"')
         conn.execute("DELETE FROM documents_fts")
-        for table, names, rows in plan:
-            for row in rows:
-                present = [n for n in names if n in row]
-                try:
-                    conn.execute(
-                        f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
-                        [row[n] for n in present])
-                except sqlite3.Error as exc:
-                    raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
-            counts[table] = len(rows)
+        counts = {table: _insert_rows(conn, table, names, rows) for table, names, rows in plan}
         backfill(conn)  # an export from before m050 has only the old origin strings
-        for row in tables.get("documents", []):
+        for row in data["tables"].get("documents", []):
             write_fts(conn, row["id"], title=row.get("title") or "", summary=row.get("summary") or "",
                       body=row.get("body") or "")
         # The next sync re-reads the similarities files and re-checks every rejected file...
@@ -200,3 +165,54 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
             raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
                                   f"(first in table {bad[0][0]!r})")
     return counts
+
+
+def _validated(conn: sqlite3.Connection, data: Any) -> tuple[list[str], _Plan]:
+    """The export's tables in dependency order and, for each, its columns and rows; every check that
+    needs no write is done here, before the transaction."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
+        raise ValidationError(f"Not a kbindex export (expected an object with \"format\": \"{FORMAT}\" and \"tables\")")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ValidationError(f"Unsupported export format_version {data.get('format_version')!r}; "
+                              f"this kbindex reads version {FORMAT_VERSION}")
+    known = export_tables(conn)
+    tables = data["tables"]
+    unknown = sorted(set(tables) - set(known))
+    if unknown:
+        raise ValidationError(f"Export has tables this kbindex does not know: {', '.join(unknown)}")
+    plan: _Plan = []
+    for table in known:
+        rows = tables.get(table, [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValidationError(f"Export table {table!r} must be a list of objects")
+        plan.append((table, _checked_rows(conn, table, rows), rows))
+    return known, plan
+
+
+def _checked_rows(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
+    """The table's column names, once every row has only known columns and every required one."""
+    cols = _columns(conn, table)
+    names = [c["name"] for c in cols]
+    allowed = set(names) | ({"body"} if table == "documents" else set())
+    # Primary keys (ids) are required too: other rows (and history, learned items) refer to them.
+    required = {c["name"] for c in cols if (c["notnull"] and c["dflt_value"] is None) or c["pk"]}
+    for i, row in enumerate(rows):
+        extra = set(row) - allowed
+        if extra:
+            raise ValidationError(f"Export table {table!r} row {i} has unknown columns: {', '.join(sorted(extra))}")
+        missing = required - set(row)
+        if missing:
+            raise ValidationError(f"Export table {table!r} row {i} lacks: {', '.join(sorted(missing))}")
+        _check_row(table, row, i)
+    return names
+
+
+def _insert_rows(conn: sqlite3.Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
+    for row in rows:
+        present = [n for n in names if n in row]
+        try:
+            conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
+                         [row[n] for n in present])
+        except sqlite3.Error as exc:
+            raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
+    return len(rows)
