@@ -30,6 +30,48 @@ class Method(str, Enum):
     hybrid = "hybrid"
 
 
+ContextOpt = Annotated[Optional[str], typer.Option(
+    "--context", "-c", help="Your context; relations whose stored context does not fit it (context match "
+    "below --context-threshold) are down-weighted.", show_default=False)]
+ContextThresholdOpt = Annotated[float, typer.Option(
+    "--context-threshold", min=0.0, max=1.0,
+    help="Context-match score (0..1, LLM or lexical) from which a relation fits --context and keeps its "
+         "full weight; below it, its weight falls to half at 0.")]
+ExpandDepthOpt = Annotated[int, typer.Option(
+    "--expand-depth", "-d", min=0, max=MAX_DEPTH,
+    help="Similarity hops to expand keywords (0 = none).")]
+MinWeightOpt = Annotated[float, typer.Option(
+    "--min-weight", "--threshold", "-t", min=0.0, max=1.0,
+    help="Minimum expansion weight (type weight x relation score x hop decay x context fit); "
+         "--threshold is its older name.")]
+TypesOpt = Annotated[Optional[list[str]], typer.Option(
+    "--types", help="Only expand through these similarity types (repeatable or comma-separated). contrast "
+                    "expands only for comparison questions (A vs B, compare, difference between) or when "
+                    "named here.", show_default=False)]
+WeightOpt = Annotated[Optional[list[str]], typer.Option(
+    "--weight", help="Override a type's expansion weight, e.g. --weight narrower=0.9 (defaults: synonym, "
+                     "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite, broader "
+                     "0.5; contrast 0, or 1 for a comparison question or --types contrast).",
+    show_default=False)]
+MethodOpt = Annotated[Method, typer.Option(
+    "--method", "-m", case_sensitive=False,
+    help="auto: keyword (alias sqlite) for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, "
+         "TypeError, 404), semantic for conceptual ones (related to, similar, about, how to, 관련, 비슷한, "
+         "에 대해, 방법, 어떻게), else hybrid (tags, full text and vectors); a known keyword or a proper noun "
+         "in a question (How does AlphaGo work?) is not an identifier. Without vectors (kbindex embed) "
+         "semantic and hybrid run lexically and the JSON says so.")]
+LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
+                                   help="At most this many results (0: all); the JSON's total counts "
+                                        "every document found.")]
+ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
+                                      "expansion details.")]
+SyncOpt = Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
+                                   "is only reported on stderr).")]
+NoStaleCheckOpt = Annotated[bool, typer.Option(
+    "--no-stale-check", help="Skip the check for files changed since the last sync (stats only; on large "
+                             "knowledge bases just folders and recently indexed files).")]
+
+
 @app.command()
 def query(
     args: Annotated[list[str], typer.Argument(
@@ -39,46 +81,17 @@ def query(
     keywords: Annotated[Optional[list[str]], typer.Option(
         "--keywords", "-k", help="Keywords to search for (default: known keywords found in the question).",
         show_default=False)] = None,
-    context: Annotated[Optional[str], typer.Option(
-        "--context", "-c", help="Your context; relations whose stored context does not fit it (context match "
-        "below --context-threshold) are down-weighted.", show_default=False)] = None,
-    context_threshold: Annotated[float, typer.Option(
-        "--context-threshold", min=0.0, max=1.0,
-        help="Context-match score (0..1, LLM or lexical) from which a relation fits --context and keeps its "
-             "full weight; below it, its weight falls to half at 0.")] = DEFAULT_CONTEXT_THRESHOLD,
-    expand_depth: Annotated[int, typer.Option(
-        "--expand-depth", "-d", min=0, max=MAX_DEPTH,
-        help="Similarity hops to expand keywords (0 = none).")] = DEFAULT_DEPTH,
-    min_weight: Annotated[float, typer.Option(
-        "--min-weight", "--threshold", "-t", min=0.0, max=1.0,
-        help="Minimum expansion weight (type weight x relation score x hop decay x context fit); "
-             "--threshold is its older name.")] = DEFAULT_MIN_WEIGHT,
-    types: Annotated[Optional[list[str]], typer.Option(
-        "--types", help="Only expand through these similarity types (repeatable or comma-separated). contrast "
-                        "expands only for comparison questions (A vs B, compare, difference between) or when "
-                        "named here.", show_default=False)] = None,
-    weight: Annotated[Optional[list[str]], typer.Option(
-        "--weight", help="Override a type's expansion weight, e.g. --weight narrower=0.9 (defaults: synonym, "
-                         "abbreviation 1; narrower 0.8; related_concept, application, component, prerequisite, broader "
-                         "0.5; contrast 0, or 1 for a comparison question or --types contrast).",
-        show_default=False)] = None,
-    method: Annotated[Method, typer.Option(
-        "--method", "-m", case_sensitive=False,
-        help="auto: keyword (alias sqlite) for identifier-like queries (camelCase, snake_case, file.ext, ENOENT, "
-             "TypeError, 404), semantic for conceptual ones (related to, similar, about, how to, 관련, 비슷한, "
-             "에 대해, 방법, 어떻게), else hybrid (tags, full text and vectors); a known keyword or a proper noun "
-             "in a question (How does AlphaGo work?) is not an identifier. Without vectors (kbindex embed) "
-             "semantic and hybrid run lexically and the JSON says so.")] = Method.auto,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
-                                       help="At most this many results (0: all); the JSON's total counts "
-                                            "every document found.")] = DEFAULT_LIMIT,
-    explain: Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
-                                          "expansion details.")] = False,
-    sync: Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
-                                       "is only reported on stderr).")] = False,
-    no_stale_check: Annotated[bool, typer.Option(
-        "--no-stale-check", help="Skip the check for files changed since the last sync (stats only; on large "
-                                 "knowledge bases just folders and recently indexed files).")] = False,
+    context: ContextOpt = None,
+    context_threshold: ContextThresholdOpt = DEFAULT_CONTEXT_THRESHOLD,
+    expand_depth: ExpandDepthOpt = DEFAULT_DEPTH,
+    min_weight: MinWeightOpt = DEFAULT_MIN_WEIGHT,
+    types: TypesOpt = None,
+    weight: WeightOpt = None,
+    method: MethodOpt = Method.auto,
+    limit: LimitOpt = DEFAULT_LIMIT,
+    explain: ExplainOpt = False,
+    sync: SyncOpt = False,
+    no_stale_check: NoStaleCheckOpt = False,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None, embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
