@@ -19,7 +19,7 @@ from kb_indexer.context.store import (add_messages, list_sessions, load_messages
                                       show_session)
 from kb_indexer.context.window import resolve_window
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.limits import check_int_arg, check_session_id, check_utf8
 from kb_indexer.llm.config import LLMOptions, is_configured, resolve
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
@@ -44,11 +44,6 @@ def _text(value: Any, what: str, limit: int = MAX_MESSAGE_CHARS) -> str:
         raise ValidationError(f"{what} is longer than {limit:,} characters")
     return value
 
-
-def _int(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
-    return value
 
 
 def check_messages(items: Any, roles: tuple[str, ...], what: str = "messages") -> list[dict[str, Any]]:
@@ -148,9 +143,9 @@ class ContextAPI:
         message is then added to the session as the user's."""
         sid = check_session_id(session)
         _text(message, "the message")
-        opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
-                                                                                     10_000_000),
-                            summary_after=_int(summary_after, "--summary-after", 1, 100_000))
+        opts = BuildOptions(recent=check_int_arg(recent, "recent (--recent)", 0, 100),
+                            max_chars=check_int_arg(max_chars, "max_chars (--max-chars)", 200, 10_000_000),
+                            summary_after=check_int_arg(summary_after, "summary_after (--summary-after)", 1, 100_000))
         opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
         try:
             out = build(self.conn, sid, message, opts)
@@ -191,7 +186,7 @@ class ContextAPI:
             messages, skills = self._session_input(check_session_id(session), messages, skills, "skills" in payload)
         if not messages:
             raise ValidationError("no messages to compress")
-        opts = CompressOptions(window=0, keep_last=_int(keep_last, "--keep-last", 0, 1000))
+        opts = CompressOptions(window=0, keep_last=check_int_arg(keep_last, "keep_last (--keep-last)", 0, 1000))
         opts.window, source = resolve_window(window, *_chat_model(llm, client))
         opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
         try:
