@@ -422,12 +422,14 @@ class KnowledgeBase:
         context = opts.context
         if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
             return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
-        from kb_indexer.llm.config import is_configured  # lazy: the LLM settings only for a query with a context
+        # lazy: the LLM settings only for a query with a context
+        from kb_indexer.llm.config import is_configured, unknown_backend
 
         if not is_configured(llm):
             out = self._run_query(question, keywords, opts, embed, None, query_id)
-            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
-                          "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
+            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical", "error": None,
+                          "reason": unknown_backend(llm)
+                          or "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
         from kb_indexer.search.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 

@@ -20,7 +20,7 @@ from kb_indexer.context.store import (add_messages, list_sessions, load_messages
 from kb_indexer.context.window import resolve_window
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_int_arg, check_session_id, check_utf8
-from kb_indexer.llm.config import LLMOptions, is_configured, resolve
+from kb_indexer.llm.config import LLMOptions, is_configured, resolve, unknown_backend
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
 from kb_indexer.store.errors import translating
@@ -114,7 +114,7 @@ class ContextAPI:
         if client is not None:
             return client, None
         if not is_configured(llm):
-            return None, NO_BACKEND
+            return None, unknown_backend(llm) or NO_BACKEND
         return LLMClient.from_options(llm, self.conn), None
 
     def add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
