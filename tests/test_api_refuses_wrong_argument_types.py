@@ -68,6 +68,8 @@ def test_api_int_errors_name_the_parameter_and_the_flag(one_doc):
     _refused(lambda: one_doc.context.build("s1", "hi", recent=-1), "recent (--recent)")
     message = _refused(lambda: one_doc.learning.refine(None, ["RL"]), "query_id", "last")
     assert "give a QUERY_ID" not in message
+    _refused(lambda: one_doc.skills.match("turn on the tv", min_score=-1), "min_score (--min-score)")
+    _refused(lambda: one_doc.context.add("s1", role="robot", text="hi"), "role (--role)")
 
 
 def test_refine_keywords_must_be_a_list(one_doc):

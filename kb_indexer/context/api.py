@@ -123,9 +123,9 @@ class ContextAPI:
         sid = check_session_id(session)
         if messages is None:
             if role not in ("user", "assistant"):
-                raise UsageError(f"--role must be user or assistant, got {role!r}")
+                raise UsageError(f"role (--role) must be user or assistant, got {role!r}")
             if is_question and role != "assistant":
-                raise UsageError("--question flags an assistant message (the design tracks the assistant's "
+                raise UsageError("is_question (--question) flags an assistant message (the design tracks the assistant's "
                                  "questions); a user message is never one")
             messages = [{"role": role, "content": text, "is_question": bool(is_question)}]
         items = check_messages(messages, ("user", "assistant"))
@@ -181,7 +181,7 @@ class ContextAPI:
         skills = check_skills(payload.get("skills"))
         if session is not None:
             if any(m["role"] != "system" for m in messages):
-                raise UsageError("with --session the messages are the session's: the input may add system "
+                raise UsageError("with session (--session) the messages are the session's: the input may add system "
                                  "messages and skills only")
             messages, skills = self._session_input(check_session_id(session), messages, skills, "skills" in payload)
         if not messages:

@@ -91,7 +91,7 @@ class SkillsAPI:
         check_int_arg(candidates, "candidates (--candidates)", 1, MAX_CANDIDATES)
         if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
                                       or not math.isfinite(min_score) or min_score < 0):
-            raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
+            raise UsageError(f"min_score (--min-score) must be a number >= 0, got {min_score!r}")
         session_opts = None if session is None else SessionOptions(
             check_session_id(session), check_int_arg(evict_after, "evict_after (--evict-after)", 1, 1000),
             check_int_arg(max_loaded, "max_loaded (--max-loaded)", 1, MAX_TOP))
