@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import check_context, check_keyword, check_utf8, parse_json
+from kb_indexer.limits import (check_context, check_instance, check_keyword, check_strings, check_text_arg,
+                               check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.search.expansion import parse_weight_options
@@ -105,9 +106,10 @@ def _text(value: Any, what: str, *, keyword: bool = False, context: bool = False
         check_utf8(value, what)
 
 
-def _keywords(values: Any, what: str = "keyword") -> None:
-    for value in values or []:
-        _text(value, what, keyword=True)
+def _keywords(values: Any, name: str = "keywords", *, optional: bool = False) -> None:
+    """A list of keywords (``name``: the parameter; ``optional``: None allowed), each within the limits."""
+    for value in check_strings(values, name, optional=optional):
+        _text(value, "keyword", keyword=True)
 
 
 def documented_error(exc: BaseException) -> KbError | None:
@@ -313,7 +315,7 @@ class KnowledgeBase:
 
     # -- keywords ------------------------------------------------------------------------
     def _keyword_row(self, keyword: str) -> sqlite3.Row:
-        _text(keyword, "keyword", keyword=True)
+        _text(check_text_arg(keyword, "keyword"), "keyword", keyword=True)
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
@@ -344,7 +346,7 @@ class KnowledgeBase:
         """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
         ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
         _check_type(sim_type)
-        _text(user_context, "--user-context", context=True)
+        _text(user_context, "user_context (--user-context)", context=True)
         kw = self._keyword_row(keyword)
         if user_context is not None:
             # lazy: the LLM client stays off the cold path
@@ -361,7 +363,7 @@ class KnowledgeBase:
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> RelateResult:
         _check_type(sim_type)
-        _keywords([keyword1, keyword2])
+        _keywords([check_text_arg(keyword1, "keyword1"), check_text_arg(keyword2, "keyword2")])
         _text(context, "context")
         with transaction(self.conn):
             ids = KeywordIds(self.conn)
@@ -376,7 +378,7 @@ class KnowledgeBase:
 
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> UnrelateResult:
         _check_type(sim_type)
-        _keywords([keyword1, keyword2])
+        _keywords([check_text_arg(keyword1, "keyword1"), check_text_arg(keyword2, "keyword2")])
         with transaction(self.conn):
             n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
         return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
@@ -413,19 +415,21 @@ class KnowledgeBase:
         default: the index's newest); without them they run lexically and the result's ``semantic`` object
         says why. ``query_id``: record the attempt on that recorded query (``refine``).
         """
-        opts = options or QueryOptions()
+        opts = check_instance(options, QueryOptions, "options") or QueryOptions()
         _text(question, "the question")
-        _keywords(keywords)
+        _keywords(keywords, optional=True)
         check_question(question, keywords)   # before any model is asked or anything recorded
         context = opts.context
         if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
             return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
-        from kb_indexer.llm.config import is_configured  # lazy: the LLM settings only for a query with a context
+        # lazy: the LLM settings only for a query with a context
+        from kb_indexer.llm.config import is_configured, unknown_backend
 
         if not is_configured(llm):
             out = self._run_query(question, keywords, opts, embed, None, query_id)
-            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical",
-                          "error": None, "reason": "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
+            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical", "error": None,
+                          "reason": unknown_backend(llm)
+                          or "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
             return out
         from kb_indexer.search.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 

@@ -1,8 +1,9 @@
 """``kbindex doctor``: is the LLM set up, reachable and answering; where is the index and which schema.
 
 Never raises for an unreachable server, a missing key, a misbehaving server or
-a missing index: each becomes a ``problems`` entry in the report. Only bad
-settings (an unknown backend name) are usage errors. The LLM timeout bounds the
+a missing index: each becomes a ``problems`` entry in the report, as does an unknown
+backend named by the environment or ``.env``. Only bad settings given as flags (an
+unknown ``--llm-backend``) are usage errors. The LLM timeout bounds the
 LLM checks together (the probe and the test completion share it).
 """
 
@@ -42,6 +43,9 @@ def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tupl
     }
     problems: list[str] = []
     report["model_label"] = model_label(config.backend, config.model, config.enabled)
+    if config.backend_error:   # an unknown backend named by the environment or .env
+        report["error"] = config.backend_error
+        return report, [config.backend_error]
     if not config.enabled:
         report["error"] = "LLM disabled (backend 'none'): features fall back to lexical scoring"
         return report, problems

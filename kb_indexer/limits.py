@@ -12,10 +12,12 @@ import math
 import os
 import re
 import unicodedata
-from typing import Any
+from typing import Any, TypeVar
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.text import INVISIBLE_FILLERS
+
+_T = TypeVar("_T")
 
 # A keyword (tag, relation end, --keywords value) longer than this is refused.
 MAX_KEYWORD_CHARS = 200
@@ -165,3 +167,41 @@ def check_id(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
         raise ValidationError(f"{what} must be a whole number from 1 to {MAX_ID}, got {value!r}")
     return value
+
+
+# -- argument types at the Python API boundary (bad usage, exit 2, naming the parameter) ------------------
+def check_text_arg(value: Any, name: str) -> str:
+    """A text argument of the Python API (a keyword, a path): anything but a string is bad usage."""
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def check_strings(value: Any, name: str, *, optional: bool = False) -> list[str]:
+    """A list (or tuple) of strings, e.g. keywords or paths: a lone string is refused (it would be read as
+    its characters), as is any other type or item (``optional``: None stands for an empty list)."""
+    if value is None and optional:
+        return []
+    if not isinstance(value, (list, tuple)):
+        got = "a string (wrap it in a list)" if isinstance(value, str) else type(value).__name__
+        raise UsageError(f"{name} must be a list of strings, got {got}")
+    bad = [type(v).__name__ for v in value if not isinstance(v, str)]
+    if bad:
+        raise UsageError(f"{name} must be a list of strings, got an item of type {bad[0]}")
+    return list(value)
+
+
+def check_int_arg(value: Any, name: str, low: int, high: int = MAX_ID) -> int:
+    """A whole number from ``low`` to ``high`` (a bool or a float is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UsageError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_instance(value: object, cls: type[_T], name: str) -> _T | None:
+    """An options object of class ``cls`` or None (a dict is refused: build the object, e.g.
+    ``QueryOptions(limit=2)``, or ``QueryOptions.from_dict``)."""
+    if value is not None and not isinstance(value, cls):
+        raise UsageError(f"{name} must be a {cls.__name__} (or None), got {type(value).__name__}"
+                         + (f"; build one with {cls.__name__}(...)" if isinstance(value, dict) else ""))
+    return value if isinstance(value, cls) else None

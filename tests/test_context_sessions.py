@@ -102,7 +102,7 @@ def test_a_user_message_is_never_a_question(k):
     out = k.context.add("q", [{"role": "user", "content": "what can you do?"},
                               {"role": "user", "content": "open it", "is_question": True}])
     assert [a["is_question"] for a in out["added"]] == [False, False]
-    with pytest.raises(UsageError, match="--question flags an assistant message"):
+    with pytest.raises(UsageError, match=r"is_question \(--question\) flags an assistant message"):
         k.context.add("q", role="user", text="really?", is_question=True)       # --question on a user message
     assert not any(m["is_question"] for m in k.context.show("q")["messages"])
 

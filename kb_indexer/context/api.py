@@ -19,8 +19,8 @@ from kb_indexer.context.store import (add_messages, list_sessions, load_messages
                                       show_session)
 from kb_indexer.context.window import resolve_window
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.limits import check_session_id, check_utf8
-from kb_indexer.llm.config import LLMOptions, is_configured, resolve
+from kb_indexer.limits import check_int_arg, check_session_id, check_utf8
+from kb_indexer.llm.config import LLMOptions, is_configured, resolve, unknown_backend
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
 from kb_indexer.store.errors import translating
@@ -44,11 +44,6 @@ def _text(value: Any, what: str, limit: int = MAX_MESSAGE_CHARS) -> str:
         raise ValidationError(f"{what} is longer than {limit:,} characters")
     return value
 
-
-def _int(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
-    return value
 
 
 def check_messages(items: Any, roles: tuple[str, ...], what: str = "messages") -> list[dict[str, Any]]:
@@ -119,7 +114,7 @@ class ContextAPI:
         if client is not None:
             return client, None
         if not is_configured(llm):
-            return None, NO_BACKEND
+            return None, unknown_backend(llm) or NO_BACKEND
         return LLMClient.from_options(llm, self.conn), None
 
     def add(self, session: str, messages: list[dict[str, Any]] | None = None, *, role: str | None = None,
@@ -128,9 +123,9 @@ class ContextAPI:
         sid = check_session_id(session)
         if messages is None:
             if role not in ("user", "assistant"):
-                raise UsageError(f"--role must be user or assistant, got {role!r}")
+                raise UsageError(f"role (--role) must be user or assistant, got {role!r}")
             if is_question and role != "assistant":
-                raise UsageError("--question flags an assistant message (the design tracks the assistant's "
+                raise UsageError("is_question (--question) flags an assistant message (the design tracks the assistant's "
                                  "questions); a user message is never one")
             messages = [{"role": role, "content": text, "is_question": bool(is_question)}]
         items = check_messages(messages, ("user", "assistant"))
@@ -148,9 +143,9 @@ class ContextAPI:
         message is then added to the session as the user's."""
         sid = check_session_id(session)
         _text(message, "the message")
-        opts = BuildOptions(recent=_int(recent, "--recent", 0, 100), max_chars=_int(max_chars, "--max-chars", 200,
-                                                                                     10_000_000),
-                            summary_after=_int(summary_after, "--summary-after", 1, 100_000))
+        opts = BuildOptions(recent=check_int_arg(recent, "recent (--recent)", 0, 100),
+                            max_chars=check_int_arg(max_chars, "max_chars (--max-chars)", 200, 10_000_000),
+                            summary_after=check_int_arg(summary_after, "summary_after (--summary-after)", 1, 100_000))
         opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
         try:
             out = build(self.conn, sid, message, opts)
@@ -186,12 +181,12 @@ class ContextAPI:
         skills = check_skills(payload.get("skills"))
         if session is not None:
             if any(m["role"] != "system" for m in messages):
-                raise UsageError("with --session the messages are the session's: the input may add system "
+                raise UsageError("with session (--session) the messages are the session's: the input may add system "
                                  "messages and skills only")
             messages, skills = self._session_input(check_session_id(session), messages, skills, "skills" in payload)
         if not messages:
             raise ValidationError("no messages to compress")
-        opts = CompressOptions(window=0, keep_last=_int(keep_last, "--keep-last", 0, 1000))
+        opts = CompressOptions(window=0, keep_last=check_int_arg(keep_last, "keep_last (--keep-last)", 0, 1000))
         opts.window, source = resolve_window(window, *_chat_model(llm, client))
         opts.client, opts.no_llm_reason = self._context_client(use_llm, llm, client)
         try:

@@ -156,8 +156,8 @@ class EnrichAPI:
                              client: LLMClient | None = None) -> SuggestResult:
         """Typed relations among the index's keywords, for review (see :mod:`kb_indexer.enrich.suggest`);
         ``apply`` imports them as learned items, ``output`` writes them as a similarities.json file."""
-        if not 0 <= check_finite(min_score, "--min-score") <= 1:
-            raise UsageError(f"--min-score must be between 0 and 1, got {min_score}")
+        if not 0 <= check_finite(min_score, "min_score (--min-score)") <= 1:
+            raise UsageError(f"min_score (--min-score) must be between 0 and 1, got {min_score}")
         enricher = LlmEnricher(self.conn, use_llm, llm, client=client)
         try:
             suggestions, errors = gather(self.conn, enricher.client if not enricher.reason else None, min_score)

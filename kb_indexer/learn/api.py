@@ -17,7 +17,7 @@ from kb_indexer.learn.history import recorded_options
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
                                        record_feedback, require_query)
 from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_line  # for front ends' reports
-from kb_indexer.limits import check_id
+from kb_indexer.limits import check_id, check_int_arg, check_strings
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.store.errors import translating
 
@@ -55,14 +55,22 @@ class LearningAPI:
     def history(self, query_id: int, limit: int = 10) -> HistoryDetailResult: ...
 
     def history(self, query_id: int | None = None, limit: int = 10) -> HistoryResult:
-        """The recent queries (``query_id`` None), or one query with its attempts and feedback."""
+        """The recent queries (``query_id`` None; the ``limit`` latest), or one query with its attempts and
+        feedback."""
+        check_int_arg(limit, "limit", 1)
+        if query_id is not None:
+            check_id(query_id, "query_id")
         return cast("HistoryResult", history_list(self.conn, limit) if query_id is None
                     else history_detail(self.conn, query_id))
 
-    def feedback(self, query_id: int, helpful: list[str], not_helpful: list[str], notes: str | None = None,
-                 attempt_id: int | None = None) -> FeedbackResult:
-        return cast("FeedbackResult", record_feedback(self.conn, query_id, helpful, not_helpful, notes, attempt_id,
-                               resolve_path=self.kb.stored_path))
+    def feedback(self, query_id: int, helpful: list[str] | None = None, not_helpful: list[str] | None = None,
+                 notes: str | None = None, attempt_id: int | None = None) -> FeedbackResult:
+        """Mark documents (paths) of a recorded query helpful or not (at least one mark)."""
+        check_id(query_id, "query_id")
+        marks = check_strings(helpful, "helpful", optional=True), check_strings(not_helpful, "not_helpful",
+                                                                                optional=True)
+        return cast("FeedbackResult", record_feedback(self.conn, query_id, *marks, notes, attempt_id,
+                                                      resolve_path=self.kb.stored_path))
 
     def feedback_show(self, query_id: int) -> FeedbackShowResult:
         q = require_query(self.conn, query_id)
@@ -90,9 +98,9 @@ class LearningAPI:
         question and context are reused, and its options unless ``options`` are given: see
         :meth:`recorded_options`)."""
         if last == (query_id is not None):
-            raise UsageError("give a QUERY_ID or --last (one of them)")
-        if not keywords:
-            raise UsageError("refine needs --keywords")
+            raise UsageError("give query_id or last=True, one of them (QUERY_ID or --last in the CLI)")
+        if not check_strings(keywords, "keywords"):
+            raise UsageError("refine needs keywords (--keywords in the CLI)")
         qid = last_query_id(self.conn) if query_id is None else query_id
         q = require_query(self.conn, qid)
         opts = (options or self.recorded_options(qid)).replace(context=q["context"] or None)

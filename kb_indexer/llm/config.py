@@ -231,7 +231,10 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
 
     backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", env, dotenv,
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
-    spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown
+    backend_error = unknown_backend(opts)
+    if backend_error:   # named by the environment or .env: the LLM is off, features fall back
+        backend = registry.DISABLED
+    spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown (a flag)
     model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", env, dotenv,
                                       (True, spec.default_model if spec else None, "default"))
 
@@ -241,7 +244,25 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
 
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
                      use_cache=not opts.no_cache, max_tokens_cap=cap, sources=sources,
-                     env_file=str(dotenv.path) if dotenv.path else None, **_endpoint(backend, env, dotenv, sources))
+                     env_file=str(dotenv.path) if dotenv.path else None, backend_error=backend_error,
+                     **_endpoint(backend, env, dotenv, sources))
+
+
+def unknown_backend(opts: LLMOptions | None = None) -> str | None:
+    """Why the LLM backend named by ``KBINDEX_LLM_BACKEND`` (the environment or ``.env``) cannot be used, with
+    a warning on stderr (once), or None. Such a backend is reported and the LLM features fall back as with no
+    backend; an unknown name given with a flag (``opts.backend``) stays bad usage (:func:`resolve`)."""
+    if opts is not None and opts.backend:
+        return None
+    dotenv = load_env()
+    value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
+    if not value or value == registry.DISABLED or value in registry.names():
+        return None
+    where = dotenv.path if "KBINDEX_LLM_BACKEND" in dotenv.applied else "the environment"
+    message = (f"KBINDEX_LLM_BACKEND={value!r} (from {where}) is not a known LLM backend (expected one of: "
+               f"{', '.join(registry.names() + (registry.DISABLED,))}): the LLM features fall back as with none")
+    warn(message)
+    return message
 
 
 def is_configured(opts: LLMOptions | None = None) -> bool:
@@ -254,7 +275,7 @@ def is_configured(opts: LLMOptions | None = None) -> bool:
         return opts.backend.strip().lower() != "none"
     load_env()
     value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
-    return bool(value) and value != "none"
+    return bool(value) and value != "none" and unknown_backend(opts) is None
 
 
 @dataclass

@@ -29,6 +29,9 @@ class LLMConfig:
     url_error: str | None = None
     #: Why an API key set in the real environment is not sent to this server; None when none was withheld.
     key_withheld: str | None = None
+    #: Why the backend named by the environment or a ``.env`` was not used (an unknown name: the LLM is then
+    #: disabled, features fall back); None when it was. An unknown name given with a flag is bad usage.
+    backend_error: str | None = None
 
     @property
     def enabled(self) -> bool:

@@ -18,6 +18,7 @@ import os
 from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
 
 import anyio.to_thread
+from pydantic import ConfigDict
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -97,6 +98,22 @@ def _fallback(llm: Any) -> _Fallback:
     return {"fallback": clip(f"{llm.get('fallback') or 'none'}: {why}" if why else llm.get("fallback"), 200)}
 
 
+def _semantic_fallback(asked: str, semantic: Any) -> str | None:
+    """Why the vectors of a semantic or hybrid query asked for by name were not used (no vectors in the
+    index, backend down), or None: the query then ran on keywords and full text only."""
+    if asked not in ("semantic", "hybrid") or not isinstance(semantic, dict) or semantic.get("used"):
+        return None
+    return str(clip(f"lexical (no vectors used): {semantic.get('error') or 'no embedding model available'}", 200))
+
+
+def _query_fallback(asked: str, out: Mapping[str, Any], context: Optional[str]) -> _Fallback:
+    """``fallback`` of a kb_query: the semantic fallback and the context LLM's, each when it happened."""
+    parts = [_semantic_fallback(asked, out.get("semantic")),
+             _fallback(out.get("llm") if context else None).get("fallback")]
+    said = [p for p in parts if p]
+    return {"fallback": "; ".join(said)} if said else {}
+
+
 def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method: Method, limit: int,
                   context: Optional[str], cursor: Optional[str]) -> outputs.QueryOut:
     scope = ["kb_query", question, keywords, method, limit, context]
@@ -111,7 +128,7 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     q = out["query"]
     return {"query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
             "method": q["method"], "total": out["total"], "results": page,
-            **_fallback(out.get("llm") if context else None),
+            **_query_fallback(method, out, context),
             "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
 
 
@@ -200,6 +217,22 @@ def _register_tools(server: MCPServer, db: Any) -> None:
     for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
                       (kb_feedback, WRITES), (skills_match, WRITES)):
         server.add_tool(_tool(fn), annotations=notes)
+        _forbid_unknown_arguments(server, fn.__name__)
+
+
+def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
+    """An argument the tool does not have (a typo such as ``limt``) is a tool error, not silently dropped:
+    the SDK's argument model ignores extras, so the tool gets a subclass that forbids them, and its input
+    schema says so (``additionalProperties: false``)."""
+    tool = server._tool_manager.get_tool(name)
+    assert tool is not None, name
+    base = tool.fn_metadata.arg_model
+
+    class Strict(base):  # type: ignore[valid-type,misc]
+        model_config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+
+    tool.fn_metadata.arg_model = Strict
+    tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
 class KbMCPServer(MCPServer):

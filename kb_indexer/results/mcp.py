@@ -30,6 +30,8 @@ class McpQueryResult(TypedDict):
     method: str | None
     total: int
     results: list[QueryHit]
+    # What did not run as asked, "; "-joined: semantic/hybrid without vectors ("lexical (no vectors used):
+    # why"), a context the LLM did not judge ("lexical: why"). Absent when everything ran as asked.
     fallback: NotRequired[str | None]
     next_cursor: str | None
 

@@ -158,7 +158,7 @@ def score_contexts(conn: sqlite3.Connection | None, user_context: str, candidate
         if not candidates:
             return {}, {"llm": tally.report(client), "cache": client.cache_report()}
         if not client.enabled:
-            info = client.report(used=False, fallback="lexical", error="LLM disabled (backend 'none')")
+            info = client.report(used=False, fallback="lexical", error=client.config.backend_error or "LLM disabled (backend 'none')")
             return lexical_scores(user_context, candidates), {"llm": info, "cache": client.cache_report()}
         scores = _score_batches(client, user_context, candidates, keyword, tally)
         return scores, {"llm": tally.report(client), "cache": client.cache_report()}

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Literal, Mapping
 
 from kb_indexer.errors import UsageError
-from kb_indexer.limits import check_context, check_utf8
+from kb_indexer.limits import check_context, check_text_arg, check_utf8
 from kb_indexer.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 
@@ -73,7 +73,8 @@ class QueryOptions:
         _check_unit("min_weight", self.min_weight)
         _check_unit("context_threshold", self.context_threshold)
         check_method(self.method)
-        if isinstance(self.context, str):
+        if self.context is not None:
+            check_text_arg(self.context, "context")
             check_context(self.context, "context")
             check_utf8(self.context, "context")
         self._set("types", _types(self.types))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kb_indexer.errors import UsageError, ValidationError
-from kb_indexer.limits import check_session_id, check_utf8
+from kb_indexer.limits import check_int_arg, check_session_id, check_utf8
 from kb_indexer.skills.llm_match import NO_BACKEND, llm_step
 from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
 from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
@@ -38,11 +38,6 @@ def _check_text(value: Any, what: str) -> str:
         raise ValidationError(f"{what} must be text")
     return check_utf8(value, what)
 
-
-def _check_int(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise UsageError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
-    return value
 
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
@@ -92,14 +87,14 @@ class SkillsAPI:
         (:mod:`kb_indexer.skills.session`): ``evict_after`` turns, at most ``max_loaded`` loaded skills.
         """
         _check_message(message)
-        _check_int(top, "--top", 1, MAX_TOP)
-        _check_int(candidates, "--candidates", 1, MAX_CANDIDATES)
+        check_int_arg(top, "top (--top)", 1, MAX_TOP)
+        check_int_arg(candidates, "candidates (--candidates)", 1, MAX_CANDIDATES)
         if min_score is not None and (not isinstance(min_score, (int, float)) or isinstance(min_score, bool)
                                       or not math.isfinite(min_score) or min_score < 0):
-            raise UsageError(f"--min-score must be a number >= 0, got {min_score!r}")
+            raise UsageError(f"min_score (--min-score) must be a number >= 0, got {min_score!r}")
         session_opts = None if session is None else SessionOptions(
-            check_session_id(session), _check_int(evict_after, "--evict-after", 1, 1000),
-            _check_int(max_loaded, "--max-loaded", 1, MAX_TOP))
+            check_session_id(session), check_int_arg(evict_after, "evict_after (--evict-after)", 1, 1000),
+            check_int_arg(max_loaded, "max_loaded (--max-loaded)", 1, MAX_TOP))
         started = time.perf_counter()
         index = load_index(self.conn, skills_version(self.conn))
         opts = MatchOptions(top=top, candidates=candidates,
@@ -133,7 +128,7 @@ class SkillsAPI:
         """The loaded skills of a session, bodies included, most important first, within ``budget``
         estimated tokens (None: no limit); ``left_out`` names those that did not fit."""
         if budget is not None:
-            _check_int(budget, "--budget", 1, 10_000_000)
+            check_int_arg(budget, "budget (--budget)", 1, 10_000_000)
         return cast("SkillsLoadResult", load_skills(self.conn, check_session_id(session), budget))
 
 

@@ -61,13 +61,21 @@ def test_dotenv_in_the_current_directory_is_read_and_never_overrides(monkeypatch
     (LLMOptions(backend="gpt"), {}),
     (LLMOptions(timeout=0), {}),
     (LLMOptions(), {"KBINDEX_LLM_TIMEOUT": "soon"}),
-    (LLMOptions(), {"KBINDEX_LLM_BACKEND": "claude"}),
 ])
 def test_bad_settings_are_usage_errors(monkeypatch, opts, env):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     with pytest.raises(UsageError):
         resolve(opts)
+
+
+def test_an_unknown_backend_from_the_environment_disables_the_llm_and_says_why(monkeypatch):
+    """Not bad usage (no flag was given): reported, and the LLM features fall back (see
+    test_unknown_backend_from_settings_falls_back.py)."""
+    monkeypatch.setenv("KBINDEX_LLM_BACKEND", "claude")
+    config = resolve(LLMOptions())
+    assert config.backend == "none" and not config.enabled
+    assert "KBINDEX_LLM_BACKEND='claude' (from the environment)" in config.backend_error
 
 
 def _modules_after(code: str) -> set[str]:
