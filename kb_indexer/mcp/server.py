@@ -224,14 +224,19 @@ def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
     """An argument the tool does not have (a typo such as ``limt``) is a tool error, not silently dropped:
     the SDK's argument model ignores extras, so the tool gets a subclass that forbids them, and its input
     schema says so (``additionalProperties: false``)."""
-    tool = server._tool_manager.get_tool(name)
-    assert tool is not None, name
-    base = tool.fn_metadata.arg_model
+    # The SDK has no public hook for this: an SDK whose internals differ keeps its own (lenient) rule
+    # rather than failing to start.
+    manager = getattr(server, "_tool_manager", None)
+    tool = manager.get_tool(name) if manager is not None and hasattr(manager, "get_tool") else None
+    metadata = getattr(tool, "fn_metadata", None)
+    if tool is None or metadata is None or not hasattr(metadata, "arg_model"):
+        return
+    base = metadata.arg_model
 
     class Strict(base):  # type: ignore[valid-type,misc]
-        model_config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+        model_config = ConfigDict(extra="forbid")   # merged with the base model's config by pydantic
 
-    tool.fn_metadata.arg_model = Strict
+    metadata.arg_model = Strict
     tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
