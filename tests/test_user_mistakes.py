@@ -77,5 +77,5 @@ def test_api_entry_points_check_text(empty_kb):
         empty_kb.query(NOT_UTF8)
     with pytest.raises(ValidationError, match="at most"):
         empty_kb.relate(LONG, "b", "synonym", "ctx")
-    with pytest.raises(ValidationError, match="query id"):
+    with pytest.raises(ValidationError, match="query_id"):
         empty_kb.learning.history(2**63)
