@@ -26,7 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scale import ENV, Vocabulary  # noqa: E402
+from bench.scale import ENV  # noqa: E402
+from bench.scale_corpus import Vocabulary  # noqa: E402
 
 
 def generate(kb: Path, docs: int, share: float, vocab: Vocabulary, seed: int = 11) -> None:

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
-from bench.scale import Vocabulary, generate  # noqa: E402
+from bench.scale_corpus import Vocabulary, generate  # noqa: E402
 
 PLUGIN = REPO / "tests" / "fake_llm.py"
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
