@@ -50,3 +50,13 @@ class SchemaVersion(TypedDict):
     migrations: int
     latest: str | None
     known: int
+
+
+class Relation(TypedDict):
+    """A typed relation between two keywords, as ``similarities.json`` holds it."""
+    keyword1: str
+    keyword2: str
+    type: SimilarityType
+    context: str
+    score: float
+    directional: bool

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kb_indexer.results.common import JsonObject, LlmReport, NotRequired, SimilarityType, TypedDict
+from kb_indexer.results.common import JsonObject, LlmReport, NotRequired, Relation, TypedDict
 
 
 class EnrichedDocument(TypedDict):
@@ -46,13 +46,7 @@ class SuggestionEvidence(TypedDict, total=False):
     documents_b: int
 
 
-class Suggestion(TypedDict):
-    keyword1: str
-    keyword2: str
-    type: SimilarityType
-    context: str
-    score: float
-    directional: bool
+class Suggestion(Relation):
     source: str
     evidence: NotRequired[JsonObject]
 

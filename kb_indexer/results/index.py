@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal, Union
 
 from kb_indexer.results.common import (
-    CacheCounts, JsonObject, LlmReport, NotRequired, Problem, SchemaVersion, SimilarityType, TypedDict,
+    CacheCounts, JsonObject, LlmReport, NotRequired, Problem, Relation, SchemaVersion, SimilarityType, TypedDict,
 )
 from kb_indexer.results.enrich import EnrichResult
 
@@ -204,15 +204,9 @@ class SimilarResult(TypedDict):
     cache: NotRequired[CacheCounts]
 
 
-class RelateResult(TypedDict):
+class RelateResult(Relation):
     action: Literal["created", "updated"]
     id: int
-    keyword1: str
-    keyword2: str
-    type: SimilarityType
-    context: str
-    score: float
-    directional: bool
 
 
 class UnrelateResult(TypedDict):
