@@ -1,0 +1,24 @@
+"""Which database engine an index lives in: SQLite (a file, the embedded default) or PostgreSQL (a URL).
+
+``--db`` / ``KBINDEX_DB`` name either a file path or a ``postgresql://`` URL. A PostgreSQL connection is a
+:class:`kb_indexer.store.pg.connection.PgConnection`: it speaks the same SQL the features write (SQLite's
+dialect, translated) and carries ``engine = "postgres"`` and ``raw`` (the psycopg connection, for the
+engine-specific store modules in :mod:`kb_indexer.store.pg`). Features never ask which engine they run on;
+only store modules do, through :func:`is_postgres`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(target: str | Path) -> bool:
+    """True when ``target`` names a PostgreSQL server rather than an SQLite file."""
+    return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
+
+
+def is_postgres(conn: object) -> bool:
+    """True for a connection to PostgreSQL (a ``PgConnection``), false for ``sqlite3.Connection``."""
+    return getattr(conn, "engine", None) == "postgres"
