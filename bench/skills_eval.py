@@ -24,8 +24,9 @@ What it measures (one process):
    and how many queries fell back to the keyword result. Reported, not gated; skipped when no backend is
    configured or the first call cannot reach it.
 5. The same matchers on this repository's own labelled messages: for tuning, beside the dev queries, 40
-   task-like messages needing no skill (``bench/data/skills_tune_negatives.jsonl``) and 81 with positives
-   (``bench/data/skills_tune.jsonl``); and two held-out sets written before any tuning on them and never
+   task-like messages needing no skill (``bench/data/skills_tune_negatives.jsonl``), 81 with positives
+   (``bench/data/skills_tune.jsonl``) and 40 naming people, places and products (``bench/data/skills_tune_names.jsonl``:
+   24 needing no skill, 16 needing one; written before the matcher was run on them); and two held-out sets written before any tuning on them and never
    used for it: 140 (``bench/data/skills_heldout.jsonl``) and 124 (``bench/data/skills_heldout2.jsonl``).
    bm25s keeps the threshold picked on the dev queries. ``--grid`` tunes on the tuning sets only;
    ``--no-heldout`` leaves the held-out sets out (for tuning runs). ``--code DIR`` evaluates the
@@ -63,9 +64,11 @@ sys.path.insert(0, str(REPO))
 #: needing no skill and a set with positives; two held-out sets written before any tuning and never used for it.
 TUNE_NEGATIVES = REPO / "bench" / "data" / "skills_tune_negatives.jsonl"
 TUNE = REPO / "bench" / "data" / "skills_tune.jsonl"
+TUNE_NAMES = REPO / "bench" / "data" / "skills_tune_names.jsonl"
 HELD_OUT = REPO / "bench" / "data" / "skills_heldout.jsonl"
 HELD_OUT2 = REPO / "bench" / "data" / "skills_heldout2.jsonl"
-TUNING_SETS = (("task-like negatives (tuning)", TUNE_NEGATIVES), ("tuning set (tuning)", TUNE))
+TUNING_SETS = (("task-like negatives (tuning)", TUNE_NEGATIVES), ("tuning set (tuning)", TUNE),
+               ("names set (tuning)", TUNE_NAMES))
 HELD_OUT_SETS = (("held-out (never tuned on)", HELD_OUT), ("held-out 2 (never tuned on)", HELD_OUT2))
 
 
@@ -206,18 +209,21 @@ def grid(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> None:
     """The tuning grid: dev queries plus the tuning sets (never a held-out set)."""
     from kb_indexer.skills import match
 
-    negatives, tune = read_jsonl(TUNE_NEGATIVES), read_jsonl(TUNE)
-    print("\nTuning grid (dev queries + tuning sets): min_score common_factor -> dev F1, tuning-set F1, "
-          "negatives (dev + task-like + tuning set)")
+    tuning = [read_jsonl(path) for _, path in TUNING_SETS]
+    with_positives = [qs for qs in tuning if any(q["relevant"] for q in qs)]
+    print("\nTuning grid (dev queries + tuning sets): min_score common_factor -> dev F1, tuning-sets F1 "
+          "(pooled), negatives (dev + every tuning set)")
     rows = []
     saved = match.COMMON_FACTOR
     for cf in (1.0, 1.1, 1.2, 1.3):
         for ms in (1.4, 1.5, 1.6, 1.7, 1.8, 2.0):
             match.COMMON_FACTOR = cf
-            m, n, t = (evaluate(qs, run_kbindex(kb, qs, min_score=ms)[0]) for qs in (queries, negatives, tune))
-            counts = [sum(q["kind"] == "negative" for q in qs) for qs in (queries, negatives, tune)]
-            neg = sum(x["negatives"] * c for x, c in zip((m, n, t), counts)) / sum(counts)
-            rows.append((m["f1"], t["f1"], cf, ms, neg))
+            dev = evaluate(queries, run_kbindex(kb, queries, min_score=ms)[0])
+            pooled = [q for qs in with_positives for q in qs]
+            tune = evaluate(pooled, run_kbindex(kb, pooled, min_score=ms)[0])
+            negs = [q for qs in [queries, *tuning] for q in qs if q["kind"] == "negative"]
+            neg = evaluate(negs, run_kbindex(kb, negs, min_score=ms)[0])["negatives"]
+            rows.append((dev["f1"], tune["f1"], cf, ms, neg))
     match.COMMON_FACTOR = saved
     for f1, tf1, cf, ms, neg in sorted(rows, key=lambda r: (-(r[4] >= 0.9), -(r[0] + r[1])))[:12]:
         print(f"  {ms:4.1f}  {cf:4.2f}  dev F1 {f1:.3f}  tuning F1 {tf1:.3f}  negatives {neg:.2f}")
