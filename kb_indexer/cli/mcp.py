@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -14,11 +14,13 @@ from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import echo
 from kb_indexer.config import find_db
-from kb_indexer.errors import KbError
+from kb_indexer.errors import KbError, UsageError
 from kb_indexer.mcp.early import answer_first_line
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
                 "(or: pip install 'mcp>=2')")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
 
 
 class Transport(str, Enum):
@@ -30,12 +32,29 @@ class Transport(str, Enum):
 def mcp(
     db: DbOpt = None,
     transport: Annotated[Transport, typer.Option("--transport", help="stdio (an agent starts the server) or "
-                                                 "http (streamable HTTP on --port).")] = Transport.stdio,
-    port: Annotated[int, typer.Option("--port", min=1, max=65535,
-                                      help="Port of the http transport (1 to 65535).")] = 8765,
+                                                 "http (streamable HTTP at http://HOST:PORT/mcp, many clients "
+                                                 "at once).")] = Transport.stdio,
+    host: Annotated[Optional[str], typer.Option("--host", help="Address the http transport binds (default "
+                                                "127.0.0.1). Any non-loopback address needs a bearer token.",
+                                                show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", min=1, max=65535,
+                                                help="Port of the http transport (1 to 65535; default 8765).",
+                                                show_default=False)] = None,
+    token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
+                                                       "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
+                                                       show_default=False)] = None,
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
+    if transport is Transport.stdio and (host, port, token_file) != (None, None, None):
+        raise UsageError("--host, --port and --token-file are options of --transport http")
+    token = None
+    if transport is Transport.http:
+        # lazy: the http transport's access rules (ipaddress, hmac): kept off the stdio start
+        from kb_indexer.mcp.access import check_bind, read_token
+
+        token = read_token(token_file)
+        check_bind(host or DEFAULT_HOST, token)
     try:  # found, not imported: importing it takes most of a second (see kb_indexer.mcp.early)
         sdk = importlib.util.find_spec("mcp")
     except (ImportError, ValueError):
@@ -54,17 +73,20 @@ def mcp(
         raise typer.Exit(1)
     if transport is Transport.stdio:
         _serve_stdio(db_path)
-        return
+    else:
+        _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
+
+
+def _serve_http(db_path: Path, host: str, port: int, token: str | None) -> None:
     # lazy: the MCP SDK (the optional extra mcp; about a second to import)
     from kb_indexer.mcp.server import build_server
+    from kb_indexer.mcp.http import serve  # lazy: uvicorn and the SDK's HTTP app (extra mcp)
 
-    server = build_server(db_path)
     try:
-        server.run("streamable-http", host="127.0.0.1", port=port)
+        serve(build_server(db_path), host, port, token)
     except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
         if exc.code not in (0, None):
-            print(f"Error: the http server could not start on 127.0.0.1:{port} (see the message above)",
-                  file=sys.stderr)
+            echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)
             raise typer.Exit(1) from None
         raise
 
