@@ -66,4 +66,4 @@ def test_an_unknown_transport_is_bad_usage(kb):
 
 @pytest.mark.parametrize("option", [["--host", "127.0.0.1"], ["--port", "9000"], ["--token-file", "t"]])
 def test_http_options_with_stdio_are_bad_usage(kb, option):
-    _bad_usage(_mcp(kb.db_path, *option), "options of --transport http")
+    _bad_usage(_mcp(kb.db_path, *option), f"Invalid value for '{option[0]}'", "--transport http only")

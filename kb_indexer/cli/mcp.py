@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -14,7 +14,7 @@ from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import echo
 from kb_indexer.config import find_db
-from kb_indexer.errors import KbError, UsageError
+from kb_indexer.errors import KbError
 from kb_indexer.mcp.early import answer_first_line
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
@@ -46,8 +46,10 @@ def mcp(
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
-    if transport is Transport.stdio and (host, port, token_file) != (None, None, None):
-        raise UsageError("--host, --port and --token-file are options of --transport http")
+    given = [name for name, value in (("--host", host), ("--port", port), ("--token-file", token_file))
+             if value is not None]
+    if transport is Transport.stdio and given:
+        raise typer.BadParameter("an option of --transport http only", param_hint=f"'{given[0]}'")
     token = None
     if transport is Transport.http:
         # lazy: the http transport's access rules (ipaddress, hmac): kept off the stdio start
@@ -73,22 +75,8 @@ def mcp(
         raise typer.Exit(1)
     if transport is Transport.stdio:
         _serve_stdio(db_path)
-    else:
-        _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
-
-
-def _serve_http(db_path: Path, host: str, port: int, token: str | None) -> None:
-    # lazy: the MCP SDK (the optional extra mcp; about a second to import)
-    from kb_indexer.mcp.server import build_server
-    from kb_indexer.mcp.http import serve  # lazy: uvicorn and the SDK's HTTP app (extra mcp)
-
-    try:
-        serve(build_server(db_path), host, port, token)
-    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
-        if exc.code not in (0, None):
-            echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)
-            raise typer.Exit(1) from None
-        raise
+        return
+    _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
 
 
 def _serve_stdio(db_path: Path) -> None:
@@ -104,3 +92,18 @@ def _serve_stdio(db_path: Path) -> None:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1) from None
     anyio.run(serve, build_server(db_path), first_line, answered)
+
+
+def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp (``db_path``: the index as found, whichever engine holds it)."""
+    # lazy: the MCP SDK (the optional extra mcp; about a second to import)
+    from kb_indexer.mcp.server import build_server
+    from kb_indexer.mcp.http import serve  # lazy: uvicorn and the SDK's HTTP app (extra mcp)
+
+    try:
+        serve(build_server(db_path), host, port, token)
+    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
+        if exc.code not in (0, None):
+            echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)
+            raise typer.Exit(1) from None
+        raise
