@@ -51,7 +51,8 @@ def _wait_listening(proc: subprocess.Popen, port: int) -> None:
 def served(db, *extra: str, env: dict[str, str] | None = None) -> Iterator[Served]:
     """A running `kbindex mcp --transport http --db DB *extra`; its stdout and stderr once it stopped."""
     port = free_port()
-    proc = subprocess.Popen([*kbindex_exe(), "mcp", "--db", str(db), "--transport", "http", "--port", str(port),
+    target = getattr(db, "url", db)   # a PostgreSQL target's whole URL (its str() hides the password)
+    proc = subprocess.Popen([*kbindex_exe(), "mcp", "--db", str(target), "--transport", "http", "--port", str(port),
                              *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
     server = Served(f"http://127.0.0.1:{port}/mcp", proc)
