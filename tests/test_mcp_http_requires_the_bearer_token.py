@@ -18,9 +18,11 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
 WRONG = "not-the-team-token-" + "q" * 20
 
 
-def _post(url: str, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
+def _post(url: str, authorization: str | None, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
     """A plain HTTP POST of an initialize request (no MCP client): (status, headers, body)."""
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if host is not None:
+        headers["Host"] = host
     if authorization is not None:
         headers["Authorization"] = authorization
     request = urllib.request.Request(url, data=INITIALIZE, headers=headers, method="POST")
@@ -84,3 +86,15 @@ def test_without_a_token_a_loopback_bind_serves_everyone_on_the_machine(kb):
         status, _, body = _post(server.url, None)
     assert status == 200 and b'"serverInfo"' in body
     assert "no token" in server.stderr   # the start line says the endpoint is open to local users
+
+
+def test_with_a_token_a_proxy_may_forward_its_own_host_name(kb):
+    """Behind a reverse proxy (TLS, a public name) the Host header is the proxy's: with a token it is served;
+    without one, a loopback server answers only Host headers naming this machine (DNS rebinding)."""
+    with served(kb.db_path, env={"KBINDEX_MCP_TOKEN": TOKEN}) as guarded:
+        proxied = _post(guarded.url, f"Bearer {TOKEN}", host="kb.example.com")
+    with served(kb.db_path) as open_locally:
+        rebound = _post(open_locally.url, None, host="kb.example.com")
+        local = _post(open_locally.url, None, host=open_locally.url.split("/")[2])
+    assert proxied[0] == 200 and b'"serverInfo"' in proxied[2]
+    assert rebound[0] == 421 and local[0] == 200

@@ -16,6 +16,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.config import LOGGING_CONFIG
 
@@ -89,8 +90,13 @@ def _log_config() -> dict[str, Any]:
 
 
 def serve(server: MCPServer, host: str, port: int, token: str | None) -> None:
-    """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen."""
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host)
+    """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen.
+
+    Without a token, the SDK's DNS-rebinding guard stays on (a loopback bind answers only Host headers
+    naming this machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1).
+    With a token it is off, so a reverse proxy may forward its own Host: a page cannot send the token."""
+    guard = None if token is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host, transport_security=guard)
     if token is not None:
         app = BearerGate(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
