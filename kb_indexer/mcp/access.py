@@ -77,9 +77,7 @@ def check_bind(host: str, token: str | None) -> None:
                          f"{TOKEN_ENV} or in a file given with --token-file (mode 600); make one with: {_MAKE_ONE}")
 
 
-def authorised(header: bytes | None, token: bytes) -> bool:
+def authorised(header: bytes, token: bytes) -> bool:
     """Whether an ``Authorization`` header value carries ``Bearer <token>`` (compared in constant time)."""
-    if header is None:
-        return False
     scheme, _, given = header.strip().partition(b" ")
     return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)

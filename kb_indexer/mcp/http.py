@@ -27,13 +27,15 @@ PATH = "/mcp"
 _UNAUTHORISED = b'{"error":"unauthorized","message":"send Authorization: Bearer <token>"}'
 
 
-def _refusal(headers: list[tuple[bytes, bytes]]) -> str | None:
+def _refusal(headers: list[tuple[bytes, bytes]], token: bytes) -> str | None:
     """Why a request's headers are refused (no token or a wrong one), or None when they carry the token."""
     given = [value for name, value in headers if name.lower() == b"authorization"]
     if not given:
         return "no Authorization header"
     if len(given) > 1:
         return "more than one Authorization header"
+    if not authorised(given[0], token):
+        return "wrong bearer token or not a Bearer header"
     return None
 
 
@@ -47,10 +49,7 @@ class BearerGate:
         if scope["type"] not in ("http", "websocket"):
             await self._app(scope, receive, send)
             return
-        headers = list(scope.get("headers") or [])
-        why = _refusal(headers)
-        if why is None and not authorised(dict(headers).get(b"authorization"), self._token):
-            why = "wrong bearer token or not a Bearer header"
+        why = _refusal(list(scope.get("headers") or []), self._token)
         if why is None:
             await self._app(scope, receive, send)
             return
