@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -19,6 +19,8 @@ from kb_indexer.mcp.early import answer_first_line
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
                 "(or: pip install 'mcp>=2')")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
 
 
 class Transport(str, Enum):
@@ -30,12 +32,31 @@ class Transport(str, Enum):
 def mcp(
     db: DbOpt = None,
     transport: Annotated[Transport, typer.Option("--transport", help="stdio (an agent starts the server) or "
-                                                 "http (streamable HTTP on --port).")] = Transport.stdio,
-    port: Annotated[int, typer.Option("--port", min=1, max=65535,
-                                      help="Port of the http transport (1 to 65535).")] = 8765,
+                                                 "http (streamable HTTP at http://HOST:PORT/mcp, many clients "
+                                                 "at once).")] = Transport.stdio,
+    host: Annotated[Optional[str], typer.Option("--host", help="Address the http transport binds (default "
+                                                "127.0.0.1). Any non-loopback address needs a bearer token.",
+                                                show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", min=1, max=65535,
+                                                help="Port of the http transport (1 to 65535; default 8765).",
+                                                show_default=False)] = None,
+    token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
+                                                       "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
+                                                       show_default=False)] = None,
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
+    given = [name for name, value in (("--host", host), ("--port", port), ("--token-file", token_file))
+             if value is not None]
+    if transport is Transport.stdio and given:
+        raise typer.BadParameter("an option of --transport http only", param_hint=f"'{given[0]}'")
+    token = None
+    if transport is Transport.http:
+        # lazy: the http transport's access rules (ipaddress, hmac): kept off the stdio start
+        from kb_indexer.mcp.access import check_bind, read_token
+
+        token = read_token(token_file)
+        check_bind(host or DEFAULT_HOST, token)
     try:  # found, not imported: importing it takes most of a second (see kb_indexer.mcp.early)
         sdk = importlib.util.find_spec("mcp")
     except (ImportError, ValueError):
@@ -55,18 +76,7 @@ def mcp(
     if transport is Transport.stdio:
         _serve_stdio(db_path)
         return
-    # lazy: the MCP SDK (the optional extra mcp; about a second to import)
-    from kb_indexer.mcp.server import build_server
-
-    server = build_server(db_path)
-    try:
-        server.run("streamable-http", host="127.0.0.1", port=port)
-    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
-        if exc.code not in (0, None):
-            print(f"Error: the http server could not start on 127.0.0.1:{port} (see the message above)",
-                  file=sys.stderr)
-            raise typer.Exit(1) from None
-        raise
+    _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
 
 
 def _serve_stdio(db_path: Path) -> None:
@@ -82,3 +92,18 @@ def _serve_stdio(db_path: Path) -> None:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1) from None
     anyio.run(serve, build_server(db_path), first_line, answered)
+
+
+def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp (``db_path``: the index as found, whichever engine holds it)."""
+    # lazy: the MCP SDK (the optional extra mcp; about a second to import)
+    from kb_indexer.mcp.server import build_server
+    from kb_indexer.mcp.http import serve  # lazy: uvicorn and the SDK's HTTP app (extra mcp)
+
+    try:
+        serve(build_server(db_path), host, port, token)
+    except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
+        if exc.code not in (0, None):
+            echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)
+            raise typer.Exit(1) from None
+        raise

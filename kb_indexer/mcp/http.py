@@ -1,0 +1,105 @@
+"""The streamable HTTP transport of ``kbindex mcp --transport http``: the SDK's app behind a bearer-token gate,
+served by uvicorn.
+
+Many clients at once: the SDK keeps one MCP session per client, and each tool call or resource read runs
+in a worker thread with its own connection to the index (:mod:`kb_indexer.mcp.server`), never on the event
+loop. With a token (:mod:`kb_indexer.mcp.access`), a request without ``Authorization: Bearer <token>`` is
+answered 401 before it reaches the SDK, and said on stderr (never the token). Nothing is written to stdout:
+uvicorn's logs, its access log included, go to stderr.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from typing import Any
+
+import uvicorn
+from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.config import LOGGING_CONFIG
+
+from kb_indexer.mcp.access import authorised
+from kb_indexer.text import terminal_safe
+
+PATH = "/mcp"
+_UNAUTHORISED = b'{"error":"unauthorized","message":"send Authorization: Bearer <token>"}'
+
+
+def _refusal(headers: list[tuple[bytes, bytes]], token: bytes) -> str | None:
+    """Why a request's headers are refused (no token or a wrong one), or None when they carry the token."""
+    given = [value for name, value in headers if name.lower() == b"authorization"]
+    if not given:
+        return "no Authorization header"
+    if len(given) > 1:
+        return "more than one Authorization header"
+    if not authorised(given[0], token):
+        return "wrong bearer token or not a Bearer header"
+    return None
+
+
+class BearerGate:
+    """ASGI middleware: every http or websocket request must carry the bearer token (lifespan events pass)."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self._app, self._token = app, token.encode("ascii")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        why = _refusal(list(scope.get("headers") or []), self._token)
+        if why is None:
+            await self._app(scope, receive, send)
+            return
+        client = scope.get("client") or ("?", 0)
+        print(terminal_safe(f"kbindex mcp: 401 {scope.get('method', 'WEBSOCKET')} {scope.get('path', '')} from "
+                            f"{client[0]}: {why}"), file=sys.stderr, flush=True)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="kbindex"'),
+            (b"content-length", str(len(_UNAUTHORISED)).encode())]})
+        await send({"type": "http.response.body", "body": _UNAUTHORISED})
+
+
+def url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which says on stderr where it serves once it listens."""
+
+    note = ""
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"kbindex mcp: serving {self.note}", file=sys.stderr, flush=True)
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, all of it on stderr (its access log would go to stdout)."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        handler["stream"] = "ext://sys.stderr"
+    return config
+
+
+def serve(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen.
+
+    Without a token, the SDK's DNS-rebinding guard stays on (a loopback bind answers only Host headers
+    naming this machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1).
+    With a token it is off, so a reverse proxy may forward its own Host: a page cannot send the token."""
+    guard = None if token is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host, transport_security=guard)
+    if token is not None:
+        app = BearerGate(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            log_config=_log_config(), timeout_graceful_shutdown=5)
+    runner = _Server(config)
+    runner.note = f"{url(host, port)} ({'bearer token required' if token else 'no token: open to every user of this machine'})"
+    runner.run()
