@@ -40,12 +40,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from kb_indexer.skills.terms import VERSION, compounds, tokens
+from kb_indexer.store.dbapi import Connection
 
 NAME_WEIGHT = 3.0
 DESCRIPTION_WEIGHT = 1.0
@@ -150,12 +150,12 @@ class SkillIndex:
 _CACHE: dict[str, tuple[str, SkillIndex]] = {}
 
 
-def _db_file(conn: sqlite3.Connection) -> str:
+def _db_file(conn: Connection) -> str:
     row = conn.execute("PRAGMA database_list").fetchone()
     return row[2] if row else ""
 
 
-def load_index(conn: sqlite3.Connection, version: str) -> SkillIndex:
+def load_index(conn: Connection, version: str) -> SkillIndex:
     """The matcher's index of the skill table, rebuilt when the skill set's version changes."""
     key = _db_file(conn)
     hit = _CACHE.get(key)

@@ -5,15 +5,15 @@ sync for renamed files (:mod:`kb_indexer.index.renames`); call inside the caller
 from __future__ import annotations
 
 import json
-import sqlite3
+from kb_indexer.store.dbapi import Connection
 
 
-def move_document(conn: sqlite3.Connection, old: str, new: str) -> None:
+def move_document(conn: Connection, old: str, new: str) -> None:
     """Give the document at ``old`` the path ``new`` (no document may be at ``new``)."""
     conn.execute("UPDATE documents SET filepath = ? WHERE filepath = ?", (new, old))
 
 
-def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
+def follow_paths(conn: Connection, moved: dict[str, str]) -> None:
     """Feedback, recorded query results and learned items' details: from the old paths to the new ones."""
     mapping = json.dumps([[old, new] for old, new in moved.items()])
     pairs = "(SELECT json_extract(value, '$[0]') AS old, json_extract(value, '$[1]') AS new FROM json_each(?))"
@@ -28,7 +28,7 @@ def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
     _follow_results(conn, moved)
 
 
-def _follow_results(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
+def _follow_results(conn: Connection, moved: dict[str, str]) -> None:
     results_of = "json_each(CASE WHEN json_valid(a.top_results) THEN a.top_results ELSE '[]' END)"
     rows = conn.execute(
         f"SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM {results_of} r "

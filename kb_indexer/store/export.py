@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 from typing import Any, Callable
 
 from kb_indexer import __version__
@@ -15,6 +14,8 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.errors import DatabaseError
+from kb_indexer.store.dbapi import Connection
 
 FORMAT = "kbindex-export"
 FORMAT_VERSION = 1
@@ -27,18 +28,18 @@ _EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence", "fulltext_lo
 _EXCLUDED_PREFIXES = ("documents_fts", "skill", "context_", "embedding_", "sparse_")
 
 
-def export_tables(conn: sqlite3.Connection) -> list[str]:
+def export_tables(conn: Connection) -> list[str]:
     """User tables in creation order (parents before children)."""
     names = [r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
     return [n for n in names if n not in _EXCLUDED and not n.startswith(_EXCLUDED_PREFIXES)]
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
-def export_all(conn: sqlite3.Connection) -> dict[str, Any]:
+def export_all(conn: Connection) -> dict[str, Any]:
     out: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
                            "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
                            "tables": {}}
@@ -133,8 +134,8 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
 _Plan = list[tuple[str, list[str], list[dict[str, Any]]]]
 
 
-def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
-               after_load: Callable[[sqlite3.Connection], None] | None = None) -> dict[str, int]:
+def import_all(conn: Connection, data: Any, *, force: bool = False,
+               after_load: Callable[[Connection], None] | None = None) -> dict[str, int]:
     """Replace the index content with an export. Validated first; all or nothing.
 
     ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
@@ -167,7 +168,7 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
     return counts
 
 
-def _validated(conn: sqlite3.Connection, data: Any) -> tuple[list[str], _Plan]:
+def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:
     """The export's tables in dependency order and, for each, its columns and rows; every check that
     needs no write is done here, before the transaction."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
@@ -189,7 +190,7 @@ def _validated(conn: sqlite3.Connection, data: Any) -> tuple[list[str], _Plan]:
     return known, plan
 
 
-def _checked_rows(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
+def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
     """The table's column names, once every row has only known columns and every required one."""
     cols = _columns(conn, table)
     names = [c["name"] for c in cols]
@@ -207,12 +208,12 @@ def _checked_rows(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any
     return names
 
 
-def _insert_rows(conn: sqlite3.Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
+def _insert_rows(conn: Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
     for row in rows:
         present = [n for n in names if n in row]
         try:
             conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
                          [row[n] for n in present])
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
     return len(rows)
