@@ -8,7 +8,7 @@ from typing import Any
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
 from kb_indexer.learn.report import describe, section_counts, section_of
-from kb_indexer.store.connection import inserted_id, transaction
+from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.store.provenance import is_tombstoned, set_learned_feedback
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
@@ -186,11 +186,12 @@ def learn(conn: Connection, dry_run: bool = False, reprocess: bool = False) -> d
     """Analyse unprocessed feedback (all feedback with ``reprocess``) and apply what it justifies.
 
     Reading, analysing, applying and marking happen in one write transaction, so feedback that
-    another process records meanwhile is neither lost nor marked processed unseen.
+    another process records meanwhile is neither lost nor marked processed unseen (only the analysed rows
+    are marked). Two learns never interleave (:func:`exclusive`: on PostgreSQL, from any host).
     """
     if dry_run:
         return _learn(conn, dry_run=True, reprocess=reprocess)
-    with transaction(conn):
+    with exclusive(conn, "learn"), transaction(conn):
         return _learn(conn, dry_run=False, reprocess=reprocess)
 
 
