@@ -14,7 +14,8 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
-from kb_indexer.store.errors import DatabaseError
+from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.errors import DatabaseError, IntegrityError
 from kb_indexer.store.dbapi import Connection
 
 FORMAT = "kbindex-export"
@@ -28,15 +29,30 @@ _EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence", "fulltext_lo
 _EXCLUDED_PREFIXES = ("documents_fts", "skill", "context_", "embedding_", "sparse_")
 
 
+def _pg() -> Any:
+    from kb_indexer.store.pg import catalog  # lazy: psycopg, only on the PostgreSQL engine
+    return catalog
+
+
 def export_tables(conn: Connection) -> list[str]:
     """User tables in creation order (parents before children)."""
-    names = [r[0] for r in conn.execute(
+    names = _pg().tables(conn) if is_postgres(conn) else [r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
     return [n for n in names if n not in _EXCLUDED and not n.startswith(_EXCLUDED_PREFIXES)]
 
 
 def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
+    if is_postgres(conn):
+        return _pg().columns(conn, table)  # type: ignore[no-any-return]
     return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _rows(conn: Connection, table: str) -> list[dict[str, Any]]:
+    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid)."""
+    if not is_postgres(conn):
+        return [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
+    names = ", ".join(f'"{c["name"]}"' for c in _columns(conn, table))
+    return [dict(r) for r in conn.execute(f'SELECT {names} FROM "{table}" ORDER BY {_pg().order_column(conn, table)}')]
 
 
 def export_all(conn: Connection) -> dict[str, Any]:
@@ -44,7 +60,7 @@ def export_all(conn: Connection) -> dict[str, Any]:
                            "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
                            "tables": {}}
     for table in export_tables(conn):
-        rows = [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
+        rows = _rows(conn, table)
         if table == "documents":
             for row in rows:
                 row["body"] = get_body(conn, row["id"])
@@ -147,7 +163,7 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
                                       "(SELECT 1 FROM keywords) OR EXISTS (SELECT 1 FROM queries)").fetchone()[0]:
             raise ValidationError("The index is not empty; import replaces everything. Pass --force to do so.",
                                   code="not_empty")
-        conn.execute("PRAGMA defer_foreign_keys = ON")
+        _defer_foreign_keys(conn)
         for table in reversed(known):
             conn.execute(f'DELETE FROM "{table}"')
         conn.execute("DELETE FROM documents_fts")
@@ -161,11 +177,32 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
         meta.delete(conn, "rejected_files")
         if after_load is not None:  # ...except files whose entries are exactly what the export recorded
             after_load(conn)
-        bad = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if bad:
-            raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
-                                  f"(first in table {bad[0][0]!r})")
+        _check_foreign_keys(conn, [table for table, _, _ in plan])
     return counts
+
+
+def _defer_foreign_keys(conn: Connection) -> None:
+    if is_postgres(conn):
+        _pg().defer_foreign_keys(conn)
+    else:
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+
+
+def _check_foreign_keys(conn: Connection, tables: list[str]) -> None:
+    """Every row refers to rows that exist (checked before the import commits); on PostgreSQL the id
+    sequences continue past the imported ids."""
+    if is_postgres(conn):
+        for table in tables:
+            _pg().move_identities(conn, table)
+        try:
+            _pg().check_foreign_keys(conn)
+        except IntegrityError as exc:
+            raise ValidationError(f"Export is inconsistent: a row references a missing row ({exc})") from None
+        return
+    bad = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if bad:
+        raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
+                              f"(first in table {bad[0][0]!r})")
 
 
 def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:

@@ -15,6 +15,7 @@ explicit act) lifts the mark.
 from __future__ import annotations
 
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
 
 
 KINDS = ("file", "person", "import", "learned")
@@ -40,10 +41,20 @@ def backfill(conn: Connection) -> None:
         "UPDATE keyword_similarities SET learned_id = (SELECT li.id FROM learned_items li WHERE "
         "li.similarity_id = keyword_similarities.id AND li.kind = 'similarity' AND li.status = 'active') "
         "WHERE origin_kind = 'learned' AND learned_id IS NULL")
-    conn.execute(
+    conn.execute(_PG_FEEDBACK_ROWS if is_postgres(conn) else
         "INSERT OR IGNORE INTO learned_feedback (learned_id, feedback_id) "
         "SELECT li.id, j.value FROM learned_items li, json_each(li.feedback_ids) j "
         "WHERE json_valid(li.feedback_ids) AND typeof(j.value) = 'integer'")
+
+
+# The same on PostgreSQL: the integer elements of each learned item's feedback_ids (a JSON array).
+_PG_FEEDBACK_ROWS = (
+    "INSERT INTO learned_feedback (learned_id, feedback_id) "
+    "SELECT li.id, (j.value #>> '{}')::bigint FROM learned_items li "
+    "CROSS JOIN LATERAL json_array_elements(CASE WHEN li.feedback_ids IS JSON ARRAY THEN li.feedback_ids::json "
+    "ELSE '[]'::json END) WITH ORDINALITY AS j(value, n) "
+    "WHERE json_typeof(j.value) = 'number' AND (j.value #>> '{}') ~ '^-?[0-9]+$' ORDER BY li.id, j.n "
+    "ON CONFLICT DO NOTHING")
 
 
 def undo_deleted_learned_relations(conn: Connection) -> None:
