@@ -37,7 +37,7 @@ from kb_indexer.search.question import check_question
 from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, from_sqlite, translate, translating
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engine import has_sparse_index, is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
@@ -571,7 +571,7 @@ class KnowledgeBase:
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
             "embeddings": vector_coverage(c),
-            "fulltext_index": describe(native(c)),
+            "fulltext_index": describe(native(c)) if has_sparse_index(c) else None,
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
         })

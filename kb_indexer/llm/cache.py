@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from kb_indexer.notices import warn
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import has_table, transaction
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection
 
@@ -30,7 +30,7 @@ def cache_key(backend: str, model: str, task: str, prompt_hash: str, schema_hash
 
 
 def _has_table(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'llm_cache'").fetchone() is not None
+    return has_table(conn, "llm_cache")
 
 
 def get(conn: Connection, key: str) -> Any | None:

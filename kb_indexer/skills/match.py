@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb_indexer.skills.terms import VERSION, compounds, tokens
+from kb_indexer.store.connection import file_identity
 from kb_indexer.store.dbapi import Connection
 
 NAME_WEIGHT = 3.0
@@ -151,8 +152,9 @@ _CACHE: dict[str, tuple[str, SkillIndex]] = {}
 
 
 def _db_file(conn: Connection) -> str:
-    row = conn.execute("PRAGMA database_list").fetchone()
-    return row[2] if row else ""
+    """Which index the cache entry is for ("" for an in-memory one: not cached)."""
+    identity = file_identity(conn)
+    return str(identity[:2]) if identity else ""
 
 
 def load_index(conn: Connection, version: str) -> SkillIndex:

@@ -219,10 +219,17 @@ def sync_skills(conn: Connection, given: list[str] | None = None,
             "skills": _count(conn), "duplicates": dups, "errors": errors}
 
 
+def _stale_terms(terms: str) -> bool:
+    """Whether stored tokens are not this tokenizer version's (or not readable)."""
+    try:
+        return bool(json.loads(terms).get("v") != VERSION)
+    except (ValueError, AttributeError):
+        return True
+
+
 def _refresh_terms(conn: Connection) -> None:
     """Tokens stored by another tokenizer version are computed again (else every match would redo them)."""
-    stale = conn.execute("SELECT name, description, body FROM skills WHERE json_valid(terms) = 0 "
-                         "OR json_extract(terms, '$.v') IS NOT ?", (VERSION,)).fetchall()
+    stale = [r for r in conn.execute("SELECT name, description, body, terms FROM skills") if _stale_terms(r[3])]
     conn.executemany("UPDATE skills SET terms = ? WHERE name = ?",
                      [(skill_terms(r[0], r[1], r[2]), r[0]) for r in stale])
     if stale:

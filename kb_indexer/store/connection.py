@@ -216,6 +216,13 @@ def checkpoint(conn: Connection) -> None:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the index has the table ``name`` (an older index may lack one a newer kbindex added)."""
+    if is_postgres(conn):
+        return conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 def file_identity(conn: Connection) -> tuple[Any, ...] | None:
     """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
     (None for an in-memory index, or a file that cannot be stat'ed; the server for PostgreSQL)."""

@@ -50,7 +50,7 @@ def put_json(conn: Connection, key: str, value: dict[str, Any]) -> None:
 def increment(conn: Connection, key: str) -> None:
     """Add one to the counter under ``key`` (absent: it becomes 1)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE "
-                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)", (key,))
+                 "SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)", (key,))
 
 
 def with_prefixes(conn: Connection, *prefixes: str) -> dict[str, str]:
