@@ -82,3 +82,8 @@ def test_translated_sql_runs_with_postgresqls_strict_types(pg_url):
         assert len(rows[0]["at"]) == 19 and rows[0]["at"][10] == "T"
         assert dict(rows[0]).keys() == {"id", "name", "capped", "at"}
         assert conn.execute("SELECT avg(id) FROM t").fetchone()[0] == 1.5  # numeric comes back as float
+
+
+def test_all_but_the_last_characters_is_left_with_a_negative_length():
+    assert translate("SELECT substr(filepath, 1, length(filepath) - 9) || '.keywords.json' FROM documents") == \
+        "SELECT left(filepath, -9) || '.keywords.json' FROM documents"

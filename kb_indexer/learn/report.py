@@ -100,8 +100,8 @@ def _relation(conn: Connection, sid: int | None) -> Row | None:
         return None
     row: Row | None = conn.execute(
         "SELECT s.similarity_type, s.score, s.directional, "
-        "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k2.display ELSE k1.display END AS k1, "
-        "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k1.display ELSE k2.display END AS k2 "
+        "CASE WHEN s.directional = 1 AND s.source_keyword_id = s.keyword_id_2 THEN k2.display ELSE k1.display END AS k1, "
+        "CASE WHEN s.directional = 1 AND s.source_keyword_id = s.keyword_id_2 THEN k1.display ELSE k2.display END AS k2 "
         "FROM keyword_similarities s JOIN keywords k1 ON k1.id = s.keyword_id_1 "
         "JOIN keywords k2 ON k2.id = s.keyword_id_2 WHERE s.id = ?", (sid,)).fetchone()
     return row

@@ -232,8 +232,8 @@ def coverage(conn: Connection) -> list[dict[str, Any]]:
     out = []
     for m in conn.execute(f"SELECT {_COLS}, updated_at FROM embedding_models ORDER BY updated_at DESC, id DESC"):
         embedded, with_vectors, chunks, stale = conn.execute(
-            "SELECT count(*), coalesce(sum(e.chunks > 0), 0), coalesce(sum(e.chunks), 0), "
-            "coalesce(sum(e.source_hash NOT LIKE coalesce(d.content_hash, '') || ':%'), 0) "
+            "SELECT count(*), coalesce(sum(CASE WHEN e.chunks > 0 THEN 1 ELSE 0 END), 0), coalesce(sum(e.chunks), 0), "
+            "coalesce(sum(CASE WHEN e.source_hash NOT LIKE coalesce(d.content_hash, '') || ':%' THEN 1 ELSE 0 END), 0) "
             "FROM embedding_docs e JOIN documents d ON d.id = e.document_id WHERE e.model_id = ?",
             (m[0],)).fetchone()
         out.append({"backend": m[1], "model": m[2], "dim": m[3], "documents": total,

@@ -11,6 +11,8 @@ Each distinct SQL string is translated once (:func:`translate` is cached). The r
   compare integers with text;
 * ``SELECT value FROM json_each(?) WHERE value IN (SELECT id ...)`` (a JSON array of ids filtered by a
   subquery of ids) reads the elements as ``bigint`` likewise;
+* ``substr(x, 1, length(x) - n)`` (all but the last n characters; SQLite gives '' for a shorter x where
+  PostgreSQL would fail) is ``left(x, -n)``;
 * ``INSERT OR IGNORE INTO ...`` is ``INSERT INTO ... ON CONFLICT DO NOTHING``;
 * parameters: ``?`` is ``%s``, ``:name`` is ``%(name)s``, and a literal ``%`` is ``%%`` (psycopg's format).
 
@@ -33,6 +35,7 @@ _JSON_IN = re.compile(r"([\w.]+)(\s+IN\s+)\(SELECT value FROM json_each\((\?|:\w
 _JSON_IDS = re.compile(r"SELECT value FROM json_each\((\?|:\w+)\) WHERE value IN \(SELECT ([\w.]+)\b",
                        re.IGNORECASE)
 _ID_COLUMN = re.compile(r"(?:^|[._])id(?:_\d+)?$", re.IGNORECASE)
+_ALL_BUT_LAST = re.compile(r"substr\(([\w.]+), 1, length\(\1\) - (\d+)\)", re.IGNORECASE)
 _MIN_MAX = re.compile(r"\b(min|max)\(", re.IGNORECASE)
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
 _RETURNING = re.compile(r"\s+RETURNING\s", re.IGNORECASE)
@@ -46,6 +49,7 @@ def translate(sql: str) -> str:
     sql = _STRFTIME.sub(_timestamp, sql)
     sql = _JSON_IN.sub(_json_in, sql)
     sql = _JSON_IDS.sub(_json_ids, sql)
+    sql = _ALL_BUT_LAST.sub(r"left(\1, -\2)", sql)
     sql = _least_greatest(sql)
     sql = _on_conflict_do_nothing(sql)
     return placeholders(sql)
