@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -41,14 +42,17 @@ TEST_ENGINE = os.environ.get("KBINDEX_TEST_ENGINE", "sqlite")
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A PostgreSQL 16 server for this test session (the ``pgserver`` package of the dev extra), stopped at
-    the end. Skips the test when pgserver or psycopg is not installed."""
+    the end. Skips the test when pgserver or psycopg is not installed. Its data folder is a temporary folder
+    of its own (not under pytest's, which the server's own user may not enter when the tests run as root)."""
     pgserver = pytest.importorskip("pgserver")
     pytest.importorskip("psycopg")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    pgdata = tempfile.mkdtemp(prefix="kbindex-pgdata-")
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
     yield server
     server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 def _database_url(server_uri: str, name: str) -> str:

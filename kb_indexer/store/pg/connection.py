@@ -86,10 +86,34 @@ class PgConnection:
         return self.raw.info.transaction_status != TransactionStatus.IDLE
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        """Run ``sql`` (SQLite's dialect). A connection lost outside a transaction is opened again: a read
+        is retried once on it, a write is reported (whether it reached the server is unknown)."""
+        query, params = translate(sql), _params(parameters)
+        idle = not self.in_transaction
         try:
-            return self.raw.execute(translate(sql), _params(parameters))
+            return self.raw.execute(query, params)
+        except psycopg.OperationalError as exc:
+            if not (idle and self.raw.broken):
+                raise _mapped(exc) from exc
+            self._reopen(exc)
+            if not _is_read(query):
+                raise PgOperationalError(f"The connection to {self.target} was lost during a write and has been "
+                                         "opened again; run the command again.", "08006") from exc
+            try:
+                return self.raw.execute(query, params)
+            except psycopg.Error as again:
+                raise _mapped(again) from again
         except psycopg.Error as exc:
             raise _mapped(exc) from exc
+
+    def _reopen(self, cause: psycopg.Error) -> None:
+        try:
+            fresh = PgConnection.open(self.target)
+        except PgError as exc:
+            raise PgOperationalError(f"The connection to {self.target} was lost ({cause}) and could not be "
+                                     f"opened again: {exc}", "08006") from exc
+        self.raw.close()
+        self.raw = fresh.raw
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
         rows = [_params(p) for p in parameters]
@@ -110,6 +134,10 @@ class PgConnection:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _is_read(query: str) -> bool:
+    return query.lstrip()[:6].upper() == "SELECT"
 
 
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:

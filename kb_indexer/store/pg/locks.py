@@ -22,9 +22,9 @@ def job_key(job: str) -> int:
 @contextmanager
 def advisory_lock(conn: PgConnection, job: str) -> Iterator[None]:
     """Hold the job's session-level advisory lock (waiting for another holder) while the block runs."""
-    conn.raw.execute("SELECT pg_advisory_lock(%s::int, %s::int)", (_NAMESPACE, job_key(job)))
+    conn.execute("SELECT pg_advisory_lock(?::int, ?::int)", (_NAMESPACE, job_key(job)))
     try:
         yield
     finally:
         if not conn.raw.closed:
-            conn.raw.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", (_NAMESPACE, job_key(job)))
+            conn.execute("SELECT pg_advisory_unlock(?::int, ?::int)", (_NAMESPACE, job_key(job)))
