@@ -107,7 +107,7 @@ def reset_session(conn: Connection, sid: str) -> dict[str, Any]:
 def list_sessions(conn: Connection) -> dict[str, Any]:
     rows = conn.execute(
         "SELECT s.id, s.created_at, s.updated_at, s.summary != '' AS has_summary, COUNT(m.seq) AS messages, "
-        "COALESCE(SUM(m.role = 'user'), 0) AS user_messages FROM context_sessions s "
+        "COALESCE(SUM(CASE WHEN m.role = 'user' THEN 1 ELSE 0 END), 0) AS user_messages FROM context_sessions s "
         "LEFT JOIN context_messages m ON m.session_id = s.id GROUP BY s.id ORDER BY s.updated_at DESC, s.id")
     sessions = [{"session": r["id"], "messages": r["messages"], "user_messages": r["user_messages"],
                  "has_summary": bool(r["has_summary"]), "created_at": r["created_at"],

@@ -62,8 +62,8 @@ def _load_matched(conn: Connection, sid: str, turn: int, names: list[str]) -> li
         conn.execute(
             "INSERT INTO skill_session_skills (session_id, skill_name, last_matched_turn, match_count, priority, "
             "loaded) VALUES (?, ?, ?, 1, 'active', 1) ON CONFLICT(session_id, skill_name) DO UPDATE SET "
-            "last_matched_turn = excluded.last_matched_turn, match_count = match_count + 1, priority = 'active', "
-            "loaded = 1", (sid, name, turn))
+            "last_matched_turn = excluded.last_matched_turn, match_count = skill_session_skills.match_count + 1, "
+            "priority = 'active', loaded = 1", (sid, name, turn))
     return [n for n in names if n not in loaded_before]
 
 
