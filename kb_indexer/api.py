@@ -24,9 +24,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
-from kb_indexer.config import default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import KbError, NotFoundError, UsageError
-from kb_indexer.limits import (check_context, check_instance, check_keyword, check_strings, check_text_arg,
+from kb_indexer.config import DbArg, DbTarget, DbUrl, default_kb_root, find_db, stored_root_form, stored_root_path
+from kb_indexer.errors import KbError, NotFoundError, NotInitialisedError, UsageError
+from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
                                check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
@@ -36,7 +36,8 @@ from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question
 from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
-from kb_indexer.store.errors import from_sqlite, translate, translating
+from kb_indexer.store.errors import OperationalError, from_sqlite, translate, translating
+from kb_indexer.store.engine import has_sparse_index, is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
@@ -44,6 +45,7 @@ from kb_indexer.store.similarities import check_similarity_type, delete_similari
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection, Row, native
 
 if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see the properties below)
     from kb_indexer.context.api import ContextAPI
@@ -139,21 +141,33 @@ def render_search(result: Mapping[str, Any]) -> str:
     return render(result)
 
 
+def _exists(db_path: DbTarget) -> bool:
+    """Whether the index is there already: a file; on a server, whether kbindex's schema is."""
+    if not isinstance(db_path, DbUrl):
+        return db_path.is_file()
+    try:
+        probe = open_db(db_path)
+    except NotInitialisedError:
+        return False
+    probe.close()
+    return True
+
+
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase:
     _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
 
-    def __init__(self, conn: sqlite3.Connection, db_path: Path, kb_root: Path):
+    def __init__(self, conn: Connection, db_path: DbTarget, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
         self.kb_root = kb_root
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Connection:
         return self._conn
 
     @conn.setter
-    def conn(self, value: sqlite3.Connection) -> None:
+    def conn(self, value: Connection) -> None:
         """A new connection (e.g. the index reopened): the sub-APIs built on the old one are built again."""
         self._conn = value
         for name in self._SUB_APIS:
@@ -201,7 +215,7 @@ class KnowledgeBase:
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
-    def _kb_root(conn: sqlite3.Connection | None, db_path: Path, kb: str | os.PathLike[str] | None) -> Path:
+    def _kb_root(conn: Connection | None, db_path: DbTarget, kb: str | os.PathLike[str] | None) -> Path:
         if kb:
             return Path(kb).expanduser().absolute()
         env = os.environ.get("KBINDEX_KB")
@@ -214,17 +228,19 @@ class KnowledgeBase:
         return default_kb_root(db_path)
 
     @classmethod
-    def open(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
+    def open(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
+        """Open the index ``db`` (a file, or a ``postgresql://`` URL; None: ``KBINDEX_DB``, else the nearest
+        kbindex.db)."""
         db_path = find_db(db)
         conn = open_db(db_path)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @classmethod
-    def init(cls, db: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None,
+    def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,
              force: bool = False) -> tuple[KnowledgeBase, InitResult]:
         """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
-        existed = db_path.is_file()
+        existed = _exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
         if existed and not kb and not os.environ.get("KBINDEX_KB"):
             # Re-running init keeps the stored root.
@@ -282,7 +298,7 @@ class KnowledgeBase:
         docs = [dict(r) for r in self.conn.execute(
             "SELECT d.filepath, d.title, d.summary, d.updated_at, "
             "(SELECT COUNT(*) FROM document_keywords dk WHERE dk.document_id = d.id) AS keyword_count "
-            "FROM documents d ORDER BY d.filepath LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset))]
+            "FROM documents d ORDER BY d.filepath LIMIT ? OFFSET ?", (MAX_ID if limit is None else limit, offset))]
         return cast("ListDocsResult", {"documents": docs, "count": len(docs)})
 
     def show(self, path: str) -> ShowResult:
@@ -314,12 +330,12 @@ class KnowledgeBase:
         return cast("KeywordsResult", {"filepath": doc["filepath"], "keywords": kws, "count": len(kws)})
 
     # -- keywords ------------------------------------------------------------------------
-    def _keyword_row(self, keyword: str) -> sqlite3.Row:
+    def _keyword_row(self, keyword: str) -> Row:
         _text(check_text_arg(keyword, "keyword"), "keyword", keyword=True)
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
             raise NotFoundError(f"Unknown keyword: {keyword!r}")
-        return cast(sqlite3.Row, row)
+        return cast(Row, row)
 
     def docs(self, keyword: str) -> KeywordDocsResult:
         kw = self._keyword_row(keyword)
@@ -451,15 +467,15 @@ class KnowledgeBase:
 
         lost: list[str] = []
 
-        def recorder(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        def recorder(conn: Connection, *args: Any, **kwargs: Any) -> tuple[int, int]:
             try:
                 return record(conn, *args, **kwargs)
-            except sqlite3.OperationalError as exc:  # reported in the result (history_error), with its code
-                mapped = from_sqlite(exc, self.db_path)
+            except OperationalError as exc:  # reported in the result (history_error), with its code
+                mapped = translate(exc, self.db_path)
                 if mapped is None:
                     raise
                 lost.append(mapped.code)
-                raise sqlite3.OperationalError(mapped.message) from exc
+                raise type(exc)(mapped.message) from exc
 
         dense = None
         if opts.method not in ("keyword", "sqlite", "fulltext"):
@@ -485,7 +501,11 @@ class KnowledgeBase:
         return cast("StaleResult", check(self.conn, self.kb_root, full=full))
 
     def stale_warning(self) -> str | None:
-        """The one-line warning a query prints when files changed since the last sync (None: none did)."""
+        """The one-line warning a query prints when files changed since the last sync (None: none did).
+        An agent querying a shared (PostgreSQL) index without the files is told once that nothing is checked."""
+        if is_postgres(self.conn) and not self.kb_root.is_dir():
+            return (f"the knowledge-base root {self.kb_root} is not on this machine: the stale check is skipped "
+                    "(results come from the shared index as last synced)")
         from kb_indexer.index.stale import message  # lazy: as in stale()
         return message(self.stale())
 
@@ -503,12 +523,12 @@ class KnowledgeBase:
         return {"removed": removed, "task": task, "backend": backend, "model": model}
 
     @staticmethod
-    def doctor(db: str | os.PathLike[str] | None = None, llm: LLMOptions | None = None,
+    def doctor(db: DbArg = None, llm: LLMOptions | None = None,
                roundtrip: bool = True) -> DoctorResult:
         """Check the LLM setup and the index (works without an index: a missing one is a problem
         in the report). ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`."""
         from kb_indexer.doctor import diagnose  # lazy: the LLM client and backends stay off the cold search path
-        return cast("DoctorResult", diagnose(None if db is None else Path(db), llm, roundtrip=roundtrip))
+        return cast("DoctorResult", diagnose(db, llm, roundtrip=roundtrip))
 
     # -- database ------------------------------------------------------------------------
     def export(self) -> ExportResult:
@@ -551,7 +571,7 @@ class KnowledgeBase:
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
             "embeddings": vector_coverage(c),
-            "fulltext_index": describe(c),
+            "fulltext_index": describe(native(c)) if has_sparse_index(c) else None,
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
         })

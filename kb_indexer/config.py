@@ -10,19 +10,65 @@ The knowledge-base root is stored in the index at ``init``; ``--kb`` /
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Union
 
 DB_FILENAME = "kbindex.db"
 DEFAULT_KB_DIRNAME = "knowledge-base"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@|((?:^|[?&])password=)[^&]*", re.IGNORECASE)
 
 
-def find_db(db: str | os.PathLike[str] | None = None, *, start: Path | None = None) -> Path:
-    """Resolve the index path (it may not exist yet)."""
-    if db:
-        return Path(db).expanduser().absolute()
-    env = os.environ.get("KBINDEX_DB")
-    if env:
-        return Path(env).expanduser().absolute()
+class DbUrl:
+    """A PostgreSQL server named by ``--db`` / ``KBINDEX_DB`` (``postgresql://...``). ``url`` is what the
+    driver gets; ``str()`` (what every message shows) has the password replaced by ``***``."""
+
+    __slots__ = ("url",)
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def __str__(self) -> str:
+        return redact(self.url)
+
+    def __repr__(self) -> str:
+        return f"DbUrl({redact(self.url)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DbUrl) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+
+#: Where an index lives: an SQLite file or a PostgreSQL server.
+DbTarget = Union[Path, DbUrl]
+#: How a caller names it: a path, a ``postgresql://`` URL, either resolved, or None (the usual lookup).
+DbArg = Union[str, "os.PathLike[str]", DbUrl, None]
+
+
+def is_db_url(target: object) -> bool:
+    """True when ``target`` names a PostgreSQL server (a ``postgresql://`` URL or a :class:`DbUrl`)."""
+    if isinstance(target, DbUrl):
+        return True
+    return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (``user:PASSWORD@`` or ``password=...``) shown as ``***``."""
+    return _PASSWORD.sub(lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", url)
+
+
+def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | None = None) -> DbTarget:
+    """Resolve the index path (it may not exist yet), or the PostgreSQL server a URL names."""
+    given = db or os.environ.get("KBINDEX_DB")
+    if isinstance(given, DbUrl):
+        return given
+    if given and is_db_url(given):
+        return DbUrl(str(given))
+    if given:
+        return Path(given).expanduser().absolute()
     here = (start or Path.cwd()).absolute()
     for folder in (here, *here.parents):
         candidate = folder / DB_FILENAME
@@ -31,13 +77,18 @@ def find_db(db: str | os.PathLike[str] | None = None, *, start: Path | None = No
     return here / DB_FILENAME
 
 
-def default_kb_root(db_path: Path) -> Path:
-    return db_path.parent / DEFAULT_KB_DIRNAME
+def default_kb_root(db_path: DbTarget) -> Path:
+    """``knowledge-base/`` beside the index file (for a server: in the current directory)."""
+    base = Path.cwd().absolute() if isinstance(db_path, DbUrl) else db_path.parent
+    return base / DEFAULT_KB_DIRNAME
 
 
-def stored_root_form(db_path: Path, kb_root: Path) -> Path:
+def stored_root_form(db_path: DbTarget, kb_root: Path) -> Path:
     """How the index remembers its knowledge-base root: relative to the index file's folder when the root is
-    inside that folder or beside it (so a copied or moved project keeps working), else absolute."""
+    inside that folder or beside it (so a copied or moved project keeps working), else absolute (always on
+    a server, which has no folder)."""
+    if isinstance(db_path, DbUrl):
+        return kb_root.absolute()
     base = db_path.absolute().parent
     try:
         rel = Path(os.path.relpath(kb_root.absolute(), base))
@@ -46,7 +97,9 @@ def stored_root_form(db_path: Path, kb_root: Path) -> Path:
     return kb_root.absolute() if rel.parts[:2] == ("..", "..") else rel
 
 
-def stored_root_path(db_path: Path, stored: str) -> Path:
+def stored_root_path(db_path: DbTarget, stored: str) -> Path:
     """The knowledge-base root from its stored form (a relative one is relative to the index's folder)."""
     path = Path(stored)
-    return path if path.is_absolute() else Path(os.path.normpath(db_path.absolute().parent / path))
+    if path.is_absolute() or isinstance(db_path, DbUrl):
+        return path
+    return Path(os.path.normpath(db_path.absolute().parent / path))

@@ -9,14 +9,13 @@ LLM checks together (the probe and the test completion share it).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kb_indexer import __version__
-from kb_indexer.config import find_db, stored_root_path
+from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, stored_root_path
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve
@@ -24,7 +23,8 @@ from kb_indexer.llm.registry import make_backend
 from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import connect
-from kb_indexer.store.migrations import MIGRATIONS, _applied, schema_version
+from kb_indexer.store.errors import DatabaseError
+from kb_indexer.store.migrations import _applied, known_migrations, schema_version
 from kb_indexer.store import meta
 
 PROBE_TIMEOUT = 5.0
@@ -118,8 +118,9 @@ def _roundtrip(config: LLMConfig, backend: Backend, report: dict[str, Any], prob
     report["structured_output"] = isinstance(result.data, dict) and "ok" in result.data
 
 
-def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
-    report: dict[str, Any] = {"path": str(db_path), "exists": db_path.is_file(), "schema": None,
+def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
+    exists = isinstance(db_path, DbUrl) or db_path.is_file()  # a server: connecting tells
+    report: dict[str, Any] = {"path": str(db_path), "exists": exists, "schema": None,
                               "up_to_date": None, "kb_root": None, "llm_cache_entries": None, "error": None}
     if not report["exists"]:
         return report, [f"no index at {db_path} (run `kbindex init`)"]
@@ -135,14 +136,14 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
             report["error"] = "not a kbindex database"
             return report, [f"{db_path} is not a kbindex database"]
         report["schema"] = schema_version(conn)
-        known = [name for name, _ in MIGRATIONS]
+        known = known_migrations(conn)
         report["up_to_date"] = applied == known[:len(applied)] and len(applied) == len(known)
         if len(applied) < len(known):
             report["pending_migrations"] = [n for n in known if n not in applied]
         stored = meta.get(conn, "kb_root")
-        report["kb_root"] = str(stored_root_path(Path(db_path), stored)) if stored is not None else None
+        report["kb_root"] = str(stored_root_path(db_path, stored)) if stored is not None else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
         problems.append(f"{db_path}: {report['error']}")
     finally:
@@ -150,7 +151,7 @@ def _db_report(db_path: Path) -> tuple[dict[str, Any], list[str]]:
     return report, problems
 
 
-def diagnose(db: str | Path | None = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
+def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
              probe_timeout: float = PROBE_TIMEOUT) -> dict[str, Any]:
     llm, llm_problems = _llm_report(opts or LLMOptions(), roundtrip, probe_timeout)
     database, db_problems = _db_report(find_db(db))

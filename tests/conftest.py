@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,61 @@ def _isolate_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
+#: ``KBINDEX_TEST_ENGINE=postgres`` makes the fixtures below that create an index (kb, small, empty_kb)
+#: create it in a fresh database of a PostgreSQL server the tests start (pgserver), so the same tests run
+#: on the PostgreSQL engine.
+TEST_ENGINE = os.environ.get("KBINDEX_TEST_ENGINE", "sqlite")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL 16 server for this test session (the ``pgserver`` package of the dev extra), stopped at
+    the end. Skips the test when pgserver or psycopg is not installed. Its data folder is a temporary folder
+    of its own (not under pytest's, which the server's own user may not enter when the tests run as root)."""
+    pgserver = pytest.importorskip("pgserver")
+    pytest.importorskip("psycopg")
+    pgdata = tempfile.mkdtemp(prefix="kbindex-pgdata-")
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    yield server
+    server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
+
+
+def _database_url(server_uri: str, name: str) -> str:
+    """The server URL (``postgresql://user:@/postgres?host=...``) with another database name."""
+    head, _, query = server_uri.partition("?")
+    base = head.rsplit("/", 1)[0]
+    return f"{base}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a fresh, empty PostgreSQL database (dropped after the test)."""
+    import psycopg
+
+    name = f"kb_{uuid.uuid4().hex[:12]}"
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield _database_url(admin, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def engine_db(request, tmp_path):
+    """Where a test's index lives, once per engine: an SQLite file path, or a fresh PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "engine" / "kbindex.db")
+    return request.getfixturevalue("pg_url")
+
+
+def _index_target(request, path: Path):
+    """``path`` (the SQLite file a fixture would create), or a fresh PostgreSQL database under
+    ``KBINDEX_TEST_ENGINE=postgres``."""
+    return request.getfixturevalue("pg_url") if TEST_ENGINE == "postgres" else path
+
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     """A project folder holding a copy of the bundled knowledge-base/ and similarities.json."""
@@ -43,11 +100,11 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def kb(project):
+def kb(project, request):
     """An initialised and synced KnowledgeBase over the bundled KB copy."""
     from kb_indexer.api import KnowledgeBase
 
-    handle, _ = KnowledgeBase.init(project / "kbindex.db", project / "knowledge-base")
+    handle, _ = KnowledgeBase.init(_index_target(request, project / "kbindex.db"), project / "knowledge-base")
     result = handle.sync()
     assert result["errors"] == [], result["errors"]
     yield handle
@@ -55,26 +112,26 @@ def kb(project):
 
 
 @pytest.fixture
-def small(tmp_path):
+def small(tmp_path, request):
     """(KnowledgeBase, KB folder) over an empty knowledge base, for tests that write their own files."""
     from kb_indexer.api import KnowledgeBase
 
     root = tmp_path / "p"
     kbdir = root / "knowledge-base"
     kbdir.mkdir(parents=True)
-    handle, _ = KnowledgeBase.init(root / "kbindex.db", kbdir)
+    handle, _ = KnowledgeBase.init(_index_target(request, root / "kbindex.db"), kbdir)
     yield handle, kbdir
     handle.close()
 
 
 @pytest.fixture
-def empty_kb(tmp_path):
+def empty_kb(tmp_path, request):
     """An initialised index over an empty knowledge base folder."""
     from kb_indexer.api import KnowledgeBase
 
     root = tmp_path / "empty"
     (root / "knowledge-base").mkdir(parents=True)
-    handle, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
+    handle, _ = KnowledgeBase.init(_index_target(request, root / "kbindex.db"), root / "knowledge-base")
     yield handle
     handle.close()
 

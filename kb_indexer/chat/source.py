@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.api import KnowledgeBase
-from kb_indexer.config import find_db
+from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db
 from kb_indexer.errors import UsageError
 
 FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mode, conversation and skills "
@@ -31,7 +31,7 @@ FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mod
 class Source:
     mode: str                  # "kb" | "free"
     name: str | None
-    db: Path
+    db: DbTarget
     kb_root: Path | None
 
     @property
@@ -76,16 +76,16 @@ def chat_store_path() -> Path:
     return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
 
 
-def open_source(db: str | os.PathLike[str] | None, free: bool) -> tuple[KnowledgeBase, Source, str | None]:
+def open_source(db: DbArg, free: bool) -> tuple[KnowledgeBase, Source, str | None]:
     """(KnowledgeBase, Source, note for the user or None)."""
     if free and db:
         raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
     if not free:
         path = find_db(db)
-        if path.is_file():
+        if isinstance(path, DbUrl) or path.is_file():
             kb = KnowledgeBase.open(path)
             root = kb.kb_root
-            name = root.name if root.is_dir() else path.stem
+            name = root.name if root.is_dir() or isinstance(path, DbUrl) else path.stem
             return kb, Source("kb", name, path, root), None
         if db or os.environ.get("KBINDEX_DB"):
             raise UsageError(f"no index at {path}: create it with `kbindex init --db {path}` (or chat --free)")

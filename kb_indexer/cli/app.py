@@ -177,15 +177,15 @@ def _root(
 # Shared options -----------------------------------------------------------------------------
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", case_sensitive=False,
                                            help="Output format: json (for agents) or table.")]
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help="Index file (env KBINDEX_DB; default: the nearest "
-                                               "kbindex.db in this or a parent directory).",
-                                               show_default=False)]
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Index file, or a postgresql:// URL (env KBINDEX_DB; "
+                                              "default: the nearest kbindex.db in this or a parent directory).",
+                                              show_default=False)]
 KbOpt = Annotated[Optional[Path], typer.Option("--kb", help="Knowledge-base root (env KBINDEX_KB; default: the "
                                                "root stored at init, else knowledge-base/ beside the index).",
                                                show_default=False)]
 
 
-def open_kb(db: Optional[Path], kb: Optional[Path]) -> KnowledgeBase:
+def open_kb(db: Optional[str], kb: Optional[Path]) -> KnowledgeBase:
     # lazy: the API (sqlite3, the store) is not imported by --help or --version
     from kb_indexer.api import KnowledgeBase
     return KnowledgeBase.open(db, kb)

@@ -24,7 +24,7 @@ def _engine() -> type[ChatEngine]:
     return ChatEngine
 
 
-def _list(db: Path | None, free: bool, format: Format) -> None:
+def _list(db: str | None, free: bool, format: Format) -> None:
     data = _engine().list_sessions(db, free=free)
     sessions = data.get("sessions") or []
     columns = [c for c in _SESSION_COLUMNS if any(c in s for s in sessions)] or ["session"]

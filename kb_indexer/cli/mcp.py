@@ -13,7 +13,7 @@ import typer
 from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import echo
-from kb_indexer.config import find_db
+from kb_indexer.config import DbTarget, DbUrl, find_db
 from kb_indexer.errors import KbError
 from kb_indexer.mcp.early import answer_first_line
 
@@ -70,7 +70,7 @@ def mcp(
     except KbError as exc:
         echo(f"Error: {exc}\n", err=True)  # the path is the user's text: terminal-safe
         raise typer.Exit(1)
-    if not db_path.is_file():
+    if not isinstance(db_path, DbUrl) and not db_path.is_file():
         echo(f"Error: no index at {db_path} (create one with `kbindex init`, or pass --db)\n", err=True)
         raise typer.Exit(1)
     if transport is Transport.stdio:
@@ -79,7 +79,7 @@ def mcp(
     _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
 
 
-def _serve_stdio(db_path: Path) -> None:
+def _serve_stdio(db_path: DbTarget) -> None:
     """The first line of stdin is read (and an initialize request answered) before the SDK is imported."""
     first_line, answered = answer_first_line(__version__)
     try:

@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kb_indexer.config import DbTarget
 from kb_indexer.context.assemble import BuildOptions, build
 from kb_indexer.context.compress import CompressOptions, compress, total_tokens
 from kb_indexer.context.normalise import normalise
@@ -24,6 +24,7 @@ from kb_indexer.llm.config import LLMOptions, is_configured, resolve, unknown_ba
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.skills.session import load_skills
 from kb_indexer.store.errors import translating
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.results import (ContextAddResult, ContextBuildResult, ContextCompressResult, ContextResetResult,
@@ -102,7 +103,7 @@ class ContextAPI:
     """Chat-context sessions: add, build, show, reset, sessions, compress; and the rules a chat front end
     applies itself: normalise, tokens, window."""
 
-    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
+    def __init__(self, conn: Connection, db_path: DbTarget | None = None) -> None:
         self.conn = conn
         self.db_path = db_path
 

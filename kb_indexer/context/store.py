@@ -9,12 +9,12 @@ land, one after the other, and nothing is lost.
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import Any
 
 from kb_indexer.context.normalise import normalise
 from kb_indexer.errors import NotFoundError
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.dbapi import Connection, Row
 
 ROLES = ("user", "assistant")
 _TRAILING = re.compile(r"[\s*_`\"'”’»)\]」』]+$")
@@ -26,12 +26,12 @@ def ends_with_question(text: str) -> bool:
     return _TRAILING.sub("", text).rstrip("!！").endswith(("?", "？"))
 
 
-def _touch(conn: sqlite3.Connection, sid: str) -> None:
+def _touch(conn: Connection, sid: str) -> None:
     conn.execute("INSERT INTO context_sessions (id) VALUES (?) ON CONFLICT(id) DO UPDATE SET "
                  "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')", (sid,))
 
 
-def add_messages(conn: sqlite3.Connection, sid: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+def add_messages(conn: Connection, sid: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Append checked messages (``role``, ``content``, optional ``is_question``) in one transaction.
 
     A user message is stored with its normalised form. An assistant message is a question when it is
@@ -54,12 +54,12 @@ def add_messages(conn: sqlite3.Connection, sid: str, items: list[dict[str, Any]]
     return {"session": sid, "added": added, "messages": total}
 
 
-def session_row(conn: sqlite3.Connection, sid: str) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute("SELECT * FROM context_sessions WHERE id = ?", (sid,)).fetchone()
+def session_row(conn: Connection, sid: str) -> Row | None:
+    row: Row | None = conn.execute("SELECT * FROM context_sessions WHERE id = ?", (sid,)).fetchone()
     return row
 
 
-def require_session(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:
+def require_session(conn: Connection, sid: str) -> Row:
     row = session_row(conn, sid)
     if row is None:
         raise NotFoundError(f"Unknown context session: {sid!r} (`kbindex context add --session ID ...` "
@@ -67,21 +67,21 @@ def require_session(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:
     return row
 
 
-def load_messages(conn: sqlite3.Connection, sid: str) -> list[dict[str, Any]]:
+def load_messages(conn: Connection, sid: str) -> list[dict[str, Any]]:
     return [{"seq": r["seq"], "role": r["role"], "content": r["content"], "normalised": r["normalised"],
              "is_question": bool(r["is_question"]), "created_at": r["created_at"]}
             for r in conn.execute("SELECT seq, role, content, normalised, is_question, created_at "
                                   "FROM context_messages WHERE session_id = ? ORDER BY seq", (sid,))]
 
 
-def summary_of(row: sqlite3.Row | None) -> dict[str, Any] | None:
+def summary_of(row: Row | None) -> dict[str, Any] | None:
     if row is None or not row["summary"]:
         return None
     return {"text": row["summary"], "source": row["summary_source"], "covers_through": row["summary_through"],
             "updated_at": row["summary_updated_at"]}
 
 
-def save_summary(conn: sqlite3.Connection, sid: str, text: str, source: str, through: int) -> None:
+def save_summary(conn: Connection, sid: str, text: str, source: str, through: int) -> None:
     """Store a refreshed summary unless another process stored one covering more meanwhile."""
     with transaction(conn):
         conn.execute("UPDATE context_sessions SET summary = ?, summary_source = ?, summary_through = ?, "
@@ -89,14 +89,14 @@ def save_summary(conn: sqlite3.Connection, sid: str, text: str, source: str, thr
                      "WHERE id = ? AND summary_through <= ?", (text, source, through, sid, through))
 
 
-def show_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
+def show_session(conn: Connection, sid: str) -> dict[str, Any]:
     row = require_session(conn, sid)
     messages = load_messages(conn, sid)
     return {"session": sid, "created_at": row["created_at"], "updated_at": row["updated_at"],
             "summary": summary_of(row), "messages": messages, "count": len(messages)}
 
 
-def reset_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
+def reset_session(conn: Connection, sid: str) -> dict[str, Any]:
     """Forget a session's messages and summary; not an error when it does not exist."""
     with transaction(conn):
         removed = conn.execute("DELETE FROM context_messages WHERE session_id = ?", (sid,)).rowcount
@@ -104,10 +104,10 @@ def reset_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
     return {"action": "reset", "session": sid, "existed": existed, "messages_removed": removed}
 
 
-def list_sessions(conn: sqlite3.Connection) -> dict[str, Any]:
+def list_sessions(conn: Connection) -> dict[str, Any]:
     rows = conn.execute(
         "SELECT s.id, s.created_at, s.updated_at, s.summary != '' AS has_summary, COUNT(m.seq) AS messages, "
-        "COALESCE(SUM(m.role = 'user'), 0) AS user_messages FROM context_sessions s "
+        "COALESCE(SUM(CASE WHEN m.role = 'user' THEN 1 ELSE 0 END), 0) AS user_messages FROM context_sessions s "
         "LEFT JOIN context_messages m ON m.session_id = s.id GROUP BY s.id ORDER BY s.updated_at DESC, s.id")
     sessions = [{"session": r["id"], "messages": r["messages"], "user_messages": r["user_messages"],
                  "has_summary": bool(r["has_summary"]), "created_at": r["created_at"],

@@ -7,14 +7,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from kb_indexer.config import DbTarget
 from kb_indexer.embed.index import Progress, client_for, embed_documents
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.store.errors import translating
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.results import EmbedResult
@@ -26,7 +27,7 @@ MAX_BATCH = 4096
 class EmbeddingsAPI:
     """The index's chunk vectors: embed."""
 
-    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
+    def __init__(self, conn: Connection, db_path: DbTarget | None = None) -> None:
         self.conn = conn
         self.db_path = db_path
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from typing import Any, Callable
 
@@ -28,6 +27,7 @@ from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.llm.embedding import EmbedClient
 from kb_indexer.store import transaction
 from kb_indexer.store import vectors as store
+from kb_indexer.store.dbapi import Connection
 
 Progress = Callable[[int, int], None]
 
@@ -38,7 +38,7 @@ def source_hash(content_hash: str | None, title: str = "", body: str = "") -> st
     return f"{base}:c{CHUNKER_VERSION}"
 
 
-def client_for(conn: sqlite3.Connection, opts: EmbedOptions | None, **kwargs: Any) -> EmbedClient:
+def client_for(conn: Connection, opts: EmbedOptions | None, **kwargs: Any) -> EmbedClient:
     """An embedding client for the configured model, defaulting to the index's newest model."""
     latest = store.latest_model(conn)
     client = EmbedClient.from_options(opts, latest.key if latest else None, **kwargs)
@@ -48,7 +48,7 @@ def client_for(conn: sqlite3.Connection, opts: EmbedOptions | None, **kwargs: An
     return client
 
 
-def _todo(conn: sqlite3.Connection, model: store.EmbeddingModel | None, everything: bool) -> tuple[list[int], int]:
+def _todo(conn: Connection, model: store.EmbeddingModel | None, everything: bool) -> tuple[list[int], int]:
     """Ids of the documents to embed, and how many documents the index holds."""
     stored = store.source_hashes(conn, model.id) if model else {}
     docs = conn.execute("SELECT id, content_hash FROM documents ORDER BY id").fetchall()
@@ -56,7 +56,7 @@ def _todo(conn: sqlite3.Connection, model: store.EmbeddingModel | None, everythi
     return todo, len(docs)
 
 
-def _texts(conn: sqlite3.Connection, doc_ids: list[int]) -> list[tuple[int, str, list[str], bool]]:
+def _texts(conn: Connection, doc_ids: list[int]) -> list[tuple[int, str, list[str], bool]]:
     """(id, source hash, chunks, truncated) per document."""
     rows = conn.execute("SELECT d.id, d.content_hash, d.title, f.body FROM documents d LEFT JOIN documents_fts f "
                         "ON f.rowid = d.id WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id",
@@ -72,7 +72,7 @@ class _Batches:
     """Chunks stream into full requests across documents; a document is stored (one transaction per
     request) as soon as all its chunks have vectors, so a killed run keeps what was stored."""
 
-    def __init__(self, conn: sqlite3.Connection, client: EmbedClient, model: store.EmbeddingModel | None,
+    def __init__(self, conn: Connection, client: EmbedClient, model: store.EmbeddingModel | None,
                  progress: Progress | None = None, total: int = 0):
         self.conn, self.client, self.model = conn, client, model
         self.docs: list[tuple[int, str, list[str], bool]] = []   # waiting for vectors, in order
@@ -122,7 +122,7 @@ class _Batches:
             self.progress(self.done, self.total)
 
 
-def embed_documents(conn: sqlite3.Connection, client: EmbedClient, *, everything: bool = False,
+def embed_documents(conn: Connection, client: EmbedClient, *, everything: bool = False,
                     progress: Progress | None = None) -> dict[str, Any]:
     """Embed what changed (everything with ``everything``); see the module docstring."""
     started = time.monotonic()
@@ -158,7 +158,7 @@ def embed_documents(conn: sqlite3.Connection, client: EmbedClient, *, everything
     return _summary(conn, client, model, total, len(todo), state.done, state.chunks, state.truncated, started)
 
 
-def _summary(conn: sqlite3.Connection, client: EmbedClient, model: store.EmbeddingModel | None, total: int,
+def _summary(conn: Connection, client: EmbedClient, model: store.EmbeddingModel | None, total: int,
              todo: int, done: int, chunks: int, truncated: list[int], started: float) -> dict[str, Any]:
     cov = next((c for c in store.coverage(conn) if model and (c["backend"], c["model"]) == model.key), None)
     paths = [r[0] for r in conn.execute("SELECT filepath FROM documents WHERE id IN (SELECT value FROM json_each(?)) "

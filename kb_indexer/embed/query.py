@@ -11,18 +11,19 @@ to lexical search rather than keep an agent waiting.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, Callable
 
 from kb_indexer.llm.config import EmbedOptions, embed_configured, resolve_embed
 from kb_indexer.search.semantic import DenseSource
 from kb_indexer.store import vectors as store
+from kb_indexer.store.errors import OperationalError
+from kb_indexer.store.dbapi import Connection
 
 QUERY_TIMEOUT = 15.0
 QUERY_RETRIES = 1
 
 
-def dense_source(conn: sqlite3.Connection, opts: EmbedOptions | None) -> DenseSource:
+def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
     latest = store.latest_model(conn)
     configured = embed_configured(opts) or bool(opts and opts.model)
     config = resolve_embed(opts, latest.key if latest else None)   # an unknown backend is a usage error
@@ -45,7 +46,7 @@ def dense_source(conn: sqlite3.Connection, opts: EmbedOptions | None) -> DenseSo
     return source
 
 
-def _embedder(conn: sqlite3.Connection, config: Any, model: store.EmbeddingModel) -> Callable[[str], Any]:
+def _embedder(conn: Connection, config: Any, model: store.EmbeddingModel) -> Callable[[str], Any]:
     def embed(question: str) -> Any:
         import numpy as np  # lazy: numpy, only when a question is embedded (a query without vectors never is)
 
@@ -66,7 +67,7 @@ def _embedder(conn: sqlite3.Connection, config: Any, model: store.EmbeddingModel
             llm_cache.put(conn, key, backend=config.backend, model=model.model, task="embed_query",
                           prompt_hash=llm_cache.digest({"text": question}), schema_hash=f"dim{model.dim}",
                           response=[round(float(x), 7) for x in vector])
-        except sqlite3.OperationalError:   # a read-only or busy index still answers
+        except OperationalError:   # a read-only or busy index still answers
             pass
         return vector
 

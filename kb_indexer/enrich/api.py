@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
+from kb_indexer.config import DbTarget
 from kb_indexer.enrich.llm_enrich import ask
 from kb_indexer.enrich.run import Settings, run, targets
 from kb_indexer.enrich.source import Source
@@ -26,6 +26,7 @@ from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.errors import translating
 from kb_indexer.text import now_iso
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.llm.config import EmbedOptions
@@ -39,8 +40,8 @@ NO_BACKEND = "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"
 class Syncing(Protocol):
     """What enrichment needs of the facade: its connection, its root and its ``sync``."""
 
-    conn: sqlite3.Connection
-    db_path: Path
+    conn: Connection
+    db_path: DbTarget
     kb_root: Path
 
     def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
@@ -52,7 +53,7 @@ class LlmEnricher:
     server is down, refuses the key, or took longer than the timeout) the rest of the run goes on with
     the statistical extractor instead of waiting for the server again for every document."""
 
-    def __init__(self, conn: sqlite3.Connection, use_llm: bool, opts: LLMOptions | None = None, *,
+    def __init__(self, conn: Connection, use_llm: bool, opts: LLMOptions | None = None, *,
                  dry_run: bool = False, client: LLMClient | None = None):
         self.client = client
         self.reason: str | None = None

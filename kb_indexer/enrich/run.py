@@ -14,7 +14,6 @@ reported and skipped.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from kb_indexer.safe_write import write_atomic
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, upsert_document
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 BATCH = 200            # documents written and indexed per transaction
 STATS_SAMPLE = 5000    # indexed documents read for the corpus statistics (every k-th, when there are more)
@@ -47,7 +47,7 @@ class Settings:
     missing_only: bool = False
 
 
-def targets(conn: sqlite3.Connection, root: Path, files: list[str] | None, all_: bool,
+def targets(conn: Connection, root: Path, files: list[str] | None, all_: bool,
             missing_only: bool) -> list[str]:
     """The documents to enrich (relative paths); a path outside the KB root is refused."""
     if files and all_:
@@ -68,7 +68,7 @@ def targets(conn: sqlite3.Connection, root: Path, files: list[str] | None, all_:
     return sorted(scan(root, "").files)
 
 
-def corpus_stats(conn: sqlite3.Connection, sources: list[Source]) -> CorpusStats:
+def corpus_stats(conn: Connection, sources: list[Source]) -> CorpusStats:
     """Document frequencies over the indexed documents (a sample of STATS_SAMPLE at most) and the
     documents being enriched that are not indexed yet."""
     stats = CorpusStats()
@@ -92,7 +92,7 @@ def statistical(src: Source, stats: CorpusStats, fallback: str | None = None) ->
                      source_hash=src.source_hash, fallback=fallback)
 
 
-def run(conn: sqlite3.Connection, root: Path, rels: list[str], settings: Settings, llm: Any,
+def run(conn: Connection, root: Path, rels: list[str], settings: Settings, llm: Any,
         progress: Progress | None = None) -> dict[str, Any]:
     """Enrich ``rels``; ``llm`` is an :class:`kb_indexer.enrich.api.LlmEnricher` (or one that never asks)."""
     started = time.perf_counter()
@@ -123,7 +123,7 @@ def run(conn: sqlite3.Connection, root: Path, rels: list[str], settings: Setting
     return _report(entries, settings, time.perf_counter() - started)
 
 
-def _explicit_keywords_files(conn: sqlite3.Connection) -> set[str]:
+def _explicit_keywords_files(conn: Connection) -> set[str]:
     """Documents given their keywords file with `add --keywords` (enrich writes only the default one)."""
     return {fp for fp, kf in conn.execute("SELECT filepath, keywords_file FROM documents WHERE keywords_file "
                                           "IS NOT NULL") if kf != default_keywords_rel(fp)}
@@ -166,7 +166,7 @@ def _entry(rel: str, action: str, gen: Generated, data: dict[str, Any], src: Sou
             "replaced_invalid": src.replaces_invalid}
 
 
-def _commit(conn: sqlite3.Connection, root: Path, batch: list[Any], settings: Settings) -> None:
+def _commit(conn: Connection, root: Path, batch: list[Any], settings: Settings) -> None:
     """Write the batch's keywords files, then index its documents in one transaction."""
     if settings.dry_run or not batch:
         return

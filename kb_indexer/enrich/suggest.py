@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 MIN_SHARED = 2            # documents two keywords must tag together
 MAX_COOCCURRENCE_DF = 0.05  # keywords on more of the documents are too common to relate this way
@@ -114,7 +114,7 @@ def from_initials(keywords: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def from_cooccurrence(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
     """Keyword pairs tagging mostly the same documents (Jaccard overlap as the score)."""
     tags: dict[int, list[int]] = defaultdict(list)
     for doc_id, kid in conn.execute("SELECT document_id, keyword_id FROM document_keywords WHERE source != 'learned'"):
@@ -141,7 +141,7 @@ def from_cooccurrence(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def _co_context(conn: sqlite3.Connection, doc_id: int, a: str, b: str) -> str | None:
+def _co_context(conn: Connection, doc_id: int, a: str, b: str) -> str | None:
     row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
     text = row[0] if row else ""
     low = text.lower()
@@ -154,7 +154,7 @@ def _co_context(conn: sqlite3.Connection, doc_id: int, a: str, b: str) -> str | 
     return None
 
 
-def known_pairs(conn: sqlite3.Connection) -> set[frozenset[str]]:
+def known_pairs(conn: Connection) -> set[frozenset[str]]:
     """Keyword pairs already related (any type) or whose relation a person deleted."""
     rows = conn.execute("SELECT k1.keyword, k2.keyword FROM keyword_similarities s JOIN keywords k1 ON "
                         "k1.id = s.keyword_id_1 JOIN keywords k2 ON k2.id = s.keyword_id_2 UNION "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.similarities import upsert_similarity
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 TASK = "suggest_similarities"
 LLM_TYPES = ("synonym", "abbreviation", "broader", "narrower")
@@ -37,7 +37,7 @@ def llm_schema() -> dict[str, Any]:
             "required": ["relations"], "additionalProperties": False}
 
 
-def from_llm(client: Any, conn: sqlite3.Connection) -> tuple[list[dict[str, Any]], list[str]]:
+def from_llm(client: Any, conn: Connection) -> tuple[list[dict[str, Any]], list[str]]:
     """Relations the LLM proposes among the most used keywords, in groups; (suggestions, errors)."""
     top = [r[0] for r in conn.execute(
         "SELECT k.display FROM keywords k JOIN document_keywords dk ON dk.keyword_id = k.id "
@@ -64,7 +64,7 @@ def from_llm(client: Any, conn: sqlite3.Connection) -> tuple[list[dict[str, Any]
     return out, errors
 
 
-def gather(conn: sqlite3.Connection, client: Any, min_score: float) -> tuple[list[dict[str, Any]], list[str]]:
+def gather(conn: Connection, client: Any, min_score: float) -> tuple[list[dict[str, Any]], list[str]]:
     docs = [(fp, f"{title}\n\n{body}") for fp, title, body in conn.execute(
         "SELECT d.filepath, f.title, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")]
     keywords = dict(conn.execute("SELECT keyword, display FROM keywords k WHERE EXISTS "
@@ -77,7 +77,7 @@ def gather(conn: sqlite3.Connection, client: Any, min_score: float) -> tuple[lis
     return s.combine(found, s.known_pairs(conn), min_score), errors
 
 
-def apply(conn: sqlite3.Connection, suggestions: list[dict[str, Any]]) -> list[int]:
+def apply(conn: Connection, suggestions: list[dict[str, Any]]) -> list[int]:
     """Import as learned items (inside the caller's transaction); ones undone before are skipped."""
     ids = KeywordIds(conn)
     applied = []
@@ -93,7 +93,7 @@ def apply(conn: sqlite3.Connection, suggestions: list[dict[str, Any]]) -> list[i
                              "context": sug["context"], "source": sug["source"]}, sort_keys=True)
         if row is None:
             lid = inserted_id(conn.execute("INSERT INTO learned_items (key, kind, detail, weight) "
-                                           "VALUES (?, 'similarity', ?, ?)", (key, detail, sug["score"])))
+                                           "VALUES (?, 'similarity', ?, ?) RETURNING id", (key, detail, sug["score"])))
         else:
             lid = row[0]
         sid, _ = upsert_similarity(conn, ids, sug["keyword1"], sug["keyword2"], sug["type"], sug["context"],

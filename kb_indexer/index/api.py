@@ -4,14 +4,15 @@ methods, built on first use: a cold ``kbindex search`` or ``query`` never import
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kb_indexer.config import DbTarget
 from kb_indexer.index.similarity_sync import adopt_unchanged_files, import_similarities
 from kb_indexer.index.sync import Progress, add_document, remove_document, sync, update_document
 from kb_indexer.store.errors import translating
 from kb_indexer.store.export import export_all, import_all
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.results import (DocumentResult, ExportResult, ImportResult, ImportSimilaritiesResult, RemoveResult,
@@ -23,7 +24,7 @@ class IndexAPI:
     """Files into the index and the index out to JSON: add, update, remove, sync, import_similarities,
     export, import_."""
 
-    def __init__(self, conn: sqlite3.Connection, kb_root: Path, db_path: Path | None = None) -> None:
+    def __init__(self, conn: Connection, kb_root: Path, db_path: DbTarget | None = None) -> None:
         self.conn = conn
         self.db_path = db_path
         self.kb_root = kb_root
@@ -47,6 +48,6 @@ class IndexAPI:
         return cast("ExportResult", export_all(self.conn))
 
     def import_(self, data: Any, force: bool = False) -> ImportResult:
-        def adopt(conn: sqlite3.Connection) -> None:
+        def adopt(conn: Connection) -> None:
             adopt_unchanged_files(conn, self.kb_root)
         return {"imported": import_all(self.conn, data, force=force, after_load=adopt)}

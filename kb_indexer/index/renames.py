@@ -40,18 +40,18 @@ never removed before the batch that could rename it (a sync killed in between re
 from __future__ import annotations
 
 import json
-import sqlite3
 from posixpath import basename
 from typing import Any, Callable
 
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
+from kb_indexer.store.dbapi import Connection
 
 
 class Renames:
     """The vanished documents a sync can rename, by text hash; ``take`` moves one to a new path."""
 
-    def __init__(self, conn: sqlite3.Connection, vanished: set[str], new_files: bool):
+    def __init__(self, conn: Connection, vanished: set[str], new_files: bool):
         self.vanished = vanished
         self.by_text: dict[str, list[str]] = {}
         paths = sorted(vanished) if new_files else []
@@ -68,7 +68,7 @@ class Renames:
     def __bool__(self) -> bool:
         return bool(self.by_text) or bool(self._moved_in)
 
-    def take(self, conn: sqlite3.Connection, new_path: str, text_hash: str | None) -> bool:
+    def take(self, conn: Connection, new_path: str, text_hash: str | None) -> bool:
         """Give ``new_path`` the document of a vanished file with this text (False: none); True also for a
         path :meth:`plan` already gave a document."""
         if new_path in self._moved_in:
@@ -86,7 +86,7 @@ class Renames:
         self._pending.append((old, new_path))
         return True
 
-    def plan(self, conn: sqlite3.Connection, existing: dict[str, tuple[Any, ...]], todo: list[str],
+    def plan(self, conn: Connection, existing: dict[str, tuple[Any, ...]], todo: list[str],
              text_of: Callable[[str], str | None]) -> tuple[dict[str, tuple[Any, ...]], int]:
         """Pair the texts that moved when stored documents' files changed (see the module's rules), and move
         the documents involved at once, in one transaction. Returns ``existing`` as the batches must see it
@@ -129,7 +129,7 @@ class Renames:
                                "be read and may be it renamed (fix it and sync again)"} for old, new in kept.items()]
         return moved | set(kept)
 
-    def follow(self, conn: sqlite3.Connection) -> None:
+    def follow(self, conn: Connection) -> None:
         """Move what stores the renamed documents' paths (call in the transaction that renamed them)."""
         if self._pending:
             follow_paths(conn, dict(self._pending))
@@ -144,7 +144,7 @@ def _pick(candidates: list[str], new_path: str) -> str:
     return old
 
 
-def _permute(conn: sqlite3.Connection, moves: dict[str, str], displaced: list[str]) -> None:
+def _permute(conn: Connection, moves: dict[str, str], displaced: list[str]) -> None:
     """``moves``: {new path: old path}. Through temporary paths (no stored path starts with ``/``), so
     documents can swap paths under UNIQUE(filepath); the documents at ``displaced`` are deleted."""
     temp = {old: f"/kbindex-renaming/{n}" for n, old in enumerate(sorted(moves.values()))}

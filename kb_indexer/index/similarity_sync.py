@@ -27,7 +27,6 @@ file's path is kept relative to the KB root's parent.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,7 @@ from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import is_tombstoned, lift, origin_text
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection, Row
 
 if TYPE_CHECKING:   # hashlib is imported when a digest is needed (see _sha1)
     from _hashlib import HASH
@@ -95,7 +95,7 @@ def _entry_hash(e: dict[str, Any]) -> str:
     return _sha1(json.dumps(values).encode()).hexdigest()
 
 
-def _relation_id(conn: sqlite3.Connection, ids: KeywordIds, e: dict[str, Any]) -> int | None:
+def _relation_id(conn: Connection, ids: KeywordIds, e: dict[str, Any]) -> int | None:
     a, b = ids.get(e["keyword1"]), ids.get(e["keyword2"])
     if a is None or b is None:
         return None
@@ -111,7 +111,7 @@ class _Listings:
         self.root = root
         self._cache: dict[str, dict[tuple[Any, ...], dict[str, Any]] | None] = {}
 
-    def entry(self, key: str, rel: sqlite3.Row) -> dict[str, Any] | None:
+    def entry(self, key: str, rel: Row) -> dict[str, Any] | None:
         if self.root is None:
             return None
         if key not in self._cache:
@@ -126,7 +126,7 @@ class _Listings:
         return None if cached is None else cached.get((tuple(sorted((rel["k1"], rel["k2"]))), rel["similarity_type"]))
 
 
-def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:
+def _unlist(conn: Connection, ids: KeywordIds, key: str, sids: set[int], listings: _Listings) -> int:
     """File ``key`` no longer lists the relations ``sids``; returns how many relations were deleted."""
     removed = 0
     for sid in sorted(sids):
@@ -157,7 +157,7 @@ def _unlist(conn: sqlite3.Connection, ids: KeywordIds, key: str, sids: set[int],
     return removed
 
 
-def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | None = None,
+def import_similarities(conn: Connection, path: Path, *, file: str | None = None,
                         root: Path | None = None) -> dict[str, Any]:
     """Import a similarities file in one transaction (all entries valid, or nothing).
 
@@ -210,14 +210,15 @@ def import_similarities(conn: sqlite3.Connection, path: Path, *, file: str | Non
     return out
 
 
-def _remember_entries(conn: sqlite3.Connection, key: str, marks: list[tuple[str, str]]) -> None:
+def _remember_entries(conn: Connection, key: str, marks: list[tuple[str, str]]) -> None:
     """Record the file's entries as ``(entry id, entry hash)`` pairs."""
     conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
-    conn.executemany("INSERT OR REPLACE INTO similarity_file_entries (file, entry, entry_hash) VALUES (?, ?, ?)",
+    conn.executemany("INSERT INTO similarity_file_entries (file, entry, entry_hash) VALUES (?, ?, ?) "
+                     "ON CONFLICT (file, entry) DO UPDATE SET entry_hash = excluded.entry_hash",
                      [(key, entry, digest) for entry, digest in marks])
 
 
-def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
+def adopt_unchanged_files(conn: Connection, root: Path) -> list[str]:
     """After ``import`` of an export: similarities files whose entries are exactly those the imported
     index recorded count as synced (no stale warning, nothing re-applied). Returns their paths."""
     adopted = []
@@ -237,25 +238,25 @@ def adopt_unchanged_files(conn: sqlite3.Connection, root: Path) -> list[str]:
     return adopted
 
 
-def _listed_by(conn: sqlite3.Connection, key: str) -> set[int]:
+def _listed_by(conn: Connection, key: str) -> set[int]:
     """Relations file ``key`` listed at its last import (``origin_file`` covers indexes older than the table)."""
     return {r[0] for r in conn.execute(
         "SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
         "SELECT id FROM keyword_similarities WHERE origin_kind = 'file' AND origin_file = ?", (key, key))}
 
 
-def _recorded_files(conn: sqlite3.Connection) -> set[str]:
+def _recorded_files(conn: Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT DISTINCT file FROM similarity_file_entries")}
 
 
-def known_files(conn: sqlite3.Connection) -> set[str]:
+def known_files(conn: Connection) -> set[str]:
     """Every similarities file the index has relations from."""
     return {r[0] for r in conn.execute(
         "SELECT file FROM similarity_files UNION "
         "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
-def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -> dict[str, Any]:
+def sync_similarities(conn: Connection, root: Path, errors: list[Any]) -> dict[str, Any]:
     """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
     out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
     current = similarity_files(root)
@@ -296,7 +297,7 @@ def sync_similarities(conn: sqlite3.Connection, root: Path, errors: list[Any]) -
     return out
 
 
-def _remember_seen(conn: sqlite3.Connection, path: Path, sig: str, digest: str) -> None:
+def _remember_seen(conn: Connection, path: Path, sig: str, digest: str) -> None:
     key, value = SEEN_KEY + str(path.resolve()), f"{sig} {digest}"
     if meta.get(conn, key) != value:
         meta.put(conn, key, value)
@@ -311,7 +312,7 @@ def _digest_for_check(path: Path, seen: str | None) -> str:
     return _sha1(path.read_bytes()).hexdigest()
 
 
-def similarities_changed(conn: sqlite3.Connection, root: Path) -> list[str]:
+def similarities_changed(conn: Connection, root: Path) -> list[str]:
     """Similarities files a full sync would import (new or changed) or forget (deleted)."""
     out = []
     current = similarity_files(root)

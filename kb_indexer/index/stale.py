@@ -15,7 +15,6 @@ markdown file (two with a keywords file) and a few SQL queries: see
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_
 from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 from kb_indexer.store import meta
+from kb_indexer.store.dbapi import Connection
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -35,7 +35,7 @@ _EXPLICIT_SQL = ("SELECT filepath, keywords_file FROM documents WHERE keywords_f
                  "substr(filepath, 1, length(filepath) - 9) || '.keywords.json')")  # = m060's partial index
 
 
-def rejected_files(conn: sqlite3.Connection) -> dict[str, str]:
+def rejected_files(conn: Connection) -> dict[str, str]:
     """``{filepath: stat signature}`` of the markdown files the last sync reported as errors."""
     return meta.get_json(conn, REJECTED_FILES_KEY)
 
@@ -59,7 +59,7 @@ _Folder = list[Any]
 _TOP = "\U0010ffff"  # sorts after any other text: [p, p + _TOP) is every path starting with p
 
 
-def record_folders(conn: sqlite3.Connection, prefix: str, folders: dict[str, _Folder]) -> None:
+def record_folders(conn: Connection, prefix: str, folders: dict[str, _Folder]) -> None:
     """Remember the folders a sync walked (all under ``prefix``): ``{folder: [mtime_ns, seen_ns, mark]}``."""
     state = {k: v for k, v in (_decode_state(conn) or {}).items() if not k.startswith(prefix)}
     marks = {k: v for k, v in meta.get_json(conn, MARKS_KEY).items() if not k.startswith(prefix)}
@@ -99,13 +99,13 @@ def settle_folders(root: Path, walk: Walk, walked_ns: int) -> dict[str, _Folder]
     return folders
 
 
-def _decode_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
+def _decode_state(conn: Connection) -> dict[str, _Folder] | None:
     """The folders recorded by the last syncs, ``{folder: [mtime_ns, seen_ns]}`` (None: none recorded)."""
     data = meta.get_json(conn, FOLDERS_KEY)
     return data if "" in data else None
 
 
-def _folder_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
+def _folder_state(conn: Connection) -> dict[str, _Folder] | None:
     """``{folder: [mtime_ns, seen_ns, mark or None]}`` for the quick check."""
     state = _decode_state(conn)
     if state is None:
@@ -114,7 +114,7 @@ def _folder_state(conn: sqlite3.Connection) -> dict[str, _Folder] | None:
     return {k: [*v[:2], marks.get(k)] for k, v in state.items()}
 
 
-def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: bool = False) -> dict[str, Any]:
+def check(conn: Connection, kb_root: Path, examples: int = 5, *, full: bool = False) -> dict[str, Any]:
     """What changed on disk since the last sync: ``{"stale", "changed", "added", "removed", "mode", ...}``.
 
     ``mode`` ``full`` stats every file (knowledge bases up to ``FULL_CHECK_MAX_FILES`` documents, or
@@ -152,7 +152,7 @@ def check(conn: sqlite3.Connection, kb_root: Path, examples: int = 5, *, full: b
     }
 
 
-def _compare(conn: sqlite3.Connection, stored: dict[str, str],
+def _compare(conn: Connection, stored: dict[str, str],
              on_disk: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
     if on_disk == stored:       # the common case, compared in C
         return [], [], []
@@ -164,7 +164,7 @@ def _compare(conn: sqlite3.Connection, stored: dict[str, str],
     return added, removed, changed
 
 
-def _quick(conn: sqlite3.Connection, root: Path, state: dict[str, _Folder]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+def _quick(conn: Connection, root: Path, state: dict[str, _Folder]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """(stored signatures, on-disk signatures) of the files the quick check looked at, and what it covered."""
     listed, trees, compared = _changed_folders(root, state)
     on_disk: dict[str, str] = {}
@@ -215,11 +215,14 @@ def _changed_folders(root: Path, state: dict[str, _Folder]) -> tuple[list[str], 
     return listed, gone, compared
 
 
-def _stored_under(conn: sqlite3.Connection, pre: str) -> list[tuple[str, str]]:
+def _stored_under(conn: Connection, pre: str) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]]
     if not pre:
-        return conn.execute("SELECT filepath, stat_sig FROM documents").fetchall()
-    return conn.execute("SELECT filepath, stat_sig FROM documents WHERE filepath >= ? AND filepath < ?",
+        rows = conn.execute("SELECT filepath, stat_sig FROM documents").fetchall()
+        return rows
+    rows = conn.execute("SELECT filepath, stat_sig FROM documents WHERE filepath >= ? AND filepath < ?",
                         (pre, pre + _TOP)).fetchall()
+    return rows
 
 
 def _disk_sig(root: Path, rel: str) -> str | None:
@@ -244,7 +247,7 @@ def _disk_sig(root: Path, rel: str) -> str | None:
     return sig
 
 
-def _explicit_keywords(conn: sqlite3.Connection, root: Path, on_disk: dict[str, str]) -> None:
+def _explicit_keywords(conn: Connection, root: Path, on_disk: dict[str, str]) -> None:
     """Signatures of documents given their keywords file with ``add --keywords``, as sync computes them."""
     rows = conn.execute(_EXPLICIT_SQL).fetchall()
     if not rows:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -19,9 +18,11 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files, settle_folders
 from kb_indexer.index.walk import scan
 from kb_indexer.store import meta
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, plain_rows, transaction
 from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
+from kb_indexer.store.dbapi import Connection, native
+from kb_indexer.store.engine import has_sparse_index
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -33,7 +34,7 @@ FtsRow = tuple[int, str, str, str, str]   # see kb_indexer.store.documents.write
 T = TypeVar("T")
 
 
-def _store(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument,
+def _store(conn: Connection, ids: KeywordIds, doc: LoadedDocument,
            fts_rows: list[FtsRow] | None = None) -> tuple[int, bool]:
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
@@ -48,7 +49,7 @@ def _summary(doc: LoadedDocument, action: str) -> dict[str, Any]:
             "errors": doc.errors}
 
 
-def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> Report:
+def add_document(conn: Connection, kb_root: Path, path: str, keywords_file: str | None = None) -> Report:
     rel = to_relative(kb_root, path)
     reason = excluded_reason(rel)
     if reason is not None:
@@ -65,7 +66,7 @@ def add_document(conn: sqlite3.Connection, kb_root: Path, path: str, keywords_fi
     return _summary(doc, "added" if created else "updated")
 
 
-def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> Report:
+def update_document(conn: Connection, kb_root: Path, path: str) -> Report:
     rel = to_relative(kb_root, path, must_exist=False)
     row = get_document(conn, rel)
     if row is None:
@@ -82,7 +83,7 @@ def update_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> Repor
     return _summary(doc, "updated")
 
 
-def remove_document(conn: sqlite3.Connection, kb_root: Path, path: str) -> Report:
+def remove_document(conn: Connection, kb_root: Path, path: str) -> Report:
     rel = to_relative(kb_root, path, must_exist=False)
     with transaction(conn):
         delete_document(conn, rel)
@@ -104,22 +105,17 @@ BATCH_SECONDS = 0.5
 BATCH_PAUSE = 0.02
 
 
-# SQLite's page cache during a sync (KiB, as ``PRAGMA cache_size`` takes it negated; the default is 2 MB): a
-# batch inserts keyword rows all over the keyword index and FTS5 merges its segments; with the default the same
-# pages are read again and again (measured at 50k documents: ~4 s of a ~55 s sync, most of it system time).
-SYNC_CACHE_KIB = -65536
-
 _END = object()
 
 
-def _batches(items: Iterable[T], conn: sqlite3.Connection) -> Iterator[Iterator[T]]:
+def _batches(items: Iterable[T], conn: Connection) -> Iterator[Iterator[T]]:
     """Split ``items`` into batches; the caller runs each in its own transaction and consumes it whole.
     A batch ends after BATCH_DOCS items or BATCH_SECONDS; a passive WAL checkpoint follows each commit."""
     source = iter(items)
     head = [next(source, _END)]
     while head[0] is not _END:
         yield _batch(source, head)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        checkpoint(conn)
         if head[0] is not _END:
             time.sleep(BATCH_PAUSE)
 
@@ -133,7 +129,7 @@ def _batch(source: Iterator[T], head: list[Any]) -> Iterator[T]:
             return
 
 
-def _scope(conn: sqlite3.Connection, root: Path, directory: str | None) -> tuple[Path, str]:
+def _scope(conn: Connection, root: Path, directory: str | None) -> tuple[Path, str]:
     if not root.is_dir():
         raise NotFoundError(f"Knowledge-base root does not exist: {root}")
     if directory is None:
@@ -144,32 +140,28 @@ def _scope(conn: sqlite3.Connection, root: Path, directory: str | None) -> tuple
     return base, ("" if base == root else base.relative_to(root).as_posix() + "/")
 
 
-def sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None = None,
+def sync(conn: Connection, kb_root: Path, directory: str | None = None,
          progress: Progress | None = None) -> Report:
     """Index the knowledge base incrementally; a bad file is reported in ``errors`` and skipped.
 
     New and changed documents are written in batches (each its own transaction), then deletions and the
-    bookkeeping, then the similarities files. The folder filter is case-exact.
+    bookkeeping, then the similarities files. The folder filter is case-exact. Two syncs of one index never
+    interleave (:func:`exclusive`: on PostgreSQL, from any host).
     """
-    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute(f"PRAGMA cache_size = {SYNC_CACHE_KIB}")
-    try:
+    with exclusive(conn, "sync"), bulk_writing(conn):
         return _sync(conn, kb_root, directory, progress)
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
 
-def _sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None, progress: Progress | None) -> Report:
+def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Progress | None) -> Report:
     root = kb_root.resolve()
     base, prefix = _scope(conn, root, directory)
     started_ns = time.time_ns()
     walk = scan(root, prefix)
     stats: dict[str, Any] = {"added": 0, "updated": 0, "removed": 0, "renamed": 0, "unchanged": 0,
                              "errors": list(walk.problems), "warnings": [], "batches": 0}
-    rows = conn.cursor()
-    rows.row_factory = None  # plain tuples: 100,000 of them
-    existing = {r[0]: r[1:] for r in rows.execute(
-        "SELECT filepath, content_hash, stat_sig, keywords_file, text_hash FROM documents") if r[0].startswith(prefix)}
+    existing = {r[0]: r[1:] for r in plain_rows(
+        conn, "SELECT filepath, content_hash, stat_sig, keywords_file, text_hash FROM documents")
+        if r[0].startswith(prefix)}
     todo = _changed(root, walk.files, existing)
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
@@ -192,8 +184,11 @@ def _sync(conn: sqlite3.Connection, kb_root: Path, directory: str | None, progre
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
     # large knowledge bases: the sparse full-text index (a large fold: with a helper process, unless reading
     # in this process was asked for)
-    fulltext = (refresh_sparse(conn, progress, helper=helper_process)
-                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(conn) else refresh_sparse(conn, progress))
+    if not has_sparse_index(conn):
+        return stats
+    fulltext = (refresh_sparse(native(conn), progress, helper=helper_process)
+                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(native(conn))
+                else refresh_sparse(native(conn), progress))
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
@@ -215,7 +210,7 @@ def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, Known]) ->
     return todo
 
 
-def _write_documents(conn: sqlite3.Connection, root: Path, todo: list[str], existing: dict[str, Known],
+def _write_documents(conn: Connection, root: Path, todo: list[str], existing: dict[str, Known],
                      stats: Report, rejected: dict[str, str],
                      progress: Progress | None, renames: Renames) -> set[str]:
     """Read (see :mod:`reader`) and store ``todo`` in batches; returns the files that vanished before they
@@ -245,7 +240,7 @@ def _write_documents(conn: sqlite3.Connection, root: Path, todo: list[str], exis
     return vanished
 
 
-def _store_read(conn: sqlite3.Connection, ids: KeywordIds, doc: LoadedDocument, known: Known | None, stats: Report,
+def _store_read(conn: Connection, ids: KeywordIds, doc: LoadedDocument, known: Known | None, stats: Report,
                 fts_rows: list[FtsRow],
                 renames: Renames) -> None:
     stats["warnings"] += [{"file": doc.filepath, "message": w} for w in doc.warnings]
@@ -281,7 +276,7 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
         pass
 
 
-def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: Report) -> None:
+def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
     for batch in _batches(gone, conn):
         with transaction(conn):
             for rel in batch:
@@ -290,7 +285,7 @@ def _delete_documents(conn: sqlite3.Connection, gone: list[str], stats: Report) 
         stats["batches"] += 1
 
 
-def _record_rejected(conn: sqlite3.Connection, prefix: str, rejected: dict[str, str]) -> None:
+def _record_rejected(conn: Connection, prefix: str, rejected: dict[str, str]) -> None:
     kept = {k: v for k, v in rejected_files(conn).items() if not k.startswith(prefix)}
     kept.update(rejected)
     if kept:

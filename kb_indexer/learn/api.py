@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast, overload
 
+from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
 from kb_indexer.learn.history import recorded_options
@@ -20,6 +20,7 @@ from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_li
 from kb_indexer.limits import check_id, check_int_arg, check_strings
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.store.errors import translating
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryResult,
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 class Querying(Protocol):
     """What learning needs of the facade: its connection, its path rule and its query (for ``refine``)."""
 
-    conn: sqlite3.Connection
-    db_path: Path
+    conn: Connection
+    db_path: DbTarget
 
     def stored_path(self, path: str) -> str: ...
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
 from kb_indexer.learn.report import describe, section_counts, section_of
-from kb_indexer.store.connection import inserted_id, transaction
+from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.store.provenance import is_tombstoned, set_learned_feedback
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection, Row
 
 KINDS = ("association", "keyword", "similarity", "score")
 _DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
@@ -23,11 +23,11 @@ def _detail(item: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k not in _DETAIL_SKIP}
 
 
-def _existing(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
+def _existing(conn: Connection) -> dict[str, Row]:
     return {r["key"]: r for r in conn.execute("SELECT * FROM learned_items")}
 
 
-def plan(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def plan(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What to write so that the index holds what the feedback justifies.
 
     Reconciles on every run: an item whose stored details did not change is still written again when
@@ -51,11 +51,11 @@ def plan(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list[dict[str
     return out
 
 
-def _unchanged(row: sqlite3.Row, item: dict[str, Any]) -> bool:
+def _unchanged(row: Row, item: dict[str, Any]) -> bool:
     return bool(json.loads(row["detail"]) == _detail(item) and json.loads(row["feedback_ids"]) == item["feedback_ids"])
 
 
-def _with_stored_items(items: list[dict[str, Any]], have: dict[str, sqlite3.Row]) -> list[dict[str, Any]]:
+def _with_stored_items(items: list[dict[str, Any]], have: dict[str, Row]) -> list[dict[str, Any]]:
     """The derived items, plus the active learned items no current feedback derives (their feedback
     was cleared: what was learned from it stays, and is reconciled like the rest)."""
     derived = {i["key"] for i in items}
@@ -67,7 +67,7 @@ def _with_stored_items(items: list[dict[str, Any]], have: dict[str, sqlite3.Row]
     return items + extra
 
 
-def _held_by_a_person(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
+def _held_by_a_person(conn: Connection, item: dict[str, Any]) -> bool:
     """A person's tag or relation already says it (learning does not overwrite it), or a person
     deleted the relation (tombstone)."""
     if item["kind"] == "keyword":
@@ -78,7 +78,7 @@ def _held_by_a_person(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
     return False
 
 
-def _holds(conn: sqlite3.Connection, item: dict[str, Any], row: sqlite3.Row) -> bool:
+def _holds(conn: Connection, item: dict[str, Any], row: Row) -> bool:
     """Whether the index reflects a stored, unchanged learned item."""
     kind = item["kind"]
     if kind == "score" or inactive(item):
@@ -92,29 +92,29 @@ def _holds(conn: sqlite3.Connection, item: dict[str, Any], row: sqlite3.Row) -> 
     return _relation_row(conn, item) is not None
 
 
-def _person_tag(conn: sqlite3.Connection, doc_id: int, keyword: str) -> bool:
+def _person_tag(conn: Connection, doc_id: int, keyword: str) -> bool:
     return conn.execute("SELECT 1 FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
                         "WHERE dk.document_id = ? AND k.keyword = ? AND dk.source != 'learned'",
                         (doc_id, keyword)).fetchone() is not None
 
 
-def _relation_row(conn: sqlite3.Connection, item: dict[str, Any]) -> sqlite3.Row | None:
+def _relation_row(conn: Connection, item: dict[str, Any]) -> Row | None:
     ids = KeywordIds(conn)
     a, b = ids.get(item["keyword1"]), ids.get(item["keyword2"])
     if a is None or b is None:
         return None
-    row: sqlite3.Row | None = conn.execute(
+    row: Row | None = conn.execute(
         "SELECT * FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND similarity_type = ?",
         (min(a, b), max(a, b), item["type"])).fetchone()
     return row
 
 
-def _person_relation(conn: sqlite3.Connection, item: dict[str, Any]) -> bool:
+def _person_relation(conn: Connection, item: dict[str, Any]) -> bool:
     row = _relation_row(conn, item)
     return row is not None and row["origin_kind"] != "learned"
 
 
-def _upsert_item(conn: sqlite3.Connection, item: dict[str, Any], **cols: Any) -> int:
+def _upsert_item(conn: Connection, item: dict[str, Any], **cols: Any) -> int:
     row = conn.execute("SELECT id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
     detail, fb = json.dumps(_detail(item), sort_keys=True), json.dumps(item["feedback_ids"])
     if row:
@@ -126,13 +126,13 @@ def _upsert_item(conn: sqlite3.Connection, item: dict[str, Any], **cols: Any) ->
     else:
         names = ["key", "kind", "detail", "feedback_ids", *cols]
         lid = inserted_id(conn.execute(f"INSERT INTO learned_items ({', '.join(names)}) VALUES "
-                                       f"({', '.join('?' * len(names))})",
+                                       f"({', '.join('?' * len(names))}) RETURNING id",
                                        (item["key"], item["kind"], detail, fb, *cols.values())))
     set_learned_feedback(conn, lid, item["feedback_ids"])
     return lid
 
 
-def apply_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> None:
+def apply_items(conn: Connection, items: list[dict[str, Any]]) -> None:
     """Write planned items (inside the caller's transaction)."""
     ids = KeywordIds(conn)
     for item in items:
@@ -182,19 +182,20 @@ def apply_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> None:
             _upsert_item(conn, item, similarity_id=item["similarity_id"], previous_score=base, weight=new)
 
 
-def learn(conn: sqlite3.Connection, dry_run: bool = False, reprocess: bool = False) -> dict[str, Any]:
+def learn(conn: Connection, dry_run: bool = False, reprocess: bool = False) -> dict[str, Any]:
     """Analyse unprocessed feedback (all feedback with ``reprocess``) and apply what it justifies.
 
     Reading, analysing, applying and marking happen in one write transaction, so feedback that
-    another process records meanwhile is neither lost nor marked processed unseen.
+    another process records meanwhile is neither lost nor marked processed unseen (only the analysed rows
+    are marked). Two learns never interleave (:func:`exclusive`: on PostgreSQL, from any host).
     """
     if dry_run:
         return _learn(conn, dry_run=True, reprocess=reprocess)
-    with transaction(conn):
+    with exclusive(conn, "learn"), transaction(conn):
         return _learn(conn, dry_run=False, reprocess=reprocess)
 
 
-def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any]:
+def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any]:
     where = "" if reprocess else " WHERE processed = 0"
     analysed_rows = conn.execute(f"SELECT id, query_id FROM query_feedback{where}").fetchall()
     total = conn.execute("SELECT COUNT(*) FROM query_feedback").fetchone()[0]
@@ -219,7 +220,7 @@ def _learn(conn: sqlite3.Connection, *, dry_run: bool, reprocess: bool) -> dict[
     return result
 
 
-def _public(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any]:
+def _public(conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
     """A suggestion as ``learn`` reports it: the item, with its section and a readable line."""
     out = {k: v for k, v in item.items() if k != "document_id"}
     out["section"] = section_of(item)
@@ -237,7 +238,7 @@ def _summary(items: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_removed: bool = False) -> dict[str, Any]:
+def learned_list(conn: Connection, kind: str | None = None, include_removed: bool = False) -> dict[str, Any]:
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--kind must be one of: {', '.join(KINDS)}; got {kind!r}")
     sql = "SELECT * FROM learned_items WHERE 1 = 1"
@@ -256,7 +257,7 @@ def learned_list(conn: sqlite3.Connection, kind: str | None = None, include_remo
     return {"learned": items, "count": len(items)}
 
 
-def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_: bool = False) -> dict[str, Any]:
+def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = False) -> dict[str, Any]:
     """Undo learned items; they are kept as 'removed' so that `learn` does not learn them again."""
     if not ids and not all_:
         raise UsageError("give learned item ids or --all")
@@ -289,7 +290,7 @@ def learned_remove(conn: sqlite3.Connection, ids: list[int] | None = None, all_:
     return {"removed": [r["id"] for r in rows], "count": len(rows)}
 
 
-def association_boosts(conn: sqlite3.Connection, question: str) -> dict[int, dict[str, Any]]:
+def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
     """Learned question→document associations that fire for this question: doc id → boost."""
     terms = question_terms(question)
     if not terms:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -11,17 +10,18 @@ from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import check_id
 from kb_indexer.store.connection import transaction
 from kb_indexer.text import age_phrase, age_seconds
+from kb_indexer.store.dbapi import Connection, Row
 
 
-def require_query(conn: sqlite3.Connection, query_id: int) -> sqlite3.Row:
+def require_query(conn: Connection, query_id: int) -> Row:
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
-    row: sqlite3.Row | None = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
+    row: Row | None = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
     return row
 
 
-def last_query_id(conn: sqlite3.Connection) -> int:
+def last_query_id(conn: Connection) -> int:
     row = conn.execute("SELECT id FROM queries ORDER BY last_attempted_at DESC, id DESC LIMIT 1").fetchone()
     if row is None:
         raise NotFoundError("No queries recorded yet (run `kbindex query` first)")
@@ -29,7 +29,7 @@ def last_query_id(conn: sqlite3.Connection) -> int:
     return query_id
 
 
-def _attempt_dict(r: sqlite3.Row, full: bool = False) -> dict[str, Any]:
+def _attempt_dict(r: Row, full: bool = False) -> dict[str, Any]:
     out = {"attempt_id": r["id"], "keywords": json.loads(r["keywords"] or "[]"), "method": r["method"],
            "expand_depth": r["expand_depth"], "threshold": r["threshold"], "result_count": r["result_count"],
            "created_at": r["created_at"]}
@@ -48,7 +48,7 @@ def summary_line(question: str, attempts: int, age: str | None) -> str:
     return f'"{question}" ({attempts} attempt{"" if attempts == 1 else "s"}{", " + age if age else ""})'
 
 
-def history_list(conn: sqlite3.Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
+def history_list(conn: Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
     """Recent queries; ``age`` / ``age_seconds`` count from the last attempt."""
     now = now or datetime.now(timezone.utc)
     rows = conn.execute(
@@ -65,7 +65,7 @@ def history_list(conn: sqlite3.Connection, limit: int = 10, now: datetime | None
     return {"queries": items, "count": len(items)}
 
 
-def history_detail(conn: sqlite3.Connection, query_id: int, now: datetime | None = None) -> dict[str, Any]:
+def history_detail(conn: Connection, query_id: int, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(timezone.utc)
     q = require_query(conn, query_id)
     attempts = [dict(_attempt_dict(r, full=True), **_ages(r["created_at"], now)) for r in conn.execute(
@@ -77,14 +77,14 @@ def history_detail(conn: sqlite3.Connection, query_id: int, now: datetime | None
             "feedback": feedback_rows(conn, query_id)}
 
 
-def feedback_rows(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:
+def feedback_rows(conn: Connection, query_id: int) -> list[dict[str, Any]]:
     return [{"feedback_id": r["id"], "filepath": r["filepath"], "helpful": bool(r["helpful"]),
              "attempt_id": r["attempt_id"], "notes": r["notes"], "processed": bool(r["processed"]),
              "created_at": r["created_at"]}
             for r in conn.execute("SELECT * FROM query_feedback WHERE query_id = ? ORDER BY id", (query_id,))]
 
 
-def _attempt_for(conn: sqlite3.Connection, query_id: int, filepath: str) -> int | None:
+def _attempt_for(conn: Connection, query_id: int, filepath: str) -> int | None:
     """The latest attempt of the query whose recorded results include the document."""
     for r in conn.execute("SELECT id, top_results FROM query_attempts WHERE query_id = ? ORDER BY id DESC",
                           (query_id,)):
@@ -98,7 +98,7 @@ def _attempt_for(conn: sqlite3.Connection, query_id: int, filepath: str) -> int 
     return None
 
 
-def record_feedback(conn: sqlite3.Connection, query_id: int, helpful: list[str], not_helpful: list[str],
+def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_helpful: list[str],
                     notes: str | None = None, attempt_id: int | None = None,
                     resolve_path: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Record helpful / not-helpful marks in one transaction; every file must be indexed."""
@@ -154,7 +154,7 @@ def parse_before(before: str) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def clear_history(conn: sqlite3.Connection, before: str | None = None) -> dict[str, Any]:
+def clear_history(conn: Connection, before: str | None = None) -> dict[str, Any]:
     """Delete queries (with their attempts and feedback), all or those last asked before a date."""
     if before is not None:
         before = parse_before(before)

@@ -27,16 +27,16 @@ Recording is one transaction per query (the caller's), like every write.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from kb_indexer.store.connection import inserted_id, transaction
 from kb_indexer.text import now_iso
+from kb_indexer.store.dbapi import Connection
 
 TOP_RESULTS = 10
 
 
-def get_or_create_query(conn: sqlite3.Connection, question: str, context: str | None) -> int:
+def get_or_create_query(conn: Connection, question: str, context: str | None) -> int:
     """The id of the ``(question, context)`` query, created if new; marks it attempted now."""
     ctx = context or ""
     now = now_iso()
@@ -46,8 +46,8 @@ def get_or_create_query(conn: sqlite3.Connection, question: str, context: str | 
         conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
         query_id: int = row[0]
         return query_id
-    cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?)",
-                       (question, ctx, now, now))
+    cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?) "
+                       "RETURNING id", (question, ctx, now, now))
     return inserted_id(cur)
 
 
@@ -56,18 +56,18 @@ def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dic
              "sources": r["sources"]} for r in results[:n]]
 
 
-def add_attempt(conn: sqlite3.Connection, query_id: int, *, keywords: list[str], expand_depth: int,
+def add_attempt(conn: Connection, query_id: int, *, keywords: list[str], expand_depth: int,
                 threshold: float, method: str, results: list[dict[str, Any]], expansions: list[dict[str, Any]],
                 options: dict[str, Any] | None = None) -> int:
     cur = conn.execute(
         "INSERT INTO query_attempts (query_id, keywords, expand_depth, threshold, method, result_count, "
-        "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (query_id, _json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
          _json(expansions), _json(options or {}), now_iso()))
     return inserted_id(cur)
 
 
-def record(conn: sqlite3.Connection, question: str, context: str | None, *, query_id: int | None = None,
+def record(conn: Connection, question: str, context: str | None, *, query_id: int | None = None,
            **attempt: Any) -> tuple[int, int]:
     """Record one attempt (creating its query if needed, or on ``query_id`` for ``refine``) in one
     transaction; returns (query_id, attempt_id)."""
@@ -81,7 +81,7 @@ def record(conn: sqlite3.Connection, question: str, context: str | None, *, quer
     return qid, aid
 
 
-def get_attempt(conn: sqlite3.Connection, attempt_id: int) -> dict[str, Any] | None:
+def get_attempt(conn: Connection, attempt_id: int) -> dict[str, Any] | None:
     """One attempt with its JSON columns decoded (None if there is no such attempt)."""
     r = conn.execute("SELECT a.*, q.question, q.context FROM query_attempts a JOIN queries q ON q.id = a.query_id "
                      "WHERE a.id = ?", (attempt_id,)).fetchone()
@@ -94,7 +94,7 @@ def get_attempt(conn: sqlite3.Connection, attempt_id: int) -> dict[str, Any] | N
             "created_at": r["created_at"]}
 
 
-def recorded_options(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
+def recorded_options(conn: Connection, query_id: int) -> dict[str, Any]:
     """The options the query's latest attempt ran with (the query options by name; the ``expand_depth``,
     ``threshold`` and requested-method columns of older rows fill in what their ``options`` lack)."""
     r = conn.execute("SELECT a.expand_depth, a.threshold, a.options, q.context FROM query_attempts a "
@@ -111,7 +111,7 @@ def recorded_options(conn: sqlite3.Connection, query_id: int) -> dict[str, Any]:
     return out
 
 
-def attempts_for(conn: sqlite3.Connection, query_id: int) -> list[dict[str, Any]]:
+def attempts_for(conn: Connection, query_id: int) -> list[dict[str, Any]]:
     ids = [r[0] for r in conn.execute("SELECT id FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
     return [a for a in (get_attempt(conn, i) for i in ids) if a is not None]
 

@@ -18,7 +18,6 @@ Every learned item is derived from *all* feedback so far, keyed deterministicall
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from kb_indexer.learn.smart import smart_tags
 from kb_indexer.search.terms import content_terms, parse_text
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection, Row
 
 MIN_QUERIES = 2          # cross-query patterns need this many independent queries
 SCORE_STEP = 0.05        # similarity score change per net helpful/not-helpful expansion
@@ -56,7 +56,7 @@ class Event:
     expansions: list[dict[str, Any]] = field(default_factory=list)  # relations that led to this document
 
 
-def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]]]:
+def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]]]:
     """(explicit user keywords, expansions that led to ``filepath``) of a recorded attempt.
 
     Keywords count as the user's only when given with --keywords (``options.keywords_from``);
@@ -86,7 +86,7 @@ def _attempt_info(row: sqlite3.Row | None, filepath: str) -> tuple[list[str], li
     return explicit, led
 
 
-def load_events(conn: sqlite3.Connection) -> list[Event]:
+def load_events(conn: Connection) -> list[Event]:
     rows = conn.execute(
         "SELECT f.id, f.query_id, f.attempt_id, f.filepath, f.helpful, q.question, d.id AS doc_id "
         "FROM query_feedback f JOIN queries q ON q.id = f.query_id "
@@ -107,7 +107,7 @@ def _evidence_weight(helpful: int, not_helpful: int) -> float:
     return round((helpful - not_helpful) / (helpful + not_helpful + 1), 4)
 
 
-def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MIN_QUERIES) -> list[dict[str, Any]]:
+def analyse(conn: Connection, events: list[Event], min_queries: int = MIN_QUERIES) -> list[dict[str, Any]]:
     """The learned items all feedback justifies, each with reason, evidence and provenance."""
     doc_kw = _document_tags(conn)
     items = _associations(events)
@@ -120,7 +120,7 @@ def analyse(conn: sqlite3.Connection, events: list[Event], min_queries: int = MI
     return items
 
 
-def _document_tags(conn: sqlite3.Connection) -> dict[int, set[str]]:
+def _document_tags(conn: Connection) -> dict[int, set[str]]:
     """The documents' own tags (what learning must not duplicate or reason from circularly)."""
     doc_kw: dict[int, set[str]] = defaultdict(set)
     for doc_id, kw in conn.execute("SELECT dk.document_id, k.keyword FROM document_keywords dk "
@@ -280,7 +280,7 @@ def inactive(item: dict[str, Any]) -> bool:
     return not item.get("weight")
 
 
-def _withdrawals(conn: sqlite3.Connection, derived: set[str], feedback_ids: set[int]) -> list[dict[str, Any]]:
+def _withdrawals(conn: Connection, derived: set[str], feedback_ids: set[int]) -> list[dict[str, Any]]:
     """Active learned items that the current feedback no longer justifies.
 
     Only items whose feedback still exists are re-judged: clearing the history keeps what

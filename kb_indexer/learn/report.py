@@ -16,8 +16,8 @@ JSON carries them (``section``, ``description`` per suggestion, ``sections`` cou
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
+from kb_indexer.store.dbapi import Connection, Row
 
 #: Section key -> heading, in the order they are printed.
 SECTIONS = {
@@ -44,7 +44,7 @@ def section_of(item: dict[str, Any]) -> str:
     return {"keyword": "keyword_augmentation", "score": "similarity_scoring", "association": "associations"}[kind]
 
 
-def describe(conn: sqlite3.Connection, item: dict[str, Any]) -> str:
+def describe(conn: Connection, item: dict[str, Any]) -> str:
     """One line saying what the suggestion does, e.g. ``Add similarity: "Monte Carlo" ↔ "MCTS"
     (related_concept, score 0.7)``."""
     kind = item["kind"]
@@ -68,7 +68,7 @@ def describe(conn: sqlite3.Connection, item: dict[str, Any]) -> str:
     return _describe_score(conn, item)
 
 
-def _describe_score(conn: sqlite3.Connection, item: dict[str, Any]) -> str:
+def _describe_score(conn: Connection, item: dict[str, Any]) -> str:
     rel = _relation(conn, item.get("similarity_id"))
     what = (f'"{rel["k1"]}" {"→" if rel["directional"] else "↔"} "{rel["k2"]}" ({rel["similarity_type"]})'
             if rel else f"relation {item.get('similarity_id')}")
@@ -95,13 +95,13 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _relation(conn: sqlite3.Connection, sid: int | None) -> sqlite3.Row | None:
+def _relation(conn: Connection, sid: int | None) -> Row | None:
     if sid is None:
         return None
-    row: sqlite3.Row | None = conn.execute(
+    row: Row | None = conn.execute(
         "SELECT s.similarity_type, s.score, s.directional, "
-        "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k2.display ELSE k1.display END AS k1, "
-        "CASE WHEN s.directional AND s.source_keyword_id = s.keyword_id_2 THEN k1.display ELSE k2.display END AS k2 "
+        "CASE WHEN s.directional = 1 AND s.source_keyword_id = s.keyword_id_2 THEN k2.display ELSE k1.display END AS k1, "
+        "CASE WHEN s.directional = 1 AND s.source_keyword_id = s.keyword_id_2 THEN k1.display ELSE k2.display END AS k2 "
         "FROM keyword_similarities s JOIN keywords k1 ON k1.id = s.keyword_id_1 "
         "JOIN keywords k2 ON k2.id = s.keyword_id_2 WHERE s.id = ?", (sid,)).fetchone()
     return row
@@ -110,7 +110,7 @@ def _relation(conn: sqlite3.Connection, sid: int | None) -> sqlite3.Row | None:
 class _Displays:
     """A keyword as the index spells it (``MCTS``, not ``mcts``); as given when the index does not know it."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: Connection):
         self.conn = conn
 
     def __call__(self, keyword: str) -> str:

@@ -11,13 +11,13 @@ so they are listed, reconciled, withdrawn and undone (``kbindex learned remove``
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 
-def _fulltext_only_hits(conn: sqlite3.Connection) -> dict[int, tuple[list[str], set[str]]]:
+def _fulltext_only_hits(conn: Connection) -> dict[int, tuple[list[str], set[str]]]:
     """feedback id -> (the attempt's keywords, the files it found by full text alone)."""
     out: dict[int, tuple[list[str], set[str]]] = {}
     for fid, keywords, top in conn.execute(
@@ -35,7 +35,7 @@ def _fulltext_only_hits(conn: sqlite3.Connection) -> dict[int, tuple[list[str], 
     return out
 
 
-def smart_tags(conn: sqlite3.Connection, events: list[Any], doc_kw: dict[int, set[str]], min_queries: int,
+def smart_tags(conn: Connection, events: list[Any], doc_kw: dict[int, set[str]], min_queries: int,
                have: set[str]) -> list[dict[str, Any]]:
     """Learned-tag items for query keywords that full-text-only helpful hits lack."""
     hits = _fulltext_only_hits(conn)

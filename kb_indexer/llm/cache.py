@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from typing import Any
 
 from kb_indexer.notices import warn
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import has_table, transaction
+from kb_indexer.store.errors import OperationalError
+from kb_indexer.store.dbapi import Connection
 
 
 def _canonical(value: Any) -> str:
@@ -28,11 +29,11 @@ def cache_key(backend: str, model: str, task: str, prompt_hash: str, schema_hash
     return hashlib.sha256("\x00".join((backend, model, task, prompt_hash, schema_hash)).encode()).hexdigest()
 
 
-def _has_table(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'llm_cache'").fetchone() is not None
+def _has_table(conn: Connection) -> bool:
+    return has_table(conn, "llm_cache")
 
 
-def get(conn: sqlite3.Connection, key: str) -> Any | None:
+def get(conn: Connection, key: str) -> Any | None:
     """The cached answer (parsed JSON) or None; counts the hit."""
     row = conn.execute("SELECT response FROM llm_cache WHERE key = ?", (key,)).fetchone()
     if row is None:
@@ -45,23 +46,23 @@ def get(conn: sqlite3.Connection, key: str) -> Any | None:
         with transaction(conn):
             conn.execute("UPDATE llm_cache SET hits = hits + 1, "
                          "last_hit_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE key = ?", (key,))
-    except sqlite3.OperationalError:  # a read-only or busy index: the hit still counts for the caller
+    except OperationalError:  # a read-only or busy index: the hit still counts for the caller
         pass
     return value
 
 
-def put(conn: sqlite3.Connection, key: str, *, backend: str, model: str, task: str, prompt_hash: str,
+def put(conn: Connection, key: str, *, backend: str, model: str, task: str, prompt_hash: str,
         schema_hash: str, response: Any) -> bool:
     """Store a validated answer; False when the index cannot be written (the answer is still used)."""
     try:
         _put(conn, key, backend, model, task, prompt_hash, schema_hash, response)
-    except sqlite3.OperationalError as exc:
+    except OperationalError as exc:
         warn(f"could not cache the LLM answer: {exc}")
         return False
     return True
 
 
-def _put(conn: sqlite3.Connection, key: str, backend: str, model: str, task: str, prompt_hash: str,
+def _put(conn: Connection, key: str, backend: str, model: str, task: str, prompt_hash: str,
          schema_hash: str, response: Any) -> None:
     with transaction(conn):
         conn.execute(
@@ -72,7 +73,7 @@ def _put(conn: sqlite3.Connection, key: str, backend: str, model: str, task: str
         )
 
 
-def stats(conn: sqlite3.Connection) -> dict[str, Any]:
+def stats(conn: Connection) -> dict[str, Any]:
     if not _has_table(conn):
         return {"entries": 0, "hits": 0, "bytes": 0, "by_task": [], "oldest": None, "newest": None}
     total = conn.execute("SELECT COUNT(*), COALESCE(SUM(hits), 0), COALESCE(SUM(LENGTH(response)), 0), "
@@ -85,7 +86,7 @@ def stats(conn: sqlite3.Connection) -> dict[str, Any]:
             "oldest": total[3], "newest": total[4]}
 
 
-def clear(conn: sqlite3.Connection, *, task: str | None = None, backend: str | None = None,
+def clear(conn: Connection, *, task: str | None = None, backend: str | None = None,
           model: str | None = None) -> int:
     """Delete cached answers (all, or those matching every given filter); returns how many."""
     if not _has_table(conn):
@@ -97,4 +98,5 @@ def clear(conn: sqlite3.Connection, *, task: str | None = None, backend: str | N
             args.append(value)
     sql = "DELETE FROM llm_cache" + (" WHERE " + " AND ".join(where) if where else "")
     with transaction(conn):
-        return conn.execute(sql, args).rowcount
+        deleted: int = conn.execute(sql, args).rowcount
+        return deleted

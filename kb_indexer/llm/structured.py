@@ -28,7 +28,6 @@ write is a transaction, so an interrupted command leaves nothing half-written.
 from __future__ import annotations
 
 import random
-import sqlite3
 import time
 from typing import Any, Callable, Iterator, cast
 
@@ -41,6 +40,7 @@ from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.schema import check_schema, parse_json, schema_text, validate
 from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.notices import warn
+from kb_indexer.store.dbapi import Connection
 
 BACKOFF_BASE = 0.5
 BACKOFF_MAX = 8.0
@@ -62,7 +62,7 @@ def _schema_in_prompt(backend: str) -> bool:
 class LLMClient:
     """A backend with its settings, the cache and the call policy."""
 
-    def __init__(self, config: LLMConfig, *, conn: sqlite3.Connection | None = None, backend: Any = None,
+    def __init__(self, config: LLMConfig, *, conn: Connection | None = None, backend: Any = None,
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.conn = conn
@@ -73,7 +73,7 @@ class LLMClient:
         self.cache_misses = 0
 
     @classmethod
-    def from_options(cls, opts: LLMOptions | None = None, conn: sqlite3.Connection | None = None) -> "LLMClient":
+    def from_options(cls, opts: LLMOptions | None = None, conn: Connection | None = None) -> "LLMClient":
         return cls(resolve(opts), conn=conn)
 
     # -- identity ----------------------------------------------------------------------

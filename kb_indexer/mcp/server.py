@@ -31,6 +31,7 @@ from mcp_types import ToolAnnotations
 
 from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase, QueryOptions
+from kb_indexer.config import DbArg
 from kb_indexer.errors import KbError
 from kb_indexer.mcp import outputs, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME
@@ -54,7 +55,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_worl
 
 
 @contextlib.contextmanager
-def _opened(db: str | os.PathLike[str] | None) -> Iterator[KnowledgeBase]:
+def _opened(db: DbArg) -> Iterator[KnowledgeBase]:
     """The index for one request; a kbindex error becomes a tool error (the message, not a traceback)."""
     try:
         with KnowledgeBase.open(db) as kb:
@@ -289,7 +290,7 @@ class KbMCPServer(MCPServer):
             raise ResourceNotFoundError(str(exc)) from exc
 
 
-def build_server(db: str | os.PathLike[str] | None = None) -> MCPServer:
+def build_server(db: DbArg = None) -> MCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")

@@ -31,7 +31,6 @@ keyword they relate to). ``scores`` maps each id to 0..1; ``info`` is
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from kb_indexer.errors import UsageError
@@ -40,6 +39,7 @@ from kb_indexer.llm.config import LLMOptions
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
+from kb_indexer.store.dbapi import Connection
 
 TASK = "context_match"
 MAX_PER_CALL = 40          # more candidates than this are scored in several calls
@@ -142,7 +142,7 @@ def _score_batches(client: Any, user_context: str, candidates: list[dict[str, An
     return scores
 
 
-def score_contexts(conn: sqlite3.Connection | None, user_context: str, candidates: list[dict[str, Any]], *,
+def score_contexts(conn: Connection | None, user_context: str, candidates: list[dict[str, Any]], *,
                    keyword: str | None = None, opts: LLMOptions | None = None,
                    client: Any = None, tally: "_Tally | None" = None) -> tuple[dict[Any, float], dict[str, Any]]:
     """Score every candidate 0..1 against ``user_context``: one LLM call per batch, else lexical.
@@ -167,7 +167,7 @@ def score_contexts(conn: sqlite3.Connection | None, user_context: str, candidate
             client.close()
 
 
-def similar_in_context(conn: sqlite3.Connection, keyword: str, relations: list[dict[str, Any]], user_context: str,
+def similar_in_context(conn: Connection, keyword: str, relations: list[dict[str, Any]], user_context: str,
                        threshold: float = DEFAULT_CONTEXT_THRESHOLD, opts: LLMOptions | None = None, client: Any = None) -> dict[str, Any]:
     """``kbindex similar KEYWORD --user-context ...``: the relations whose context fits, best first."""
     if not isinstance(user_context, str) or not user_context.strip():
@@ -195,7 +195,7 @@ class QueryContextScorer:
     to the one lexical rule, and after a server failure every later hop does too (without waiting
     for the server again). :meth:`report` says what happened, for the query's JSON."""
 
-    def __init__(self, conn: sqlite3.Connection, opts: LLMOptions | None = None, client: Any = None):
+    def __init__(self, conn: Connection, opts: LLMOptions | None = None, client: Any = None):
         self.client = client if client is not None else LLMClient.from_options(opts, conn)
         self.conn = conn
         self.tally = _Tally()

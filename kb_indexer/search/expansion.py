@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -59,6 +58,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
 from kb_indexer.store.similarities import SIMILARITY_TYPES, check_similarity_type
+from kb_indexer.store.dbapi import Connection, Row
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
     "synonym": 1.0,
@@ -163,10 +163,10 @@ WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 I
 """
 
 
-def _edges_from(conn: sqlite3.Connection, node_ids: set[int],
-                allowed: set[str]) -> dict[int, list[tuple[int, str, sqlite3.Row]]]:
+def _edges_from(conn: Connection, node_ids: set[int],
+                allowed: set[str]) -> dict[int, list[tuple[int, str, Row]]]:
     """Relations usable from each node: ``node -> [(other_id, other_keyword, row), ...]`` in id order."""
-    out: dict[int, list[tuple[int, str, sqlite3.Row]]] = {}
+    out: dict[int, list[tuple[int, str, Row]]] = {}
     if not node_ids:
         return out
     rows = conn.execute(_EDGE_SQL + " ORDER BY s.id", {"ids": json.dumps(sorted(node_ids))}).fetchall()
@@ -183,7 +183,7 @@ def _edges_from(conn: sqlite3.Connection, node_ids: set[int],
     return out
 
 
-def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
+def expand(conn: Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
            threshold: float = DEFAULT_THRESHOLD, types: set[str] | None = None,
            weights: dict[str, float] | None = None, context: str | None = None,
            context_scorer: ContextScorer | None = None,
@@ -240,7 +240,7 @@ def expand(conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], *, dep
 
 
 def _score_contexts(context: str, frontier: dict[tuple[str, int], tuple[float, str, list[int]]],
-                    edges: dict[int, list[tuple[int, str, sqlite3.Row]]], weights: dict[str, float], threshold: float,
+                    edges: dict[int, list[tuple[int, str, Row]]], weights: dict[str, float], threshold: float,
                     decay: float,
                     scorer: ContextScorer, matches: dict[int, float]) -> None:
     """Score (once, in one batch) every relation of this hop that could still pass the threshold."""

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from kb_indexer.errors import UsageError
-from kb_indexer.limits import check_keyword
+from kb_indexer.limits import MAX_ID, check_keyword
 from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 
-def keyword_search(conn: sqlite3.Connection, keywords: list[str], mode: str = "or",
+def keyword_search(conn: Connection, keywords: list[str], mode: str = "or",
                    limit: int | None = SEARCH_DEFAULT_LIMIT) -> dict[str, Any]:
     """Documents tagged with the keywords; more matched keywords rank first, then path order.
 
@@ -42,7 +42,7 @@ def keyword_search(conn: sqlite3.Connection, keywords: list[str], mode: str = "o
     }
 
 
-def _ranked_documents(conn: sqlite3.Connection, ids: dict[str, int], users: dict[str, list[str]], mode: str,
+def _ranked_documents(conn: Connection, ids: dict[str, int], users: dict[str, list[str]], mode: str,
                       limit: int | None) -> tuple[list[dict[str, Any]], int]:
     if not ids or (mode == "and" and len(ids) < len(users)):
         return [], 0
@@ -55,7 +55,7 @@ def _ranked_documents(conn: sqlite3.Connection, ids: dict[str, int], users: dict
         args = (kid_list, len(ids))
     total = conn.execute(f"SELECT count(*) FROM ({matched})", args).fetchone()[0]
     rows = conn.execute(f"SELECT d.id, d.filepath, d.title, d.summary FROM ({matched}) m JOIN documents d "
-                        "ON d.id = m.d ORDER BY m.n DESC, d.filepath LIMIT ?", (*args, limit or -1)).fetchall()
+                        "ON d.id = m.d ORDER BY m.n DESC, d.filepath LIMIT ?", (*args, limit or MAX_ID)).fetchall()
     docs = {r["id"]: {"filepath": r["filepath"], "title": r["title"], "summary": r["summary"],
                       "matched_keywords": [], "user_keywords": []} for r in rows}
     for doc_id, keyword in conn.execute(

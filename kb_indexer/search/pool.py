@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import heapq
 import json
-import sqlite3
 from dataclasses import dataclass, field
 
 from kb_indexer.search.expansion import Expansion
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence
+from kb_indexer.store.dbapi import Connection
 
 
 @dataclass
@@ -26,10 +26,10 @@ class TagHits:
     by_kid: dict[int, list[tuple[str, Expansion | None]]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
     parts: dict[int, float] = field(default_factory=dict)   # doc -> keyword part, ascending doc ids
-    conn: sqlite3.Connection | None = None
+    conn: Connection | None = None
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, seeds: list[tuple[str, int | None]], expansions: list[Expansion],
+    def load(cls, conn: Connection, seeds: list[tuple[str, int | None]], expansions: list[Expansion],
              n_user_keywords: int) -> TagHits:
         """Every tagged document's keyword part, computed by SQLite: per user keyword the best evidence value
         (exact: the tag's weight; expansion: ``expansion weight × EXPANSION_FACTOR × tag weight``), summed in

@@ -31,7 +31,6 @@ Pipeline (see the modules for each step):
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, cast
 
@@ -52,6 +51,8 @@ from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
+from kb_indexer.store.errors import OperationalError
+from kb_indexer.store.dbapi import Connection, Row, native
 
 if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
     from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
@@ -59,7 +60,7 @@ if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 
 SUMMARY_SNIPPET_CHARS = 240
 
 
-def _keyword_ids(conn: sqlite3.Connection, norms: list[str]) -> dict[str, int]:
+def _keyword_ids(conn: Connection, norms: list[str]) -> dict[str, int]:
     if not norms:
         return {}
     return {r[1]: r[0] for r in conn.execute(
@@ -73,7 +74,7 @@ def _phrase(text: str) -> str:
 
 # Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
 # the recorder of a query attempt in the history.
-LearnedBoosts = Callable[[sqlite3.Connection, str], dict[int, dict[str, Any]]]
+LearnedBoosts = Callable[[Connection, str], dict[int, dict[str, Any]]]
 Recorder = Callable[..., tuple[int, int]]
 
 
@@ -114,7 +115,7 @@ class _Found:
     dense_info: dict[str, Any] | None = None  # the JSON's "semantic" object
 
 
-def run_query(conn: sqlite3.Connection, question: str, keywords: list[str] | None = None,
+def run_query(conn: Connection, question: str, keywords: list[str] | None = None,
               options: QueryOptions | None = None, *, context_scorer: ContextScorer | None = None,
               query_id: int | None = None, learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
               dense: DenseSource | None = None) -> QueryResult:
@@ -150,7 +151,7 @@ def _spec(question: Any, keywords: list[str] | None, opts: QueryOptions, known: 
         choice=choose_method(opts.method, question, [g for g, _ in given], known))
 
 
-def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) -> tuple[DenseResult | None,
+def _dense(conn: Connection, spec: _Spec, source: DenseSource | None) -> tuple[DenseResult | None,
                                                                                      dict[str, Any] | None]:
     """The vector scores of a semantic or hybrid query, and the JSON's ``semantic`` object (None for the
     lexical methods). Any failure (no vectors, backend down) leaves the query lexical and says why."""
@@ -177,7 +178,7 @@ def _dense(conn: sqlite3.Connection, spec: _Spec, source: DenseSource | None) ->
     return result, info
 
 
-def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer | None,
+def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
           learned: LearnedBoosts | None, explain: bool, dense_source: DenseSource | None = None) -> _Found:
     """Keywords, expansion, tagged documents, learned associations, full text and vectors, fused and ranked."""
     dense, dense_info = _dense(conn, spec, dense_source)
@@ -187,7 +188,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
     n_docs = _document_count(conn)
     view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
-    fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
+    fts_query, pruned = prune_common_terms(native(conn), fts_query, n_docs, view)
     user_norms = [n for _, n in user]
     seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer)
     boosts = learned(conn, spec.question) if learned is not None else {}
@@ -204,7 +205,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
-    snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
+    snippets.update(fulltext.snippets(native(conn), fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, lexical_query.terms)
                for c in ranked]
@@ -212,7 +213,7 @@ def _find(conn: sqlite3.Connection, spec: _Spec, context_scorer: ContextScorer |
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info)
 
 
-def _keyword_channel(conn: sqlite3.Connection, spec: _Spec, method: str, user_norms: list[str],
+def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
                      context_scorer: ContextScorer | None) -> tuple[list[tuple[str, int | None]], list[Expansion],
                                                                     Pool]:
     """The user keywords' ids, their expansions, and the documents tagged with either (a new pool)."""
@@ -256,14 +257,14 @@ def _dense_parts(dense: DenseResult, pool: Pool) -> dict[int, float]:
 ColumnWeights = tuple[float, float, float, float]
 
 
-def _sparse_view(conn: sqlite3.Connection, col_w: ColumnWeights, n_docs: int,
+def _sparse_view(conn: Connection, col_w: ColumnWeights, n_docs: int,
                  terms: tuple[str, ...]) -> sparse.View | None:
     """The sparse index when the knowledge base is large enough to keep one and it is current, else None
     (full text then runs on FTS5; the scores are the same)."""
     return sparse.open_view(conn, col_w, terms) if n_docs >= sparse_min_docs() else None
 
 
-def _document_count(conn: sqlite3.Connection) -> int:
+def _document_count(conn: Connection) -> int:
     """How many documents the index holds (counted only when it may be large enough to prune terms)."""
     top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
     small = min(PRUNE_MIN_DOCS, sparse_min_docs())
@@ -331,7 +332,7 @@ def _explain(spec: _Spec, found: _Found) -> JsonObject:
     }
 
 
-def _record(conn: sqlite3.Connection, out: QueryResult, spec: _Spec, found: _Found, recorder: Recorder,
+def _record(conn: Connection, out: QueryResult, spec: _Spec, found: _Found, recorder: Recorder,
             query_id: int | None) -> None:
     """One history row; a read-only or long-locked index still answers and says the row was lost."""
     opts = spec.options
@@ -344,13 +345,13 @@ def _record(conn: sqlite3.Connection, out: QueryResult, spec: _Spec, found: _Fou
                             keywords=[u for u, _ in found.user], expand_depth=opts.expand_depth,
                             threshold=opts.min_weight, method=found.method, results=found.results,
                             expansions=[e.to_dict() for e in found.expansions], options=options)
-    except sqlite3.OperationalError as exc:
+    except OperationalError as exc:
         qid = aid = None
         out["history_error"] = f"query not recorded in the history: {exc}"
     out["query_id"], out["attempt_id"] = qid, aid
 
 
-def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
+def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
           choice: MethodChoice) -> tuple[list[tuple[str, str]], str, fulltext.FtsQuery]:
     """The user keywords (``(as given, normalised)``), where they came from, and the full-text query."""
     parsed = parse_text(question)
@@ -385,7 +386,7 @@ def _plan(conn: sqlite3.Connection, question: str, given: list[tuple[str, str]],
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
 
 
-def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
+def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None) -> tuple[dict[int, str], int]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
@@ -408,23 +409,23 @@ def _add_fulltext(conn: sqlite3.Connection, fts_query: fulltext.FtsQuery, pool: 
         keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
         return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
     if len(known) > fulltext.PER_ROW_MAX or not limit:
-        scores = fulltext.all_scores(conn, fts_query, col_w)
+        scores = fulltext.all_scores(native(conn), fts_query, col_w)
         found = {d: scores[d] for d in known if d in scores}
         others = {d: s for d, s in scores.items() if d not in pool.docs}
         kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
         return snippets, _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
-    total = fulltext.count_found(conn, fts_query, known)
-    for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
+    total = fulltext.count_found(native(conn), fts_query, known)
+    for d, score, snip in fulltext.search(native(conn), fts_query, limit, col_w):
         pool.add(d)
         pool.bm25[d] = score
         if snip:
             snippets[d] = snip
-    pool.bm25.update(fulltext.scores_for(conn, fts_query, [d for d in known if d not in pool.bm25], col_w))
+    pool.bm25.update(fulltext.scores_for(native(conn), fts_query, [d for d in known if d not in pool.bm25], col_w))
     return snippets, total
 
 
 def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], matched: int, known: list[int],
-              conn: sqlite3.Connection) -> int:
+              conn: Connection) -> int:
     """Record the pool's own scores and the hits kept; returns the total found (matches plus the pool's
     documents that do not match)."""
     pool.bm25.update(found)
@@ -434,15 +435,15 @@ def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], match
     return matched - len(found) + _count_known(conn, pool, known)
 
 
-def _count_known(conn: sqlite3.Connection, pool: Pool, known: list[int]) -> int:
+def _count_known(conn: Connection, pool: Pool, known: list[int]) -> int:
     """How many of the pool's documents ``known`` are indexed (tagged ones are, by their foreign key)."""
     tagged = pool.tags.parts
-    return sum(1 for d in known if d in tagged) + fulltext.count_found(conn, None, [d for d in known
+    return sum(1 for d in known if d in tagged) + fulltext.count_found(native(conn), None, [d for d in known
                                                                                    if d not in tagged])
 
 
-def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
-          limit: int) -> tuple[list[Candidate], dict[int, sqlite3.Row]]:
+def _rank(conn: Connection, candidates: dict[int, Candidate],
+          limit: int) -> tuple[list[Candidate], dict[int, Row]]:
     """The best ``limit`` candidates (0: all) by score, ties by filepath (only the tied ones need their path)."""
     ranked = sorted(candidates.values(), key=lambda c: -round(c.score, 9))
     limit = limit or len(ranked)
@@ -457,7 +458,7 @@ def _rank(conn: sqlite3.Connection, candidates: dict[int, Candidate],
     return ranked[:limit], docs
 
 
-def _result(c: Candidate, doc: sqlite3.Row, snippet: str | None, explain: bool,
+def _result(c: Candidate, doc: Row, snippet: str | None, explain: bool,
             channel_weights: dict[str, float], terms: tuple[str, ...]) -> RankedDocument:
     matched: list[str] = []
     users: list[str] = []

@@ -8,13 +8,13 @@ best chunk. numpy is imported here only, and only when a query uses vectors.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kb_indexer.errors import KbError
 from kb_indexer.search.arrays import lookup
 from kb_indexer.store import vectors as store
+from kb_indexer.store.dbapi import Connection
 
 #: How many of the best documents by vector similarity become candidates of a semantic or hybrid query
 #: (at least; ``limit`` when larger).
@@ -47,7 +47,7 @@ class DenseResult:
         return lookup(self.docs, self.best, doc_ids)
 
 
-def run(conn: sqlite3.Connection, source: DenseSource, question: str, depth: int) -> DenseResult:
+def run(conn: Connection, source: DenseSource, question: str, depth: int) -> DenseResult:
     """Cosine of every document's best chunk with the question; the ``depth`` best in ``top``.
 
     Raises ``KbError`` when the question cannot be embedded (the caller falls back to lexical search).

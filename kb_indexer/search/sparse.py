@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Sequence
 
@@ -22,6 +21,8 @@ from kb_indexer.search.arrays import lookup
 from kb_indexer.store import sparse as store
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+from kb_indexer.store.errors import OperationalError
+from kb_indexer.store.dbapi import Connection, native
 
 K1 = 1.2
 B = 0.75
@@ -52,14 +53,14 @@ class View:
         self.terms.update(zip(new, self.tokenizer.tokens(new)))
         return [self.terms[t] for t in terms]
 
-    def postings(self, conn: sqlite3.Connection, tokens: list[str]) -> None:
+    def postings(self, conn: Connection, tokens: list[str]) -> None:
         """Load the live postings of ``tokens`` (document ids int64, weighted frequencies float64)."""
         import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
         todo = [t for t in set(tokens) if t not in self._postings]
         if not todo:
             return
-        rows = store.term_rows(conn, todo)
+        rows = store.term_rows(native(conn), todo)
         for tok in todo:
             docs, freqs = [], []
             for seg, data in rows.get(tok, ()):
@@ -75,7 +76,7 @@ class View:
             f = np.concatenate(freqs).astype(np.float64) if freqs else np.zeros(0)
             self._postings[tok] = (d, f)
 
-    def df(self, conn: sqlite3.Connection, token: str) -> int:
+    def df(self, conn: Connection, token: str) -> int:
         self.postings(conn, [token])
         return len(self._postings[token][0])
 
@@ -117,12 +118,12 @@ class _Base:
 _BASES: dict[tuple[Any, ...], _Base] = {}
 
 
-def _base(conn: sqlite3.Connection) -> _Base | None:
+def _base(conn: Connection) -> _Base | None:
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     try:
         head = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
-    except sqlite3.OperationalError:      # an index from before m100 opened read-only
+    except OperationalError:      # an index from before m100 opened read-only
         return None
     if head is None or head[0] != store.FORMAT:
         return None
@@ -130,7 +131,7 @@ def _base(conn: sqlite3.Connection) -> _Base | None:
     key = (*identity, head[1]) if identity is not None else None
     if key is not None and key in _BASES:
         return _BASES[key]
-    st = store.load_state(conn)
+    st = store.load_state(native(conn))
     if st is None:
         return None
     lengths = st.lengths.astype(np.float64)
@@ -142,7 +143,7 @@ def _base(conn: sqlite3.Connection) -> _Base | None:
     return base
 
 
-def open_view(conn: sqlite3.Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:
+def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:
     """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
@@ -152,15 +153,15 @@ def open_view(conn: sqlite3.Connection, column_weights: tuple[float, ...], terms
     if base is None:
         return None
     pending: list[int] = []
-    if base.structure is None or base.structure != store.structure(conn):
+    if base.structure is None or base.structure != store.structure(native(conn)):
         pending = [r[0] for r in conn.execute("SELECT DISTINCT document_id FROM fulltext_log WHERE seq > ? LIMIT ?",
                                               (base.fold_seq, store.OVERLAY_MAX + 1))]
         if not pending or len(pending) > store.OVERLAY_MAX:
             return None
-    tokenizer = Tokenizer(conn)
+    tokenizer = Tokenizer(native(conn))
     tokens = dict(zip(terms, tokenizer.tokens(terms)))
     phrases = {t for t in tokens.values() if len(t) == 2}
-    overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
+    overlay = store.read_documents(native(conn), tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
     owner, lengths, documents, total, norm = base.owner, base.lengths, base.documents, base.total, None
     if pending:
         size = max([len(owner)] + [d + 1 for d in pending])
@@ -170,7 +171,7 @@ def open_view(conn: sqlite3.Connection, column_weights: tuple[float, ...], terms
         owner[idx] = 0
         lengths[idx] = [overlay.length.get(d, 0) for d in pending]
         documents, total = int(np.count_nonzero(owner)) + len(overlay.length), int(lengths.sum())
-    if (documents, total) != store.fts_totals(conn) or not documents:
+    if (documents, total) != store.fts_totals(native(conn)) or not documents:
         return None
     if not pending:
         norm = base.norm()
@@ -179,7 +180,7 @@ def open_view(conn: sqlite3.Connection, column_weights: tuple[float, ...], terms
                 _covered(conn, oldest, phrases), len(pending), base.generation, norm)
 
 
-def still_current(conn: sqlite3.Connection, view: View) -> bool:
+def still_current(conn: Connection, view: View) -> bool:
     """Whether no fold or merge committed since ``view`` was opened (a query reads the postings after
     checking the view: another process's sync may have changed them in between; then FTS5 answers)."""
     row = conn.execute("SELECT generation FROM sparse_state WHERE id = 1").fetchone()
@@ -192,7 +193,7 @@ def _oldest(owner: Any) -> int:
     return int(live.min()) if len(live) else 1 << 62
 
 
-def _covered(conn: sqlite3.Connection, oldest: int, phrases: AbstractSet[tuple[str, ...]]) -> set[str]:
+def _covered(conn: Connection, oldest: int, phrases: AbstractSet[tuple[str, ...]]) -> set[str]:
     """The phrases every live segment (from ``oldest`` on) indexed (see ``sparse_pairs``)."""
     if not phrases:
         return set()
@@ -233,7 +234,7 @@ class Scores:
         return {int(d): float(s) for d, s in zip(docs, scores)}
 
 
-def score(conn: sqlite3.Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:
+def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:
     """bm25 of every document matching any of ``terms``; ``phrase_sql`` gives ``(rowid, -bm25)`` of the
     documents matching one phrase (a parameter: its string literal)."""
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only

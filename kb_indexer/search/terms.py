@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import unicodedata
 from dataclasses import dataclass, field
 
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 # English stopwords for queries: function words, the question words agents
 # start questions with, and request boilerplate. Applied to the question only (the index keeps every
@@ -157,7 +157,7 @@ def content_terms(words: list[Word], skip: set[int] | None = None) -> list[str]:
     return out
 
 
-def find_known_keywords(conn: sqlite3.Connection, words: list[Word]) -> list[tuple[int, int, int, str]]:
+def find_known_keywords(conn: Connection, words: list[Word]) -> list[tuple[int, int, int, str]]:
     """Known keywords (multi-word ones too) in the question, longest match first.
 
     Returns non-overlapping ``(start, end, keyword_id, keyword)`` spans, left to

@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
+from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.limits import check_int_arg, check_session_id, check_utf8
 from kb_indexer.skills.llm_match import NO_BACKEND, llm_step
@@ -21,6 +21,7 @@ from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, 
 from kb_indexer.skills.source import skill_source
 from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
 from kb_indexer.store.errors import translating
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.llm.config import LLMOptions
@@ -47,7 +48,7 @@ class SkillsAPI:
     #: ``fallback_reason`` of a match that did not ask an LLM because none is configured (not a failure)
     NO_BACKEND = NO_BACKEND
 
-    def __init__(self, conn: sqlite3.Connection, db_path: Path | None = None) -> None:
+    def __init__(self, conn: Connection, db_path: DbTarget | None = None) -> None:
         self.conn = conn
         self.db_path = db_path
 

@@ -12,11 +12,11 @@ order they were first given), then the ones given now (command-line order), then
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.store.dbapi import Connection
 
 ENV_VAR = "KBINDEX_SKILLS"
 
@@ -55,13 +55,13 @@ def env_dirs() -> list[str]:
     return list(dict.fromkeys(resolved(p) for p in raw.split(os.pathsep) if p.strip()))
 
 
-def remembered(conn: sqlite3.Connection) -> list[str]:
+def remembered(conn: Connection) -> list[str]:
     """The remembered directories, resolved and without duplicates, oldest first."""
     rows = conn.execute("SELECT path FROM skill_dirs ORDER BY added_at, rowid")
     return list(dict.fromkeys(stored(r[0]) for r in rows))
 
 
-def resolve_dirs(conn: sqlite3.Connection, given: list[str], forget: list[str] | None = None) -> SyncDirs:
+def resolve_dirs(conn: Connection, given: list[str], forget: list[str] | None = None) -> SyncDirs:
     """The directories of this sync. A given directory must exist; a forgotten one must be remembered
     (or hold indexed skills) and is not synced now."""
     given_res: list[str] = []
@@ -86,7 +86,7 @@ def resolve_dirs(conn: sqlite3.Connection, given: list[str], forget: list[str] |
     return SyncDirs(ordered, [d for d in dict.fromkeys(given_res) if d not in known], list(dict.fromkeys(gone)))
 
 
-def store_dirs(conn: sqlite3.Connection, dirs: SyncDirs) -> None:
+def store_dirs(conn: Connection, dirs: SyncDirs) -> None:
     """In the sync's transaction: remember the new directories, forget the forgotten ones and rewrite
     rows stored unresolved (older versions) as resolved paths."""
     for (path, added_at) in conn.execute("SELECT path, added_at FROM skill_dirs").fetchall():

@@ -40,12 +40,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from kb_indexer.skills.terms import VERSION, compounds, tokens
+from kb_indexer.store.connection import file_identity
+from kb_indexer.store.dbapi import Connection
 
 NAME_WEIGHT = 3.0
 DESCRIPTION_WEIGHT = 1.0
@@ -150,12 +151,13 @@ class SkillIndex:
 _CACHE: dict[str, tuple[str, SkillIndex]] = {}
 
 
-def _db_file(conn: sqlite3.Connection) -> str:
-    row = conn.execute("PRAGMA database_list").fetchone()
-    return row[2] if row else ""
+def _db_file(conn: Connection) -> str:
+    """Which index the cache entry is for ("" for an in-memory one: not cached)."""
+    identity = file_identity(conn)
+    return str(identity[:2]) if identity else ""
 
 
-def load_index(conn: sqlite3.Connection, version: str) -> SkillIndex:
+def load_index(conn: Connection, version: str) -> SkillIndex:
     """The matcher's index of the skill table, rebuilt when the skill set's version changes."""
     key = _db_file(conn)
     hit = _CACHE.get(key)

@@ -22,7 +22,6 @@ the order of ``skills load``, which prints the loaded skills' bodies within a to
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from kb_indexer.errors import NotFoundError
 from kb_indexer.skills.match import SkillIndex, relevant_names
 from kb_indexer.store.connection import transaction
 from kb_indexer.tokens import estimate_tokens
+from kb_indexer.store.dbapi import Connection, Row
 
 DEFAULT_EVICT_AFTER = 3
 DEFAULT_MAX_LOADED = 5
@@ -44,7 +44,7 @@ class SessionOptions:
     max_loaded: int = DEFAULT_MAX_LOADED
 
 
-def _next_turn(conn: sqlite3.Connection, sid: str, message: str) -> int:
+def _next_turn(conn: Connection, sid: str, message: str) -> int:
     conn.execute("INSERT INTO skill_sessions (id) VALUES (?) ON CONFLICT(id) DO NOTHING", (sid,))
     conn.execute("UPDATE skill_sessions SET turn = turn + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
                  "WHERE id = ?", (sid,))
@@ -54,7 +54,7 @@ def _next_turn(conn: sqlite3.Connection, sid: str, message: str) -> int:
     return turn
 
 
-def _load_matched(conn: sqlite3.Connection, sid: str, turn: int, names: list[str]) -> list[str]:
+def _load_matched(conn: Connection, sid: str, turn: int, names: list[str]) -> list[str]:
     """Mark the matched skills active and loaded; the ones that were not loaded before."""
     loaded_before = {r[0] for r in conn.execute(
         "SELECT skill_name FROM skill_session_skills WHERE session_id = ? AND loaded = 1", (sid,))}
@@ -62,23 +62,23 @@ def _load_matched(conn: sqlite3.Connection, sid: str, turn: int, names: list[str
         conn.execute(
             "INSERT INTO skill_session_skills (session_id, skill_name, last_matched_turn, match_count, priority, "
             "loaded) VALUES (?, ?, ?, 1, 'active', 1) ON CONFLICT(session_id, skill_name) DO UPDATE SET "
-            "last_matched_turn = excluded.last_matched_turn, match_count = match_count + 1, priority = 'active', "
-            "loaded = 1", (sid, name, turn))
+            "last_matched_turn = excluded.last_matched_turn, match_count = skill_session_skills.match_count + 1, "
+            "priority = 'active', loaded = 1", (sid, name, turn))
     return [n for n in names if n not in loaded_before]
 
 
-def _recent_text(conn: sqlite3.Connection, sid: str, turn: int, n: int) -> str:
+def _recent_text(conn: Connection, sid: str, turn: int, n: int) -> str:
     rows = conn.execute("SELECT message FROM skill_session_messages WHERE session_id = ? AND turn > ? "
                         "ORDER BY turn", (sid, turn - n))
     return "\n".join(r[0] for r in rows)
 
 
-def _evict(conn: sqlite3.Connection, sid: str, name: str) -> None:
+def _evict(conn: Connection, sid: str, name: str) -> None:
     conn.execute("UPDATE skill_session_skills SET loaded = 0, priority = 'relevant' "
                  "WHERE session_id = ? AND skill_name = ?", (sid, name))
 
 
-def _age_out(conn: sqlite3.Connection, index: SkillIndex, opts: SessionOptions, turn: int,
+def _age_out(conn: Connection, index: SkillIndex, opts: SessionOptions, turn: int,
              matched: set[str]) -> list[str]:
     """Step 3: loaded skills not matched this turn become ``relevant``; stale ones not relevant go."""
     sid = opts.id
@@ -96,7 +96,7 @@ def _age_out(conn: sqlite3.Connection, index: SkillIndex, opts: SessionOptions, 
     return evicted
 
 
-def _cap(conn: sqlite3.Connection, opts: SessionOptions) -> list[str]:
+def _cap(conn: Connection, opts: SessionOptions) -> list[str]:
     """Step 4: evict the least important loaded skills beyond ``max_loaded``."""
     loaded = [r[0] for r in conn.execute(
         f"SELECT skill_name FROM skill_session_skills WHERE session_id = ? AND loaded = 1 ORDER BY {IMPORTANCE}",
@@ -107,7 +107,7 @@ def _cap(conn: sqlite3.Connection, opts: SessionOptions) -> list[str]:
     return evicted
 
 
-def _skills(conn: sqlite3.Connection, sid: str, loaded_only: bool = False) -> list[dict[str, Any]]:
+def _skills(conn: Connection, sid: str, loaded_only: bool = False) -> list[dict[str, Any]]:
     where = " AND loaded = 1" if loaded_only else ""
     return [{"name": r[0], "priority": r[1], "match_count": r[2], "last_matched_turn": r[3], "loaded": bool(r[4])}
             for r in conn.execute(
@@ -115,7 +115,7 @@ def _skills(conn: sqlite3.Connection, sid: str, loaded_only: bool = False) -> li
                 f"WHERE session_id = ?{where} ORDER BY loaded DESC, {IMPORTANCE}", (sid,))]
 
 
-def record_turn(conn: sqlite3.Connection, index: SkillIndex, message: str, matched: list[str],
+def record_turn(conn: Connection, index: SkillIndex, message: str, matched: list[str],
                 opts: SessionOptions) -> dict[str, Any]:
     """One turn of a session (see the module docstring), in one write transaction."""
     with transaction(conn):
@@ -129,8 +129,8 @@ def record_turn(conn: sqlite3.Connection, index: SkillIndex, message: str, match
             "evict_after": opts.evict_after, "max_loaded": opts.max_loaded}
 
 
-def _require(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:
-    row: sqlite3.Row | None = conn.execute("SELECT id, turn, created_at, updated_at FROM skill_sessions WHERE id = ?",
+def _require(conn: Connection, sid: str) -> Row:
+    row: Row | None = conn.execute("SELECT id, turn, created_at, updated_at FROM skill_sessions WHERE id = ?",
                                            (sid,)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill session: {sid!r} (`kbindex skills match MESSAGE --session ID` "
@@ -138,7 +138,7 @@ def _require(conn: sqlite3.Connection, sid: str) -> sqlite3.Row:
     return row
 
 
-def show_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
+def show_session(conn: Connection, sid: str) -> dict[str, Any]:
     row = _require(conn, sid)
     messages = [{"turn": r[0], "message": r[1]} for r in conn.execute(
         "SELECT turn, message FROM skill_session_messages WHERE session_id = ? ORDER BY turn", (sid,))]
@@ -147,7 +147,7 @@ def show_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
             "loaded": [s["name"] for s in skills if s["loaded"]], "skills": skills, "messages": messages}
 
 
-def reset_session(conn: sqlite3.Connection, sid: str) -> dict[str, Any]:
+def reset_session(conn: Connection, sid: str) -> dict[str, Any]:
     """Forget a session (its turns, messages and skills); not an error when it does not exist."""
     with transaction(conn):
         existed = conn.execute("DELETE FROM skill_sessions WHERE id = ?", (sid,)).rowcount > 0
@@ -162,7 +162,7 @@ def render_skill(name: str, description: str, body: str) -> str:
     return text + (f"\n{body.strip()}\n" if body.strip() else "")
 
 
-def load_skills(conn: sqlite3.Connection, sid: str, budget: int | None = None) -> dict[str, Any]:
+def load_skills(conn: Connection, sid: str, budget: int | None = None) -> dict[str, Any]:
     """The loaded skills' bodies, most important first, as many as fit in ``budget`` estimated tokens
     (a skill that does not fit is left out and the next, smaller one may still fit)."""
     row = _require(conn, sid)

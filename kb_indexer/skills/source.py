@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 from pathlib import Path
 
 from kb_indexer.beneath import SUPPORTED, open_folder
 from kb_indexer.errors import ValidationError
 from kb_indexer.skills.dirs import env_dirs
 from kb_indexer.skills.sync import SkillFileRefused, read_opened, require_skill
+from kb_indexer.store.dbapi import Connection
 
 SKILL_FILE = "SKILL.md"
 _FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -51,7 +51,7 @@ def path_problem(folder: str, source_dir: str, given: set[str]) -> str | None:
     return None
 
 
-def given_dirs(conn: sqlite3.Connection) -> set[str]:
+def given_dirs(conn: Connection) -> set[str]:
     """The skills directories the user gave: remembered ones (as stored) and those of ``KBINDEX_SKILLS``."""
     return {r[0] for r in conn.execute("SELECT path FROM skill_dirs")} | set(env_dirs())
 
@@ -90,7 +90,7 @@ def read_stored_skill(folder: str, source_dir: str, given: set[str]) -> bytes:
         raise Refused(str(exc)) from None
 
 
-def skill_source(conn: sqlite3.Connection, name: str) -> str:
+def skill_source(conn: Connection, name: str) -> str:
     """The text of an indexed skill's SKILL.md (read by :func:`read_stored_skill`); a file refused, gone or
     not UTF-8 is an ``invalid_input`` error, never another file's content."""
     r = require_skill(conn, name)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from kb_indexer.skills.parse import MAX_SKILL_BYTES, ParsedSkill, SkillParseErro
 from kb_indexer.skills.terms import VERSION, tokens
 from kb_indexer.store import meta
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.dbapi import Connection, Row
 
 SKILLS_VERSION_KEY = "skills_version"  # in the meta table: bumped when the skill set changes
 
@@ -127,7 +127,7 @@ def scan_dir(directory: str, known: dict[str, str], errors: list[dict[str, Any]]
     return out
 
 
-def _write(conn: sqlite3.Connection, f: Found) -> None:
+def _write(conn: Connection, f: Found) -> None:
     s = f.skill
     assert s is not None
     conn.execute(
@@ -140,7 +140,7 @@ def _write(conn: sqlite3.Connection, f: Found) -> None:
          f.digest, skill_terms(s.name, s.description, s.body)))
 
 
-def _rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def _rows(conn: Connection) -> list[dict[str, Any]]:
     """The indexed skills with their paths resolved (rows of older versions may hold ``a/../a``)."""
     dirs: dict[str, str] = {}
     out = []
@@ -167,7 +167,7 @@ def _scan(dirs: SyncDirs, known: dict[str, str], errors: list[dict[str, Any]]) -
     return found
 
 
-def _plan(conn: sqlite3.Connection, dirs: SyncDirs,
+def _plan(conn: Connection, dirs: SyncDirs,
           errors: list[dict[str, Any]]) -> tuple[list[Found], list[Found], list[dict[str, Any]]]:
     """(found skills, those to write, duplicates). Of two folders with one name, the one indexed now
     wins while it is present and valid; else the first in the directories' order (see ``dirs``)."""
@@ -192,7 +192,7 @@ def _plan(conn: sqlite3.Connection, dirs: SyncDirs,
     return keep, write, dups
 
 
-def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
+def sync_skills(conn: Connection, given: list[str] | None = None,
                 forget: list[str] | None = None) -> dict[str, Any]:
     dirs = resolve_dirs(conn, list(given or []), list(forget or []))
     errors: list[dict[str, Any]] = []
@@ -219,17 +219,24 @@ def sync_skills(conn: sqlite3.Connection, given: list[str] | None = None,
             "skills": _count(conn), "duplicates": dups, "errors": errors}
 
 
-def _refresh_terms(conn: sqlite3.Connection) -> None:
+def _stale_terms(terms: str) -> bool:
+    """Whether stored tokens are not this tokenizer version's (or not readable)."""
+    try:
+        return bool(json.loads(terms).get("v") != VERSION)
+    except (ValueError, AttributeError):
+        return True
+
+
+def _refresh_terms(conn: Connection) -> None:
     """Tokens stored by another tokenizer version are computed again (else every match would redo them)."""
-    stale = conn.execute("SELECT name, description, body FROM skills WHERE json_valid(terms) = 0 "
-                         "OR json_extract(terms, '$.v') IS NOT ?", (VERSION,)).fetchall()
+    stale = [r for r in conn.execute("SELECT name, description, body, terms FROM skills") if _stale_terms(r[3])]
     conn.executemany("UPDATE skills SET terms = ? WHERE name = ?",
                      [(skill_terms(r[0], r[1], r[2]), r[0]) for r in stale])
     if stale:
         bump_version(conn)
 
 
-def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[str],
+def _apply(conn: Connection, existing: list[dict[str, Any]], drop: set[str],
            write: list[Found]) -> dict[str, Any]:
     """Drop the names ``drop`` and write ``write``: {added, updated, removed} by name (a renamed skill is
     its new name added and its old name removed; a name written again is updated)."""
@@ -245,44 +252,44 @@ def _apply(conn: sqlite3.Connection, existing: list[dict[str, Any]], drop: set[s
     return {"added": sorted(written - before), "updated": sorted(written & before), "removed": sorted(removed)}
 
 
-def drop_skills(conn: sqlite3.Connection, names: list[str]) -> None:
+def drop_skills(conn: Connection, names: list[str]) -> None:
     """Delete skills from the index and from every session (``skills remove`` and ``skills sync``)."""
     conn.executemany("DELETE FROM skills WHERE name = ?", [(n,) for n in names])
     conn.executemany("DELETE FROM skill_session_skills WHERE skill_name = ?", [(n,) for n in names])
 
 
-def bump_version(conn: sqlite3.Connection) -> None:
+def bump_version(conn: Connection) -> None:
     """The skill set changed (the LLM match cache and the in-memory matcher index key on this)."""
     meta.increment(conn, SKILLS_VERSION_KEY)
 
 
-def skills_version(conn: sqlite3.Connection) -> str:
+def skills_version(conn: Connection) -> str:
     return meta.get(conn, SKILLS_VERSION_KEY) or "0"
 
 
-def _count(conn: sqlite3.Connection) -> int:
+def _count(conn: Connection) -> int:
     count: int = conn.execute("SELECT COUNT(*) FROM skills").fetchone()[0]
     return count
 
 
-def list_skills(conn: sqlite3.Connection) -> dict[str, Any]:
+def list_skills(conn: Connection) -> dict[str, Any]:
     rows = [dict(r) for r in conn.execute(
         "SELECT name, description, folder, source_dir, updated_at FROM skills ORDER BY name")]
     dirs = [dict(r) for r in conn.execute("SELECT path, added_at, synced_at FROM skill_dirs ORDER BY added_at, rowid")]
     return {"skills": rows, "count": len(rows), "dirs": dirs, "env_dirs": env_dirs()}
 
 
-def require_skill(conn: sqlite3.Connection, name: str) -> sqlite3.Row:
+def require_skill(conn: Connection, name: str) -> Row:
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("a skill name is required")
-    row: sqlite3.Row | None = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
+    row: Row | None = conn.execute("SELECT * FROM skills WHERE name = ?", (name.strip(),)).fetchone()
     if row is None:
         raise NotFoundError(f"Unknown skill: {name!r} (see `kbindex skills list`)")
-    found: sqlite3.Row = row
+    found: Row = row
     return found
 
 
-def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+def show_skill(conn: Connection, name: str) -> dict[str, Any]:
     r = require_skill(conn, name)
     return {"name": r["name"], "description": r["description"], "metadata": json.loads(r["metadata"]),
             "body": r["body"], "folder": r["folder"], "file": str(Path(r["folder"]) / SKILL_FILE),
@@ -290,7 +297,7 @@ def show_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
             "created_at": r["created_at"], "updated_at": r["updated_at"]}
 
 
-def remove_skill(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+def remove_skill(conn: Connection, name: str) -> dict[str, Any]:
     """Drop a skill from the index (its folder stays on disk: the next sync indexes it again)."""
     with transaction(conn):
         r = require_skill(conn, name)

@@ -5,16 +5,21 @@ sync for renamed files (:mod:`kb_indexer.index.renames`); call inside the caller
 from __future__ import annotations
 
 import json
-import sqlite3
+from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
 
 
-def move_document(conn: sqlite3.Connection, old: str, new: str) -> None:
+def move_document(conn: Connection, old: str, new: str) -> None:
     """Give the document at ``old`` the path ``new`` (no document may be at ``new``)."""
     conn.execute("UPDATE documents SET filepath = ? WHERE filepath = ?", (new, old))
 
 
-def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
+def follow_paths(conn: Connection, moved: dict[str, str]) -> None:
     """Feedback, recorded query results and learned items' details: from the old paths to the new ones."""
+    if is_postgres(conn):
+        _follow_paths_row_by_row(conn, moved)
+        _follow_results(conn, moved)
+        return
     mapping = json.dumps([[old, new] for old, new in moved.items()])
     pairs = "(SELECT json_extract(value, '$[0]') AS old, json_extract(value, '$[1]') AS new FROM json_each(?))"
     # A feedback row already on a new path is about an earlier document that was removed from there:
@@ -28,12 +33,40 @@ def follow_paths(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
     _follow_results(conn, moved)
 
 
-def _follow_results(conn: sqlite3.Connection, moved: dict[str, str]) -> None:
-    results_of = "json_each(CASE WHEN json_valid(a.top_results) THEN a.top_results ELSE '[]' END)"
-    rows = conn.execute(
-        f"SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM {results_of} r "
-        "WHERE CASE WHEN r.type = 'object' THEN json_extract(r.value, '$.filepath') END IN "
-        "(SELECT value FROM json_each(?)))", (json.dumps(list(moved)),)).fetchall()
+def _follow_paths_row_by_row(conn: Connection, moved: dict[str, str]) -> None:
+    """PostgreSQL (no UPDATE OR REPLACE, other JSON functions): what follow_paths does on SQLite, by row.
+    A feedback row already at a new path, for the same query, is replaced by the renamed document's."""
+    olds = json.dumps(list(moved))
+    for fid, qid, old in conn.execute("SELECT id, query_id, filepath FROM query_feedback WHERE filepath IN "
+                                      "(SELECT value FROM json_each(?)) ORDER BY id", (olds,)).fetchall():
+        conn.execute("DELETE FROM query_feedback WHERE query_id = ? AND filepath = ?", (qid, moved[old]))
+        conn.execute("UPDATE query_feedback SET filepath = ? WHERE id = ?", (moved[old], fid))
+    for lid, text in conn.execute("SELECT id, detail FROM learned_items WHERE detail LIKE '%\"filepath\"%'").fetchall():
+        try:
+            detail = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(detail, dict) and detail.get("filepath") in moved:
+            detail["filepath"] = moved[detail["filepath"]]
+            conn.execute("UPDATE learned_items SET detail = ? WHERE id = ?",
+                         (json.dumps(detail, ensure_ascii=False, separators=(",", ":")), lid))
+
+
+# The attempts whose recorded results name a moved path: SQLite's and PostgreSQL's JSON functions.
+_ATTEMPTS_NAMING = (
+    "SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM "
+    "json_each(CASE WHEN json_valid(a.top_results) THEN a.top_results ELSE '[]' END) r "
+    "WHERE CASE WHEN r.type = 'object' THEN json_extract(r.value, '$.filepath') END IN "
+    "(SELECT value FROM json_each(?)))")
+_PG_ATTEMPTS_NAMING = (
+    "SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM "
+    "json_array_elements(CASE WHEN a.top_results IS JSON ARRAY THEN a.top_results::json ELSE '[]' END) r "
+    "WHERE CASE WHEN json_typeof(r) = 'object' THEN r ->> 'filepath' END IN (SELECT value FROM json_each(?)))")
+
+
+def _follow_results(conn: Connection, moved: dict[str, str]) -> None:
+    sql = _PG_ATTEMPTS_NAMING if is_postgres(conn) else _ATTEMPTS_NAMING
+    rows = conn.execute(sql, (json.dumps(list(moved)),)).fetchall()
     for attempt_id, text in rows:
         results = json.loads(text)
         for r in results:

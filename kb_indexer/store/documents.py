@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from kb_indexer.errors import NotFoundError
 from kb_indexer.store.connection import inserted_id
+from kb_indexer.store.dbapi import Connection
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
@@ -20,7 +21,7 @@ GENERATED_TAG_WEIGHT = 0.25
 class KeywordIds:
     """Keyword id lookup with an in-memory cache (one per command / sync run)."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: Connection):
         self.conn = conn
         self._cache: dict[str, int] = {}
         self._display: dict[int, str] = {}
@@ -46,7 +47,7 @@ class KeywordIds:
         kid = self.get(norm)
         if kid is None:
             cur = self.conn.execute(
-                "INSERT INTO keywords (keyword, display, category) VALUES (?, ?, ?)",
+                "INSERT INTO keywords (keyword, display, category) VALUES (?, ?, ?) RETURNING id",
                 (norm, clean_display(keyword), category),
             )
             kid = inserted_id(cur)
@@ -55,12 +56,12 @@ class KeywordIds:
         return kid
 
 
-def get_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row | None:
+def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
     return row
 
 
-def require_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row:
+def require_document(conn: Connection, filepath: str) -> sqlite3.Row:
     row = get_document(conn, filepath)
     if row is None:
         raise NotFoundError(f"Document not in the index: {filepath}")
@@ -68,7 +69,7 @@ def require_document(conn: sqlite3.Connection, filepath: str) -> sqlite3.Row:
 
 
 def upsert_document(
-    conn: sqlite3.Connection,
+    conn: Connection,
     ids: KeywordIds,
     *,
     filepath: str,
@@ -95,7 +96,7 @@ def upsert_document(
     if row is None:
         cur = conn.execute(
             "INSERT INTO documents (filepath, title, summary, content_hash, stat_sig, keywords_file, "
-            "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (filepath, title, summary, content_hash, stat_sig, keywords_file, now, now, text_hash),
         )
         doc_id, created = inserted_id(cur), True
@@ -124,7 +125,7 @@ def upsert_document(
 _LINK = "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?)"
 
 
-def _link_keywords(conn: sqlite3.Connection, rows: list[tuple[int, int, str | None, str, float]], created: bool) -> None:
+def _link_keywords(conn: Connection, rows: list[tuple[int, int, str | None, str, float]], created: bool) -> None:
     """Store a document's keyword rows; a keyword listed twice keeps its first place and its last values."""
     if created:  # nothing stored for the document yet: plain inserts (an upsert costs ~20% more at sync scale)
         conn.executemany(_LINK, list({r[1]: r for r in rows}.values()))
@@ -134,7 +135,7 @@ def _link_keywords(conn: sqlite3.Connection, rows: list[tuple[int, int, str | No
                      "source = excluded.source, weight = excluded.weight, learned_id = NULL", rows)
 
 
-def write_fts_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
+def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
     """(Re)write full-text rows ``(document id, title, summary, keywords text, body)``, logged for the sparse
     index (:mod:`kb_indexer.store.sparse`)."""
     conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", [(r[0],) for r in rows])
@@ -142,7 +143,7 @@ def write_fts_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str, str
     conn.executemany("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)", rows)
 
 
-def doc_keyword_text(conn: sqlite3.Connection, doc_id: int) -> str:
+def doc_keyword_text(conn: Connection, doc_id: int) -> str:
     return " ; ".join(
         r[0] for r in conn.execute(
             "SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
@@ -150,7 +151,7 @@ def doc_keyword_text(conn: sqlite3.Connection, doc_id: int) -> str:
     )
 
 
-def write_fts(conn: sqlite3.Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:
+def write_fts(conn: Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:
     """(Re)write the full-text row of a document; ``body=None`` keeps the stored body."""
     if body is None:
         row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
@@ -163,20 +164,20 @@ def write_fts(conn: sqlite3.Connection, doc_id: int, *, title: str, summary: str
     )
 
 
-def refresh_fts_keywords(conn: sqlite3.Connection, doc_id: int) -> None:
+def refresh_fts_keywords(conn: Connection, doc_id: int) -> None:
     doc = conn.execute("SELECT title, summary FROM documents WHERE id = ?", (doc_id,)).fetchone()
     if doc:
         write_fts(conn, doc_id, title=doc["title"], summary=doc["summary"])
 
 
-def delete_document(conn: sqlite3.Connection, filepath: str) -> int:
+def delete_document(conn: Connection, filepath: str) -> int:
     doc = require_document(conn, filepath)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc["id"],))
     doc_id: int = doc["id"]
     return doc_id
 
 
-def document_keywords(conn: sqlite3.Connection, doc_id: int) -> list[dict[str, Any]]:
+def document_keywords(conn: Connection, doc_id: int) -> list[dict[str, Any]]:
     return [
         {"keyword": r["display"], "category": r["category"], "source": r["source"]}
         for r in conn.execute(
@@ -187,6 +188,6 @@ def document_keywords(conn: sqlite3.Connection, doc_id: int) -> list[dict[str, A
     ]
 
 
-def get_body(conn: sqlite3.Connection, doc_id: int) -> str:
+def get_body(conn: Connection, doc_id: int) -> str:
     row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
     return row[0] if row else ""

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+from kb_indexer.config import POSTGRES_SCHEMES, DbUrl, is_db_url
+
+__all__ = ["POSTGRES_SCHEMES", "is_url", "is_postgres", "has_sparse_index"]
 
 
-def is_url(target: str | Path) -> bool:
+def is_url(target: str | Path | DbUrl) -> bool:
     """True when ``target`` names a PostgreSQL server rather than an SQLite file."""
-    return isinstance(target, str) and target.lower().startswith(POSTGRES_SCHEMES)
+    return is_db_url(target)
 
 
 def is_postgres(conn: object) -> bool:
     """True for a connection to PostgreSQL (a ``PgConnection``), false for ``sqlite3.Connection``."""
     return getattr(conn, "engine", None) == "postgres"
+
+
+def has_sparse_index(conn: object) -> bool:
+    """Whether the index keeps the sparse full-text index of kb_indexer.store.sparse (SQLite's; PostgreSQL
+    ranks full text on the server)."""
+    return not is_postgres(conn)

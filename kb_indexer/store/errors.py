@@ -19,6 +19,29 @@ from typing import Any, Callable
 from kb_indexer.errors import (BadDatabaseError, BusyError, DiskFullError, KbError, ReadOnlyError, StorageError,
                                ValidationError)
 
+class PgError(Exception):
+    """A PostgreSQL failure, as :class:`kb_indexer.store.pg.connection.PgConnection` raises it (psycopg's
+    error is its ``__cause__``; ``sqlstate`` its SQLSTATE code). Defined here so that catching it needs no
+    psycopg."""
+
+    def __init__(self, message: str, sqlstate: str | None = None):
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class PgIntegrityError(PgError):
+    """A constraint (unique, foreign key, check, not null) refused a write."""
+
+
+class PgOperationalError(PgError):
+    """The server could not run the statement (connection, lock, resources, cancel)."""
+
+
+#: What features catch, whichever engine the index is on (``except DatabaseError:``).
+DatabaseError = (sqlite3.DatabaseError, PgError)
+IntegrityError = (sqlite3.IntegrityError, PgIntegrityError)
+OperationalError = (sqlite3.OperationalError, PgOperationalError)
+
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
 
 # Primary SQLite result codes (the low byte of an extended code).
@@ -50,11 +73,11 @@ def sqlite_code(exc: sqlite3.Error) -> int | None:
     return None
 
 
-def _where(path: Path | str | None) -> str:
+def _where(path: object) -> str:
     return f"the index {path}" if path else "the index"
 
 
-def from_sqlite(exc: sqlite3.Error, path: Path | str | None = None) -> KbError | None:
+def from_sqlite(exc: sqlite3.Error, path: object = None) -> KbError | None:
     """The documented error for a SQLite failure, or None if it is not one a user can act on (a bug)."""
     code, where = sqlite_code(exc), _where(path)
     at_start = where[0].upper() + where[1:]
@@ -86,6 +109,22 @@ def from_sqlite(exc: sqlite3.Error, path: Path | str | None = None) -> KbError |
     return None
 
 
+def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
+    """The documented error for a PostgreSQL failure (by SQLSTATE class), or None for a bug."""
+    state, where = exc.sqlstate or "", _where(where_)
+    at_start = where[0].upper() + where[1:]
+    if state in ("40P01", "55P03", "57014", "40001"):
+        return BusyError(f"{at_start} is busy ({exc}): nothing was written. Run the command again.")
+    if state == "25006":
+        return ReadOnlyError(f"{at_start} is read-only here ({exc}): nothing was written. Searches still work.")
+    if state in ("53100", "53200"):
+        return DiskFullError(f"The PostgreSQL server of {where} is out of disk or memory ({exc}). Nothing was "
+                             "written.")
+    if state.startswith(("08", "28", "3D", "57P")) or not state:
+        return StorageError(f"Cannot reach or use {where}: {exc}. Check the server, the URL and the credentials.")
+    return None
+
+
 def from_os_error(exc: OSError) -> KbError | None:
     name = f" {exc.filename}" if exc.filename else ""
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
@@ -104,12 +143,14 @@ def from_os_error(exc: OSError) -> KbError | None:
     return None
 
 
-def translate(exc: BaseException, path: Path | str | None = None) -> KbError | None:
+def translate(exc: BaseException, path: object = None) -> KbError | None:
     """The documented :class:`KbError` for ``exc`` (itself if it already is one); None means a bug."""
     if isinstance(exc, KbError):
         return exc
     if isinstance(exc, sqlite3.Error):
         return from_sqlite(exc, path)
+    if isinstance(exc, PgError):
+        return from_postgres(exc, path)
     if isinstance(exc, OSError):
         return from_os_error(exc)
     if isinstance(exc, UnicodeEncodeError) and "surrogate" in str(exc):
@@ -141,7 +182,7 @@ def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except KbError:
             raise
-        except (sqlite3.Error, OSError, UnicodeEncodeError) as exc:
+        except (sqlite3.Error, PgError, OSError, UnicodeEncodeError) as exc:
             path = getattr(args[0], "db_path", None) if args else None
             mapped = translate(exc, path)
             if mapped is None:

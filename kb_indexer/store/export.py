@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 from typing import Any, Callable
 
 from kb_indexer import __version__
@@ -15,6 +14,9 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.errors import DatabaseError, IntegrityError
+from kb_indexer.store.dbapi import Connection
 
 FORMAT = "kbindex-export"
 FORMAT_VERSION = 1
@@ -27,23 +29,38 @@ _EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence", "fulltext_lo
 _EXCLUDED_PREFIXES = ("documents_fts", "skill", "context_", "embedding_", "sparse_")
 
 
-def export_tables(conn: sqlite3.Connection) -> list[str]:
+def _pg() -> Any:
+    from kb_indexer.store.pg import catalog  # lazy: psycopg, only on the PostgreSQL engine
+    return catalog
+
+
+def export_tables(conn: Connection) -> list[str]:
     """User tables in creation order (parents before children)."""
-    names = [r[0] for r in conn.execute(
+    names = _pg().tables(conn) if is_postgres(conn) else [r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
     return [n for n in names if n not in _EXCLUDED and not n.startswith(_EXCLUDED_PREFIXES)]
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
+    if is_postgres(conn):
+        return _pg().columns(conn, table)  # type: ignore[no-any-return]
     return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
-def export_all(conn: sqlite3.Connection) -> dict[str, Any]:
+def _rows(conn: Connection, table: str) -> list[dict[str, Any]]:
+    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid)."""
+    if not is_postgres(conn):
+        return [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
+    names = ", ".join(f'"{c["name"]}"' for c in _columns(conn, table))
+    return [dict(r) for r in conn.execute(f'SELECT {names} FROM "{table}" ORDER BY {_pg().order_column(conn, table)}')]
+
+
+def export_all(conn: Connection) -> dict[str, Any]:
     out: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
                            "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
                            "tables": {}}
     for table in export_tables(conn):
-        rows = [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
+        rows = _rows(conn, table)
         if table == "documents":
             for row in rows:
                 row["body"] = get_body(conn, row["id"])
@@ -133,8 +150,8 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
 _Plan = list[tuple[str, list[str], list[dict[str, Any]]]]
 
 
-def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
-               after_load: Callable[[sqlite3.Connection], None] | None = None) -> dict[str, int]:
+def import_all(conn: Connection, data: Any, *, force: bool = False,
+               after_load: Callable[[Connection], None] | None = None) -> dict[str, int]:
     """Replace the index content with an export. Validated first; all or nothing.
 
     ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
@@ -146,7 +163,7 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
                                       "(SELECT 1 FROM keywords) OR EXISTS (SELECT 1 FROM queries)").fetchone()[0]:
             raise ValidationError("The index is not empty; import replaces everything. Pass --force to do so.",
                                   code="not_empty")
-        conn.execute("PRAGMA defer_foreign_keys = ON")
+        _defer_foreign_keys(conn)
         for table in reversed(known):
             conn.execute(f'DELETE FROM "{table}"')
         conn.execute("DELETE FROM documents_fts")
@@ -160,14 +177,35 @@ def import_all(conn: sqlite3.Connection, data: Any, *, force: bool = False,
         meta.delete(conn, "rejected_files")
         if after_load is not None:  # ...except files whose entries are exactly what the export recorded
             after_load(conn)
-        bad = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if bad:
-            raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
-                                  f"(first in table {bad[0][0]!r})")
+        _check_foreign_keys(conn, [table for table, _, _ in plan])
     return counts
 
 
-def _validated(conn: sqlite3.Connection, data: Any) -> tuple[list[str], _Plan]:
+def _defer_foreign_keys(conn: Connection) -> None:
+    if is_postgres(conn):
+        _pg().defer_foreign_keys(conn)
+    else:
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+
+
+def _check_foreign_keys(conn: Connection, tables: list[str]) -> None:
+    """Every row refers to rows that exist (checked before the import commits); on PostgreSQL the id
+    sequences continue past the imported ids."""
+    if is_postgres(conn):
+        for table in tables:
+            _pg().move_identities(conn, table)
+        try:
+            _pg().check_foreign_keys(conn)
+        except IntegrityError as exc:
+            raise ValidationError(f"Export is inconsistent: a row references a missing row ({exc})") from None
+        return
+    bad = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if bad:
+        raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
+                              f"(first in table {bad[0][0]!r})")
+
+
+def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:
     """The export's tables in dependency order and, for each, its columns and rows; every check that
     needs no write is done here, before the transaction."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("tables"), dict):
@@ -189,7 +227,7 @@ def _validated(conn: sqlite3.Connection, data: Any) -> tuple[list[str], _Plan]:
     return known, plan
 
 
-def _checked_rows(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
+def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
     """The table's column names, once every row has only known columns and every required one."""
     cols = _columns(conn, table)
     names = [c["name"] for c in cols]
@@ -207,12 +245,12 @@ def _checked_rows(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any
     return names
 
 
-def _insert_rows(conn: sqlite3.Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
+def _insert_rows(conn: Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
     for row in rows:
         present = [n for n in names if n in row]
         try:
             conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
                          [row[n] for n in present])
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
     return len(rows)

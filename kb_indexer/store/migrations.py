@@ -13,12 +13,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
+from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store import meta
 from kb_indexer.store.connection import connect, transaction
+from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.foreign import foreign_message as _foreign_message
+from kb_indexer.store.foreign import foreign_tables
 from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
 
-Migration = Callable[[sqlite3.Connection], None]
+Migration = Callable[[Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
@@ -27,7 +32,7 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
-def run_script(conn: sqlite3.Connection, script: str) -> None:
+def run_script(conn: Connection, script: str) -> None:
     """Execute a multi-statement script inside the current transaction.
 
     (``executescript`` would commit first, breaking atomicity.)
@@ -44,7 +49,7 @@ def run_script(conn: sqlite3.Connection, script: str) -> None:
 
 
 @migration
-def m001_core(conn: sqlite3.Connection) -> None:
+def m001_core(conn: Connection) -> None:
     run_script(conn, """
     CREATE TABLE meta (
         key TEXT PRIMARY KEY,
@@ -101,7 +106,7 @@ def m001_core(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m002_fulltext(conn: sqlite3.Connection) -> None:
+def m002_fulltext(conn: Connection) -> None:
     # The FTS row of a document has rowid = documents.id and is rewritten by
     # kb_indexer.store.documents in the same transaction as the document.
     run_script(conn, """
@@ -116,7 +121,7 @@ def m002_fulltext(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m003_history(conn: sqlite3.Connection) -> None:
+def m003_history(conn: Connection) -> None:
     run_script(conn, """
     CREATE TABLE queries (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -155,7 +160,7 @@ def m003_history(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m010_llm_cache(conn: sqlite3.Connection) -> None:
+def m010_llm_cache(conn: Connection) -> None:
     # Answers of LLM calls, keyed by (backend, model, task, prompt hash, schema hash);
     # see kb_indexer.llm.cache. Not exported (export skips this table).
     run_script(conn, """
@@ -176,7 +181,7 @@ def m010_llm_cache(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m020_retrieval(conn: sqlite3.Connection) -> None:
+def m020_retrieval(conn: Connection) -> None:
     # `kbindex query` finds its query row by (question, context) on every call;
     # `options` keeps the rest of an attempt's settings as JSON (see kb_indexer.learn.history).
     run_script(conn, """
@@ -186,7 +191,7 @@ def m020_retrieval(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m030_learning(conn: sqlite3.Connection) -> None:
+def m030_learning(conn: Connection) -> None:
     # What `kbindex learn` derived from feedback, with provenance; removed items stay as
     # status 'removed' so that they are not learned again.
     run_script(conn, """
@@ -216,9 +221,8 @@ def m030_learning(conn: sqlite3.Connection) -> None:
     """)
 
 
-
 @migration
-def m040_similarity_files(conn: sqlite3.Connection) -> None:
+def m040_similarity_files(conn: Connection) -> None:
     # Which similarities.json files (by path relative to the KB root's parent, as in ``origin``) list a
     # relation. ``origin`` says who last wrote its values; a relation stays while any file lists it, and
     # goes when none does any more unless a person (relate, import-similarities) or learning wrote it
@@ -242,9 +246,8 @@ def m040_similarity_files(conn: sqlite3.Connection) -> None:
     """)
 
 
-
 @migration
-def m050_provenance(conn: sqlite3.Connection) -> None:
+def m050_provenance(conn: Connection) -> None:
     # Provenance as explicit columns instead of the ``origin`` string (see kb_indexer.store.provenance):
     # origin_kind/origin_file/learned_id on relations, the feedback rows behind each learned item, and a
     # tombstone for each relation a person deleted, so that neither sync nor learn re-derives it.
@@ -281,7 +284,7 @@ def m050_provenance(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m060_sync_state(conn: sqlite3.Connection) -> None:
+def m060_sync_state(conn: Connection) -> None:
     # The stale check's quick mode stats the most recently indexed documents, and looks up the documents
     # given their keywords file with `add --keywords` (kb_indexer.index.stale; the WHERE clause is the same
     # text as its query's, so that the planner uses this partial index instead of scanning every row).
@@ -294,7 +297,7 @@ def m060_sync_state(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m070_skills(conn: sqlite3.Connection) -> None:
+def m070_skills(conn: Connection) -> None:
     # Agent Skills (``<dir>/<name>/SKILL.md``; see kb_indexer.skills). ``terms`` holds the matcher's
     # tokens of name, description and body (JSON, recomputed when the tokenizer version changes), so a
     # match reads them instead of tokenising the catalog. ``skill_dirs`` remembers the directories given
@@ -346,7 +349,7 @@ def m070_skills(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m080_context(conn: sqlite3.Connection) -> None:
+def m080_context(conn: Connection) -> None:
     # Conversation sessions (`kbindex context`; see kb_indexer.context.store): agents drive a chat turn
     # by turn from separate processes, so the messages and the rolling summary live here. ``seq`` orders
     # a session's messages (given out inside the adding transaction, so two processes adding at once
@@ -376,7 +379,7 @@ def m080_context(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m090_embeddings(conn: sqlite3.Connection) -> None:
+def m090_embeddings(conn: Connection) -> None:
     # Dense vectors for semantic and hybrid search (see kb_indexer.store.vectors). One row per embedding
     # model (backend + model name, with its dimension: vectors of two models never mix); per model and
     # document, what text the vectors were made from (``source_hash``: incremental `kbindex embed`) and
@@ -433,7 +436,7 @@ def m090_embeddings(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m100_sparse(conn: sqlite3.Connection) -> None:
+def m100_sparse(conn: Connection) -> None:
     # A sparse (inverted) index of the full-text rows that a large knowledge base answers full-text
     # queries from (see kb_indexer.store.sparse): per segment and term, the documents and their weighted
     # term frequencies in one BLOB; which segment holds each document's live postings and its length in
@@ -487,7 +490,7 @@ def m100_sparse(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m110_document_text_hash(conn: sqlite3.Connection) -> None:
+def m110_document_text_hash(conn: Connection) -> None:
     # The hash of a document's markdown text alone (sha1 of its bytes and a NUL; ``content_hash`` also
     # covers its keywords file): sync pairs a file that vanished with a new file of the same text, so a
     # renamed document keeps its id and what hangs off it (see kb_indexer.index.renames). A document without
@@ -498,7 +501,9 @@ def m110_document_text_hash(conn: sqlite3.Connection) -> None:
     """)
 
 
-def _applied(conn: sqlite3.Connection) -> list[str] | None:
+def _applied(conn: Connection) -> list[str] | None:
+    if is_postgres(conn):
+        return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]
     has = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
     ).fetchone()
@@ -507,13 +512,20 @@ def _applied(conn: sqlite3.Connection) -> list[str] | None:
     return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def schema_version(conn: sqlite3.Connection) -> dict[str, Any]:
+def known_migrations(conn: Connection) -> list[str]:
+    """The names of the migrations this kbindex knows for the connection's engine, in order."""
+    return [name for name, _ in (_pg().MIGRATIONS if is_postgres(conn) else MIGRATIONS)]
+
+
+def schema_version(conn: Connection) -> dict[str, Any]:
+    if is_postgres(conn):
+        return _pg().schema_version(conn)  # type: ignore[no-any-return]
     applied = _applied(conn) or []
     return {"migrations": len(applied), "latest": applied[-1] if applied else None,
             "known": len(MIGRATIONS)}
 
 
-def migrate(conn: sqlite3.Connection) -> list[str]:
+def migrate(conn: Connection) -> list[str]:
     """Apply every registered migration the database lacks, in one transaction."""
     known = [name for name, _ in MIGRATIONS]
     with transaction(conn):
@@ -539,48 +551,36 @@ def _refuse_newer(applied: set[str], known: list[str]) -> None:
         )
 
 
-def foreign_tables(path: Path) -> list[str] | None:
-    """The tables of an existing SQLite file that is not a kbindex index (None: no file, an empty one, or
-    a kbindex index). Read through a read-only connection: nothing about the file changes (no WAL switch)."""
-    path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0:
-        return None
-    try:
-        probe = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None  # let the normal open report why
-    try:
-        names = [r[0] for r in probe.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-    except sqlite3.DatabaseError:
-        return None
-    finally:
-        probe.close()
-    return None if not names or "_migrations" in names else names
+def _pg() -> Any:
+    from kb_indexer.store.pg import migrations  # lazy: psycopg, only on the PostgreSQL engine
+    return migrations
 
 
-def _foreign_message(path: Path, tables: list[str]) -> str:
-    shown = ", ".join(tables[:8]) + (f" and {len(tables) - 8} more" if len(tables) > 8 else "")
-    return (f"{path} is a SQLite database of another application (tables: {shown}), not a kbindex index. "
-            "Choose another file with --db (e.g. kbindex.db); `kbindex init --force` would add kbindex's "
-            "tables to this file and switch it to WAL mode.")
-
-
-def init_db(path: Path, kb_root: Path, *, force: bool = False) -> tuple[sqlite3.Connection, list[str]]:
+def init_db(path: DbTarget, kb_root: Path, *, force: bool = False) -> tuple[Connection, list[str]]:
     """Create the index (or upgrade it). Another application's SQLite file is refused (bad_database) before
-    anything in it changes, unless ``force``."""
-    tables = foreign_tables(path)
-    if tables and not force:
-        raise BadDatabaseError(_foreign_message(path, tables))
-    conn = connect(path, create=True)
-    done = migrate(conn)
+    anything in it changes, unless ``force``. A URL: the schema on that PostgreSQL server."""
+    if isinstance(path, DbUrl):
+        conn: Connection = connect(path)
+        done = _pg().init_db(conn)
+    else:
+        conn, done = _init_sqlite(path, force)
     with transaction(conn):
         meta.put(conn, "kb_root", str(kb_root))
     return conn, done
 
 
-def open_db(path: Path) -> sqlite3.Connection:
+def _init_sqlite(path: Path, force: bool) -> tuple[Connection, list[str]]:
+    tables = foreign_tables(path)
+    if tables and not force:
+        raise BadDatabaseError(_foreign_message(path, tables))
+    conn = connect(path, create=True)
+    return conn, migrate(conn)
+
+
+def open_db(path: DbTarget) -> Connection:
     """Open an initialised index, upgrading it in place if it is older than this kbindex."""
+    if isinstance(path, DbUrl):
+        return _pg().open_db(connect(path))  # type: ignore[no-any-return]
     conn = connect(path)
     try:
         applied = _applied(conn)

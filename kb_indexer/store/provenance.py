@@ -14,7 +14,9 @@ explicit act) lifts the mark.
 
 from __future__ import annotations
 
-import sqlite3
+from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
+
 
 KINDS = ("file", "person", "import", "learned")
 _ORIGIN_TEXT = {"person": "manual", "import": "import", "learned": "learned"}
@@ -27,7 +29,7 @@ def origin_text(kind: str, file: str | None = None) -> str:
     return f"file:{file}" if kind == "file" else _ORIGIN_TEXT[kind]
 
 
-def backfill(conn: sqlite3.Connection) -> None:
+def backfill(conn: Connection) -> None:
     """Fill the explicit columns of rows that only have the old strings (older indexes and exports)."""
     conn.execute(
         "UPDATE keyword_similarities SET "
@@ -39,13 +41,23 @@ def backfill(conn: sqlite3.Connection) -> None:
         "UPDATE keyword_similarities SET learned_id = (SELECT li.id FROM learned_items li WHERE "
         "li.similarity_id = keyword_similarities.id AND li.kind = 'similarity' AND li.status = 'active') "
         "WHERE origin_kind = 'learned' AND learned_id IS NULL")
-    conn.execute(
+    conn.execute(_PG_FEEDBACK_ROWS if is_postgres(conn) else
         "INSERT OR IGNORE INTO learned_feedback (learned_id, feedback_id) "
         "SELECT li.id, j.value FROM learned_items li, json_each(li.feedback_ids) j "
         "WHERE json_valid(li.feedback_ids) AND typeof(j.value) = 'integer'")
 
 
-def undo_deleted_learned_relations(conn: sqlite3.Connection) -> None:
+# The same on PostgreSQL: the integer elements of each learned item's feedback_ids (a JSON array).
+_PG_FEEDBACK_ROWS = (
+    "INSERT INTO learned_feedback (learned_id, feedback_id) "
+    "SELECT li.id, (j.value #>> '{}')::bigint FROM learned_items li "
+    "CROSS JOIN LATERAL json_array_elements(CASE WHEN li.feedback_ids IS JSON ARRAY THEN li.feedback_ids::json "
+    "ELSE '[]'::json END) WITH ORDINALITY AS j(value, n) "
+    "WHERE json_typeof(j.value) = 'number' AND (j.value #>> '{}') ~ '^-?[0-9]+$' ORDER BY li.id, j.n "
+    "ON CONFLICT DO NOTHING")
+
+
+def undo_deleted_learned_relations(conn: Connection) -> None:
     """Upgrade step: an active learned relation whose relation row is gone was deleted before this
     migration, by a person (``unrelate``) or with a file that had taken it over. The old ``learn`` did
     not bring it back while its evidence stayed the same; the item is undone (status 'removed') so
@@ -54,25 +66,26 @@ def undo_deleted_learned_relations(conn: sqlite3.Connection) -> None:
                  "AND similarity_id IS NULL AND weight > 0")
 
 
-def is_tombstoned(conn: sqlite3.Connection, k1: int, k2: int, sim_type: str) -> bool:
+def is_tombstoned(conn: Connection, k1: int, k2: int, sim_type: str) -> bool:
     a, b = min(k1, k2), max(k1, k2)
     return conn.execute("SELECT 1 FROM similarity_tombstones WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND "
                         "similarity_type = ?", (a, b, sim_type)).fetchone() is not None
 
 
-def bury(conn: sqlite3.Connection, k1: int, k2: int, sim_type: str) -> None:
+def bury(conn: Connection, k1: int, k2: int, sim_type: str) -> None:
     a, b = min(k1, k2), max(k1, k2)
-    conn.execute("INSERT OR REPLACE INTO similarity_tombstones (keyword_id_1, keyword_id_2, similarity_type) "
-                 "VALUES (?, ?, ?)", (a, b, sim_type))
+    lift(conn, a, b, sim_type)  # a new row (its deleted_at now), as INSERT OR REPLACE gave
+    conn.execute("INSERT INTO similarity_tombstones (keyword_id_1, keyword_id_2, similarity_type) VALUES (?, ?, ?)",
+                 (a, b, sim_type))
 
 
-def lift(conn: sqlite3.Connection, k1: int, k2: int, sim_type: str) -> None:
+def lift(conn: Connection, k1: int, k2: int, sim_type: str) -> None:
     a, b = min(k1, k2), max(k1, k2)
     conn.execute("DELETE FROM similarity_tombstones WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND "
                  "similarity_type = ?", (a, b, sim_type))
 
 
-def set_learned_feedback(conn: sqlite3.Connection, learned_id: int, feedback_ids: list[int]) -> None:
+def set_learned_feedback(conn: Connection, learned_id: int, feedback_ids: list[int]) -> None:
     conn.execute("DELETE FROM learned_feedback WHERE learned_id = ?", (learned_id,))
     conn.executemany("INSERT OR IGNORE INTO learned_feedback (learned_id, feedback_id) VALUES (?, ?)",
                      [(learned_id, int(f)) for f in feedback_ids])

@@ -7,7 +7,6 @@ starts from, so ordering the ids never loses the direction.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
@@ -16,6 +15,7 @@ from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.provenance import bury, origin_text
 from kb_indexer.defaults import SIMILARITY_TYPES as SIMILARITY_TYPES
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.dbapi import Connection
 
 
 
@@ -48,7 +48,7 @@ def validate_relation(keyword1: str, keyword2: str, sim_type: str, context: str,
 
 
 def upsert_similarity(
-    conn: sqlite3.Connection,
+    conn: Connection,
     ids: KeywordIds,
     keyword1: str,
     keyword2: str,
@@ -83,14 +83,14 @@ def upsert_similarity(
     cur = conn.execute(
         "INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
         "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
          learned_id),
     )
     return inserted_id(cur), True
 
 
-def relation_keys(conn: sqlite3.Connection, ids: KeywordIds, keyword1: str, keyword2: str,
+def relation_keys(conn: Connection, ids: KeywordIds, keyword1: str, keyword2: str,
                   sim_type: str) -> tuple[int, int, str] | None:
     """(keyword_id_1, keyword_id_2, type) of a relation between two known keywords, else None."""
     a, b = ids.get(keyword1), ids.get(keyword2)
@@ -99,7 +99,7 @@ def relation_keys(conn: sqlite3.Connection, ids: KeywordIds, keyword1: str, keyw
     return min(a, b), max(a, b), sim_type
 
 
-def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, sim_type: str | None = None) -> int:
+def delete_similarity(conn: Connection, keyword1: str, keyword2: str, sim_type: str | None = None) -> int:
     ids = KeywordIds(conn)
     a, b = ids.get(keyword1), ids.get(keyword2)
     if a is None or b is None:
@@ -123,7 +123,8 @@ def delete_similarity(conn: sqlite3.Connection, keyword1: str, keyword2: str, si
         bury(conn, k1, k2, t)
         conn.execute("UPDATE learned_items SET status = 'removed', updated_at = strftime('%Y-%m-%dT%H:%M:%S', "
                      "'now') WHERE kind = 'similarity' AND similarity_id = ? AND status = 'active'", (sid,))
-    return conn.execute(sql, args).rowcount
+    deleted: int = conn.execute(sql, args).rowcount
+    return deleted
 
 
 _NEIGHBOUR_SQL = """
@@ -136,7 +137,7 @@ WHERE (s.keyword_id_1 = :kid OR s.keyword_id_2 = :kid)
 """
 
 
-def neighbours(conn: sqlite3.Connection, keyword_id: int, sim_type: str | None = None) -> list[dict[str, Any]]:
+def neighbours(conn: Connection, keyword_id: int, sim_type: str | None = None) -> list[dict[str, Any]]:
     """All relations touching a keyword, with the direction seen from it."""
     sql = _NEIGHBOUR_SQL
     args: dict[str, Any] = {"kid": keyword_id}
@@ -167,7 +168,7 @@ def neighbours(conn: sqlite3.Connection, keyword_id: int, sim_type: str | None =
     return out
 
 
-def all_similarities(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def all_similarities(conn: Connection) -> list[dict[str, Any]]:
     """Every relation as the similarities.json shape (keyword1 is the source when directional)."""
     out = []
     for r in conn.execute(

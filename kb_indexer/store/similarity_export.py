@@ -19,8 +19,8 @@ entry comes first (``import-similarities`` creates keywords in file order), else
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
+from kb_indexer.store.dbapi import Connection
 
 EDITABLE_KINDS = ("file", "person", "import")
 
@@ -37,7 +37,7 @@ ORDER BY s.id
 """
 
 
-def editable_similarities(conn: sqlite3.Connection, learned: bool = False) -> list[dict[str, Any]]:
+def editable_similarities(conn: Connection, learned: bool = False) -> list[dict[str, Any]]:
     """The relations as ``similarities.json`` entries (see the module docstring)."""
     seen: dict[int, int] = {}  # keyword id -> order of first appearance in the output
     out = []

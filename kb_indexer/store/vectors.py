@@ -19,7 +19,6 @@ numpy is imported only by the functions that build or read matrices.
 
 from __future__ import annotations
 
-import sqlite3
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,8 @@ from typing import Any
 from kb_indexer.errors import KbError
 from kb_indexer.safe_write import atomic_file
 from kb_indexer.store.connection import file_identity, transaction
+from kb_indexer.store.errors import OperationalError
+from kb_indexer.store.dbapi import Connection, Row
 
 
 class MixedModelError(KbError):
@@ -49,26 +50,26 @@ class EmbeddingModel:
         return self.backend, self.model
 
 
-def _model(row: sqlite3.Row | tuple[Any, ...] | None) -> EmbeddingModel | None:
+def _model(row: Row | tuple[Any, ...] | None) -> EmbeddingModel | None:
     return None if row is None else EmbeddingModel(*tuple(row)[:5])
 
 
 _COLS = "id, backend, model, dim, generation"
 
 
-def find_model(conn: sqlite3.Connection, backend: str, model: str) -> EmbeddingModel | None:
+def find_model(conn: Connection, backend: str, model: str) -> EmbeddingModel | None:
     return _model(conn.execute(f"SELECT {_COLS} FROM embedding_models WHERE backend = ? AND model = ?",
                                (backend, model)).fetchone())
 
 
-def latest_model(conn: sqlite3.Connection) -> EmbeddingModel | None:
+def latest_model(conn: Connection) -> EmbeddingModel | None:
     """The model whose vectors were written last (the default model of queries and `embed`)."""
     return _model(conn.execute(f"SELECT {_COLS} FROM embedding_models m WHERE EXISTS "
                                "(SELECT 1 FROM embedding_docs d WHERE d.model_id = m.id) "
                                "ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone())
 
 
-def ensure_model(conn: sqlite3.Connection, backend: str, model: str, dim: int) -> EmbeddingModel:
+def ensure_model(conn: Connection, backend: str, model: str, dim: int) -> EmbeddingModel:
     """The model's row, created with ``dim``; a stored model of another dimension is refused."""
     found = find_model(conn, backend, model)
     if found is None:
@@ -82,12 +83,12 @@ def ensure_model(conn: sqlite3.Connection, backend: str, model: str, dim: int) -
     return found
 
 
-def source_hashes(conn: sqlite3.Connection, model_id: int) -> dict[int, str]:
+def source_hashes(conn: Connection, model_id: int) -> dict[int, str]:
     return {r[0]: r[1] for r in conn.execute(
         "SELECT document_id, source_hash FROM embedding_docs WHERE model_id = ?", (model_id,))}
 
 
-def replace_document(conn: sqlite3.Connection, model: EmbeddingModel, doc_id: int, source_hash: str,
+def replace_document(conn: Connection, model: EmbeddingModel, doc_id: int, source_hash: str,
                      vectors: Any, truncated: bool = False) -> None:
     """The document's vectors for ``model`` (an (n, dim) float32 array; n may be 0), replacing any."""
     if len(vectors) and vectors.shape[1] != model.dim:
@@ -105,7 +106,7 @@ def replace_document(conn: sqlite3.Connection, model: EmbeddingModel, doc_id: in
 # -- the packed matrix --------------------------------------------------------------------
 
 
-def _build(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
+def _build(conn: Connection, model: EmbeddingModel) -> tuple[Any, Any]:
     import numpy as np  # lazy: numpy, only for an index with vectors
 
     rows = conn.execute("SELECT document_id, vector FROM embedding_chunks WHERE model_id = ? "
@@ -115,7 +116,7 @@ def _build(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
     return doc_ids, matrix
 
 
-def pack(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
+def pack(conn: Connection, model: EmbeddingModel) -> tuple[Any, Any]:
     """Rebuild the model's packed matrix from its chunk rows and store it (inside the caller's transaction
     if there is one); returns (document ids, matrix)."""
     current = conn.execute("SELECT generation FROM embedding_models WHERE id = ?", (model.id,)).fetchone()[0]
@@ -127,7 +128,7 @@ def pack(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any]:
     return doc_ids, matrix
 
 
-def ensure_packed(conn: sqlite3.Connection, model: EmbeddingModel) -> None:
+def ensure_packed(conn: Connection, model: EmbeddingModel) -> None:
     """Repack the model's matrix unless the stored one is current."""
     current = conn.execute("SELECT 1 FROM embedding_matrix x JOIN embedding_models m ON m.id = x.model_id "
                            "WHERE x.model_id = ? AND x.generation = m.generation", (model.id,)).fetchone()
@@ -135,7 +136,7 @@ def ensure_packed(conn: sqlite3.Connection, model: EmbeddingModel) -> None:
         pack(conn, model)
 
 
-def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, Any, bool]:
+def load_matrix(conn: Connection, model: EmbeddingModel) -> tuple[Any, Any, bool]:
     """(document id per row, (rows, dim) float32 unit vectors, whether it had to be rebuilt).
 
     The packed matrix when it is current: memory-mapped from its file beside the index (see the module
@@ -168,7 +169,7 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
     try:
         with transaction(conn):
             doc_ids, matrix = pack(conn, model)
-    except sqlite3.OperationalError:   # read-only, locked past the busy timeout: answer without storing
+    except OperationalError:   # read-only, locked past the busy timeout: answer without storing
         doc_ids, matrix = _build(conn, model)
     return doc_ids, matrix, True
 
@@ -178,7 +179,7 @@ def load_matrix(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, A
 _MAPPED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
 
-def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, ...] | None:
+def _cache_key(conn: Connection, model: EmbeddingModel) -> tuple[Any, ...] | None:
     identity = file_identity(conn)
     row = conn.execute("SELECT x.generation, x.rows, m.updated_at FROM embedding_matrix x JOIN embedding_models m "
                        "ON m.id = x.model_id WHERE x.model_id = ? AND x.generation = m.generation",
@@ -188,7 +189,7 @@ def _cache_key(conn: sqlite3.Connection, model: EmbeddingModel) -> tuple[Any, ..
     return (*identity, model.id, model.dim, *tuple(row))
 
 
-def _sidecar(conn: sqlite3.Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
+def _sidecar(conn: Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
     """The file that may hold this exact packed matrix (None for an in-memory index)."""
     db_file = conn.execute("PRAGMA database_list").fetchone()[2]
     if not db_file:
@@ -224,15 +225,15 @@ def _write_sidecar(path: Path | None, matrix: Any) -> None:
 # -- reporting ----------------------------------------------------------------------------
 
 
-def coverage(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def coverage(conn: Connection) -> list[dict[str, Any]]:
     """Per model: documents with vectors, without (in the index but not embedded, or embedded with no
     text), stale (embedded from an older version of the document), chunks."""
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     out = []
     for m in conn.execute(f"SELECT {_COLS}, updated_at FROM embedding_models ORDER BY updated_at DESC, id DESC"):
         embedded, with_vectors, chunks, stale = conn.execute(
-            "SELECT count(*), coalesce(sum(e.chunks > 0), 0), coalesce(sum(e.chunks), 0), "
-            "coalesce(sum(e.source_hash NOT LIKE coalesce(d.content_hash, '') || ':%'), 0) "
+            "SELECT count(*), coalesce(sum(CASE WHEN e.chunks > 0 THEN 1 ELSE 0 END), 0), coalesce(sum(e.chunks), 0), "
+            "coalesce(sum(CASE WHEN e.source_hash NOT LIKE coalesce(d.content_hash, '') || ':%' THEN 1 ELSE 0 END), 0) "
             "FROM embedding_docs e JOIN documents d ON d.id = e.document_id WHERE e.model_id = ?",
             (m[0],)).fetchone()
         out.append({"backend": m[1], "model": m[2], "dim": m[3], "documents": total,
@@ -242,7 +243,7 @@ def coverage(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def documents_without_vectors(conn: sqlite3.Connection, model_id: int, limit: int = 20,
+def documents_without_vectors(conn: Connection, model_id: int, limit: int = 20,
                               with_vectors: int | None = None) -> tuple[int, list[str]]:
     """How many documents have no vector of the model, and the first ``limit`` of their paths;
     ``with_vectors``: how many documents the model's current matrix holds, when the caller read it."""

@@ -1,0 +1,43 @@
+"""The one connection type features and the API use: what ``sqlite3.Connection`` and
+:class:`kb_indexer.store.pg.connection.PgConnection` both offer (see kb_indexer.store.engine)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterator, Protocol, cast
+
+
+class Cursor(Protocol):
+    """The result of ``execute``: rows allow ``row[0]`` and ``row["column"]`` (and ``dict(row)``)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """An open index. Autocommit: writes go through :func:`kb_indexer.store.connection.transaction`."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+#: A result row of either engine (``sqlite3.Row`` or the PostgreSQL engine's): ``row[0]``, ``row["col"]``.
+Row = Any
+
+
+def native(conn: Connection) -> sqlite3.Connection:
+    """``conn`` typed as the SQLite-only full-text modules (store/sparse, search/fulltext, search/pruning)
+    take it. TODO(issue 29): goes when the PostgreSQL full-text branch types them with :class:`Connection`."""
+    return cast(sqlite3.Connection, conn)

@@ -1,0 +1,147 @@
+"""A PostgreSQL connection that the features use like ``sqlite3.Connection`` (see kb_indexer.store.engine).
+
+psycopg 3 in autocommit mode (transactions are explicit, as on SQLite: ``BEGIN`` / ``COMMIT`` from
+:func:`kb_indexer.store.connection.transaction`); each SQL string is translated once from SQLite's dialect
+(:mod:`kb_indexer.store.pg.dialect`); rows allow ``row[0]``, ``row["column"]`` and ``dict(row)``; psycopg's
+errors become :class:`kb_indexer.store.errors.PgError` (integrity and operational kinds), which the store's
+error mapping reports as documented codes.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+import psycopg
+from psycopg.adapt import Loader
+from psycopg.pq import TransactionStatus
+
+from kb_indexer.config import DbUrl
+from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalError
+from kb_indexer.store.pg.dialect import translate
+
+CONNECT_TIMEOUT_S = 10
+
+
+class Row(tuple[Any, ...]):
+    """A result row: by position or by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _names: tuple[str, ...] = ()
+    _pos: dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._pos[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+@lru_cache(maxsize=512)
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    return type("Row", (Row,), {"__slots__": (), "_names": names, "_pos": {n: i for i, n in enumerate(names)}})
+
+
+def _row_factory(cursor: Any) -> Any:
+    desc = cursor.description
+    return _row_class(tuple(d.name for d in desc)) if desc else tuple
+
+
+class _FloatLoader(Loader):
+    """``numeric`` (what ``avg`` and ``sum`` of bigints give) as float, as SQLite's REAL is."""
+
+    def load(self, data: Any) -> float:
+        return float(bytes(data))
+
+
+def _mapped(exc: psycopg.Error) -> PgError:
+    kind = (PgIntegrityError if isinstance(exc, psycopg.IntegrityError)
+            else PgOperationalError if isinstance(exc, psycopg.OperationalError) else PgError)
+    return kind(str(exc).strip(), getattr(exc, "sqlstate", None))
+
+
+class PgConnection:
+    """What kbindex uses of a database connection, on a PostgreSQL server."""
+
+    engine = "postgres"
+
+    def __init__(self, raw: psycopg.Connection[Any], target: DbUrl):
+        self.raw = raw
+        self.target = target
+
+    @classmethod
+    def open(cls, target: DbUrl) -> "PgConnection":
+        try:
+            raw = psycopg.connect(target.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                  row_factory=_row_factory)
+        except psycopg.Error as exc:
+            raise _mapped(exc) from None  # psycopg's message names the server, never the password
+        raw.adapters.register_loader("numeric", _FloatLoader)
+        return cls(raw, target)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        """Run ``sql`` (SQLite's dialect). A connection lost outside a transaction is opened again: a read
+        is retried once on it, a write is reported (whether it reached the server is unknown)."""
+        query, params = translate(sql), _params(parameters)
+        idle = not self.in_transaction
+        try:
+            return self.raw.execute(query, params)
+        except psycopg.OperationalError as exc:
+            if not (idle and self.raw.broken):
+                raise _mapped(exc) from exc
+            self._reopen(exc)
+            if not _is_read(query):
+                raise PgOperationalError(f"The connection to {self.target} was lost during a write and has been "
+                                         "opened again; run the command again.", "08006") from exc
+            try:
+                return self.raw.execute(query, params)
+            except psycopg.Error as again:
+                raise _mapped(again) from again
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
+
+    def _reopen(self, cause: psycopg.Error) -> None:
+        try:
+            fresh = PgConnection.open(self.target)
+        except PgError as exc:
+            raise PgOperationalError(f"The connection to {self.target} was lost ({cause}) and could not be "
+                                     f"opened again: {exc}", "08006") from exc
+        self.raw.close()
+        self.raw = fresh.raw
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        rows = [_params(p) for p in parameters]
+        cur = self.raw.cursor()
+        if not rows:
+            return cur
+        try:
+            cur.executemany(translate(sql), rows)
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
+        return cur
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> "PgConnection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _is_read(query: str) -> bool:
+    return query.lstrip()[:6].upper() == "SELECT"
+
+
+def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
+    """Parameters as psycopg takes them (bytes-like values stay; a memoryview becomes bytes)."""
+    if isinstance(parameters, dict):
+        return parameters
+    return [bytes(p) if isinstance(p, memoryview) else p for p in parameters]
