@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
+from kb_indexer.store import fulltext
 from kb_indexer.text import normalize_keyword
 
 MIN_SHARED = 2            # documents two keywords must tag together
@@ -142,8 +143,7 @@ def from_cooccurrence(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def _co_context(conn: sqlite3.Connection, doc_id: int, a: str, b: str) -> str | None:
-    row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
-    text = row[0] if row else ""
+    text = fulltext.body(conn, doc_id)
     low = text.lower()
     i = low.find(a.lower())
     while i >= 0:

@@ -1,0 +1,269 @@
+"""The full-text index on PostgreSQL: FTS5's tokens and FTS5's bm25, from the index's own statistics.
+
+PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (issue 29: 0.89x and 0.58x bm25s nDCG@10), so the
+engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_indexer.store.sparse`:
+
+* ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
+  ``documents_fts``) and its ``length`` (tokens over all columns: bm25's D);
+* ``text_postings``: per (token, document), the token's occurrences in each column; the weighted frequency
+  (Σ column weight × occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
+* ``text_totals``: documents and tokens (N and avgdl), kept by statement triggers on ``documents_text``,
+  so they change in the transaction that writes the rows (deleting a document cascades to all three).
+
+Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
+(:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
+is a phrase, as in FTS5: its documents are those holding all its tokens (looked up from the rarest), whose
+stored columns are then tokenised and searched for the tokens in a row. Functions take the raw psycopg
+connection (``%s`` placeholders) and run inside the caller's transaction when there is one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from kb_indexer.store.fts_tokens import Tokenizer
+from kb_indexer.store.sparse import bm25_idf, bm25_norm, bm25_part
+
+COLUMNS = ("title", "summary", "keywords", "body")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents_text (
+    document_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    title TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    keywords TEXT NOT NULL DEFAULT '',
+    body TEXT NOT NULL DEFAULT '',
+    length INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS text_postings (
+    term TEXT NOT NULL,
+    document_id BIGINT NOT NULL REFERENCES documents_text(document_id) ON DELETE CASCADE,
+    n_title INTEGER NOT NULL,
+    n_summary INTEGER NOT NULL,
+    n_keywords INTEGER NOT NULL,
+    n_body INTEGER NOT NULL,
+    PRIMARY KEY (term, document_id)
+);
+CREATE INDEX IF NOT EXISTS text_postings_document ON text_postings (document_id);
+CREATE TABLE IF NOT EXISTS text_totals (
+    id SMALLINT PRIMARY KEY CHECK (id = 1),
+    documents BIGINT NOT NULL,
+    tokens BIGINT NOT NULL
+);
+INSERT INTO text_totals (id, documents, tokens) VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING;
+CREATE OR REPLACE FUNCTION text_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE text_totals SET documents = documents + (SELECT count(*) FROM new_rows),
+        tokens = tokens + (SELECT coalesce(sum(length), 0) FROM new_rows) WHERE id = 1;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION text_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE text_totals SET documents = documents - (SELECT count(*) FROM old_rows),
+        tokens = tokens - (SELECT coalesce(sum(length), 0) FROM old_rows) WHERE id = 1;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER documents_text_added AFTER INSERT ON documents_text
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION text_totals_added();
+CREATE OR REPLACE TRIGGER documents_text_removed AFTER DELETE ON documents_text
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION text_totals_removed();
+"""
+
+
+def create_schema(raw: Any) -> None:
+    """The full-text tables (needs ``documents(id)``); idempotent."""
+    raw.execute(SCHEMA)
+
+
+# -- tokens --------------------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_TOKENIZER: list[Tokenizer] = []
+
+
+def tokenizer() -> Tokenizer:
+    """The process's tokenizer (SQLite's FTS5 tokenizer on an in-memory database; use it under ``_LOCK``)."""
+    if not _TOKENIZER:
+        _TOKENIZER.append(Tokenizer(sqlite3.connect(":memory:", check_same_thread=False)))
+    return _TOKENIZER[0]
+
+
+def _tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
+    with _LOCK:
+        return tokenizer().tokens(terms)
+
+
+@contextmanager
+def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
+    """One transaction (REPEATABLE READ for a read: the totals and the postings agree), unless the caller
+    already has one open."""
+    if raw.info.transaction_status != 0:   # pq.TransactionStatus.IDLE: the caller's transaction
+        yield
+        return
+    with raw.transaction():
+        if not write:
+            raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+# -- writing -------------------------------------------------------------------------------------------
+
+
+def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[tuple[Any, ...]]]:
+    """(each row's length, postings ``(term, document id, occurrences per column)``) of full-text rows."""
+    with _LOCK:
+        tok = tokenizer()
+        (d, c, t, n), _ = tok.count([[r[k] or "" for k in range(1, 5)] for r in rows])
+        names = tok.names
+    lengths = np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()
+    key = t * len(rows) + d                      # sorted by token, then document (then column)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    counts = np.zeros((len(starts), 4), dtype=np.int64)
+    counts[np.cumsum(np.r_[False, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64), c] = n
+    ids = [int(r[0]) for r in rows]
+    out = [(names[int(tid)], ids[int(doc)], *cs) for tid, doc, cs in
+           zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
+    return lengths, out
+
+
+def _clean(text: str | None) -> str:
+    return (text or "").replace("\x00", " ")   # PostgreSQL text holds no NUL (a separator for FTS5 as well)
+
+
+def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
+    """(Re)write documents' rows ``(id, title, summary, keywords, body)`` with their postings; the totals
+    follow in the same transaction (triggers)."""
+    if not rows:
+        return
+    lengths, postings = _postings(rows)
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", ([int(r[0]) for r in rows],))
+        with raw.cursor() as cur:
+            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, length) "
+                          "FROM STDIN") as copy:
+                for r, length in zip(rows, lengths):
+                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), length))
+            with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body) "
+                          "FROM STDIN") as copy:
+                for p in postings:
+                    copy.write_row(p)
+
+
+def delete_rows(raw: Any, doc_ids: list[int]) -> None:
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", (list(doc_ids),))
+
+
+# -- reading -------------------------------------------------------------------------------------------
+
+
+def bodies(raw: Any, doc_ids: list[int]) -> dict[int, str]:
+    rows = raw.execute("SELECT document_id, body FROM documents_text WHERE document_id = ANY(%s)",
+                       (list(doc_ids),)).fetchall()
+    return {int(d): b for d, b in rows}
+
+
+def titled_texts(raw: Any, every: int = 1) -> list[tuple[str, str, str]]:
+    return [tuple(r) for r in raw.execute(
+        "SELECT d.filepath, t.title, t.body FROM documents d JOIN documents_text t ON t.document_id = d.id "
+        "WHERE d.id %% %s = 0", (every,)).fetchall()]
+
+
+def existing(raw: Any, doc_ids: list[int]) -> list[int]:
+    """Those of ``doc_ids`` that are documents."""
+    return [int(r[0]) for r in raw.execute("SELECT id FROM documents WHERE id = ANY(%s)", (list(doc_ids),))]
+
+
+def count_matching(raw: Any, terms: Sequence[str], cap: int | None = None) -> int:
+    toks = _tokens(terms)
+    if len(toks) == 1 and len(toks[0]) == 1:   # one token: counted on the index, stopping at the cap
+        sql = "SELECT count(*) FROM (SELECT 1 FROM text_postings WHERE term = %s LIMIT %s) x"
+        return int(raw.execute(sql, (toks[0][0], cap)).fetchone()[0])
+    found = len(all_scores(raw, terms, (1.0, 1.0, 1.0, 1.0)))
+    return found if cap is None else min(found, cap)
+
+
+# -- ranking -------------------------------------------------------------------------------------------
+
+
+def _token_postings(raw: Any, tokens: list[str]) -> dict[str, tuple[Any, Any, Any]]:
+    """``{token: (document ids, occurrences per column (n × 4), document lengths)}``."""
+    rows = raw.execute("SELECT p.term, p.document_id, p.n_title, p.n_summary, p.n_keywords, p.n_body, t.length "
+                       "FROM text_postings p JOIN documents_text t ON t.document_id = p.document_id "
+                       "WHERE p.term = ANY(%s) ORDER BY p.term", (tokens,)).fetchall()
+    out: dict[str, tuple[Any, Any, Any]] = {}
+    if not rows:
+        return out
+    terms = [r[0] for r in rows]
+    data = np.asarray([r[1:] for r in rows], dtype=np.int64)
+    bounds = [0] + [i for i in range(1, len(terms)) if terms[i] != terms[i - 1]] + [len(terms)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out[terms[a]] = (data[a:b, 0], data[a:b, 1:5], data[a:b, 5])
+    return out
+
+
+def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    """(document ids, phrase occurrences per column, lengths) of the documents holding ``phrase`` (its tokens
+    in a row in one column): those with every token, looked up from the rarest, then checked on their text."""
+    dfs = dict(raw.execute("SELECT term, count(*) FROM text_postings WHERE term = ANY(%s) GROUP BY term",
+                           (list(set(phrase)),)).fetchall())
+    if len(dfs) < len(set(phrase)):
+        return np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    rarest, others = min(dfs, key=lambda t: dfs[t]), sorted(set(phrase) - {min(dfs, key=lambda t: dfs[t])})
+    rows = raw.execute(
+        "SELECT t.document_id, t.title, t.summary, t.keywords, t.body, t.length FROM text_postings p "
+        "JOIN documents_text t ON t.document_id = p.document_id WHERE p.term = %s AND NOT EXISTS ("
+        "SELECT 1 FROM unnest(%s::text[]) o(term) WHERE NOT EXISTS (SELECT 1 FROM text_postings q "
+        "WHERE q.term = o.term AND q.document_id = p.document_id))", (rarest, others)).fetchall()
+    ids, counts, lengths = [], [], []
+    for row in rows:
+        with _LOCK:
+            columns = tokenizer().tokens(list(row[1:5]))
+        found = [_occurrences(col, phrase) for col in columns]
+        if any(found):
+            ids.append(row[0])
+            counts.append(found)
+            lengths.append(row[5])
+    return (np.asarray(ids, np.int64), np.asarray(counts, np.int64).reshape(-1, 4), np.asarray(lengths, np.int64))
+
+
+def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
+    m = len(phrase)
+    return sum(1 for i, tok in enumerate(tokens) if tok == phrase[0] and tokens[i:i + m] == phrase)
+
+
+def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
+    """bm25 of every document matching any of ``terms`` (FTS5's, see the module docstring), in query order."""
+    toks = _tokens(terms)
+    if not any(toks):
+        return {}
+    with _snapshot(raw):
+        documents, total = raw.execute("SELECT documents, tokens FROM text_totals WHERE id = 1").fetchone()
+        if not documents:
+            return {}
+        singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
+        phrases = {t: _phrase_postings(raw, t) for t in set(toks) if len(t) > 1}
+    w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
+    avgdl = total / documents
+    parts = []
+    for tok in toks:
+        found = (singles.get(tok[0]) if len(tok) == 1 else phrases[tok]) if tok else None
+        if found is None or not len(found[0]):
+            continue
+        docs, counts, lengths = found
+        freqs = counts @ w
+        parts.append((docs, bm25_part(bm25_idf(documents, len(docs)), freqs, bm25_norm(lengths, avgdl))))
+    if not parts:
+        return {}
+    ids, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    scores = np.zeros(len(ids), dtype=np.float64)
+    offset = 0
+    for docs, part in parts:   # term by term, in query order: FTS5's order of summation
+        np.add.at(scores, at[offset:offset + len(docs)], part)
+        offset += len(docs)
+    return dict(zip(ids.tolist(), scores.tolist()))
