@@ -5,6 +5,8 @@ deletes, a term in most documents, unicode and diacritics, and user text that lo
 from __future__ import annotations
 
 import random
+import shutil
+import tempfile
 import uuid
 from typing import Any
 
@@ -47,10 +49,15 @@ class PgConn:
 
 
 @pytest.fixture(scope="session")
-def pg_uri(tmp_path_factory):
-    server = pgserver.get_server(str(tmp_path_factory.mktemp("pgdata")), cleanup_mode="stop")
+def pg_uri():
+    """A PostgreSQL server for the session. Its data folder is not under pytest's temporary root: run as
+    root, pgserver runs the server as another user and opens the folder's parents to it, and any pytest
+    session starting meanwhile closes ``/tmp/pytest-of-root`` again (mode 0700)."""
+    data = tempfile.mkdtemp(prefix="kbindex-pg-")
+    server = pgserver.get_server(data, cleanup_mode="stop")
     yield server.get_uri()
     server.cleanup()
+    shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture

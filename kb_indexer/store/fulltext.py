@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kb_indexer.store.engine import is_postgres
-from kb_indexer.store.fts_tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from kb_indexer.store.fts_tokens import Tokenizer
 
 Row = tuple[int, str, str, str, str]   # (document id, title, summary, keywords text, body)
 
@@ -44,7 +46,11 @@ def _raw(conn: Any) -> Any:
 def tokenizer(conn: Any) -> Tokenizer:
     """Tokens as the full-text index makes them (on PostgreSQL: SQLite's tokenizer on a private in-memory
     database, the one the index was written with)."""
-    return _pg().tokenizer() if is_postgres(conn) else Tokenizer(conn)
+    if is_postgres(conn):
+        return _pg().tokenizer()  # type: ignore[no-any-return]
+    from kb_indexer.store.fts_tokens import Tokenizer  # lazy: start-up time (a cold search tokenises nothing)
+
+    return Tokenizer(conn)
 
 
 # -- writing ------------------------------------------------------------------------------------------

@@ -5,10 +5,14 @@ engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_
 
 * ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
   ``documents_fts``) and its ``length`` (tokens over all columns: bm25's D);
-* ``text_postings``: per (token, document), the token's occurrences in each column; the weighted frequency
-  (Σ column weight × occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
-* ``text_totals``: documents and tokens (N and avgdl), kept by statement triggers on ``documents_text``,
-  so they change in the transaction that writes the rows (deleting a document cascades to all three).
+* ``text_postings``: per (token, document), the token's occurrences in each column and the document's
+  length (written with them, so a query reads no other table); the weighted frequency (Σ column weight ×
+  occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
+* ``text_totals``: documents and tokens (N and avgdl).
+
+Statement triggers on ``documents_text`` keep the totals and remove a document's postings in the transaction
+that writes or deletes its row (deleting a document cascades to its row; postings carry no foreign key:
+checking one per posting doubled the time of a bulk write).
 
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -42,11 +46,12 @@ CREATE TABLE IF NOT EXISTS documents_text (
 );
 CREATE TABLE IF NOT EXISTS text_postings (
     term TEXT NOT NULL,
-    document_id BIGINT NOT NULL REFERENCES documents_text(document_id) ON DELETE CASCADE,
+    document_id BIGINT NOT NULL,
     n_title INTEGER NOT NULL,
     n_summary INTEGER NOT NULL,
     n_keywords INTEGER NOT NULL,
     n_body INTEGER NOT NULL,
+    length INTEGER NOT NULL,
     PRIMARY KEY (term, document_id)
 );
 CREATE INDEX IF NOT EXISTS text_postings_document ON text_postings (document_id);
@@ -66,6 +71,7 @@ CREATE OR REPLACE FUNCTION text_totals_removed() RETURNS trigger LANGUAGE plpgsq
 BEGIN
     UPDATE text_totals SET documents = documents - (SELECT count(*) FROM old_rows),
         tokens = tokens - (SELECT coalesce(sum(length), 0) FROM old_rows) WHERE id = 1;
+    DELETE FROM text_postings WHERE document_id IN (SELECT document_id FROM old_rows);
     RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER documents_text_added AFTER INSERT ON documents_text
@@ -126,7 +132,7 @@ def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[tuple[Any,
     counts = np.zeros((len(starts), 4), dtype=np.int64)
     counts[np.cumsum(np.r_[False, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64), c] = n
     ids = [int(r[0]) for r in rows]
-    out = [(names[int(tid)], ids[int(doc)], *cs) for tid, doc, cs in
+    out = [(names[int(tid)], ids[int(doc)], *cs, lengths[int(doc)]) for tid, doc, cs in
            zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
     return lengths, out
 
@@ -148,8 +154,8 @@ def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
                           "FROM STDIN") as copy:
                 for r, length in zip(rows, lengths):
                     copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), length))
-            with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body) "
-                          "FROM STDIN") as copy:
+            with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body, "
+                          "length) FROM STDIN") as copy:
                 for p in postings:
                     copy.write_row(p)
 
@@ -191,20 +197,24 @@ def count_matching(raw: Any, terms: Sequence[str], cap: int | None = None) -> in
 # -- ranking -------------------------------------------------------------------------------------------
 
 
-def _token_postings(raw: Any, tokens: list[str]) -> dict[str, tuple[Any, Any, Any]]:
-    """``{token: (document ids, occurrences per column (n × 4), document lengths)}``."""
-    rows = raw.execute("SELECT p.term, p.document_id, p.n_title, p.n_summary, p.n_keywords, p.n_body, t.length "
-                       "FROM text_postings p JOIN documents_text t ON t.document_id = p.document_id "
-                       "WHERE p.term = ANY(%s) ORDER BY p.term", (tokens,)).fetchall()
+# The totals (first row, term NULL) and the postings of the tokens (%s), in one statement: one snapshot.
+_POSTINGS = ("SELECT NULL, documents, 0, 0, 0, 0, tokens FROM text_totals WHERE id = 1 UNION ALL "
+             "(SELECT term, document_id, n_title, n_summary, n_keywords, n_body, length FROM text_postings "
+             "WHERE term = ANY(%s) ORDER BY term)")
+
+
+def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, dict[str, tuple[Any, Any, Any]]]:
+    """(documents, tokens, ``{token: (document ids, occurrences per column (n × 4), document lengths)}``)."""
+    head, *rows = raw.execute(_POSTINGS, (tokens,)).fetchall()
     out: dict[str, tuple[Any, Any, Any]] = {}
     if not rows:
-        return out
+        return head[1], head[6], out
     terms = [r[0] for r in rows]
     data = np.asarray([r[1:] for r in rows], dtype=np.int64)
     bounds = [0] + [i for i in range(1, len(terms)) if terms[i] != terms[i - 1]] + [len(terms)]
     for a, b in zip(bounds[:-1], bounds[1:]):
         out[terms[a]] = (data[a:b, 0], data[a:b, 1:5], data[a:b, 5])
-    return out
+    return head[1], head[6], out
 
 
 def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
@@ -242,12 +252,12 @@ def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict
     toks = _tokens(terms)
     if not any(toks):
         return {}
-    with _snapshot(raw):
-        documents, total = raw.execute("SELECT documents, tokens FROM text_totals WHERE id = 1").fetchone()
+    phrased = {t for t in toks if len(t) > 1}
+    with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
+        documents, total, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
         if not documents:
             return {}
-        singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
-        phrases = {t: _phrase_postings(raw, t) for t in set(toks) if len(t) > 1}
+        phrases = {t: _phrase_postings(raw, t) for t in phrased}
     w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
     avgdl = total / documents
     parts = []
