@@ -186,7 +186,8 @@ def ts_top10(raw: Any) -> Callable[[list[str]], list[int]]:
     return ask
 
 
-def run(ask: Callable[[list[str]], list[int]], questions: list[list[str]], runs: int) -> tuple[list[list[int]], list[float]]:
+def run(ask: Callable[[list[str]], list[int]], questions: list[list[str]],
+        runs: int) -> tuple[list[list[int]], list[float]]:
     """Each question's top 10 and its latency (ms, the best of ``runs`` passes)."""
     best = [math.inf] * len(questions)
     ranked: list[list[int]] = []

@@ -2,10 +2,11 @@
 
 For every matching document the score is what ``bm25(documents_fts, 2, 0.25, 2, 1)`` returns for the same
 query, by the one formula in :mod:`kb_indexer.store.sparse` (``bm25_idf``, ``bm25_norm``, ``bm25_part``),
-summed over the terms in query order (a repeated term counts again). A term of one token is scored from the postings; a term of several tokens is a phrase, which
-only FTS5 can match: its part comes from FTS5 (bm25 is a sum over phrases, so a single-phrase pass gives
-exactly that phrase's part). ``View`` is None whenever the index cannot vouch for the current rows (not
-built, or more changes since its last refresh than a query reads itself): the caller then uses FTS5.
+summed over the terms in query order (a repeated term counts again). A term of one token is scored from
+the postings; a term of several tokens is a phrase, which only FTS5 can match: its part comes from FTS5
+(bm25 is a sum over phrases, so a single-phrase pass gives exactly that phrase's part). ``View`` is None
+whenever the index cannot vouch for the current rows (not built, or more changes since its last refresh
+than a query reads itself, or on PostgreSQL): the caller then uses the store's full text.
 """
 
 from __future__ import annotations

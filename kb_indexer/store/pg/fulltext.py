@@ -88,20 +88,19 @@ def create_schema(raw: Any) -> None:
 
 # -- tokens --------------------------------------------------------------------------------------------
 
-_LOCK = threading.Lock()
-_TOKENIZER: list[Tokenizer] = []
+_LOCAL = threading.local()
 
 
 def tokenizer() -> Tokenizer:
-    """The process's tokenizer (SQLite's FTS5 tokenizer on an in-memory database; use it under ``_LOCK``)."""
-    if not _TOKENIZER:
-        _TOKENIZER.append(Tokenizer(sqlite3.connect(":memory:", check_same_thread=False)))
-    return _TOKENIZER[0]
+    """This thread's tokenizer: SQLite's FTS5 tokenizer on an in-memory database, its cache kept."""
+    tok: Tokenizer | None = getattr(_LOCAL, "tokenizer", None)
+    if tok is None:
+        tok = _LOCAL.tokenizer = Tokenizer(sqlite3.connect(":memory:"))
+    return tok
 
 
 def _tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
-    with _LOCK:
-        return tokenizer().tokens(terms)
+    return tokenizer().tokens(terms)
 
 
 @contextmanager
@@ -120,21 +119,25 @@ def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
 # -- writing -------------------------------------------------------------------------------------------
 
 
-def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[tuple[Any, ...]]]:
-    """(each row's length, postings ``(term, document id, occurrences per column)``) of full-text rows."""
-    with _LOCK:
-        tok = tokenizer()
-        (d, c, t, n), _ = tok.count([[r[k] or "" for k in range(1, 5)] for r in rows])
-        names = tok.names
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], str]:
+    """(each row's length, the postings of full-text rows as COPY text: a line per (token, document) with the
+    token, the document id, its occurrences per column and the document's length, sorted by token)."""
+    tok = tokenizer()
+    (d, c, t, n), _ = tok.count([[r[k] or "" for k in range(1, 5)] for r in rows])
+    names = tok.names
     lengths = np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()
     key = t * len(rows) + d                      # sorted by token, then document (then column)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
     counts = np.zeros((len(starts), 4), dtype=np.int64)
     counts[np.cumsum(np.r_[False, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64), c] = n
     ids = [int(r[0]) for r in rows]
-    out = [(names[int(tid)], ids[int(doc)], *cs, lengths[int(doc)]) for tid, doc, cs in
-           zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
-    return lengths, out
+    terms = {tid: names[tid].translate(_COPY_ESCAPES) for tid in set(t[starts].tolist())}
+    lines = [f"{terms[tid]}\t{ids[doc]}\t{a}\t{b}\t{c}\t{e}\t{lengths[doc]}\n" for tid, doc, (a, b, c, e) in
+             zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
+    return lengths, "".join(sorted(lines))   # in key order: the primary key grows at its end (faster COPY)
 
 
 def _clean(text: str | None) -> str:
@@ -156,8 +159,7 @@ def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
                     copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), length))
             with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body, "
                           "length) FROM STDIN") as copy:
-                for p in postings:
-                    copy.write_row(p)
+                copy.write(postings)
 
 
 def delete_rows(raw: Any, doc_ids: list[int]) -> None:
@@ -232,8 +234,7 @@ def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
         "WHERE q.term = o.term AND q.document_id = p.document_id))", (rarest, others)).fetchall()
     ids, counts, lengths = [], [], []
     for row in rows:
-        with _LOCK:
-            columns = tokenizer().tokens(list(row[1:5]))
+        columns = _tokens(list(row[1:5]))
         found = [_occurrences(col, phrase) for col in columns]
         if any(found):
             ids.append(row[0])
