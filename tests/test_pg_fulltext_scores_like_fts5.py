@@ -148,6 +148,18 @@ def test_phrases_match_tokens_in_a_row_in_one_column(corpus):
     assert fulltext.all_scores(pgc, q) == fulltext.all_scores(lite, q) == {}
 
 
+def test_a_phrase_never_spans_two_columns_and_overlapping_matches_count_like_fts5(engines):
+    lite, pgc = engines
+    _write(lite, pgc, [(1, "notes on zeta", "omega theory", "", "zeta zeta zeta omega"),
+                       (2, "zeta omega", "", "", "tick tick tick tick tock"),
+                       (3, "other", "", "", "zeta")])
+    for terms in (["omega theory"], ["on zeta omega"], ["zeta zeta"], ["tick tick tick"], ["zeta omega"]):
+        q = fulltext.build_query(terms)
+        expected = fulltext.all_scores(lite, q)
+        assert fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6), terms
+    assert set(fulltext.all_scores(pgc, fulltext.build_query(["on zeta omega"]))) == set()   # title|summary
+
+
 def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     lite, pgc = corpus
     rng = random.Random(7)

@@ -232,20 +232,28 @@ def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
         "JOIN documents_text t ON t.document_id = p.document_id WHERE p.term = %s AND NOT EXISTS ("
         "SELECT 1 FROM unnest(%s::text[]) o(term) WHERE NOT EXISTS (SELECT 1 FROM text_postings q "
         "WHERE q.term = o.term AND q.document_id = p.document_id))", (rarest, others)).fetchall()
-    ids, counts, lengths = [], [], []
-    for row in rows:
-        columns = _tokens(list(row[1:5]))
-        found = [_occurrences(col, phrase) for col in columns]
-        if any(found):
-            ids.append(row[0])
-            counts.append(found)
-            lengths.append(row[5])
-    return (np.asarray(ids, np.int64), np.asarray(counts, np.int64).reshape(-1, 4), np.asarray(lengths, np.int64))
+    return _phrase_counts(rows, phrase)
 
 
-def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
-    m = len(phrase)
-    return sum(1 for i, tok in enumerate(tokens) if tok == phrase[0] and tokens[i:i + m] == phrase)
+def _phrase_counts(rows: list[Any], phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    """(document ids, occurrences of ``phrase`` per column, lengths) of the rows ``(id, title, summary,
+    keywords, body, length)`` where it occurs: its tokens in a row within one column."""
+    tok = tokenizer()
+    want = np.asarray([tok.token_id(t) for t in phrase], dtype=np.int64)
+    arrays = tok.column_ids([c or "" for r in rows for c in r[1:5]])
+    offsets = np.r_[0, np.cumsum([len(a) for a in arrays], dtype=np.int64)]
+    flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    m, n = len(want), len(flat) - len(want) + 1
+    hit = flat[:max(n, 0)] == want[0]
+    for k in range(1, m):
+        hit &= flat[k:k + n] == want[k]
+    starts = np.flatnonzero(hit)
+    text = np.searchsorted(offsets, starts, side="right") - 1
+    text = text[starts + m <= offsets[text + 1]]            # not across the end of a column
+    counts = np.bincount(text, minlength=4 * len(rows)).reshape(-1, 4)
+    keep = np.flatnonzero(counts.any(axis=1))
+    return (np.asarray([rows[i][0] for i in keep], np.int64), counts[keep],
+            np.asarray([rows[i][5] for i in keep], np.int64))
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
