@@ -130,9 +130,7 @@ def ranked(conn: Any, query: TextQuery, limit: int, weights: tuple[float, ...], 
     On SQLite ``ORDER BY rank`` lets FTS5 sort before the snippets are made, so only the returned rows pay
     for one."""
     if is_postgres(conn):
-        scores = _pg().all_scores(_raw(conn), query.terms, weights)
-        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-        return [(d, s, None) for d, s in best]
+        return [(d, s, None) for d, s in _pg().ranked(_raw(conn), query.terms, weights, limit)]
     sql = (f"SELECT rowid, rank, {_SNIPPET_SQL} FROM documents_fts WHERE documents_fts MATCH ? "
            "AND rank MATCH ? ORDER BY rank LIMIT ?")
     rows = conn.execute(sql, (max_chars, tokens, query.match, _rank_function(weights), limit)).fetchall()

@@ -4,7 +4,8 @@ PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (issue 29: 0.89x and 0.58x 
 engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_indexer.store.sparse`:
 
 * ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
-  ``documents_fts``) and its ``length`` (tokens over all columns: bm25's D);
+  ``documents_fts``), its ``tokens`` (each column's tokens in order, a line per column: see ``_token_lines``)
+  and its ``length`` (tokens over all columns: bm25's D);
 * ``text_postings``: per (token, document), the token's occurrences in each column and the document's
   length (written with them, so a query reads no other table); the weighted frequency (Σ column weight ×
   occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
@@ -16,13 +17,14 @@ checking one per posting doubled the time of a bulk write).
 
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
-is a phrase, as in FTS5: its documents are those holding all its tokens (looked up from the rarest), whose
-stored columns are then tokenised and searched for the tokens in a row. Functions take the raw psycopg
+is a phrase, as in FTS5: its documents are found among those holding its rarest token by looking for its
+tokens in a row in their token lines (``strpos`` on the server), and its occurrences counted per column. Functions take the raw psycopg
 connection (``%s`` placeholders) and run inside the caller's transaction when there is one.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from contextlib import contextmanager, nullcontext
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS documents_text (
     summary TEXT NOT NULL DEFAULT '',
     keywords TEXT NOT NULL DEFAULT '',
     body TEXT NOT NULL DEFAULT '',
+    tokens TEXT NOT NULL DEFAULT '',
     length INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS text_postings (
@@ -122,6 +125,17 @@ def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
+def _token_lines(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Each row's tokens as text: per column ``" tok tok … "`` (a space before and after every token), the four
+    columns on four lines, so ``" a b "`` occurs exactly where the phrase ``a b`` does (never across columns:
+    a token holds no space or newline)."""
+    tok = tokenizer()
+    ids = tok.column_ids([r[k] or "" for r in rows for k in range(1, 5)])
+    names = np.asarray(tok.names, dtype=object)
+    lines = [" " + " ".join(names[a].tolist()) + " " if len(a) else " " for a in ids]
+    return ["\n".join(lines[i:i + 4]) for i in range(0, len(lines), 4)]
+
+
 def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], str]:
     """(each row's length, the postings of full-text rows as COPY text: a line per (token, document) with the
     token, the document id, its occurrences per column and the document's length, sorted by token)."""
@@ -150,13 +164,14 @@ def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
     if not rows:
         return
     lengths, postings = _postings(rows)
+    token_lines = _token_lines(rows)
     with _snapshot(raw, write=True):
         raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", ([int(r[0]) for r in rows],))
         with raw.cursor() as cur:
-            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, length) "
+            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, tokens, length) "
                           "FROM STDIN") as copy:
-                for r, length in zip(rows, lengths):
-                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), length))
+                for r, lines, length in zip(rows, token_lines, lengths):
+                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), lines, length))
             with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body, "
                           "length) FROM STDIN") as copy:
                 copy.write(postings)
@@ -221,51 +236,49 @@ def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, dict[str, tu
 
 def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
     """(document ids, phrase occurrences per column, lengths) of the documents holding ``phrase`` (its tokens
-    in a row in one column): those with every token, looked up from the rarest, then checked on their text."""
+    in a row in one column): among those with its rarest token, the ones whose token lines hold it."""
     dfs = dict(raw.execute("SELECT term, count(*) FROM text_postings WHERE term = ANY(%s) GROUP BY term",
                            (list(set(phrase)),)).fetchall())
+    none = np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     if len(dfs) < len(set(phrase)):
-        return np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
-    rarest, others = min(dfs, key=lambda t: dfs[t]), sorted(set(phrase) - {min(dfs, key=lambda t: dfs[t])})
+        return none
+    pattern = " " + " ".join(phrase) + " "
     rows = raw.execute(
-        "SELECT t.document_id, t.title, t.summary, t.keywords, t.body, t.length FROM text_postings p "
-        "JOIN documents_text t ON t.document_id = p.document_id WHERE p.term = %s AND NOT EXISTS ("
-        "SELECT 1 FROM unnest(%s::text[]) o(term) WHERE NOT EXISTS (SELECT 1 FROM text_postings q "
-        "WHERE q.term = o.term AND q.document_id = p.document_id))", (rarest, others)).fetchall()
-    return _phrase_counts(rows, phrase)
-
-
-def _phrase_counts(rows: list[Any], phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
-    """(document ids, occurrences of ``phrase`` per column, lengths) of the rows ``(id, title, summary,
-    keywords, body, length)`` where it occurs: its tokens in a row within one column."""
-    tok = tokenizer()
-    want = np.asarray([tok.token_id(t) for t in phrase], dtype=np.int64)
-    arrays = tok.column_ids([c or "" for r in rows for c in r[1:5]])
-    offsets = np.r_[0, np.cumsum([len(a) for a in arrays], dtype=np.int64)]
-    flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
-    m, n = len(want), len(flat) - len(want) + 1
-    hit = flat[:max(n, 0)] == want[0]
-    for k in range(1, m):
-        hit &= flat[k:k + n] == want[k]
-    starts = np.flatnonzero(hit)
-    text = np.searchsorted(offsets, starts, side="right") - 1
-    text = text[starts + m <= offsets[text + 1]]            # not across the end of a column
-    counts = np.bincount(text, minlength=4 * len(rows)).reshape(-1, 4)
-    keep = np.flatnonzero(counts.any(axis=1))
-    return (np.asarray([rows[i][0] for i in keep], np.int64), counts[keep],
-            np.asarray([rows[i][5] for i in keep], np.int64))
+        "SELECT t.document_id, t.tokens, t.length FROM text_postings p JOIN documents_text t "
+        "ON t.document_id = p.document_id WHERE p.term = %s AND strpos(t.tokens, %s) > 0",
+        (min(dfs, key=lambda t: dfs[t]), pattern)).fetchall()
+    if not rows:
+        return none
+    find = re.compile("(?=" + re.escape(pattern) + ")")   # overlapping occurrences count, as in FTS5
+    counts = np.asarray([[len(find.findall(line)) for line in r[1].split("\n")] for r in rows], np.int64)
+    return (np.asarray([r[0] for r in rows], np.int64), counts.reshape(-1, 4),
+            np.asarray([r[2] for r in rows], np.int64))
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
-    """bm25 of every document matching any of ``terms`` (FTS5's, see the module docstring), in query order."""
+    """bm25 of every document matching any of ``terms`` (FTS5's, see the module docstring)."""
+    ids, scores = _scores(raw, terms, weights)
+    return dict(zip(ids.tolist(), scores.tolist()))
+
+
+def ranked(raw: Any, terms: Sequence[str], weights: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    """The best ``limit`` documents ``(id, bm25)``, best first (then by id)."""
+    ids, scores = _scores(raw, terms, weights)
+    order = np.lexsort((ids, -scores))[:max(0, limit)]
+    return list(zip(ids[order].tolist(), scores[order].tolist()))
+
+
+def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
+    """(document ids ascending, their bm25) of the documents matching any of ``terms``."""
+    none = np.zeros(0, np.int64), np.zeros(0, np.float64)
     toks = _tokens(terms)
     if not any(toks):
-        return {}
+        return none
     phrased = {t for t in toks if len(t) > 1}
     with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
         documents, total, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
         if not documents:
-            return {}
+            return none
         phrases = {t: _phrase_postings(raw, t) for t in phrased}
     w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
     avgdl = total / documents
@@ -275,14 +288,13 @@ def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict
         if found is None or not len(found[0]):
             continue
         docs, counts, lengths = found
-        freqs = counts @ w
-        parts.append((docs, bm25_part(bm25_idf(documents, len(docs)), freqs, bm25_norm(lengths, avgdl))))
+        parts.append((docs, bm25_part(bm25_idf(documents, len(docs)), counts @ w, bm25_norm(lengths, avgdl))))
     if not parts:
-        return {}
+        return none
     ids, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
     scores = np.zeros(len(ids), dtype=np.float64)
     offset = 0
     for docs, part in parts:   # term by term, in query order: FTS5's order of summation
         np.add.at(scores, at[offset:offset + len(docs)], part)
         offset += len(docs)
-    return dict(zip(ids.tolist(), scores.tolist()))
+    return ids, scores
