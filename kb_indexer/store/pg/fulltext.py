@@ -18,8 +18,9 @@ checking one per posting doubled the time of a bulk write).
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
 is a phrase, as in FTS5: its documents are found among those holding its rarest token by looking for its
-tokens in a row in their token lines (``strpos`` on the server), and its occurrences counted per column. Functions take the raw psycopg
-connection (``%s`` placeholders) and run inside the caller's transaction when there is one.
+tokens in a row in their token lines (``strpos`` on the server), and its occurrences counted per column.
+Functions take the raw psycopg connection (``%s`` placeholders) and run inside the caller's transaction when
+there is one.
 """
 
 from __future__ import annotations
