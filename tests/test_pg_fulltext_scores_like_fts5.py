@@ -176,6 +176,14 @@ def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     assert documents == 70 - 4 - 2
 
 
+def test_clearing_the_full_text_leaves_no_postings_and_zero_totals(corpus):
+    lite, pgc = corpus
+    store.clear(pgc)
+    assert pgc.raw.execute("SELECT documents, tokens FROM text_totals").fetchone() == (0, 0)
+    assert pgc.raw.execute("SELECT count(*) FROM text_postings").fetchone()[0] == 0
+    assert fulltext.all_scores(pgc, fulltext.build_query(["flow"])) == {}
+
+
 def test_totals_roll_back_with_the_writing_transaction(corpus):
     lite, pgc = corpus
     before = pgc.raw.execute("SELECT documents, tokens FROM text_totals").fetchone()

@@ -76,6 +76,14 @@ def delete_rows(conn: Any, doc_ids: list[int]) -> None:
     conn.executemany("INSERT INTO fulltext_log (document_id) VALUES (?)", [(d,) for d in doc_ids])
 
 
+def clear(conn: Any) -> None:
+    """Remove every full-text row (an import that replaces everything)."""
+    if is_postgres(conn):
+        _pg().clear(_raw(conn))
+        return
+    conn.execute("DELETE FROM documents_fts")
+
+
 # -- reading the stored text --------------------------------------------------------------------------
 
 

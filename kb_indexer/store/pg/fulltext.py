@@ -183,6 +183,11 @@ def delete_rows(raw: Any, doc_ids: list[int]) -> None:
         raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", (list(doc_ids),))
 
 
+def clear(raw: Any) -> None:
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text")
+
+
 # -- reading -------------------------------------------------------------------------------------------
 
 
