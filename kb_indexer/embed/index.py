@@ -25,7 +25,7 @@ from kb_indexer.index.chunks import CHUNKER_VERSION, chunk_text
 from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.llm.embedding import EmbedClient
-from kb_indexer.store import transaction
+from kb_indexer.store import fulltext, transaction
 from kb_indexer.store import vectors as store
 from kb_indexer.store.dbapi import Connection
 
@@ -58,11 +58,12 @@ def _todo(conn: Connection, model: store.EmbeddingModel | None, everything: bool
 
 def _texts(conn: Connection, doc_ids: list[int]) -> list[tuple[int, str, list[str], bool]]:
     """(id, source hash, chunks, truncated) per document."""
-    rows = conn.execute("SELECT d.id, d.content_hash, d.title, f.body FROM documents d LEFT JOIN documents_fts f "
-                        "ON f.rowid = d.id WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id",
-                        (json.dumps(doc_ids),)).fetchall()
+    rows = conn.execute("SELECT id, content_hash, title FROM documents WHERE id IN (SELECT value FROM json_each(?)) "
+                        "ORDER BY id", (json.dumps(doc_ids),)).fetchall()
+    bodies = fulltext.bodies(conn, doc_ids)
     out = []
-    for doc_id, content_hash, title, body in rows:
+    for doc_id, content_hash, title in rows:
+        body = bodies.get(doc_id)
         chunks, truncated = chunk_text(title or "", body or "")
         out.append((doc_id, source_hash(content_hash, title or "", body or ""), chunks, truncated))
     return out

@@ -29,6 +29,7 @@ from kb_indexer.index.paths import default_keywords_rel, keywords_path_for, to_r
 from kb_indexer.index.reader import FILE_ERRORS
 from kb_indexer.index.walk import scan
 from kb_indexer.safe_write import write_atomic
+from kb_indexer.store import fulltext
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import KeywordIds, upsert_document
 from kb_indexer.text import normalize_keyword
@@ -75,9 +76,7 @@ def corpus_stats(conn: Connection, sources: list[Source]) -> CorpusStats:
     total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     step = max(1, -(-total // STATS_SAMPLE))
     indexed = set()
-    for fp, title, body in conn.execute(
-            "SELECT d.filepath, f.title, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id "
-            "WHERE d.id % ? = 0", (step,)):
+    for fp, title, body in fulltext.titled_texts(conn, step):
         indexed.add(fp)
         stats.add(f"{title} . {body}")
     for src in sources:

@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
+from kb_indexer.store import fulltext
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection
 
@@ -142,8 +143,7 @@ def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
 
 
 def _co_context(conn: Connection, doc_id: int, a: str, b: str) -> str | None:
-    row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
-    text = row[0] if row else ""
+    text = fulltext.body(conn, doc_id)
     low = text.lower()
     i = low.find(a.lower())
     while i >= 0:

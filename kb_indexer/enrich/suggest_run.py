@@ -10,6 +10,7 @@ from kb_indexer.enrich import suggest as s
 from kb_indexer.enrich.run import write_json
 from kb_indexer.index.files import validate_similarities_data
 from kb_indexer.llm.base import LLMError, Message
+from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
 from kb_indexer.store.similarities import upsert_similarity
@@ -65,8 +66,7 @@ def from_llm(client: Any, conn: Connection) -> tuple[list[dict[str, Any]], list[
 
 
 def gather(conn: Connection, client: Any, min_score: float) -> tuple[list[dict[str, Any]], list[str]]:
-    docs = [(fp, f"{title}\n\n{body}") for fp, title, body in conn.execute(
-        "SELECT d.filepath, f.title, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")]
+    docs = [(fp, f"{title}\n\n{body}") for fp, title, body in fulltext.titled_texts(conn)]
     keywords = dict(conn.execute("SELECT keyword, display FROM keywords k WHERE EXISTS "
                                  "(SELECT 1 FROM document_keywords dk WHERE dk.keyword_id = k.id)"))
     found = s.from_patterns(docs) + s.from_initials(keywords) + s.from_cooccurrence(conn)

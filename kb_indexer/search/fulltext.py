@@ -1,4 +1,5 @@
-"""Full-text search over ``documents_fts`` (FTS5, BM25) with safe query building.
+"""Full-text search (BM25) with safe query building, over the store's full-text index
+(:mod:`kb_indexer.store.fulltext`: FTS5 on SQLite, the same bm25 on PostgreSQL).
 
 User text never reaches FTS5 as syntax. :mod:`kb_indexer.search.terms` splits
 it into plain terms; here every term becomes an FTS5 *string literal*
@@ -18,11 +19,11 @@ scored 0 and results come back on a 3-document KB.
 from __future__ import annotations
 
 import heapq
-import json
 import re
 import sqlite3
 from dataclasses import dataclass
 
+from kb_indexer.store import fulltext as store
 from kb_indexer.store.sparse import COLUMN_WEIGHTS
 
 # bm25() column weights: one constant, kb_indexer.store.sparse's (the sparse index is built for them).
@@ -64,15 +65,6 @@ def build_query(terms: list[str], max_terms: int | None = None) -> FtsQuery:
     return FtsQuery(tuple(kept), " OR ".join(quote(t) for t in kept))
 
 
-def _rank_clause(weights: tuple[float, ...]) -> str:
-    # Only floats we format ourselves reach the SQL text.
-    return "bm25(documents_fts, " + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
-
-
-def _rank_function(weights: tuple[float, ...]) -> str:
-    return "bm25(" + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
-
-
 def tie_margin(best: float) -> float:
     """How far below a cut-off bm25 score a document may still tie with it (see ``TIE_TOLERANCE``)."""
     return TIE_TOLERANCE * best if best > 0 else float("inf")
@@ -101,31 +93,21 @@ def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
     return [r for r in rows if r[1] >= boundary]
 
 
-# FTS5's snippet() for a body under SNIPPET_FTS_MAX_CHARS; NULL (a bounded scan in Python) for a longer one.
-_SNIPPET_SQL = ("CASE WHEN length(body) > ? THEN NULL "
-                "ELSE snippet(documents_fts, -1, '**', '**', '…', ?) END")
-
-
 def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
             tokens: int) -> list[tuple[int, float, str]]:
-    """The best ``limit`` rows with their snippets. With ``ORDER BY rank`` FTS5 sorts first, so the snippet
-    is made for the returned rows only."""
-    sql = (f"SELECT rowid, rank, {_SNIPPET_SQL} FROM documents_fts WHERE documents_fts MATCH ? "
-           "AND rank MATCH ? ORDER BY rank LIMIT ?")
-    rows = conn.execute(sql, (SNIPPET_FTS_MAX_CHARS, tokens, query.match, _rank_function(weights), limit)).fetchall()
+    """The best ``limit`` rows with their snippets (made for the returned rows only)."""
+    rows = store.ranked(conn, query, limit, weights, tokens, SNIPPET_FTS_MAX_CHARS)
     large = _large_snippets(conn, query, [r[0] for r in rows if r[2] is None], tokens)
-    return [(r[0], -r[1], _clean_snippet(r[2]) if r[2] is not None else large.get(r[0], "")) for r in rows]
+    return [(r[0], r[1], _clean_snippet(r[2]) if r[2] is not None else large.get(r[0], "")) for r in rows]
 
 
 def _large_snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int], tokens: int) -> dict[int, str]:
-    """Snippets of documents whose body is over ``SNIPPET_FTS_MAX_CHARS``, from a bounded scan."""
+    """Snippets the store left to us (a body over ``SNIPPET_FTS_MAX_CHARS``), from a bounded scan."""
     out = {}
-    if doc_ids:
-        for doc_id, body in conn.execute("SELECT rowid, body FROM documents_fts WHERE rowid IN "
-                                         "(SELECT value FROM json_each(?))", (json.dumps(doc_ids),)):
-            text = bounded_snippet(body, query.terms, tokens)
-            if text:
-                out[doc_id] = text
+    for doc_id, body in store.bodies(conn, doc_ids).items():
+        text = bounded_snippet(body, query.terms, tokens)
+        if text:
+            out[doc_id] = text
     return out
 
 
@@ -148,25 +130,19 @@ def scores_for(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
     if not query or not doc_ids:
         return {}
     if len(doc_ids) <= PER_ROW_MAX:
-        sql = (f"SELECT rowid, {_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ? "
-               "AND rowid IN (SELECT value FROM json_each(?))")
-        return {r[0]: -r[1] for r in conn.execute(sql, (query.match, json.dumps(doc_ids)))}
+        return store.scores_of(conn, query, doc_ids, weights)
     wanted = set(doc_ids)
     return {d: s for d, s in all_scores(conn, query, weights).items() if d in wanted}
 
 
 def count_found(conn: sqlite3.Connection, query: FtsQuery | None, doc_ids: list[int]) -> int:
     """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
-    ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"
-    if not query:
-        return int(conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0])
-    sql = f"SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? UNION {ids})"
-    return int(conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0])
+    return store.count_found(conn, query if query else None, doc_ids)
 
 
 def phrase_sql(weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> str:
-    """``(rowid, bm25)`` of every document matching one string literal (the parameter)."""
-    return f"SELECT rowid, -{_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ?"
+    """The sparse index's phrase scorer for these weights (see :func:`kb_indexer.store.fulltext.phrase_sql`)."""
+    return store.phrase_sql(weights)
 
 
 def all_scores(conn: sqlite3.Connection, query: FtsQuery,
@@ -174,8 +150,7 @@ def all_scores(conn: sqlite3.Connection, query: FtsQuery,
     """bm25 of every matching document, in one pass."""
     if not query:
         return {}
-    sql = f"SELECT rowid, {_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ?"
-    return {r[0]: -r[1] for r in conn.execute(sql, (query.match,))}
+    return store.all_scores(conn, query, weights)
 
 
 def _clean_snippet(text: str | None) -> str:
@@ -188,14 +163,12 @@ def snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
 
     FTS5's ``snippet()`` costs the square of a column's matches (a 0.5 MB document full of the query's
     words took seconds), so it only serves documents whose body is under ``SNIPPET_FTS_MAX_CHARS``;
-    longer bodies get :func:`bounded_snippet`, linear and capped.
+    longer bodies (and every body on PostgreSQL) get :func:`bounded_snippet`, linear and capped.
     """
     if not query or not doc_ids:
         return {}
-    sql = (f"SELECT rowid, {_SNIPPET_SQL} FROM documents_fts "
-           "WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
     out, large = {}, []
-    for doc_id, snip in conn.execute(sql, (SNIPPET_FTS_MAX_CHARS, tokens, query.match, json.dumps(doc_ids))):
+    for doc_id, snip in store.snippets(conn, query, doc_ids, tokens, SNIPPET_FTS_MAX_CHARS).items():
         if snip is None:
             large.append(doc_id)
         elif _clean_snippet(snip):

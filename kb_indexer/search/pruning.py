@@ -7,8 +7,8 @@ documents, single-token terms whose document frequency exceeds ``COMMON_SHARE`` 
 left out of the full-text query (phrases are kept: they are rarer than their words). If every term is
 that common, the query is left as it is, so a question never loses all its matches.
 
-Terms are tokenised by the index's own tokenizer (:class:`kb_indexer.store.fts_tokens.Tokenizer`: a
-temporary FTS5 table in the connection's temp schema, so a read-only index is never written).
+Terms are tokenised by the index's own tokenizer (:func:`kb_indexer.store.fulltext.tokenizer`: on SQLite
+a temporary FTS5 table in the connection's temp schema, so a read-only index is never written).
 Whether a one-token term is that common is counted on the index itself, as a string literal, and the
 count stops as soon as it passes the share: at 100,000 documents this costs about half of reading the
 term's document frequency from an ``fts5vocab`` view, which walks every position of the term.
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from kb_indexer.search.fulltext import FtsQuery, build_query, quote
+from kb_indexer.search.fulltext import FtsQuery, build_query
 from kb_indexer.search.sparse import View
+from kb_indexer.store import fulltext
 from kb_indexer.store.fts_tokens import Tokenizer
 
 PRUNE_MIN_DOCS = 5_000
@@ -30,7 +31,7 @@ def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...], source: Toke
                   ) -> dict[int, str]:
     """``{index of a term: its one token}`` for the terms that are one token after tokenisation (``source``:
     a query's sparse view, whose tokens are cached for scoring too)."""
-    toks = (source or Tokenizer(conn)).tokens(terms)
+    toks = (source or fulltext.tokenizer(conn)).tokens(terms)
     return {i: t[0] for i, t in enumerate(toks) if len(t) == 1}
 
 
@@ -46,9 +47,8 @@ def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: in
     common = set()
     for i, token in singles.items():
         if token not in verdict:
-            found = view.df(conn, token) if view is not None else conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? LIMIT ?)",
-                (quote(query.terms[i]), cap)).fetchone()[0]
+            found = view.df(conn, token) if view is not None else \
+                fulltext.count_matching(conn, build_query([query.terms[i]]), cap)
             verdict[token] = found > COMMON_SHARE * total_docs
         if verdict[token]:
             common.add(i)

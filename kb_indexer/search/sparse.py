@@ -1,32 +1,29 @@
 """Full-text scores from the sparse index (:mod:`kb_indexer.store.sparse`): FTS5's bm25, computed with numpy.
 
 For every matching document the score is what ``bm25(documents_fts, 2, 0.25, 2, 1)`` returns for the same
-query: per query term, ``idf × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgdl))`` with k1 = 1.2, b = 0.75,
-``idf = ln((N − n + 0.5) / (n + 0.5))`` floored at 1e-6, ``f`` the column-weighted frequency, ``D`` the
-document's tokens and ``avgdl`` the mean, summed over the terms in query order (a repeated term counts
-again). A term of one token is scored from the postings; a term of several tokens is a phrase, which
-only FTS5 can match: its part comes from FTS5 (bm25 is a sum over phrases, so a single-phrase pass gives
-exactly that phrase's part). ``View`` is None whenever the index cannot vouch for the current rows (not
-built, or more changes since its last refresh than a query reads itself): the caller then uses FTS5.
+query, by the one formula in :mod:`kb_indexer.store.sparse` (``bm25_idf``, ``bm25_norm``, ``bm25_part``),
+summed over the terms in query order (a repeated term counts again). A term of one token is scored from
+the postings; a term of several tokens is a phrase, which only FTS5 can match: its part comes from FTS5
+(bm25 is a sum over phrases, so a single-phrase pass gives exactly that phrase's part). ``View`` is None
+whenever the index cannot vouch for the current rows (not built, or more changes since its last refresh
+than a query reads itself, or on PostgreSQL): the caller then uses the store's full text.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Sequence
 
 from kb_indexer.search.arrays import lookup
+from kb_indexer.store import fulltext
 from kb_indexer.store import sparse as store
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection, native
 
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6
+K1, B, IDF_FLOOR = store.K1, store.B, store.IDF_FLOOR
 
 
 @dataclass
@@ -104,7 +101,7 @@ class _Base:
 
     def norm(self) -> Any:
         if self._norm is None:
-            self._norm = K1 * (1.0 - B + B * self.lengths / (self.total / max(1, self.documents)))
+            self._norm = store.bm25_norm(self.lengths, self.total / max(1, self.documents))
         return self._norm
 
     def oldest(self) -> int:
@@ -121,10 +118,7 @@ _BASES: dict[tuple[Any, ...], _Base] = {}
 def _base(conn: Connection) -> _Base | None:
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
-    try:
-        head = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
-    except OperationalError:      # an index from before m100 opened read-only
-        return None
+    head = store.head(conn)
     if head is None or head[0] != store.FORMAT:
         return None
     identity = file_identity(conn)
@@ -243,19 +237,16 @@ def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str)
     view.postings(conn, [t for t in indexed if t])
     acc = np.zeros(len(view.owner), dtype=np.float64)
     hit = np.zeros(len(view.owner), dtype=bool)
-    norm = view.norm if view.norm is not None else K1 * (1.0 - B + B * view.lengths / view.avgdl)
+    norm = view.norm if view.norm is not None else store.bm25_norm(view.lengths, view.avgdl)
     for term, name in zip(terms, indexed):
         if name:
             d, f = view._postings[name]
             if not len(d):
                 continue
-            n = len(d)
-            idf = math.log((view.documents - n + 0.5) / (n + 0.5))
-            idf = idf if idf > 0.0 else IDF_FLOOR
-            acc[d] += idf * ((f * (K1 + 1.0)) / (f + norm[d]))
+            acc[d] += store.bm25_part(store.bm25_idf(view.documents, len(d)), f, norm[d])
             hit[d] = True
         elif name is None:   # a phrase the index does not hold: FTS5 matches and scores it
-            rows = conn.execute(phrase_sql, ('"' + term.replace('"', '""') + '"',)).fetchall()
+            rows = fulltext.phrase_scores(conn, phrase_sql, '"' + term.replace('"', '""') + '"')
             if rows:
                 d = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
                 acc[d] += np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))

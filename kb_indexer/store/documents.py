@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any, Iterable
 
 from kb_indexer.errors import NotFoundError
+from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
@@ -138,9 +139,7 @@ def _link_keywords(conn: Connection, rows: list[tuple[int, int, str | None, str,
 def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
     """(Re)write full-text rows ``(document id, title, summary, keywords text, body)``, logged for the sparse
     index (:mod:`kb_indexer.store.sparse`)."""
-    conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", [(r[0],) for r in rows])
-    conn.executemany("INSERT INTO fulltext_log (document_id) VALUES (?)", [(r[0],) for r in rows])
-    conn.executemany("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)", rows)
+    fulltext.write_rows(conn, rows)
 
 
 def doc_keyword_text(conn: Connection, doc_id: int) -> str:
@@ -154,14 +153,8 @@ def doc_keyword_text(conn: Connection, doc_id: int) -> str:
 def write_fts(conn: Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:
     """(Re)write the full-text row of a document; ``body=None`` keeps the stored body."""
     if body is None:
-        row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
-        body = row[0] if row else ""
-    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
-    conn.execute("INSERT INTO fulltext_log (document_id) VALUES (?)", (doc_id,))
-    conn.execute(
-        "INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, ?, ?, ?, ?)",
-        (doc_id, title or "", summary or "", doc_keyword_text(conn, doc_id), body),
-    )
+        body = fulltext.body(conn, doc_id)
+    fulltext.write_rows(conn, [(doc_id, title or "", summary or "", doc_keyword_text(conn, doc_id), body)])
 
 
 def refresh_fts_keywords(conn: Connection, doc_id: int) -> None:
@@ -189,5 +182,4 @@ def document_keywords(conn: Connection, doc_id: int) -> list[dict[str, Any]]:
 
 
 def get_body(conn: Connection, doc_id: int) -> str:
-    row = conn.execute("SELECT body FROM documents_fts WHERE rowid = ?", (doc_id,)).fetchone()
-    return row[0] if row else ""
+    return fulltext.body(conn, doc_id)

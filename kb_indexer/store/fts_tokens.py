@@ -91,6 +91,10 @@ class Tokenizer:
             ids = [self.token_id(tok) for c in chunks for tok in self._tokens[c]]
         return ids
 
+    def column_ids(self, texts: list[str]) -> list[Any]:
+        """Each text's token ids in order (int64 arrays; ``names`` maps them)."""
+        return self._column_ids(texts)
+
     def _column_ids(self, texts: list[str]) -> list[Any]:
         """Each text's token ids in order (int64 arrays): ASCII texts all at once (``_ascii_ids``), others
         chunk by chunk."""

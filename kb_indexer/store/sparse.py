@@ -29,6 +29,7 @@ clears the log of a smaller one. numpy is imported only here and in the query pa
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 
 if TYPE_CHECKING:
@@ -59,7 +61,43 @@ MERGE_TERMS = 2_000       # terms merged at a time
 COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
 FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
 
+# FTS5's bm25 (fts5_aux.c), the one formula every engine's full-text scores use (the sparse index here, the
+# PostgreSQL engine's own statistics in kb_indexer.store.pg.fulltext): per query term (a phrase counts as one),
+# ``idf × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgdl))``, ``idf = ln((N − n + 0.5) / (n + 0.5))`` floored at 1e-6,
+# ``f`` the column-weighted frequency, ``D`` the document's tokens over all columns, summed in query order.
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+
+
+def bm25_idf(documents: int, matching: int) -> float:
+    """A term's IDF: ``documents`` (N) indexed, ``matching`` (n) of them hold the term."""
+    idf = math.log((documents - matching + 0.5) / (matching + 0.5))
+    return idf if idf > 0.0 else IDF_FLOOR
+
+
+def bm25_norm(lengths: Any, avgdl: float) -> Any:
+    """``k1·(1 − b + b·D/avgdl)`` per document (``lengths``: D, numpy or float)."""
+    return K1 * (1.0 - B + B * lengths / avgdl)
+
+
+def bm25_part(idf: float, freqs: Any, norm: Any) -> Any:
+    """One term's share of the score of documents with weighted frequencies ``freqs`` and ``norm`` (bm25_norm)."""
+    return idf * ((freqs * (K1 + 1.0)) / (freqs + norm))
+
 Progress = Callable[[int, int], None]
+
+
+def head(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    """``(format, generation)`` of the index's state; None when there is none (none is kept on PostgreSQL,
+    whose own postings rank every match: kb_indexer.store.pg.fulltext)."""
+    if is_postgres(conn):
+        return None
+    try:
+        row = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:      # an index from before m100 opened read-only
+        return None
+    return (row[0], row[1]) if row is not None else None
 
 
 def min_docs() -> int:
@@ -420,6 +458,8 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
     while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
     was done, for ``sync``'s report."""
     t0 = time.perf_counter()
+    if is_postgres(conn):
+        return {"built": False, "documents": 0, "folded": 0}
     with transaction(conn):
         st = load_state(conn)
         documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
@@ -450,6 +490,8 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
 def fold_is_large(conn: sqlite3.Connection) -> bool:
     """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
     many logged, or that many documents and no index yet."""
+    if is_postgres(conn):
+        return False
     logged = conn.execute("SELECT count(*) FROM fulltext_log").fetchone()[0]
     if logged >= 2 * FOLD_DOCS:
         return True
@@ -481,6 +523,8 @@ def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tupl
 
 def describe(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """What ``db-stats`` shows of the sparse index (None when there is none)."""
+    if is_postgres(conn):
+        return None
     try:
         row = conn.execute("SELECT documents, tokens, fold_seq, structure IS NOT NULL, updated_at "
                            "FROM sparse_state WHERE id = 1").fetchone()

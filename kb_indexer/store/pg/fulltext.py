@@ -1,0 +1,306 @@
+"""The full-text index on PostgreSQL: FTS5's tokens and FTS5's bm25, from the index's own statistics.
+
+PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (issue 29: 0.89x and 0.58x bm25s nDCG@10), so the
+engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_indexer.store.sparse`:
+
+* ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
+  ``documents_fts``), its ``tokens`` (each column's tokens in order, a line per column: see ``_token_lines``)
+  and its ``length`` (tokens over all columns: bm25's D);
+* ``text_postings``: per (token, document), the token's occurrences in each column and the document's
+  length (written with them, so a query reads no other table); the weighted frequency (Σ column weight ×
+  occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
+* ``text_totals``: documents and tokens (N and avgdl).
+
+Statement triggers on ``documents_text`` keep the totals and remove a document's postings in the transaction
+that writes or deletes its row (deleting a document cascades to its row; postings carry no foreign key:
+checking one per posting doubled the time of a bulk write).
+
+Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
+(:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
+is a phrase, as in FTS5: its documents are found among those holding its rarest token by looking for its
+tokens in a row in their token lines (``strpos`` on the server), and its occurrences counted per column.
+Functions take the raw psycopg connection (``%s`` placeholders) and run inside the caller's transaction when
+there is one.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from contextlib import contextmanager, nullcontext
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from kb_indexer.store.fts_tokens import Tokenizer
+from kb_indexer.store.sparse import bm25_idf, bm25_norm, bm25_part
+
+COLUMNS = ("title", "summary", "keywords", "body")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents_text (
+    document_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    title TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    keywords TEXT NOT NULL DEFAULT '',
+    body TEXT NOT NULL DEFAULT '',
+    tokens TEXT NOT NULL DEFAULT '',
+    length INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS text_postings (
+    term TEXT NOT NULL,
+    document_id BIGINT NOT NULL,
+    n_title INTEGER NOT NULL,
+    n_summary INTEGER NOT NULL,
+    n_keywords INTEGER NOT NULL,
+    n_body INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (term, document_id)
+);
+CREATE INDEX IF NOT EXISTS text_postings_document ON text_postings (document_id);
+CREATE TABLE IF NOT EXISTS text_totals (
+    id SMALLINT PRIMARY KEY CHECK (id = 1),
+    documents BIGINT NOT NULL,
+    tokens BIGINT NOT NULL
+);
+INSERT INTO text_totals (id, documents, tokens) VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING;
+CREATE OR REPLACE FUNCTION text_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE text_totals SET documents = documents + (SELECT count(*) FROM new_rows),
+        tokens = tokens + (SELECT coalesce(sum(length), 0) FROM new_rows) WHERE id = 1;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION text_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE text_totals SET documents = documents - (SELECT count(*) FROM old_rows),
+        tokens = tokens - (SELECT coalesce(sum(length), 0) FROM old_rows) WHERE id = 1;
+    DELETE FROM text_postings WHERE document_id IN (SELECT document_id FROM old_rows);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER documents_text_added AFTER INSERT ON documents_text
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION text_totals_added();
+CREATE OR REPLACE TRIGGER documents_text_removed AFTER DELETE ON documents_text
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION text_totals_removed();
+"""
+
+
+def create_schema(raw: Any) -> None:
+    """The full-text tables (needs ``documents(id)``); idempotent."""
+    raw.execute(SCHEMA)
+
+
+# -- tokens --------------------------------------------------------------------------------------------
+
+_LOCAL = threading.local()
+
+
+def tokenizer() -> Tokenizer:
+    """This thread's tokenizer: SQLite's FTS5 tokenizer on an in-memory database, its cache kept."""
+    tok: Tokenizer | None = getattr(_LOCAL, "tokenizer", None)
+    if tok is None:
+        tok = _LOCAL.tokenizer = Tokenizer(sqlite3.connect(":memory:"))
+    return tok
+
+
+def _tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
+    return tokenizer().tokens(terms)
+
+
+@contextmanager
+def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
+    """One transaction (REPEATABLE READ for a read: the totals and the postings agree), unless the caller
+    already has one open."""
+    if raw.info.transaction_status != 0:   # pq.TransactionStatus.IDLE: the caller's transaction
+        yield
+        return
+    with raw.transaction():
+        if not write:
+            raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+# -- writing -------------------------------------------------------------------------------------------
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _token_lines(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Each row's tokens as text: per column ``" tok tok … "`` (a space before and after every token), the four
+    columns on four lines, so ``" a b "`` occurs exactly where the phrase ``a b`` does (never across columns:
+    a token holds no space or newline)."""
+    tok = tokenizer()
+    ids = tok.column_ids([r[k] or "" for r in rows for k in range(1, 5)])
+    names = np.asarray(tok.names, dtype=object)
+    lines = [" " + " ".join(names[a].tolist()) + " " if len(a) else " " for a in ids]
+    return ["\n".join(lines[i:i + 4]) for i in range(0, len(lines), 4)]
+
+
+def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], str]:
+    """(each row's length, the postings of full-text rows as COPY text: a line per (token, document) with the
+    token, the document id, its occurrences per column and the document's length, sorted by token)."""
+    tok = tokenizer()
+    (d, c, t, n), _ = tok.count([[r[k] or "" for k in range(1, 5)] for r in rows])
+    names = tok.names
+    lengths = np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()
+    key = t * len(rows) + d                      # sorted by token, then document (then column)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    counts = np.zeros((len(starts), 4), dtype=np.int64)
+    counts[np.cumsum(np.r_[False, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64), c] = n
+    ids = [int(r[0]) for r in rows]
+    terms = {tid: names[tid].translate(_COPY_ESCAPES) for tid in set(t[starts].tolist())}
+    lines = [f"{terms[tid]}\t{ids[doc]}\t{a}\t{b}\t{c}\t{e}\t{lengths[doc]}\n" for tid, doc, (a, b, c, e) in
+             zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
+    return lengths, "".join(sorted(lines))   # in key order: the primary key grows at its end (faster COPY)
+
+
+def _clean(text: str | None) -> str:
+    return (text or "").replace("\x00", " ")   # PostgreSQL text holds no NUL (a separator for FTS5 as well)
+
+
+def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
+    """(Re)write documents' rows ``(id, title, summary, keywords, body)`` with their postings; the totals
+    follow in the same transaction (triggers)."""
+    if not rows:
+        return
+    lengths, postings = _postings(rows)
+    token_lines = _token_lines(rows)
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", ([int(r[0]) for r in rows],))
+        with raw.cursor() as cur:
+            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, tokens, length) "
+                          "FROM STDIN") as copy:
+                for r, lines, length in zip(rows, token_lines, lengths):
+                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), lines, length))
+            with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body, "
+                          "length) FROM STDIN") as copy:
+                copy.write(postings)
+
+
+def delete_rows(raw: Any, doc_ids: list[int]) -> None:
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", (list(doc_ids),))
+
+
+def clear(raw: Any) -> None:
+    with _snapshot(raw, write=True):
+        raw.execute("DELETE FROM documents_text")
+
+
+# -- reading -------------------------------------------------------------------------------------------
+
+
+def bodies(raw: Any, doc_ids: list[int]) -> dict[int, str]:
+    rows = raw.execute("SELECT document_id, body FROM documents_text WHERE document_id = ANY(%s)",
+                       (list(doc_ids),)).fetchall()
+    return {int(d): b for d, b in rows}
+
+
+def titled_texts(raw: Any, every: int = 1) -> list[tuple[str, str, str]]:
+    return [tuple(r) for r in raw.execute(
+        "SELECT d.filepath, t.title, t.body FROM documents d JOIN documents_text t ON t.document_id = d.id "
+        "WHERE d.id %% %s = 0", (every,)).fetchall()]
+
+
+def existing(raw: Any, doc_ids: list[int]) -> list[int]:
+    """Those of ``doc_ids`` that are documents."""
+    return [int(r[0]) for r in raw.execute("SELECT id FROM documents WHERE id = ANY(%s)", (list(doc_ids),))]
+
+
+def count_matching(raw: Any, terms: Sequence[str], cap: int | None = None) -> int:
+    toks = _tokens(terms)
+    if len(toks) == 1 and len(toks[0]) == 1:   # one token: counted on the index, stopping at the cap
+        sql = "SELECT count(*) FROM (SELECT 1 FROM text_postings WHERE term = %s LIMIT %s) x"
+        return int(raw.execute(sql, (toks[0][0], cap)).fetchone()[0])
+    found = len(all_scores(raw, terms, (1.0, 1.0, 1.0, 1.0)))
+    return found if cap is None else min(found, cap)
+
+
+# -- ranking -------------------------------------------------------------------------------------------
+
+
+# The totals (first row, term NULL) and the postings of the tokens (%s), in one statement: one snapshot.
+_POSTINGS = ("SELECT NULL, documents, 0, 0, 0, 0, tokens FROM text_totals WHERE id = 1 UNION ALL "
+             "(SELECT term, document_id, n_title, n_summary, n_keywords, n_body, length FROM text_postings "
+             "WHERE term = ANY(%s) ORDER BY term)")
+
+
+def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, dict[str, tuple[Any, Any, Any]]]:
+    """(documents, tokens, ``{token: (document ids, occurrences per column (n × 4), document lengths)}``)."""
+    head, *rows = raw.execute(_POSTINGS, (tokens,)).fetchall()
+    out: dict[str, tuple[Any, Any, Any]] = {}
+    if not rows:
+        return head[1], head[6], out
+    terms = [r[0] for r in rows]
+    data = np.asarray([r[1:] for r in rows], dtype=np.int64)
+    bounds = [0] + [i for i in range(1, len(terms)) if terms[i] != terms[i - 1]] + [len(terms)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out[terms[a]] = (data[a:b, 0], data[a:b, 1:5], data[a:b, 5])
+    return head[1], head[6], out
+
+
+def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    """(document ids, phrase occurrences per column, lengths) of the documents holding ``phrase`` (its tokens
+    in a row in one column): among those with its rarest token, the ones whose token lines hold it."""
+    dfs = dict(raw.execute("SELECT term, count(*) FROM text_postings WHERE term = ANY(%s) GROUP BY term",
+                           (list(set(phrase)),)).fetchall())
+    none = np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    if len(dfs) < len(set(phrase)):
+        return none
+    pattern = " " + " ".join(phrase) + " "
+    rows = raw.execute(
+        "SELECT t.document_id, t.tokens, t.length FROM text_postings p JOIN documents_text t "
+        "ON t.document_id = p.document_id WHERE p.term = %s AND strpos(t.tokens, %s) > 0",
+        (min(dfs, key=lambda t: dfs[t]), pattern)).fetchall()
+    if not rows:
+        return none
+    find = re.compile("(?=" + re.escape(pattern) + ")")   # overlapping occurrences count, as in FTS5
+    counts = np.asarray([[len(find.findall(line)) for line in r[1].split("\n")] for r in rows], np.int64)
+    return (np.asarray([r[0] for r in rows], np.int64), counts.reshape(-1, 4),
+            np.asarray([r[2] for r in rows], np.int64))
+
+
+def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
+    """bm25 of every document matching any of ``terms`` (FTS5's, see the module docstring)."""
+    ids, scores = _scores(raw, terms, weights)
+    return dict(zip(ids.tolist(), scores.tolist()))
+
+
+def ranked(raw: Any, terms: Sequence[str], weights: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    """The best ``limit`` documents ``(id, bm25)``, best first (then by id)."""
+    ids, scores = _scores(raw, terms, weights)
+    order = np.lexsort((ids, -scores))[:max(0, limit)]
+    return list(zip(ids[order].tolist(), scores[order].tolist()))
+
+
+def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
+    """(document ids ascending, their bm25) of the documents matching any of ``terms``."""
+    none = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    toks = _tokens(terms)
+    if not any(toks):
+        return none
+    phrased = {t for t in toks if len(t) > 1}
+    with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
+        documents, total, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
+        if not documents:
+            return none
+        phrases = {t: _phrase_postings(raw, t) for t in phrased}
+    w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
+    avgdl = total / documents
+    parts = []
+    for tok in toks:
+        found = (singles.get(tok[0]) if len(tok) == 1 else phrases[tok]) if tok else None
+        if found is None or not len(found[0]):
+            continue
+        docs, counts, lengths = found
+        parts.append((docs, bm25_part(bm25_idf(documents, len(docs)), counts @ w, bm25_norm(lengths, avgdl))))
+    if not parts:
+        return none
+    ids, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    scores = np.zeros(len(ids), dtype=np.float64)
+    offset = 0
+    for docs, part in parts:   # term by term, in query order: FTS5's order of summation
+        np.add.at(scores, at[offset:offset + len(docs)], part)
+        offset += len(docs)
+    return ids, scores
