@@ -176,6 +176,21 @@ def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     assert documents == 70 - 4 - 2
 
 
+def test_scores_asked_again_follow_every_write_and_never_a_rolled_back_one(corpus):
+    lite, pgc = corpus
+    q = fulltext.build_query(["heat transfer", "flutter"])
+    first = fulltext.all_scores(pgc, q)
+    assert fulltext.all_scores(pgc, q) == first
+    pgc.raw.execute("BEGIN")     # an uncommitted write, scored inside its transaction, then rolled back
+    store.write_rows(pgc, [(1, "flutter flutter", "", "", "flutter heat transfer")])
+    assert fulltext.all_scores(pgc, q) != first
+    pgc.raw.execute("ROLLBACK")
+    _write(lite, pgc, [(2, "flutter", "", "", "heat transfer of a flutter panel")])   # committed
+    expected = fulltext.all_scores(lite, q)
+    assert expected != first
+    assert fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6)
+
+
 def test_clearing_the_full_text_leaves_no_postings_and_zero_totals(corpus):
     lite, pgc = corpus
     store.clear(pgc)
