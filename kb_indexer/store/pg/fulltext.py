@@ -285,6 +285,11 @@ _CACHE: dict[tuple[Any, ...], tuple[int, Any, Any]] = {}   # (server, database, 
 _CACHE_MAX = 64
 
 
+def forget() -> None:
+    """Drop every remembered score (a benchmark times a question asked for the first time)."""
+    _CACHE.clear()
+
+
 def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
     """(document ids ascending, their bm25) of the documents matching any of ``terms``; again from
     ``_CACHE`` while nothing was written (only outside a transaction: its writes may yet roll back)."""
