@@ -54,10 +54,14 @@ def pg_uri():
     root, pgserver runs the server as another user and opens the folder's parents to it, and any pytest
     session starting meanwhile closes ``/tmp/pytest-of-root`` again (mode 0700)."""
     data = tempfile.mkdtemp(prefix="kbindex-pg-")
-    server = pgserver.get_server(data, cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
-    shutil.rmtree(data, ignore_errors=True)
+    try:
+        server = pgserver.get_server(data, cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture
