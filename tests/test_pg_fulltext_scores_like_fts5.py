@@ -54,10 +54,14 @@ def pg_uri():
     root, pgserver runs the server as another user and opens the folder's parents to it, and any pytest
     session starting meanwhile closes ``/tmp/pytest-of-root`` again (mode 0700)."""
     data = tempfile.mkdtemp(prefix="kbindex-pg-")
-    server = pgserver.get_server(data, cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
-    shutil.rmtree(data, ignore_errors=True)
+    try:
+        server = pgserver.get_server(data, cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture
@@ -174,6 +178,21 @@ def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     documents, tokens = pgc.raw.execute("SELECT documents, tokens FROM text_totals").fetchone()
     assert (documents, tokens) == pgc.raw.execute("SELECT count(*), sum(length) FROM documents_text").fetchone()
     assert documents == 70 - 4 - 2
+
+
+def test_scores_asked_again_follow_every_write_and_never_a_rolled_back_one(corpus):
+    lite, pgc = corpus
+    q = fulltext.build_query(["heat transfer", "flutter"])
+    first = fulltext.all_scores(pgc, q)
+    assert fulltext.all_scores(pgc, q) == first
+    pgc.raw.execute("BEGIN")     # an uncommitted write, scored inside its transaction, then rolled back
+    store.write_rows(pgc, [(1, "flutter flutter", "", "", "flutter heat transfer")])
+    assert fulltext.all_scores(pgc, q) != first
+    pgc.raw.execute("ROLLBACK")
+    _write(lite, pgc, [(2, "flutter", "", "", "heat transfer of a flutter panel")])   # committed
+    expected = fulltext.all_scores(lite, q)
+    assert expected != first
+    assert fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6)
 
 
 def test_clearing_the_full_text_leaves_no_postings_and_zero_totals(corpus):

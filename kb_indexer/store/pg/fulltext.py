@@ -9,11 +9,15 @@ engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_
 * ``text_postings``: per (token, document), the token's occurrences in each column and the document's
   length (written with them, so a query reads no other table); the weighted frequency (Σ column weight ×
   occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
-* ``text_totals``: documents and tokens (N and avgdl).
+* ``text_totals``: documents and tokens (N and avgdl), and a ``generation`` every write bumps.
 
 Statement triggers on ``documents_text`` keep the totals and remove a document's postings in the transaction
 that writes or deletes its row (deleting a document cascades to its row; postings carry no foreign key:
 checking one per posting doubled the time of a bulk write).
+
+A search asks for the same scores several times (the matches counted, the best ones, the scores of documents
+found another way): scores read outside a transaction are kept per question (``_CACHE``) and used again
+while the generation is the one they were read at.
 
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
@@ -62,19 +66,22 @@ CREATE INDEX IF NOT EXISTS text_postings_document ON text_postings (document_id)
 CREATE TABLE IF NOT EXISTS text_totals (
     id SMALLINT PRIMARY KEY CHECK (id = 1),
     documents BIGINT NOT NULL,
-    tokens BIGINT NOT NULL
+    tokens BIGINT NOT NULL,
+    generation BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO text_totals (id, documents, tokens) VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING;
 CREATE OR REPLACE FUNCTION text_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE text_totals SET documents = documents + (SELECT count(*) FROM new_rows),
-        tokens = tokens + (SELECT coalesce(sum(length), 0) FROM new_rows) WHERE id = 1;
+        tokens = tokens + (SELECT coalesce(sum(length), 0) FROM new_rows), generation = generation + 1
+        WHERE id = 1;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION text_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE text_totals SET documents = documents - (SELECT count(*) FROM old_rows),
-        tokens = tokens - (SELECT coalesce(sum(length), 0) FROM old_rows) WHERE id = 1;
+        tokens = tokens - (SELECT coalesce(sum(length), 0) FROM old_rows), generation = generation + 1
+        WHERE id = 1;
     DELETE FROM text_postings WHERE document_id IN (SELECT document_id FROM old_rows);
     RETURN NULL;
 END $$;
@@ -274,12 +281,39 @@ def ranked(raw: Any, terms: Sequence[str], weights: Sequence[float], limit: int)
     return list(zip(ids[order].tolist(), scores[order].tolist()))
 
 
+_CACHE: dict[tuple[Any, ...], tuple[int, Any, Any]] = {}   # (server, database, question) -> (generation, ids, scores)
+_CACHE_MAX = 64
+
+
+def forget() -> None:
+    """Drop every remembered score (a benchmark times a question asked for the first time)."""
+    _CACHE.clear()
+
+
 def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
-    """(document ids ascending, their bm25) of the documents matching any of ``terms``."""
-    none = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    """(document ids ascending, their bm25) of the documents matching any of ``terms``; again from
+    ``_CACHE`` while nothing was written (only outside a transaction: its writes may yet roll back)."""
     toks = _tokens(terms)
     if not any(toks):
-        return none
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if raw.info.transaction_status != 0:   # not IDLE: inside a transaction
+        return _compute(raw, toks, weights)
+    generation = raw.execute("SELECT generation FROM text_totals WHERE id = 1").fetchone()[0]
+    key = (raw.info.host, raw.info.port, raw.info.dbname, tuple(toks), tuple(float(w) for w in weights))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] == generation:
+        return hit[1], hit[2]
+    ids, scores = _compute(raw, toks, weights)   # read at ``generation`` or later: a later one never matches
+    ids.setflags(write=False)
+    scores.setflags(write=False)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = (generation, ids, scores)
+    return ids, scores
+
+
+def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[Any, Any]:
+    none = np.zeros(0, np.int64), np.zeros(0, np.float64)
     phrased = {t for t in toks if len(t) > 1}
     with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
         documents, total, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
