@@ -162,3 +162,41 @@ def test_query_ranks_the_same_on_both_engines(engine_db, project, sqlite_results
         assert kb.learning.history(res["query_id"])["query_id"] == res["query_id"]
     finally:
         kb.close()
+
+
+def test_init_refuses_a_database_of_another_application(pg_url, project):
+    import psycopg
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    with psycopg.connect(pg_url, autocommit=True) as other:
+        other.execute("CREATE TABLE invoices (id int PRIMARY KEY, total numeric)")
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.init(pg_url, project / "knowledge-base")
+    assert err.value.code == "bad_database" and "invoices" in err.value.message
+    with psycopg.connect(pg_url, autocommit=True) as other:  # nothing of kbindex's was created
+        assert other.execute("SELECT to_regclass('documents')").fetchone()[0] is None
+
+
+def test_a_server_without_the_schema_is_not_initialised(pg_url):
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.open(pg_url)
+    assert err.value.code == "not_initialised" and "kbindex init" in err.value.message
+
+
+def test_a_server_schema_from_a_newer_kbindex_is_refused(pg_url, project):
+    import psycopg
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    KnowledgeBase.init(pg_url, project / "knowledge-base")[0].close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO _migrations (name) VALUES ('m999_from_the_future')")
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.open(pg_url)
+    assert err.value.code == "schema" and "m999_from_the_future" in err.value.message
