@@ -40,6 +40,13 @@ CREATE FUNCTION kb_now() RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') $$;
 CREATE FUNCTION kb_now_ms() RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+-- text as JSON, NULL when it is not JSON (SQLite's json_valid; IS JSON needs PostgreSQL 16)
+CREATE FUNCTION kb_json(t text) RETURNS json LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN t::json;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
 """
 
 _SCHEMA = """
