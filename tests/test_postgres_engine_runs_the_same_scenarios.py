@@ -202,3 +202,27 @@ def test_a_server_schema_from_a_newer_kbindex_is_refused(pg_url, project):
     with pytest.raises(KbError) as err:
         KnowledgeBase.open(pg_url)
     assert err.value.code == "schema" and "m999_from_the_future" in err.value.message
+
+
+def test_a_renamed_file_keeps_its_feedback_history_and_learned_items(engine_db, project):
+    from kb_indexer.learn.history import record
+
+    kb, _, _ = _open(engine_db, project)
+    try:
+        moved = "markov-decision-processes.md"  # a document without a keywords file beside it
+        qid, _ = record(kb.conn, "What is a Markov decision process?", None, keywords=["mdp"], expand_depth=1,
+                        threshold=0.3, method="keyword", expansions=[], options={},
+                        results=[{"filepath": moved, "relevance_score": 1.0, "matched_keywords": ["mdp"],
+                                  "sources": ["keyword"]}])
+        kb.learning.feedback(qid, [moved], [])
+        kb.learning.learn()
+        root = project / "knowledge-base"
+        (root / moved).rename(root / "mdp.md")
+        sync = kb.sync()
+        assert sync["errors"] == [] and sync["renamed"] == 1
+        assert [f["filepath"] for f in kb.learning.feedback_show(qid)["feedback"]] == ["mdp.md"]
+        attempt = kb.learning.history(qid)["attempts"][0]
+        assert [r["filepath"] for r in attempt["top_results"]] == ["mdp.md"]
+        assert [i["detail"]["filepath"] for i in kb.learning.learned_list()["learned"]] == ["mdp.md"]
+    finally:
+        kb.close()
