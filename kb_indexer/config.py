@@ -17,7 +17,7 @@ from typing import Union
 DB_FILENAME = "kbindex.db"
 DEFAULT_KB_DIRNAME = "knowledge-base"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^@/?#]*@|((?:^|[?&])password=)[^&]*", re.IGNORECASE)
+_PASSWORD = r"(://[^:/@?#]*:)[^@/?#]*@|((?:^|[?&])password=)[^&]*"
 
 
 class DbUrl:
@@ -57,7 +57,8 @@ def is_db_url(target: object) -> bool:
 
 def redact(url: str) -> str:
     """``url`` with its password (``user:PASSWORD@`` or ``password=...``) shown as ``***``."""
-    return _PASSWORD.sub(lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", url)
+    return re.sub(_PASSWORD, lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", url,
+                  flags=re.IGNORECASE)  # compiled on first use (re caches it): not on the SQLite path
 
 
 def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | None = None) -> DbTarget:

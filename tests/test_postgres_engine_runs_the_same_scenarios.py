@@ -143,6 +143,8 @@ def test_export_from_sqlite_imports_into_postgres_and_back_unchanged(project, tm
     with KnowledgeBase.init(pg_url, project / "knowledge-base")[0] as pg:
         pg.import_(exported)
         via_pg = pg.export()
+        # new rows after an import get ids past the imported ones
+        assert pg.relate("alphago", "go", "contrast", "not the same thing", score=0.3)["id"] > 72
     assert _normalised(via_pg, schema=False) == _normalised(exported, schema=False)
 
     with KnowledgeBase.init(str(tmp_path / "b.db"), project / "knowledge-base")[0] as back:
@@ -160,5 +162,67 @@ def test_query_ranks_the_same_on_both_engines(engine_db, project, sqlite_results
         res = kb.query(QUESTION, ["alphago", "tree search"], options=KEYWORD)
         assert res.get("history_error") is None and res["results"]
         assert kb.learning.history(res["query_id"])["query_id"] == res["query_id"]
+    finally:
+        kb.close()
+
+
+def test_init_refuses_a_database_of_another_application(pg_url, project):
+    import psycopg
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    with psycopg.connect(pg_url, autocommit=True) as other:
+        other.execute("CREATE TABLE invoices (id int PRIMARY KEY, total numeric)")
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.init(pg_url, project / "knowledge-base")
+    assert err.value.code == "bad_database" and "invoices" in err.value.message
+    with psycopg.connect(pg_url, autocommit=True) as other:  # nothing of kbindex's was created
+        assert other.execute("SELECT to_regclass('documents')").fetchone()[0] is None
+
+
+def test_a_server_without_the_schema_is_not_initialised(pg_url):
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.open(pg_url)
+    assert err.value.code == "not_initialised" and "kbindex init" in err.value.message
+
+
+def test_a_server_schema_from_a_newer_kbindex_is_refused(pg_url, project):
+    import psycopg
+
+    from kb_indexer.api import KnowledgeBase
+    from kb_indexer.errors import KbError
+
+    KnowledgeBase.init(pg_url, project / "knowledge-base")[0].close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO _migrations (name) VALUES ('m999_from_the_future')")
+    with pytest.raises(KbError) as err:
+        KnowledgeBase.open(pg_url)
+    assert err.value.code == "schema" and "m999_from_the_future" in err.value.message
+
+
+def test_a_renamed_file_keeps_its_feedback_history_and_learned_items(engine_db, project):
+    from kb_indexer.learn.history import record
+
+    kb, _, _ = _open(engine_db, project)
+    try:
+        moved = "markov-decision-processes.md"  # a document without a keywords file beside it
+        qid, _ = record(kb.conn, "What is a Markov decision process?", None, keywords=["mdp"], expand_depth=1,
+                        threshold=0.3, method="keyword", expansions=[], options={},
+                        results=[{"filepath": moved, "relevance_score": 1.0, "matched_keywords": ["mdp"],
+                                  "sources": ["keyword"]}])
+        kb.learning.feedback(qid, [moved], [])
+        kb.learning.learn()
+        root = project / "knowledge-base"
+        (root / moved).rename(root / "mdp.md")
+        sync = kb.sync()
+        assert sync["errors"] == [] and sync["renamed"] == 1
+        assert [f["filepath"] for f in kb.learning.feedback_show(qid)["feedback"]] == ["mdp.md"]
+        attempt = kb.learning.history(qid)["attempts"][0]
+        assert [r["filepath"] for r in attempt["top_results"]] == ["mdp.md"]
+        assert [i["detail"]["filepath"] for i in kb.learning.learned_list()["learned"]] == ["mdp.md"]
     finally:
         kb.close()

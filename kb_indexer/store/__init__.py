@@ -1,4 +1,4 @@
-"""Storage: one SQLite file, named migrations, and the queries over it."""
+"""Storage: an SQLite file or a PostgreSQL server (kb_indexer.store.pg), named migrations, and the queries over it."""
 
 from kb_indexer.store.connection import connect, savepoint, transaction
 from kb_indexer.store.migrations import open_db, init_db

@@ -60,7 +60,8 @@ _ATTEMPTS_NAMING = (
     "(SELECT value FROM json_each(?)))")
 _PG_ATTEMPTS_NAMING = (
     "SELECT a.id, a.top_results FROM query_attempts a WHERE EXISTS (SELECT 1 FROM "
-    "json_array_elements(CASE WHEN a.top_results IS JSON ARRAY THEN a.top_results::json ELSE '[]' END) r "
+    "json_array_elements(CASE WHEN json_typeof(kb_json(a.top_results)) = 'array' THEN kb_json(a.top_results) "
+    "ELSE '[]' END) r "
     "WHERE CASE WHEN json_typeof(r) = 'object' THEN r ->> 'filepath' END IN (SELECT value FROM json_each(?)))")
 
 

@@ -561,7 +561,7 @@ def init_db(path: DbTarget, kb_root: Path, *, force: bool = False) -> tuple[Conn
     anything in it changes, unless ``force``. A URL: the schema on that PostgreSQL server."""
     if isinstance(path, DbUrl):
         conn: Connection = connect(path)
-        done = _pg().init_db(conn)
+        done = _pg().init_db(conn, force)
     else:
         conn, done = _init_sqlite(path, force)
     with transaction(conn):

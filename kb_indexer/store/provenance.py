@@ -51,8 +51,8 @@ def backfill(conn: Connection) -> None:
 _PG_FEEDBACK_ROWS = (
     "INSERT INTO learned_feedback (learned_id, feedback_id) "
     "SELECT li.id, (j.value #>> '{}')::bigint FROM learned_items li "
-    "CROSS JOIN LATERAL json_array_elements(CASE WHEN li.feedback_ids IS JSON ARRAY THEN li.feedback_ids::json "
-    "ELSE '[]'::json END) WITH ORDINALITY AS j(value, n) "
+    "CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(kb_json(li.feedback_ids)) = 'array' "
+    "THEN kb_json(li.feedback_ids) ELSE '[]'::json END) WITH ORDINALITY AS j(value, n) "
     "WHERE json_typeof(j.value) = 'number' AND (j.value #>> '{}') ~ '^-?[0-9]+$' ORDER BY li.id, j.n "
     "ON CONFLICT DO NOTHING")
 

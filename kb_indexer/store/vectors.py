@@ -29,6 +29,7 @@ from kb_indexer.safe_write import atomic_file
 from kb_indexer.store.connection import file_identity, transaction
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection, Row
+from kb_indexer.store.engine import is_postgres
 
 
 class MixedModelError(KbError):
@@ -190,8 +191,9 @@ def _cache_key(conn: Connection, model: EmbeddingModel) -> tuple[Any, ...] | Non
 
 
 def _sidecar(conn: Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
-    """The file that may hold this exact packed matrix (None for an in-memory index)."""
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    """The file that may hold this exact packed matrix (None for an in-memory index or a server: a server's
+    vectors stay on the server)."""
+    db_file = None if is_postgres(conn) else conn.execute("PRAGMA database_list").fetchone()[2]
     if not db_file:
         return None
     name = f"model{model.id}-gen{generation}-dim{model.dim}-{zlib.crc32(doc_ids):08x}.f32"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kb_indexer.errors import NotInitialisedError, SchemaError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.pg.connection import PgConnection
 from kb_indexer.store.pg.locks import advisory_lock
@@ -40,6 +40,13 @@ CREATE FUNCTION kb_now() RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') $$;
 CREATE FUNCTION kb_now_ms() RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+-- text as JSON, NULL when it is not JSON (SQLite's json_valid; IS JSON needs PostgreSQL 16)
+CREATE FUNCTION kb_json(t text) RETURNS json LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN t::json;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
 """
 
 _SCHEMA = """
@@ -388,9 +395,19 @@ def known() -> int:
     return len(MIGRATIONS)
 
 
-def init_db(conn: PgConnection) -> list[str]:
+def init_db(conn: PgConnection, force: bool = False) -> list[str]:
     """Create the schema on the server (or upgrade it); what :func:`kb_indexer.store.migrations.init_db`
-    does for a URL."""
+    does for a URL. A database holding another application's tables is refused (bad_database) before
+    anything in it changes, unless ``force``."""
+    if _applied(conn) is None and not force:
+        others = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "ORDER BY table_name")]
+        if others:
+            conn.close()
+            shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+            raise BadDatabaseError(f"{conn.target} holds another application's tables ({shown}), not a kbindex "
+                                   "index. Use an empty database (CREATE DATABASE kbindex) or its own schema.")
     return migrate(conn)
 
 
