@@ -37,7 +37,7 @@ from kb_indexer.search.question import check_question
 from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, from_sqlite, translate, translating
-from kb_indexer.store.engine import has_sparse_index, is_postgres
+from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
@@ -45,7 +45,7 @@ from kb_indexer.store.similarities import check_similarity_type, delete_similari
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
-from kb_indexer.store.dbapi import Connection, Row, native
+from kb_indexer.store.dbapi import Connection, Row
 
 if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see the properties below)
     from kb_indexer.context.api import ContextAPI
@@ -571,7 +571,7 @@ class KnowledgeBase:
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
             "embeddings": vector_coverage(c),
-            "fulltext_index": describe(native(c)) if has_sparse_index(c) else None,
+            "fulltext_index": describe(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),
         })

@@ -21,8 +21,7 @@ from kb_indexer.store import meta
 from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, plain_rows, transaction
 from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
-from kb_indexer.store.dbapi import Connection, native
-from kb_indexer.store.engine import has_sparse_index
+from kb_indexer.store.dbapi import Connection
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -184,11 +183,9 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
             stats["similarities"] = sync_similarities(conn, root, stats["errors"])
     # large knowledge bases: the sparse full-text index (a large fold: with a helper process, unless reading
     # in this process was asked for)
-    if not has_sparse_index(conn):
-        return stats
-    fulltext = (refresh_sparse(native(conn), progress, helper=helper_process)
-                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(native(conn))
-                else refresh_sparse(native(conn), progress))
+    fulltext = (refresh_sparse(conn, progress, helper=helper_process)
+                if worker_count(PARALLEL_MIN_DOCS) and fold_is_large(conn)
+                else refresh_sparse(conn, progress))
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats

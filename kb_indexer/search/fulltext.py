@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from kb_indexer.store import fulltext as store
 from kb_indexer.store.sparse import COLUMN_WEIGHTS
+from kb_indexer.store.dbapi import Connection
 
 # bm25() column weights: one constant, kb_indexer.store.sparse's (the sparse index is built for them).
 DEFAULT_COLUMN_WEIGHTS = COLUMN_WEIGHTS
@@ -70,7 +71,7 @@ def tie_margin(best: float) -> float:
     return TIE_TOLERANCE * best if best > 0 else float("inf")
 
 
-def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
+def search(conn: Connection, query: FtsQuery, limit: int,
            weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS,
            tokens: int = SNIPPET_TOKENS) -> list[tuple[int, float, str]]:
     """Best ``limit`` documents as ``(document id, bm25 score, snippet)``, higher score is better, plus any
@@ -93,7 +94,7 @@ def search(conn: sqlite3.Connection, query: FtsQuery, limit: int,
     return [r for r in rows if r[1] >= boundary]
 
 
-def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
+def _ranked(conn: Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
             tokens: int) -> list[tuple[int, float, str]]:
     """The best ``limit`` rows with their snippets (made for the returned rows only)."""
     rows = store.ranked(conn, query, limit, weights, tokens, SNIPPET_FTS_MAX_CHARS)
@@ -101,7 +102,7 @@ def _ranked(conn: sqlite3.Connection, query: FtsQuery, limit: int, weights: tupl
     return [(r[0], r[1], _clean_snippet(r[2]) if r[2] is not None else large.get(r[0], "")) for r in rows]
 
 
-def _large_snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int], tokens: int) -> dict[int, str]:
+def _large_snippets(conn: Connection, query: FtsQuery, doc_ids: list[int], tokens: int) -> dict[int, str]:
     """Snippets the store left to us (a body over ``SNIPPET_FTS_MAX_CHARS``), from a bounded scan."""
     out = {}
     for doc_id, body in store.bodies(conn, doc_ids).items():
@@ -124,7 +125,7 @@ def best_with_ties(scores: dict[int, float], n: int, best: float) -> list[int]:
 PER_ROW_MAX = 16   # above this many documents, one pass over all matches is cheaper than per-row lookups
 
 
-def scores_for(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
+def scores_for(conn: Connection, query: FtsQuery, doc_ids: list[int],
                weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
     """bm25 scores of the given documents (those that match at all)."""
     if not query or not doc_ids:
@@ -135,7 +136,7 @@ def scores_for(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
     return {d: s for d, s in all_scores(conn, query, weights).items() if d in wanted}
 
 
-def count_found(conn: sqlite3.Connection, query: FtsQuery | None, doc_ids: list[int]) -> int:
+def count_found(conn: Connection, query: FtsQuery | None, doc_ids: list[int]) -> int:
     """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
     return store.count_found(conn, query if query else None, doc_ids)
 
@@ -145,7 +146,7 @@ def phrase_sql(weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> str:
     return store.phrase_sql(weights)
 
 
-def all_scores(conn: sqlite3.Connection, query: FtsQuery,
+def all_scores(conn: Connection, query: FtsQuery,
                weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS) -> dict[int, float]:
     """bm25 of every matching document, in one pass."""
     if not query:
@@ -157,7 +158,7 @@ def _clean_snippet(text: str | None) -> str:
     return " ".join((text or "").split())
 
 
-def snippets(conn: sqlite3.Connection, query: FtsQuery, doc_ids: list[int],
+def snippets(conn: Connection, query: FtsQuery, doc_ids: list[int],
              tokens: int = SNIPPET_TOKENS) -> dict[int, str]:
     """A short passage around the matches of each document (matches in ``**bold**``).
 

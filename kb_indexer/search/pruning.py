@@ -22,12 +22,13 @@ from kb_indexer.search.fulltext import FtsQuery, build_query
 from kb_indexer.search.sparse import View
 from kb_indexer.store import fulltext
 from kb_indexer.store.fts_tokens import Tokenizer
+from kb_indexer.store.dbapi import Connection
 
 PRUNE_MIN_DOCS = 5_000
 COMMON_SHARE = 0.5
 
 
-def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...], source: Tokenizer | View | None = None
+def single_tokens(conn: Connection, terms: tuple[str, ...], source: Tokenizer | View | None = None
                   ) -> dict[int, str]:
     """``{index of a term: its one token}`` for the terms that are one token after tokenisation (``source``:
     a query's sparse view, whose tokens are cached for scoring too)."""
@@ -35,7 +36,7 @@ def single_tokens(conn: sqlite3.Connection, terms: tuple[str, ...], source: Toke
     return {i: t[0] for i, t in enumerate(toks) if len(t) == 1}
 
 
-def prune_common_terms(conn: sqlite3.Connection, query: FtsQuery, total_docs: int,
+def prune_common_terms(conn: Connection, query: FtsQuery, total_docs: int,
                        view: View | None = None) -> tuple[FtsQuery, list[str]]:
     """(the query without near-zero-IDF terms, the terms left out); ``view``: the sparse index, which
     knows every term's document frequency."""

@@ -52,7 +52,7 @@ from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.store.errors import OperationalError
-from kb_indexer.store.dbapi import Connection, Row, native
+from kb_indexer.store.dbapi import Connection, Row
 
 if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
     from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
@@ -188,7 +188,7 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
     n_docs = _document_count(conn)
     view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
-    fts_query, pruned = prune_common_terms(native(conn), fts_query, n_docs, view)
+    fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
     user_norms = [n for _, n in user]
     seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer)
     boosts = learned(conn, spec.question) if learned is not None else {}
@@ -205,7 +205,7 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
-    snippets.update(fulltext.snippets(native(conn), fts_query, [c.doc_id for c in ranked
+    snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, lexical_query.terms)
                for c in ranked]
@@ -409,18 +409,18 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
         keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
         return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
     if len(known) > fulltext.PER_ROW_MAX or not limit:
-        scores = fulltext.all_scores(native(conn), fts_query, col_w)
+        scores = fulltext.all_scores(conn, fts_query, col_w)
         found = {d: scores[d] for d in known if d in scores}
         others = {d: s for d, s in scores.items() if d not in pool.docs}
         kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
         return snippets, _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
-    total = fulltext.count_found(native(conn), fts_query, known)
-    for d, score, snip in fulltext.search(native(conn), fts_query, limit, col_w):
+    total = fulltext.count_found(conn, fts_query, known)
+    for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
         pool.add(d)
         pool.bm25[d] = score
         if snip:
             snippets[d] = snip
-    pool.bm25.update(fulltext.scores_for(native(conn), fts_query, [d for d in known if d not in pool.bm25], col_w))
+    pool.bm25.update(fulltext.scores_for(conn, fts_query, [d for d in known if d not in pool.bm25], col_w))
     return snippets, total
 
 
@@ -438,7 +438,7 @@ def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], match
 def _count_known(conn: Connection, pool: Pool, known: list[int]) -> int:
     """How many of the pool's documents ``known`` are indexed (tagged ones are, by their foreign key)."""
     tagged = pool.tags.parts
-    return sum(1 for d in known if d in tagged) + fulltext.count_found(native(conn), None, [d for d in known
+    return sum(1 for d in known if d in tagged) + fulltext.count_found(conn, None, [d for d in known
                                                                                    if d not in tagged])
 
 

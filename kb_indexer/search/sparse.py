@@ -21,7 +21,7 @@ from kb_indexer.store import sparse as store
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.errors import OperationalError
-from kb_indexer.store.dbapi import Connection, native
+from kb_indexer.store.dbapi import Connection
 
 K1, B, IDF_FLOOR = store.K1, store.B, store.IDF_FLOOR
 
@@ -57,7 +57,7 @@ class View:
         todo = [t for t in set(tokens) if t not in self._postings]
         if not todo:
             return
-        rows = store.term_rows(native(conn), todo)
+        rows = store.term_rows(conn, todo)
         for tok in todo:
             docs, freqs = [], []
             for seg, data in rows.get(tok, ()):
@@ -125,7 +125,7 @@ def _base(conn: Connection) -> _Base | None:
     key = (*identity, head[1]) if identity is not None else None
     if key is not None and key in _BASES:
         return _BASES[key]
-    st = store.load_state(native(conn))
+    st = store.load_state(conn)
     if st is None:
         return None
     lengths = st.lengths.astype(np.float64)
@@ -147,15 +147,15 @@ def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[
     if base is None:
         return None
     pending: list[int] = []
-    if base.structure is None or base.structure != store.structure(native(conn)):
+    if base.structure is None or base.structure != store.structure(conn):
         pending = [r[0] for r in conn.execute("SELECT DISTINCT document_id FROM fulltext_log WHERE seq > ? LIMIT ?",
                                               (base.fold_seq, store.OVERLAY_MAX + 1))]
         if not pending or len(pending) > store.OVERLAY_MAX:
             return None
-    tokenizer = Tokenizer(native(conn))
+    tokenizer = Tokenizer(conn)
     tokens = dict(zip(terms, tokenizer.tokens(terms)))
     phrases = {t for t in tokens.values() if len(t) == 2}
-    overlay = store.read_documents(native(conn), tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
+    overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)
     owner, lengths, documents, total, norm = base.owner, base.lengths, base.documents, base.total, None
     if pending:
         size = max([len(owner)] + [d + 1 for d in pending])
@@ -165,7 +165,7 @@ def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[
         owner[idx] = 0
         lengths[idx] = [overlay.length.get(d, 0) for d in pending]
         documents, total = int(np.count_nonzero(owner)) + len(overlay.length), int(lengths.sum())
-    if (documents, total) != store.fts_totals(native(conn)) or not documents:
+    if (documents, total) != store.fts_totals(conn) or not documents:
         return None
     if not pending:
         norm = base.norm()

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterator, Protocol, cast
+from typing import Any, Iterator, Protocol
 
 
 class Cursor(Protocol):
@@ -35,9 +35,3 @@ class Connection(Protocol):
 
 #: A result row of either engine (``sqlite3.Row`` or the PostgreSQL engine's): ``row[0]``, ``row["col"]``.
 Row = Any
-
-
-def native(conn: Connection) -> sqlite3.Connection:
-    """``conn`` typed as the SQLite-only full-text modules (store/sparse, search/fulltext, search/pruning)
-    take it. TODO(issue 29): goes when the PostgreSQL full-text branch types them with :class:`Connection`."""
-    return cast(sqlite3.Connection, conn)

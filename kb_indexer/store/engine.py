@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kb_indexer.config import POSTGRES_SCHEMES, DbUrl, is_db_url
 
-__all__ = ["POSTGRES_SCHEMES", "is_url", "is_postgres", "has_sparse_index"]
+__all__ = ["POSTGRES_SCHEMES", "is_url", "is_postgres"]
 
 
 def is_url(target: str | Path | DbUrl) -> bool:
@@ -24,9 +24,3 @@ def is_url(target: str | Path | DbUrl) -> bool:
 def is_postgres(conn: object) -> bool:
     """True for a connection to PostgreSQL (a ``PgConnection``), false for ``sqlite3.Connection``."""
     return getattr(conn, "engine", None) == "postgres"
-
-
-def has_sparse_index(conn: object) -> bool:
-    """Whether the index keeps the sparse full-text index of kb_indexer.store.sparse (SQLite's; PostgreSQL
-    ranks full text on the server)."""
-    return not is_postgres(conn)

@@ -14,8 +14,9 @@ with a dictionary look-up per word: the fold of 50,000 documents spent most of i
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import Any, Iterable, Sequence
+
+from kb_indexer.store.dbapi import Connection
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"   # = documents_fts (store/migrations.py m002)
 
@@ -30,7 +31,7 @@ _CACHE_MAX = 500_000     # distinct chunks kept (a real vocabulary is far smalle
 class Tokenizer:
     """FTS5's tokens of texts, with a per-instance cache of each chunk's tokens."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: Connection):
         self.conn = conn
         self._tokens: dict[str | bytes, tuple[str, ...]] = {}
         self._single: dict[str | bytes, int] = {}     # chunk -> id of its one token, -1 for any other chunk

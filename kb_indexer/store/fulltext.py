@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.store.fts_tokens import Tokenizer
@@ -169,7 +170,7 @@ def phrase_sql(weights: tuple[float, ...]) -> str:
     return f"SELECT rowid, -{_rank_clause(weights)} FROM documents_fts WHERE documents_fts MATCH ?"
 
 
-def phrase_scores(conn: sqlite3.Connection, sql: str, literal: str) -> list[tuple[int, float]]:
+def phrase_scores(conn: Connection, sql: str, literal: str) -> list[tuple[int, float]]:
     """Run a :func:`phrase_sql` statement for one string literal."""
     return [(r[0], r[1]) for r in conn.execute(sql, (literal,))]
 

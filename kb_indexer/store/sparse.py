@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -88,7 +89,7 @@ def bm25_part(idf: float, freqs: Any, norm: Any) -> Any:
 Progress = Callable[[int, int], None]
 
 
-def head(conn: sqlite3.Connection) -> tuple[str, int] | None:
+def head(conn: Connection) -> tuple[str, int] | None:
     """``(format, generation)`` of the index's state; None when there is none (none is kept on PostgreSQL,
     whose own postings rank every match: kb_indexer.store.pg.fulltext)."""
     if is_postgres(conn):
@@ -106,7 +107,7 @@ def min_docs() -> int:
     return int(value) if value.isdigit() else MIN_DOCS
 
 
-def structure(conn: sqlite3.Connection) -> bytes | None:
+def structure(conn: Connection) -> bytes | None:
     """FTS5's structure record of ``documents_fts`` (changes with every write to the full-text index)."""
     row = conn.execute("SELECT block FROM documents_fts_data WHERE id = 10").fetchone()
     return bytes(row[0]) if row else None
@@ -129,7 +130,7 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-def fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:
+def fts_totals(conn: Connection) -> tuple[int, int]:
     """FTS5's own row count and token count over all columns (its averages record)."""
     row = conn.execute("SELECT block FROM documents_fts_data WHERE id = 1").fetchone()
     values = _varints(bytes(row[0])) if row and row[0] else []
@@ -146,7 +147,7 @@ class State:
     lengths: Any     # numpy uint32 per document id: tokens over all columns
 
 
-def load_state(conn: sqlite3.Connection) -> State | None:
+def load_state(conn: Connection) -> State | None:
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
     row = conn.execute("SELECT format, fold_seq, structure, documents, tokens, owner, lengths FROM sparse_state "
@@ -157,7 +158,7 @@ def load_state(conn: sqlite3.Connection) -> State | None:
                  np.frombuffer(row[5], dtype="<u4"), np.frombuffer(row[6], dtype="<u4"))
 
 
-def _save_state(conn: sqlite3.Connection, st: State) -> None:
+def _save_state(conn: Connection, st: State) -> None:
     conn.execute("INSERT INTO sparse_state (id, format, fold_seq, structure, documents, tokens, owner, lengths) "
                  "VALUES (1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET format = excluded.format, "
                  "fold_seq = excluded.fold_seq, structure = excluded.structure, documents = excluded.documents, "
@@ -190,7 +191,7 @@ class DocTerms:
 READ_DOCS = 500   # documents tokenised at a time (bounds the memory of a fold)
 
 
-def read_documents(conn: sqlite3.Connection, tokenizer: Tokenizer, doc_ids: list[int],
+def read_documents(conn: Connection, tokenizer: Tokenizer, doc_ids: list[int],
                    pairs: Pairs | None = None) -> DocTerms:
     """The full-text rows of ``doc_ids`` (those that still have one), tokenised like FTS5 does, with the
     occurrences of ``pairs`` as pseudo-tokens (not counted in the lengths). Read ``READ_DOCS`` at a time,
@@ -249,13 +250,12 @@ def unpack(data: bytes) -> tuple[Any, Any]:
     return np.frombuffer(data, dtype="<u4", count=n), np.frombuffer(data, dtype="<f4", count=n, offset=4 * n)
 
 
-def _new_segment(conn: sqlite3.Connection, documents: int, postings: int) -> int:
-    cur = conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?)", (documents, postings))
-    assert cur.lastrowid is not None   # (an INSERT's)
-    return cur.lastrowid
+def _new_segment(conn: Connection, documents: int, postings: int) -> int:
+    return int(conn.execute("INSERT INTO sparse_segments (documents, postings) VALUES (?, ?) RETURNING id",
+                            (documents, postings)).fetchone()[0])
 
 
-def _write_segment(conn: sqlite3.Connection, terms: DocTerms) -> int:
+def _write_segment(conn: Connection, terms: DocTerms) -> int:
     """A new segment with the postings of ``terms``; returns its id."""
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
@@ -282,7 +282,7 @@ def _grow(array: Any, size: int) -> Any:
     return out
 
 
-def _start(conn: sqlite3.Connection) -> State:
+def _start(conn: Connection) -> State:
     """An empty index whose log lists every document: folding the log builds it."""
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
 
@@ -296,13 +296,13 @@ def _start(conn: sqlite3.Connection) -> State:
     return st
 
 
-def known_pairs(conn: sqlite3.Connection, tokenizer: Tokenizer) -> Pairs:
+def known_pairs(conn: Connection, tokenizer: Tokenizer) -> Pairs:
     """The known keywords of exactly two tokens (a question's known keyword is a phrase of full text)."""
     names = [r[0] for r in conn.execute("SELECT keyword FROM keywords")]
     return Pairs(tokenizer, [t for t in tokenizer.tokens(names) if len(t) == 2])
 
 
-def _logged(conn: sqlite3.Connection, after: int) -> list[tuple[int, int]]:
+def _logged(conn: Connection, after: int) -> list[tuple[int, int]]:
     """The next ``FOLD_DOCS`` log entries ``(seq, document id)`` after ``after``."""
     return conn.execute("SELECT seq, document_id FROM fulltext_log WHERE seq > ? ORDER BY seq LIMIT ?",
                         (after, FOLD_DOCS)).fetchall()
@@ -329,7 +329,7 @@ def postings_elsewhere(db_file: str, doc_ids: list[int], pair_names: list[str]) 
     return read_documents(tokenizer.conn, tokenizer, doc_ids, pairs)
 
 
-def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
+def _fold_batch(conn: Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
     """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded (-1:
     another process folded them first). The rows are read and tokenised before the write transaction, so
     other writers wait only for the segment's rows to be written; a document changed meanwhile has a later
@@ -355,11 +355,11 @@ def _fold_batch(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, he
     return done + max(more, 0)
 
 
-def _db_file(conn: sqlite3.Connection) -> str:
+def _db_file(conn: Connection) -> str:
     return str(conn.execute("PRAGMA database_list").fetchone()[2])
 
 
-def _store_folded(conn: sqlite3.Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,
+def _store_folded(conn: Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,
                   last_seq: int) -> int:
     """Store a folded batch unless another process folded past ``after`` meanwhile (then -1)."""
     with transaction(conn):
@@ -370,7 +370,7 @@ def _store_folded(conn: sqlite3.Connection, after: int, ids: list[int], terms: D
     return len(ids)
 
 
-def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: DocTerms, pairs: Pairs,
+def _store_batch(conn: Connection, st: State, ids: list[int], terms: DocTerms, pairs: Pairs,
                  last_seq: int) -> None:
     """Write a folded batch: its segment, the documents' owner and length, the log consumed."""
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
@@ -396,7 +396,7 @@ def _store_batch(conn: sqlite3.Connection, st: State, ids: list[int], terms: Doc
     _save_state(conn, st)
 
 
-def _merge(conn: sqlite3.Connection, st: State) -> int:
+def _merge(conn: Connection, st: State) -> int:
     """Merge the smallest segments (by live documents) while there are more than ``MAX_SEGMENTS``;
     returns how many segments were merged into one."""
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
@@ -429,7 +429,7 @@ def _merge(conn: sqlite3.Connection, st: State) -> int:
     return len(chosen)
 
 
-def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: int,
+def _merged_rows(conn: Connection, terms: list[str], marks: str, seg: int,
                  owner: Any) -> list[tuple[str, int, bytes]]:
     """The merged segment's rows for ``terms``: each term's live postings of the merged segments, by document."""
     import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
@@ -451,7 +451,7 @@ def _merged_rows(conn: sqlite3.Connection, terms: list[str], marks: str, seg: in
     return out
 
 
-def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least: int | None = None,
+def refresh(conn: Connection, progress: Progress | None = None, *, least: int | None = None,
             helper: Callable[[], AbstractContextManager[Helper]] | None = None) -> dict[str, Any]:
     """Bring the sparse index up to date with the full-text rows (see the module docstring); each batch
     is its own transaction. ``helper`` opens a helper process that reads and tokenises every other batch
@@ -487,7 +487,7 @@ def refresh(conn: sqlite3.Connection, progress: Progress | None = None, *, least
             "merged": merged, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def fold_is_large(conn: sqlite3.Connection) -> bool:
+def fold_is_large(conn: Connection) -> bool:
     """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
     many logged, or that many documents and no index yet."""
     if is_postgres(conn):
@@ -499,7 +499,7 @@ def fold_is_large(conn: sqlite3.Connection) -> bool:
     return not built and conn.execute("SELECT count(*) FROM documents").fetchone()[0] >= 2 * FOLD_DOCS
 
 
-def _fold_all(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, pending: int,
+def _fold_all(conn: Connection, tokenizer: Tokenizer, pairs: Pairs, pending: int,
               progress: Progress | None, helper: Helper | None) -> int:
     folded = 0
     while True:
@@ -512,7 +512,7 @@ def _fold_all(conn: sqlite3.Connection, tokenizer: Tokenizer, pairs: Pairs, pend
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tuple[int, bytes]]]:
+def term_rows(conn: Connection, terms: list[str]) -> dict[str, list[tuple[int, bytes]]]:
     """``{term: [(segment, data), ...]}`` for the given terms."""
     out: dict[str, list[tuple[int, bytes]]] = {}
     for term, seg, data in conn.execute("SELECT term, segment, data FROM sparse_postings WHERE term IN "
@@ -521,7 +521,7 @@ def term_rows(conn: sqlite3.Connection, terms: list[str]) -> dict[str, list[tupl
     return out
 
 
-def describe(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def describe(conn: Connection) -> dict[str, Any] | None:
     """What ``db-stats`` shows of the sparse index (None when there is none)."""
     if is_postgres(conn):
         return None
