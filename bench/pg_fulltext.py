@@ -41,13 +41,12 @@ from bench import cranfield  # noqa: E402
 BATCH = 2000   # rows per write transaction
 
 
-class PgConn:
-    """What the engine dispatch needs of a PostgreSQL connection (kb_indexer.store.engine)."""
+def PgConn(raw: Any) -> Any:
+    """The engine's own connection (kb_indexer.store.pg.connection.PgConnection) over ``raw``."""
+    from kb_indexer.config import DbUrl
+    from kb_indexer.store.pg.connection import PgConnection
 
-    engine = "postgres"
-
-    def __init__(self, raw: Any):
-        self.raw = raw
+    return PgConnection(raw, DbUrl(raw.info.dsn))
 
 
 # -- the held-out synthetic collection ------------------------------------------------------------------
@@ -124,7 +123,7 @@ def _database(uri: str) -> Any:
     return psycopg.connect(psycopg.conninfo.make_conninfo(uri, dbname=name), autocommit=True)
 
 
-def index_postgres(corpus: list[dict[str, Any]], uri: str) -> tuple[PgConn, float]:
+def index_postgres(corpus: list[dict[str, Any]], uri: str) -> tuple[Any, float]:
     from kb_indexer.store import fulltext
     from kb_indexer.store.pg.fulltext import create_schema
 
@@ -236,7 +235,7 @@ def evaluate(name: str, corpus: list[dict[str, Any]], queries: list[dict[str, An
     return out
 
 
-def _score_agreement(lite: Any, pgc: PgConn, questions: list[list[str]]) -> float:
+def _score_agreement(lite: Any, pgc: Any, questions: list[list[str]]) -> float:
     """The largest relative difference between the two engines' bm25 of any matching document."""
     from kb_indexer.search import fulltext
 
@@ -250,7 +249,7 @@ def _score_agreement(lite: Any, pgc: PgConn, questions: list[list[str]]) -> floa
     return worst
 
 
-def _phrases(lite: Any, pgc: PgConn, questions: list[list[str]], runs: int) -> dict[str, Any]:
+def _phrases(lite: Any, pgc: Any, questions: list[list[str]], runs: int) -> dict[str, Any]:
     """The same questions with their first two words as one phrase (as a known keyword is asked): latency
     on both engines, and whether they agree."""
     phrased = [[" ".join(t[:2])] + t[2:] if len(t) >= 2 else t for t in questions]

@@ -39,13 +39,12 @@ PHRASES = [["boundary layer"], ["layer heat"], ["wing body flow"], ["q-learning"
 WEIGHTS = [fulltext.DEFAULT_COLUMN_WEIGHTS, (1.0, 1.0, 1.0, 1.0), (5.0, 0.0, 0.5, 1.0), (0.0, 0.0, 0.0, 1.0)]
 
 
-class PgConn:
-    """What the engine dispatch needs of a PostgreSQL connection (the core's PgConnection has both)."""
+def PgConn(raw: Any) -> Any:
+    """The engine's own connection (kb_indexer.store.pg.connection.PgConnection) over ``raw``."""
+    from kb_indexer.config import DbUrl
+    from kb_indexer.store.pg.connection import PgConnection
 
-    engine = "postgres"
-
-    def __init__(self, raw: Any):
-        self.raw = raw
+    return PgConnection(raw, DbUrl(raw.info.dsn))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from kb_indexer import __version__
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
-from kb_indexer.store import meta
+from kb_indexer.store import fulltext, meta
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
@@ -26,7 +26,8 @@ FORMAT_VERSION = 1
 # the documents: `kbindex embed` rebuilds them), and the sparse full-text index with its change log (derived
 # from the full-text rows: the next `sync` rebuilds it).
 _EXCLUDED = {"_migrations", "meta", "llm_cache", "sqlite_sequence", "fulltext_log"}
-_EXCLUDED_PREFIXES = ("documents_fts", "skill", "context_", "embedding_", "sparse_")
+_EXCLUDED_PREFIXES = ("documents_fts", "documents_text", "text_postings", "text_totals", "skill", "context_",
+                      "embedding_", "sparse_")
 
 
 def _pg() -> Any:
@@ -166,7 +167,7 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
         _defer_foreign_keys(conn)
         for table in reversed(known):
             conn.execute(f'DELETE FROM "{table}"')
-        conn.execute("DELETE FROM documents_fts")
+        fulltext.clear(conn)
         counts = {table: _insert_rows(conn, table, names, rows) for table, names, rows in plan}
         backfill(conn)  # an export from before m050 has only the old origin strings
         for row in data["tables"].get("documents", []):
