@@ -151,7 +151,7 @@ def apply_items(conn: Connection, items: list[dict[str, Any]]) -> None:
                 kid = ids.ensure(item["keyword"])
                 conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
                              "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
-                             "weight = excluded.weight, learned_id = excluded.learned_id WHERE source = 'learned'",
+                             "weight = excluded.weight, learned_id = excluded.learned_id WHERE document_keywords.source = 'learned'",
                              (item["document_id"], kid, item["weight"], lid))
             refresh_fts_keywords(conn, item["document_id"])
         elif kind == "similarity":
