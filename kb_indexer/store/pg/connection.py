@@ -161,8 +161,11 @@ class PgConnection:
     def __enter__(self) -> "PgConnection":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        """As ``with`` on ``sqlite3.Connection`` (autocommit): an open transaction is committed, or rolled back
+        after an error; the connection stays open (``close()`` closes it)."""
+        if self.in_transaction and not self.raw.closed:
+            self.execute("ROLLBACK" if exc_type is not None else "COMMIT")
 
 
 def _is_read(query: str) -> bool:
