@@ -172,8 +172,20 @@ def _is_read(query: str) -> bool:
     return query.lstrip()[:6].upper() == "SELECT"
 
 
+#: What a NUL character in text becomes on PostgreSQL, which cannot store NUL in a text value (SQLite keeps it):
+#: U+FFFD, the replacement character, in what is written and in what is looked up alike.
+NUL_STAND_IN = "\ufffd"
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
+    return bytes(value) if isinstance(value, memoryview) else value
+
+
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
-    """Parameters as psycopg takes them (bytes-like values stay; a memoryview becomes bytes)."""
+    """Parameters as psycopg takes them: bytes-like values stay (a memoryview becomes bytes); a NUL in text
+    becomes :data:`NUL_STAND_IN`."""
     if isinstance(parameters, dict):
-        return parameters
-    return [bytes(p) if isinstance(p, memoryview) else p for p in parameters]
+        return {k: _param(v) for k, v in parameters.items()}
+    return [_param(p) for p in parameters]
