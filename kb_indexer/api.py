@@ -22,7 +22,7 @@ import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
 from kb_indexer.config import DbArg, DbTarget, DbUrl, default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, NotInitialisedError, UsageError
@@ -45,6 +45,7 @@ from kb_indexer.store.similarities import check_similarity_type, delete_similari
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage
 from kb_indexer.text import normalize_keyword
+from kb_indexer.store.connection import pooling
 from kb_indexer.store.dbapi import Connection, Row
 
 if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see the properties below)
@@ -234,6 +235,13 @@ class KnowledgeBase:
         db_path = find_db(db)
         conn = open_db(db_path)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
+
+    @staticmethod
+    def serving(db: DbArg = None) -> ContextManager[None]:
+        """For a long-lived process that opens the index per request (the MCP server) or keeps it open (chat):
+        while the block runs, :meth:`open` on a PostgreSQL server takes a connection from a small pool (1 to 8
+        connections, each checked when taken) and ``close()`` gives it back. SQLite: nothing changes."""
+        return pooling(find_db(db))
 
     @classmethod
     def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,

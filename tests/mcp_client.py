@@ -14,7 +14,7 @@ from tests.conftest import REPO, kbindex_exe
 
 def server_params(db, *extra: str) -> StdioServerParameters:
     exe = kbindex_exe()
-    return StdioServerParameters(command=exe[0], args=[*exe[1:], "mcp", "--db", str(db), *extra],
+    return StdioServerParameters(command=exe[0], args=[*exe[1:], "mcp", "--db", str(getattr(db, "url", db)), *extra],
                                  env={"PYTHONPATH": str(REPO), **{k: v for k, v in os.environ.items()
                                                                   if k.startswith("KBINDEX_")}})
 

@@ -83,7 +83,7 @@ def test_database_cache_and_doctor(kb, check):
 
 
 def test_skills_context_and_enrich(kb, check):
-    folder = write_skills(kb.db_path.parent / "skills", {"pdf-tools": ("Extract text and tables from PDF files",
+    folder = write_skills(kb.kb_root.parent / "skills", {"pdf-tools": ("Extract text and tables from PDF files",
                                                                        "Use pdftotext.")})
     check(results.SkillsSyncResult, kb.skills.sync([str(folder)]))
     check(results.SkillsListResult, kb.skills.all())

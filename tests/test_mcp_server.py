@@ -25,13 +25,19 @@ from tests.mcp_client import session as _session  # noqa: E402
 TOOLS = {"kb_query", "kb_get", "kb_similar", "kb_feedback", "skills_match"}
 
 
+def _project(db):
+    """The folder holding the knowledge base (beside the index file on SQLite; any engine)."""
+    with KnowledgeBase.open(db) as kb:
+        return kb.kb_root.parent
+
+
 @pytest.fixture
 def db(kb):
-    write_skills(kb.db_path.parent / "skills", {
+    write_skills(kb.kb_root.parent / "skills", {
         "pdf-tools": ("Extract text and tables from PDF files", "Use pdftotext."),
         "git-helper": "Write commit messages and resolve git merge conflicts",
     })
-    assert kb.skills.sync([str(kb.db_path.parent / "skills")])["errors"] == []
+    assert kb.skills.sync([str(kb.kb_root.parent / "skills")])["errors"] == []
     return kb.db_path
 
 
@@ -127,7 +133,7 @@ def test_kb_get_pages_a_long_document_with_a_cursor(db):
     from kb_indexer.store.documents import get_body, require_document
 
     section = "## Part {n}\n\nLong notes on reward shaping and policy gradients, part {n}. " + "Words " * 300 + "\n\n"
-    long_doc = db.parent / "knowledge-base" / "long-notes.md"
+    long_doc = _project(db) / "knowledge-base" / "long-notes.md"
     long_doc.write_text("# Long Notes\n\n" + "".join(section.format(n=n) for n in range(12)), encoding="utf-8")
     with KnowledgeBase.open(db) as kb:
         kb.sync()
@@ -181,7 +187,7 @@ def test_skill_and_document_resources(db):
 def test_a_sync_by_another_process_is_seen_without_a_restart(db):
     async def body(s):
         before = {str(r.uri) for r in (await s.list_resources()).resources}
-        write_skills(db.parent / "skills", {"csv-tools": "Read and clean CSV spreadsheets"})
+        write_skills(_project(db) / "skills", {"csv-tools": "Read and clean CSV spreadsheets"})
         with KnowledgeBase.open(db) as kb:
             kb.skills.sync()
         after = {str(r.uri) for r in (await s.list_resources()).resources}

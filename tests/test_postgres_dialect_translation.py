@@ -3,6 +3,7 @@ test per rule, and the translated SQL run on a real server where the rule is abo
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -71,7 +72,7 @@ def test_translated_sql_runs_with_postgresqls_strict_types(pg_url):
     from kb_indexer.config import DbUrl
     from kb_indexer.store.pg.connection import PgConnection
 
-    with PgConnection.open(DbUrl(pg_url)) as conn:
+    with contextlib.closing(PgConnection.open(DbUrl(pg_url))) as conn:
         conn.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, score DOUBLE PRECISION)")
         conn.executemany("INSERT OR IGNORE INTO t (id, name, score) VALUES (?, ?, ?)",
                          [(1, "a", 0.5), (2, "b", 0.25), (1, "dup", 0.0)])

@@ -29,7 +29,10 @@ def test_a_sub_api_write_to_a_read_only_index_is_read_only(kb, tmp_path, name):
     skill = tmp_path / "skills" / "demo"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: demo\ndescription: a demo skill\n---\nBody.\n")
-    kb.conn.execute("PRAGMA query_only = ON")   # every write now fails as SQLITE_READONLY
+    kb.query("reward")   # a history to clear (PostgreSQL refuses a write, not an empty read-only transaction)
+    # every write now fails: SQLITE_READONLY, or PostgreSQL's read-only transaction (25006)
+    kb.conn.execute("SET default_transaction_read_only = on" if getattr(kb.conn, "engine", "") == "postgres"
+                    else "PRAGMA query_only = ON")
     with pytest.raises(KbError) as info:
         WRITES[name](kb, tmp_path / "skills")
     assert not isinstance(info.value, sqlite3.Error)

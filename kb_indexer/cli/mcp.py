@@ -91,7 +91,9 @@ def _serve_stdio(db_path: DbTarget) -> None:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         raise typer.Exit(1) from None
-    anyio.run(serve, build_server(db_path), first_line, answered)
+    server = build_server(db_path)
+    with server.serving():   # on PostgreSQL: the pool of connections the requests share
+        anyio.run(serve, server, first_line, answered)
 
 
 def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
@@ -101,7 +103,9 @@ def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
     from kb_indexer.mcp.http import serve  # lazy: uvicorn and the SDK's HTTP app (extra mcp)
 
     try:
-        serve(build_server(db_path), host, port, token)
+        server = build_server(db_path)
+        with server.serving():   # on PostgreSQL: the pool of connections the requests share
+            serve(server, host, port, token)
     except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
         if exc.code not in (0, None):
             echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)

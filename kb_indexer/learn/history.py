@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kb_indexer.store.connection import inserted_id, transaction
+from kb_indexer.store.connection import inserted_id, one_at_a_time, transaction
 from kb_indexer.text import now_iso
 from kb_indexer.store.dbapi import Connection
 
@@ -37,9 +37,11 @@ TOP_RESULTS = 10
 
 
 def get_or_create_query(conn: Connection, question: str, context: str | None) -> int:
-    """The id of the ``(question, context)`` query, created if new; marks it attempted now."""
+    """The id of the ``(question, context)`` query, created if new; marks it attempted now. Inside the
+    caller's transaction; two processes asking the same question at once make one query."""
     ctx = context or ""
     now = now_iso()
+    one_at_a_time(conn, f"query\x1f{question}\x1f{ctx}")
     row = conn.execute("SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1",
                        (question, ctx)).fetchone()
     if row is not None:

@@ -2,7 +2,8 @@
 
 The index is opened per request (and closed after), so a long-running server sees ``sync``s made by
 other processes, and concurrent requests (the SDK runs these synchronous tools in worker threads) each
-have their own SQLite connection. Every tool result fits about ``paging.BUDGET`` estimated tokens and
+have their own connection: a new SQLite one, or on PostgreSQL one lent by the pool the server holds
+(:meth:`KbMCPServer.serving`; at most 8 server connections however many requests run). Every tool result fits about ``paging.BUDGET`` estimated tokens and
 carries ``next_cursor`` when there is more (a cursor is bound to the arguments of its call, see
 :mod:`kb_indexer.mcp.paging`). Resources (:mod:`kb_indexer.mcp.resources`) are listed in pages and read in
 worker threads too. Errors of kbindex (bad arguments, unknown document or
@@ -250,6 +251,11 @@ class KbMCPServer(MCPServer):
         super().__init__(**kwargs)
         self._db = db
 
+    def serving(self) -> contextlib.AbstractContextManager[None]:
+        """Hold for the server's life: on PostgreSQL, requests share a small pool of connections
+        (:meth:`KnowledgeBase.serving`) instead of opening one each."""
+        return KnowledgeBase.serving(self._db)
+
     async def list_tools(self) -> list[MCPTool]:
         """The catalog with compacted schemas (see :func:`outputs.compact_schema`): it is read before every
         conversation, so each token counts."""
@@ -290,7 +296,7 @@ class KbMCPServer(MCPServer):
             raise ResourceNotFoundError(str(exc)) from exc
 
 
-def build_server(db: DbArg = None) -> MCPServer:
+def build_server(db: DbArg = None) -> KbMCPServer:
     """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
     server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
                          log_level="WARNING")

@@ -44,12 +44,14 @@ class TagHits:
         if not hits.by_kid:
             return hits
         order = {n: i for i, (n, _) in enumerate(seeds)}
-        factors = [(kid, order[seed], None if e is None else e.weight * EXPANSION_FACTOR)
+        # an exact tag's factor is 1.0 (1.0 × weight is the weight, exactly): a column of numbers on both engines
+        # (PostgreSQL reads a VALUES column of NULLs only as text, which it does not multiply)
+        factors = [(kid, order[seed], 1.0 if e is None else e.weight * EXPANSION_FACTOR)
                    for kid, pairs in hits.by_kid.items() for seed, e in pairs]
         used = sorted({f[1] for f in factors})
         # one term per user keyword: its best value in the document (0 when it has none); no Python per tagged
         # document (only integers we make reach the SQL)
-        best = " + ".join(f"coalesce(max(CASE f.seed WHEN {i} THEN coalesce(f.factor * dk.weight, dk.weight) END), "
+        best = " + ".join(f"coalesce(max(CASE f.seed WHEN {i} THEN f.factor * dk.weight END), "
                           "0.0)" for i in used)
         part = f"min(1.0, ({best}) / {int(n_user_keywords)})" if n_user_keywords > 0 else "0.0"
         rows = conn.execute(f"WITH f(kid, seed, factor) AS (VALUES {', '.join(['(?, ?, ?)'] * len(factors))}) "

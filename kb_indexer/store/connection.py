@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engine import ADVISORY_NAMESPACE, is_postgres
 from kb_indexer.store.errors import (BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError,
                                      from_postgres, from_sqlite, sqlite_code)
 
@@ -75,9 +75,26 @@ def _connect_postgres(url: DbUrl) -> Connection:
         raise StorageError(f"{url} is a PostgreSQL server, and the PostgreSQL engine needs psycopg: "
                            "pip install 'kbindex[postgres]'") from exc
     try:
-        return PgConnection.open(url)
+        return PgConnection.connect(url)
     except PgError as exc:
         raise (from_postgres(exc, url) or StorageError(f"Cannot open {url}: {exc}")) from exc
+
+
+@contextmanager
+def pooling(target: DbTarget) -> Iterator[None]:
+    """For a long-lived process (the MCP server, chat): while the block runs, :func:`connect` takes
+    PostgreSQL connections of ``target`` from a small pool (:mod:`kb_indexer.store.pg.pool`) and ``close()``
+    gives them back. An SQLite file is opened per request as before (a local file costs no round trip)."""
+    if not isinstance(target, DbUrl):
+        yield
+        return
+    try:
+        from kb_indexer.store.pg.pool import pooled  # lazy: psycopg_pool, only on the PostgreSQL engine
+    except ImportError as exc:
+        raise StorageError(f"{target} is a PostgreSQL server, and the PostgreSQL engine needs psycopg and "
+                           "psycopg_pool: pip install 'kbindex[postgres]'") from exc
+    with pooled(target):
+        yield
 
 
 def _readable(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
@@ -140,6 +157,15 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     except BaseException:
         _undo(conn, "ROLLBACK")
         raise
+
+
+def one_at_a_time(conn: Connection, what: str) -> None:
+    """Inside a write transaction: transactions about the same ``what`` (e.g. one question's get-or-create)
+    run one after another, so a row looked up and then inserted is inserted once. SQLite's ``BEGIN
+    IMMEDIATE`` already lets one writer in at a time; PostgreSQL takes a transaction-level advisory lock on
+    ``what`` (released at COMMIT or ROLLBACK; other writers and long jobs' locks are not waited for)."""
+    if is_postgres(conn):
+        conn.execute("SELECT pg_advisory_xact_lock(?::int, hashtext(?))", (ADVISORY_NAMESPACE, what))
 
 
 def _undo(conn: Connection, *statements: str) -> None:

@@ -10,7 +10,7 @@ error mapping reports as documented codes.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import psycopg
 from psycopg.adapt import Loader
@@ -21,6 +21,9 @@ from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalErro
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
+#: The pools of this process, by server URL (:mod:`kb_indexer.store.pg.pool` keeps this up to date): each
+#: lends a connection of its pool.
+LENDERS: dict[str, Callable[[], "PgConnection"]] = {}
 
 
 class Row(tuple[Any, ...]):
@@ -62,23 +65,42 @@ def _mapped(exc: psycopg.Error) -> PgError:
     return kind(str(exc).strip(), getattr(exc, "sqlstate", None))
 
 
+def connect_kwargs() -> dict[str, Any]:
+    """How every kbindex connection is opened (alone, or by the pool of :mod:`kb_indexer.store.pg.pool`)."""
+    return {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": _row_factory}
+
+
+def configure(raw: psycopg.Connection[Any]) -> None:
+    """A new connection's set-up (both ways of opening one)."""
+    raw.adapters.register_loader("numeric", _FloatLoader)
+
+
 class PgConnection:
-    """What kbindex uses of a database connection, on a PostgreSQL server."""
+    """What kbindex uses of a database connection, on a PostgreSQL server. ``give_back``: a pooled
+    connection's way home (``close()`` returns it to its pool instead of closing it)."""
 
     engine = "postgres"
 
-    def __init__(self, raw: psycopg.Connection[Any], target: DbUrl):
+    def __init__(self, raw: psycopg.Connection[Any], target: DbUrl,
+                 give_back: Callable[[psycopg.Connection[Any]], None] | None = None):
         self.raw = raw
         self.target = target
+        self._lent = raw if give_back is not None else None
+        self._give_back = give_back
+
+    @classmethod
+    def connect(cls, target: DbUrl) -> "PgConnection":
+        """A connection of the process's pool for ``target`` when one serves it, else a new one."""
+        lend = LENDERS.get(target.url)
+        return lend() if lend is not None else cls.open(target)
 
     @classmethod
     def open(cls, target: DbUrl) -> "PgConnection":
         try:
-            raw = psycopg.connect(target.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                  row_factory=_row_factory)
+            raw = psycopg.connect(target.url, **connect_kwargs())
         except psycopg.Error as exc:
             raise _mapped(exc) from None  # psycopg's message names the server, never the password
-        raw.adapters.register_loader("numeric", _FloatLoader)
+        configure(raw)
         return cls(raw, target)
 
     @property
@@ -127,21 +149,43 @@ class PgConnection:
         return cur
 
     def close(self) -> None:
-        self.raw.close()
+        """Close the connection, or give a pooled one back (a broken one too: the pool drops it)."""
+        lent, self._lent = self._lent, None
+        if self._give_back is None:
+            self.raw.close()
+        elif lent is not None:
+            if self.raw is not lent:  # opened again after the pooled one was lost
+                self.raw.close()
+            self._give_back(lent)
 
     def __enter__(self) -> "PgConnection":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        """As ``with`` on ``sqlite3.Connection`` (autocommit): an open transaction is committed, or rolled back
+        after an error; the connection stays open (``close()`` closes it)."""
+        if self.in_transaction and not self.raw.closed:
+            self.execute("ROLLBACK" if exc_type is not None else "COMMIT")
 
 
 def _is_read(query: str) -> bool:
     return query.lstrip()[:6].upper() == "SELECT"
 
 
+#: What a NUL character in text becomes on PostgreSQL, which cannot store NUL in a text value (SQLite keeps it):
+#: U+FFFD, the replacement character, in what is written and in what is looked up alike.
+NUL_STAND_IN = "\ufffd"
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
+    return bytes(value) if isinstance(value, memoryview) else value
+
+
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
-    """Parameters as psycopg takes them (bytes-like values stay; a memoryview becomes bytes)."""
+    """Parameters as psycopg takes them: bytes-like values stay (a memoryview becomes bytes); a NUL in text
+    becomes :data:`NUL_STAND_IN`."""
     if isinstance(parameters, dict):
-        return parameters
-    return [bytes(p) if isinstance(p, memoryview) else p for p in parameters]
+        return {k: _param(v) for k, v in parameters.items()}
+    return [_param(p) for p in parameters]

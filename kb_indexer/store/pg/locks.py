@@ -8,10 +8,8 @@ import zlib
 from contextlib import contextmanager
 from typing import Iterator
 
+from kb_indexer.store.engine import ADVISORY_NAMESPACE as _NAMESPACE
 from kb_indexer.store.pg.connection import PgConnection
-
-#: The first key of every kbindex advisory lock ("kbix"); the second names the job.
-_NAMESPACE = 0x6B626978
 
 
 def job_key(job: str) -> int:

@@ -1,0 +1,57 @@
+"""A small pool of server connections for long-lived processes on the PostgreSQL engine (the MCP server,
+chat), so a request takes an open connection instead of opening one (a TCP and authentication round trip)
+and the server never holds more than ``MAX_SIZE`` connections of the process however many requests run.
+
+psycopg_pool's ``ConnectionPool``: every connection is checked when it is taken (a lost one is replaced),
+and given back idle: an open transaction is rolled back, advisory locks left by a failed job are released.
+One pool per server URL while :func:`pooled` runs; ``PgConnection.connect`` then lends a connection of it
+(:func:`_lend`), whose ``close()`` gives it back.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from kb_indexer.config import DbUrl
+from kb_indexer.store.errors import PgOperationalError
+from kb_indexer.store.pg.connection import CONNECT_TIMEOUT_S, LENDERS, PgConnection, configure, connect_kwargs
+
+MIN_SIZE = 1
+MAX_SIZE = 8
+#: How long a request waits for a free connection when all ``MAX_SIZE`` are in use (seconds).
+CHECKOUT_TIMEOUT_S = 30.0
+
+
+def _reset(raw: psycopg.Connection[Any]) -> None:
+    raw.execute("SELECT pg_advisory_unlock_all()")
+
+
+@contextmanager
+def pooled(target: DbUrl) -> Iterator[None]:
+    """While the block runs, ``PgConnection.connect`` serves ``target`` from a pool (opened here, closed at the end)."""
+    pool: ConnectionPool[Any] = ConnectionPool(
+        target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(), configure=configure,
+        reset=_reset, check=ConnectionPool.check_connection, timeout=CHECKOUT_TIMEOUT_S,
+        name="kbindex", open=False)
+    pool.open(wait=False)
+    LENDERS[target.url] = lambda: _lend(pool, target)
+    try:
+        yield
+    finally:
+        LENDERS.pop(target.url, None)
+        pool.close()
+
+
+def _lend(pool: ConnectionPool[Any], target: DbUrl) -> PgConnection:
+    """A connection of ``pool``: ``close()`` gives it back."""
+    try:
+        raw = pool.getconn()
+    except PoolTimeout as exc:
+        raise PgOperationalError(f"no connection to {target} within {CHECKOUT_TIMEOUT_S:.0f} s "
+                                 f"(all {MAX_SIZE} of this process's connections busy, or the server does not "
+                                 f"answer within {CONNECT_TIMEOUT_S} s)", "08006") from exc
+    return PgConnection(raw, target, give_back=pool.putconn)
