@@ -1,0 +1,126 @@
+"""Vector search on PostgreSQL with pgvector (the ``vector`` extension), when the server has it.
+
+Migration ``m003_pgvector`` tries ``CREATE EXTENSION IF NOT EXISTS vector``; it records the outcome in
+``meta`` (``pgvector``: the extension's version, or ``unavailable: <why>``) and, with the extension, adds
+an untyped ``vector`` column ``vec`` to ``embedding_chunks`` (beside the float32 BYTEA every engine keeps).
+Models differ in dimension, so each model gets a partial expression index of its own when its first
+``embed`` run ends::
+
+    CREATE INDEX ... USING hnsw ((vec::vector(DIM)) vector_ip_ops) WHERE model_id = N
+
+Chunk vectors are unit length, so the inner product is their cosine (what the numpy path computes). A
+query asks the index for the best chunks (``hnsw.ef_search`` set from how many it wants, so a small
+collection is answered exactly) and keeps each document's best: the server never sends the matrix.
+Without the extension, :mod:`kb_indexer.store.vectors` reads the packed matrix as on SQLite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from kb_indexer.store import meta
+from kb_indexer.store.pg.connection import PgConnection
+
+META_KEY = "pgvector"
+#: pgvector's HNSW answers at most ``hnsw.ef_search`` rows, which it caps at 1000.
+MAX_EF_SEARCH = 1000
+#: Chunks asked of the index per document wanted (a document may have several among the best).
+CHUNKS_PER_DOCUMENT = 4
+
+
+def create(conn: PgConnection) -> str:
+    """In the migration's transaction: the extension and the ``vec`` column when the server allows it.
+    Returns what is recorded in meta (the extension's version, or ``unavailable: <why>``)."""
+    raw = conn.raw
+    raw.execute("SAVEPOINT kb_pgvector")
+    try:
+        raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raw.execute("ROLLBACK TO SAVEPOINT kb_pgvector")
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        state = f"unavailable: {why}"
+    else:
+        raw.execute("RELEASE SAVEPOINT kb_pgvector")
+        raw.execute("ALTER TABLE embedding_chunks ADD COLUMN vec vector")
+        row = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        state = str(row[0]) if row else "unknown version"
+    meta.put(conn, META_KEY, state)
+    return state
+
+
+def state(conn: PgConnection) -> str | None:
+    """The recorded outcome of ``m003_pgvector`` (None before it ran)."""
+    return meta.get(conn, META_KEY)
+
+
+def enabled(conn: PgConnection) -> bool:
+    found = state(conn)
+    return found is not None and not found.startswith("unavailable")
+
+
+def describe(conn: PgConnection) -> dict[str, Any]:
+    """What ``db-stats`` and ``doctor`` report: which vector search the server answers with."""
+    found = state(conn)
+    if found is not None and not found.startswith("unavailable"):
+        return {"engine": "pgvector", "pgvector": found, "index": "hnsw", "note": None}
+    return {"engine": "numpy", "pgvector": None, "index": None,
+            "note": f"pgvector {found or 'not checked'}: semantic search reads every vector into the process"}
+
+
+def _literal(vector: Any) -> str:
+    """A float32 vector as pgvector's text form (exact: a float32 survives float64 text and back)."""
+    return "[" + ",".join(map(repr, vector.astype("<f4").tolist())) + "]"
+
+
+def insert_chunks(conn: PgConnection, model_id: int, doc_id: int, vectors: Any) -> None:
+    """The document's chunk rows: the float32 bytes and the same vector as pgvector's ``vector``."""
+    with conn.raw.cursor() as cur:
+        cur.executemany("INSERT INTO embedding_chunks (model_id, document_id, chunk_no, vector, vec) "
+                        "VALUES (%s, %s, %s, %s, %s::vector)",
+                        [(model_id, doc_id, i, v.astype("<f4").tobytes(), _literal(v))
+                         for i, v in enumerate(vectors)])
+
+
+def index_name(model_id: int) -> str:
+    return f"embedding_chunks_hnsw_m{int(model_id)}"
+
+
+def ensure_index(conn: PgConnection, model_id: int, dim: int) -> None:
+    """The model's HNSW index (built from the rows there are; later rows are added as they come)."""
+    conn.raw.execute(f"CREATE INDEX IF NOT EXISTS {index_name(model_id)} ON embedding_chunks USING hnsw "
+                     f"((vec::vector({int(dim)})) vector_ip_ops) WHERE model_id = {int(model_id)}")
+
+
+def nearest(conn: PgConnection, model_id: int, dim: int, query: Any, depth: int) -> dict[int, float]:
+    """The ``depth`` documents whose best chunk is nearest ``query`` (a unit vector), with that cosine.
+
+    The model id and dimension are literals in the SQL so that the planner matches the model's partial
+    index. HNSW is approximate; ``ef_search`` is as large as the chunks asked for, so a collection of
+    at most that many chunks is answered exactly.
+    """
+    chunks = min(MAX_EF_SEARCH, max(depth, 1) * CHUNKS_PER_DOCUMENT)
+    typed = f"vec::vector({int(dim)})"
+    conn.raw.execute(f"SET hnsw.ef_search = {chunks}")
+    rows = conn.raw.execute(
+        f"SELECT document_id, max(sim) AS best FROM (SELECT document_id, -({typed} <#> %s::vector({int(dim)})) "
+        f"AS sim FROM embedding_chunks WHERE model_id = {int(model_id)} ORDER BY {typed} <#> "
+        f"%s::vector({int(dim)}) LIMIT %s) c GROUP BY document_id ORDER BY best DESC, document_id LIMIT %s",
+        (_literal(query), _literal(query), chunks, depth)).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
+
+
+def best_cosines(conn: PgConnection, model_id: int, query: Any, doc_ids: list[int]) -> dict[int, float]:
+    """The cosine of each given document's best chunk with ``query`` (documents without vectors left out)."""
+    if not doc_ids:
+        return {}
+    rows = conn.raw.execute(
+        "SELECT document_id, max(-(vec <#> %s::vector)) FROM embedding_chunks WHERE model_id = %s "
+        "AND document_id = ANY(%s) GROUP BY document_id", (_literal(query), model_id, list(doc_ids))).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
+
+
+def has_vectors(conn: PgConnection, model_id: int) -> bool:
+    return conn.raw.execute("SELECT 1 FROM embedding_chunks WHERE model_id = %s LIMIT 1",
+                            (model_id,)).fetchone() is not None
