@@ -115,13 +115,18 @@ def replace_document(conn: Connection, model: EmbeddingModel, doc_id: int, sourc
 # -- the engine's own vector search (pgvector) ------------------------------------------------
 
 
+def _pg() -> Any:
+    from kb_indexer.store.pg import vectors  # lazy: psycopg, for the PostgreSQL engine only
+
+    return vectors
+
+
 def _pgvector(conn: Connection) -> Any | None:
     """:mod:`kb_indexer.store.pg.vectors` on a PostgreSQL server with pgvector; None elsewhere."""
     if not is_postgres(conn):
         return None
-    from kb_indexer.store.pg import vectors as pg  # lazy: psycopg, for the PostgreSQL engine only
-
-    return pg if pg.enabled(conn) else None  # type: ignore[arg-type]
+    pg = _pg()
+    return pg if pg.enabled(conn) else None
 
 
 def nearest(conn: Connection, model: EmbeddingModel, query: Any,
@@ -139,18 +144,14 @@ def nearest(conn: Connection, model: EmbeddingModel, query: Any,
 
 def best_cosines(conn: Connection, model: EmbeddingModel, query: Any, doc_ids: list[int]) -> dict[int, float]:
     """The cosine of each given document's best chunk with ``query`` (with :func:`nearest`'s engine)."""
-    from kb_indexer.store.pg import vectors as pg  # lazy: psycopg, for the PostgreSQL engine only
-
-    return pg.best_cosines(conn, model.id, query, doc_ids)  # type: ignore[arg-type]
+    return _pg().best_cosines(conn, model.id, query, doc_ids)  # type: ignore[no-any-return]
 
 
 def vector_search(conn: Connection) -> dict[str, Any]:
     """Which vector search the index answers with (``db-stats``, ``doctor``)."""
     if not is_postgres(conn):
         return {"engine": "numpy", "pgvector": None, "index": None, "note": None}
-    from kb_indexer.store.pg import vectors as pg  # lazy: psycopg, for the PostgreSQL engine only
-
-    return pg.describe(conn)  # type: ignore[arg-type]
+    return _pg().describe(conn)  # type: ignore[no-any-return]
 
 
 # -- the packed matrix --------------------------------------------------------------------

@@ -21,6 +21,7 @@ from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.pg.connection import PgConnection
+from kb_indexer.store.pg import vectors
 from kb_indexer.store.pg.locks import advisory_lock
 
 Migration = Callable[[PgConnection], None]
@@ -338,9 +339,6 @@ def m002_fulltext(conn: PgConnection) -> None:
 
 @migration
 def m003_pgvector(conn: PgConnection) -> None:
-    # lazy: the pgvector module of the PostgreSQL engine is only needed when its schema is created
-    from kb_indexer.store.pg import vectors
-
     state = vectors.create(conn)
     if state.startswith("unavailable"):
         warn(f"pgvector is not available on this server ({state[len('unavailable: '):]}): semantic search "

@@ -69,9 +69,11 @@ def describe(conn: PgConnection) -> dict[str, Any]:
             "note": f"pgvector {found or 'not checked'}: semantic search reads every vector into the process"}
 
 
-def _literal(vector: Any) -> str:
-    """A float32 vector as pgvector's text form (exact: a float32 survives float64 text and back)."""
-    return "[" + ",".join(map(repr, vector.astype("<f4").tolist())) + "]"
+def literal(vector: Any) -> str:
+    """A float32 vector (numpy, or a list) as pgvector's text form (exact: a float32 survives float64 text
+    and back)."""
+    values = vector.astype("<f4").tolist() if hasattr(vector, "astype") else [float(x) for x in vector]
+    return "[" + ",".join(map(repr, values)) + "]"
 
 
 def insert_chunks(conn: PgConnection, model_id: int, doc_id: int, vectors: Any) -> None:
@@ -79,7 +81,7 @@ def insert_chunks(conn: PgConnection, model_id: int, doc_id: int, vectors: Any) 
     with conn.raw.cursor() as cur:
         cur.executemany("INSERT INTO embedding_chunks (model_id, document_id, chunk_no, vector, vec) "
                         "VALUES (%s, %s, %s, %s, %s::vector)",
-                        [(model_id, doc_id, i, v.astype("<f4").tobytes(), _literal(v))
+                        [(model_id, doc_id, i, v.astype("<f4").tobytes(), literal(v))
                          for i, v in enumerate(vectors)])
 
 
@@ -88,26 +90,33 @@ def index_name(model_id: int) -> str:
 
 
 def ensure_index(conn: PgConnection, model_id: int, dim: int) -> None:
-    """The model's HNSW index (built from the rows there are; later rows are added as they come)."""
+    """The model's HNSW index (built from the rows there are; later rows are added as they come), and fresh
+    statistics of the table (an embed run changes many rows: without them the planner may not pick it)."""
     conn.raw.execute(f"CREATE INDEX IF NOT EXISTS {index_name(model_id)} ON embedding_chunks USING hnsw "
                      f"((vec::vector({int(dim)})) vector_ip_ops) WHERE model_id = {int(model_id)}")
+    conn.raw.execute("ANALYZE embedding_chunks")
+
+
+def nearest_sql(model_id: int, dim: int) -> str:
+    """The top-documents query for one model; parameters: the question's vector twice, how many chunks
+    the index returns, how many documents. The model id and dimension are literals so that the planner
+    matches the model's partial index."""
+    typed, q = f"vec::vector({int(dim)})", f"%s::vector({int(dim)})"
+    return (f"SELECT document_id, max(sim) AS best FROM (SELECT document_id, -({typed} <#> {q}) AS sim "
+            f"FROM embedding_chunks WHERE model_id = {int(model_id)} ORDER BY {typed} <#> {q} LIMIT %s) c "
+            "GROUP BY document_id ORDER BY best DESC, document_id LIMIT %s")
 
 
 def nearest(conn: PgConnection, model_id: int, dim: int, query: Any, depth: int) -> dict[int, float]:
     """The ``depth`` documents whose best chunk is nearest ``query`` (a unit vector), with that cosine.
 
-    The model id and dimension are literals in the SQL so that the planner matches the model's partial
-    index. HNSW is approximate; ``ef_search`` is as large as the chunks asked for, so a collection of
-    at most that many chunks is answered exactly.
+    HNSW is approximate; ``ef_search`` is as large as the chunks asked for, so a collection of at most
+    that many chunks is answered exactly.
     """
     chunks = min(MAX_EF_SEARCH, max(depth, 1) * CHUNKS_PER_DOCUMENT)
-    typed = f"vec::vector({int(dim)})"
+    text = literal(query)
     conn.raw.execute(f"SET hnsw.ef_search = {chunks}")
-    rows = conn.raw.execute(
-        f"SELECT document_id, max(sim) AS best FROM (SELECT document_id, -({typed} <#> %s::vector({int(dim)})) "
-        f"AS sim FROM embedding_chunks WHERE model_id = {int(model_id)} ORDER BY {typed} <#> "
-        f"%s::vector({int(dim)}) LIMIT %s) c GROUP BY document_id ORDER BY best DESC, document_id LIMIT %s",
-        (_literal(query), _literal(query), chunks, depth)).fetchall()
+    rows = conn.raw.execute(nearest_sql(model_id, dim), (text, text, chunks, depth)).fetchall()
     return {int(r[0]): float(r[1]) for r in rows}
 
 
@@ -117,7 +126,7 @@ def best_cosines(conn: PgConnection, model_id: int, query: Any, doc_ids: list[in
         return {}
     rows = conn.raw.execute(
         "SELECT document_id, max(-(vec <#> %s::vector)) FROM embedding_chunks WHERE model_id = %s "
-        "AND document_id = ANY(%s) GROUP BY document_id", (_literal(query), model_id, list(doc_ids))).fetchall()
+        "AND document_id = ANY(%s) GROUP BY document_id", (literal(query), model_id, list(doc_ids))).fetchall()
     return {int(r[0]): float(r[1]) for r in rows}
 
 
