@@ -131,3 +131,26 @@ def test_without_the_right_to_create_pgvector_it_says_so_once_and_searches_with_
     assert result["semantic"]["used"] and result["results"][0]["filepath"].endswith("d0.md")
     doctor = cli("doctor", "--db", unprivileged_url, "--llm-backend", "none", "--format", "json")
     assert json.loads(doctor.stdout)["database"]["vector_search"]["engine"] == "numpy"
+
+
+def test_an_index_upgraded_to_pgvector_searches_the_vectors_it_already_had(collection, pg_url):
+    """An index whose vectors were stored before m003_pgvector (simulated: the column, the index, the
+    migration's record and meta removed) gets them copied into pgvector when it is opened again."""
+    from kb_indexer.store import vectors as store
+    from kb_indexer.store.pg import vectors as pg
+
+    root, questions = collection
+    kb = _kb(pg_url, root)
+    before = {q: _top(kb, q) for q in questions[:5]}
+    model = store.latest_model(kb.conn)
+    kb.conn.raw.execute(f"DROP INDEX {pg.index_name(model.id)}; ALTER TABLE embedding_chunks DROP COLUMN vec; "
+                        "DELETE FROM _migrations WHERE name = 'm003_pgvector'; DELETE FROM meta WHERE key = 'pgvector'")
+    kb.close()
+    kb = KnowledgeBase.open(pg_url)
+    try:
+        assert kb.conn.execute("SELECT count(*) FROM embedding_chunks WHERE vec IS NULL").fetchone()[0] == 0
+        assert kb.conn.raw.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                                   (pg.index_name(model.id),)).fetchone() is not None
+        assert {q: _top(kb, q) for q in before} == before
+    finally:
+        kb.close()

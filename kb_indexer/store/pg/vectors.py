@@ -2,7 +2,8 @@
 
 Migration ``m003_pgvector`` tries ``CREATE EXTENSION IF NOT EXISTS vector``; it records the outcome in
 ``meta`` (``pgvector``: the extension's version, or ``unavailable: <why>``) and, with the extension, adds
-an untyped ``vector`` column ``vec`` to ``embedding_chunks`` (beside the float32 BYTEA every engine keeps).
+an untyped ``vector`` column ``vec`` to ``embedding_chunks`` (beside the float32 BYTEA every engine keeps;
+an index upgraded with vectors already stored gets them copied there).
 Models differ in dimension, so each model gets a partial expression index of its own when its first
 ``embed`` run ends::
 
@@ -16,6 +17,7 @@ Without the extension, :mod:`kb_indexer.store.vectors` reads the packed matrix a
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import psycopg
@@ -46,8 +48,23 @@ def create(conn: PgConnection) -> str:
         raw.execute("ALTER TABLE embedding_chunks ADD COLUMN vec vector")
         row = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         state = str(row[0]) if row else "unknown version"
+        _backfill(conn)
     meta.put(conn, META_KEY, state)
     return state
+
+
+def _backfill(conn: PgConnection) -> None:
+    """An index upgraded to pgvector: its stored chunks get their ``vector`` and each model its index."""
+    models = conn.raw.execute("SELECT DISTINCT m.id, m.dim FROM embedding_models m "
+                              "JOIN embedding_chunks c ON c.model_id = m.id").fetchall()
+    for model_id, dim in models:
+        rows = conn.raw.execute("SELECT document_id, chunk_no, vector FROM embedding_chunks WHERE model_id = %s",
+                                (model_id,)).fetchall()
+        with conn.raw.cursor() as cur:
+            cur.executemany("UPDATE embedding_chunks SET vec = %s::vector WHERE model_id = %s AND document_id = %s "
+                            "AND chunk_no = %s", [(_from_bytes(bytes(r[2])), model_id,
+                                                   r[0], r[1]) for r in rows])
+        ensure_index(conn, model_id, dim)
 
 
 def state(conn: PgConnection) -> str | None:
@@ -74,6 +91,11 @@ def literal(vector: Any) -> str:
     and back)."""
     values = vector.astype("<f4").tolist() if hasattr(vector, "astype") else [float(x) for x in vector]
     return "[" + ",".join(map(repr, values)) + "]"
+
+
+def _from_bytes(data: bytes) -> str:
+    """A stored float32 BYTEA vector as pgvector's text form."""
+    return literal(struct.unpack(f"<{len(data) // 4}f", data))
 
 
 def insert_chunks(conn: PgConnection, model_id: int, doc_id: int, vectors: Any) -> None:
