@@ -16,7 +16,8 @@ and are the hard case for an approximate index.
 Measured, same run:
 
 * cold ``kbindex query --method semantic`` (one process per question, connection set-up included): median
-  wall time and peak RSS of the process (``wait4``); each question is asked once beforehand (its embedding
+  wall time and peak RSS of the process (GNU ``time``, which starts each query: both figures include its
+  few milliseconds, the same for every engine); each question is asked once beforehand (its embedding
   is then cached in the index, as an agent asking again finds it);
 * top-10 overlap of the HNSW answer with the exact (numpy) answer, for the questions and for 200 random
   unit vectors, with ``hnsw.ef_search`` as kbindex sets it.
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,22 +88,27 @@ def build(target: str, kb_root: Path, seed: int) -> dict[str, float]:
     return {"sync_s": round(synced, 1), "store_vectors_s": round(stored, 1), "index_or_pack_s": round(finished, 1)}
 
 
+TIME = shutil.which("time") or "/usr/bin/time"
+
+
 def _one(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall ms, peak RSS MB) of one process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """(wall ms, peak RSS MB) of one process. The peak comes from GNU time, the query's parent: Linux
+    carries the RSS high-water mark over exec, so ``wait4`` on a child of this (large) process would
+    report this process's size."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([TIME, "-f", "%M", "-o", rss.name, *cmd], cwd=cwd, env=ENV, stdout=out, stderr=err)
         wall = (time.perf_counter() - t) * 1000
-        proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed: {err.read().decode()[-500:]}")
         out.seek(0)
         data = json.loads(out.read())
+        peak_kb = int(rss.read().split()[-1])
     if not data["semantic"]["used"]:
         raise SystemExit(f"vectors not used: {data['semantic']}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, peak_kb / 1024
 
 
 def cold(target: str, cwd: Path, questions: list[str]) -> dict[str, float]:
