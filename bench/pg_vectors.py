@@ -210,6 +210,8 @@ def main() -> None:
         results["hnsw_vs_exact"] = overlap(targets["postgres (pgvector HNSW)"], questions, args.seed)
     finally:
         server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(pgdata, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=1))
         return
