@@ -43,7 +43,7 @@ from kb_indexer.store.migrations import init_db, schema_version
 from kb_indexer.store.provenance import lift
 from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
-from kb_indexer.store.vectors import coverage as vector_coverage
+from kb_indexer.store.vectors import coverage as vector_coverage, vector_search
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.connection import pooling
 from kb_indexer.store.dbapi import Connection, Row
@@ -579,6 +579,7 @@ class KnowledgeBase:
             "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
             "feedback": one("SELECT COUNT(*) FROM query_feedback"),
             "embeddings": vector_coverage(c),
+            "vector_search": vector_search(c),
             "fulltext_index": describe(c),
             "db": str(self.db_path), "kb_root": str(self.kb_root),
             "schema": schema_version(c),

@@ -26,6 +26,7 @@ from kb_indexer.store.connection import connect
 from kb_indexer.store.errors import DatabaseError
 from kb_indexer.store.migrations import _applied, known_migrations, schema_version
 from kb_indexer.store import meta
+from kb_indexer.store.vectors import vector_search
 
 PROBE_TIMEOUT = 5.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
@@ -143,6 +144,7 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
         stored = meta.get(conn, "kb_root")
         report["kb_root"] = str(stored_root_path(db_path, stored)) if stored is not None else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
+        report["vector_search"] = vector_search(conn)
     except DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
         problems.append(f"{db_path}: {report['error']}")

@@ -79,6 +79,12 @@ def warn_semantic(result: Mapping[str, Any]) -> None:
 # -- doctor -------------------------------------------------------------------------------
 
 
+def _vector_search(found: dict[str, Any] | None) -> str | None:
+    if not found:
+        return None
+    return f"{found['engine']} ({found['note']})" if found.get("note") else found["engine"]
+
+
 def _render_doctor(report: dict[str, Any]) -> None:
     # lazy: rich loads only for a table (cli modules are imported by every run's --help and JSON runs)
     from rich.console import Console
@@ -106,6 +112,7 @@ def _render_doctor(report: dict[str, Any]) -> None:
         ("schema", f"{db['schema']['migrations']}/{db['schema']['known']} migrations, latest "
                    f"{db['schema']['latest']}" if db.get("schema") else None),
         ("LLM cache entries", db.get("llm_cache_entries")),
+        ("vector search", _vector_search(db.get("vector_search"))),
         ("ok", report["ok"]),
     ]
     for key, value in rows:

@@ -22,7 +22,7 @@ from kb_indexer.results.index import (
     DocumentKeyword, DocumentResult, DocumentSummary, DocumentText, EmbedError, EmbedResult, EmbeddingCoverage, ExportResult,
     ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
     KeywordStatsResult, KeywordTag, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, Rename,
-    ShowResult, SimilarKeyword, SimilarResult, SimilarityFilesReport, SparseIndexStats, SparseRefresh,
+    ShowResult, SimilarKeyword, SimilarResult, SimilarityFilesReport, SparseIndexStats, SparseRefresh, VectorSearch,
     StaleResult, SyncResult, TaggedDocument, UnrelateResult,
 )
 from kb_indexer.results.query import (
@@ -70,6 +70,6 @@ __all__ = [
     "SimilarResult", "SimilarityFilesReport", "SimilarityType", "Skill", "SkillCandidate", "SkillMatchResult",
     "SkillRemoveResult", "SkillSessionResetResult", "SkillSessionResult", "SkillShowResult", "SkillSummary",
     "SkillsDir", "SkillsListResult", "SkillsLlmReport", "SkillsLoadResult", "SkillsSyncResult",
-    "SparseIndexStats", "SparseRefresh", "StaleResult", "StoredMessage", "SuggestResult", "Suggestion",
+    "SparseIndexStats", "SparseRefresh", "VectorSearch", "StaleResult", "StoredMessage", "SuggestResult", "Suggestion",
     "SuggestionEvidence", "SyncResult", "TaggedDocument", "UnrelateResult",
 ]

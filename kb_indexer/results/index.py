@@ -261,6 +261,7 @@ class DoctorDatabase(TypedDict):
     up_to_date: bool | None
     kb_root: str | None
     llm_cache_entries: int | None
+    vector_search: NotRequired[VectorSearch]
     error: str | None
 
 
@@ -285,6 +286,15 @@ class EmbeddingCoverage(TypedDict):
     updated_at: str
 
 
+class VectorSearch(TypedDict):
+    """How semantic search finds the nearest vectors: ``numpy`` (the model's matrix read into the process)
+    or ``pgvector`` (an HNSW index on the PostgreSQL server); ``note`` says why not pgvector on a server."""
+    engine: str
+    pgvector: str | None
+    index: str | None
+    note: str | None
+
+
 class SparseIndexStats(TypedDict):
     documents: int
     tokens: int
@@ -304,6 +314,7 @@ class DbStatsResult(TypedDict):
     query_attempts: int
     feedback: int
     embeddings: list[EmbeddingCoverage]
+    vector_search: VectorSearch
     fulltext_index: SparseIndexStats | None
     db: str
     kb_root: str

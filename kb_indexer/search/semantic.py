@@ -1,4 +1,8 @@
-"""Dense retrieval: the question's embedding against the stored chunk vectors (brute-force cosine, numpy).
+"""Dense retrieval: the question's embedding against the stored chunk vectors.
+
+Brute-force cosine with numpy over the model's packed matrix, unless the store searches vectors itself
+(PostgreSQL with pgvector: :func:`kb_indexer.store.vectors.nearest` answers, and :meth:`DenseResult.get`
+asks the store for any other document's cosine).
 
 The search layer does not call embedding backends: the API layer hands :func:`run` a
 :class:`DenseSource`, the index's model whose vectors to read and a function that embeds the
@@ -42,8 +46,11 @@ class DenseResult:
     best: Any = None          # their best cosine (numpy)
     rebuilt: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    fetch: Callable[[list[int]], dict[int, float]] | None = None   # the store's cosines (no matrix read)
 
     def get(self, doc_ids: list[int]) -> dict[int, float]:
+        if self.fetch is not None:
+            return self.fetch(doc_ids)
         return lookup(self.docs, self.best, doc_ids)
 
 
@@ -56,11 +63,16 @@ def run(conn: Connection, source: DenseSource, question: str, depth: int) -> Den
         raise KbError(source.unavailable or "no vectors")
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
-    doc_ids, matrix, rebuilt = store.load_matrix(conn, source.model)
+    model = source.model
     q = np.asarray(source.embed(question), dtype=np.float32)
-    if q.shape != (source.model.dim,):
+    if q.shape != (model.dim,):
         raise KbError(f"the question's embedding has {q.shape[-1]} dimensions, the index's vectors "
-                      f"{source.model.dim}", code="embedding_mismatch")
+                      f"{model.dim}", code="embedding_mismatch")
+    found = store.nearest(conn, model, q, depth)
+    if found is not None:
+        return DenseResult(found[0], info=dict(found[1]),
+                           fetch=lambda ids: store.best_cosines(conn, model, q, ids))
+    doc_ids, matrix, rebuilt = store.load_matrix(conn, model)
     if not len(doc_ids):
         return DenseResult({}, rebuilt=rebuilt)
     sims = matrix @ q

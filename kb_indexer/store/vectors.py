@@ -13,6 +13,10 @@
   the generation, the dimension and a checksum of the packed document ids, so a stale or foreign file
   is never used (it is only ever a cache of the current BLOB: written atomically after the BLOB was
   read, older ones of the model removed; when the folder cannot be written, the BLOB is used).
+* On a PostgreSQL server with pgvector (:mod:`kb_indexer.store.pg.vectors`) each chunk's vector is also a
+  pgvector ``vector`` with an HNSW index per model: :func:`nearest` and :func:`best_cosines` answer on the
+  server and no matrix is packed or read. Elsewhere :func:`nearest` returns None and the caller reads the
+  matrix (:func:`load_matrix`). This module is where that is decided.
 
 numpy is imported only by the functions that build or read matrices.
 """
@@ -98,10 +102,56 @@ def replace_document(conn: Connection, model: EmbeddingModel, doc_id: int, sourc
     conn.execute("DELETE FROM embedding_docs WHERE model_id = ? AND document_id = ?", (model.id, doc_id))
     conn.execute("INSERT INTO embedding_docs (model_id, document_id, source_hash, chunks, truncated) "
                  "VALUES (?, ?, ?, ?, ?)", (model.id, doc_id, source_hash, len(vectors), int(truncated)))
-    conn.executemany("INSERT INTO embedding_chunks (model_id, document_id, chunk_no, vector) VALUES (?, ?, ?, ?)",
-                     [(model.id, doc_id, i, v.astype("<f4").tobytes()) for i, v in enumerate(vectors)])
+    pg = _pgvector(conn)
+    if pg is not None:
+        pg.insert_chunks(conn, model.id, doc_id, vectors)
+    else:
+        conn.executemany("INSERT INTO embedding_chunks (model_id, document_id, chunk_no, vector) VALUES (?, ?, ?, ?)",
+                         [(model.id, doc_id, i, v.astype("<f4").tobytes()) for i, v in enumerate(vectors)])
     conn.execute("UPDATE embedding_models SET updated_at = strftime('%Y-%m-%dT%H:%M:%f', 'now') WHERE id = ?",
                  (model.id,))
+
+
+# -- the engine's own vector search (pgvector) ------------------------------------------------
+
+
+def _pg() -> Any:
+    from kb_indexer.store.pg import vectors  # lazy: psycopg, for the PostgreSQL engine only
+
+    return vectors
+
+
+def _pgvector(conn: Connection) -> Any | None:
+    """:mod:`kb_indexer.store.pg.vectors` on a PostgreSQL server with pgvector; None elsewhere."""
+    if not is_postgres(conn):
+        return None
+    pg = _pg()
+    return pg if pg.enabled(conn) else None
+
+
+def nearest(conn: Connection, model: EmbeddingModel, query: Any,
+            depth: int) -> tuple[dict[int, float], dict[str, int]] | None:
+    """The ``depth`` documents whose best chunk is nearest the unit vector ``query``, with that cosine, and
+    the model's ``chunks`` and ``documents`` counts, when the engine searches vectors itself (pgvector);
+    None when the caller scores the matrix."""
+    pg = _pgvector(conn)
+    if pg is None:
+        return None
+    chunks, documents = conn.execute("SELECT coalesce(sum(chunks), 0), count(*) FROM embedding_docs "
+                                     "WHERE model_id = ? AND chunks > 0", (model.id,)).fetchone()
+    return pg.nearest(conn, model.id, model.dim, query, depth), {"chunks": int(chunks), "documents": int(documents)}
+
+
+def best_cosines(conn: Connection, model: EmbeddingModel, query: Any, doc_ids: list[int]) -> dict[int, float]:
+    """The cosine of each given document's best chunk with ``query`` (with :func:`nearest`'s engine)."""
+    return _pg().best_cosines(conn, model.id, query, doc_ids)  # type: ignore[no-any-return]
+
+
+def vector_search(conn: Connection) -> dict[str, Any]:
+    """Which vector search the index answers with (``db-stats``, ``doctor``)."""
+    if not is_postgres(conn):
+        return {"engine": "numpy", "pgvector": None, "index": None, "note": None}
+    return _pg().describe(conn)  # type: ignore[no-any-return]
 
 
 # -- the packed matrix --------------------------------------------------------------------
@@ -130,7 +180,13 @@ def pack(conn: Connection, model: EmbeddingModel) -> tuple[Any, Any]:
 
 
 def ensure_packed(conn: Connection, model: EmbeddingModel) -> None:
-    """Repack the model's matrix unless the stored one is current."""
+    """Repack the model's matrix unless the stored one is current; on pgvector, create the model's HNSW
+    index instead (the first time the model has vectors)."""
+    pg = _pgvector(conn)
+    if pg is not None:
+        if pg.has_vectors(conn, model.id):
+            pg.ensure_index(conn, model.id, model.dim)
+        return
     current = conn.execute("SELECT 1 FROM embedding_matrix x JOIN embedding_models m ON m.id = x.model_id "
                            "WHERE x.model_id = ? AND x.generation = m.generation", (model.id,)).fetchone()
     if current is None:

@@ -8,7 +8,8 @@ BLOB, text timestamps in the same ISO form (``kb_now()``), so results are byte-i
 text columns compare bytewise (``COLLATE "C"``, as SQLite does). Foreign keys are DEFERRABLE so that an
 import can load tables that refer to each other. SQLite-only structures (FTS5 tables, the sparse index and
 its change log) are not created: ``m002_fulltext`` creates PostgreSQL's full text
-(:mod:`kb_indexer.store.pg.fulltext`). Tables without an integer id get a ``rowid`` identity column:
+(:mod:`kb_indexer.store.pg.fulltext`); ``m003_pgvector`` adds pgvector where the server allows it
+(:mod:`kb_indexer.store.pg.vectors`). Tables without an integer id get a ``rowid`` identity column:
 their rows keep the insertion order SQLite's rowid gives (exports, ``skills dirs``).
 """
 
@@ -17,8 +18,10 @@ from __future__ import annotations
 from typing import Callable
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
+from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.pg.connection import PgConnection
+from kb_indexer.store.pg import vectors
 from kb_indexer.store.pg.locks import advisory_lock
 
 Migration = Callable[[PgConnection], None]
@@ -332,6 +335,14 @@ def m002_fulltext(conn: PgConnection) -> None:
     from kb_indexer.store.pg import fulltext
 
     fulltext.create_schema(conn.raw)
+
+
+@migration
+def m003_pgvector(conn: PgConnection) -> None:
+    state = vectors.create(conn)
+    if state.startswith("unavailable"):
+        warn(f"pgvector is not available on this server ({state[len('unavailable: '):]}): semantic search "
+             "reads every vector into the process; `db-stats` says which vector search the index uses")
 
 
 def _applied(conn: PgConnection) -> list[str] | None:
