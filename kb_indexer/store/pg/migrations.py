@@ -21,7 +21,7 @@ from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.pg.connection import PgConnection
-from kb_indexer.store.pg import vectors
+from kb_indexer.store.pg import fulltext_schema, vectors
 from kb_indexer.store.pg.locks import advisory_lock
 
 Migration = Callable[[PgConnection], None]
@@ -331,10 +331,7 @@ def m001_schema(conn: PgConnection) -> None:
 
 @migration
 def m002_fulltext(conn: PgConnection) -> None:
-    # lazy: the full-text module of the PostgreSQL engine is only needed when its schema is created
-    from kb_indexer.store.pg import fulltext
-
-    fulltext.create_schema(conn.raw)
+    fulltext_schema.create_schema(conn.raw)
 
 
 @migration
