@@ -189,12 +189,15 @@ def relate_loop(db: str, kb: str, deadline: float, rng: random.Random, vocab: li
     handle = KnowledgeBase.open(db, kb=kb)
     mine = vocab[seed % 2::2][:60]       # two relate workers never touch the same pair
     while time.monotonic() < deadline:
+        present = [pair for pair, there in log["relations"].items() if there]
+        if present and rng.random() < 0.4:    # unrelate a pair this worker related (never an absent one)
+            pair = rng.choice(present)
+            if _timed(log, "unrelate", handle.unrelate, *pair.split("\t"), "related_concept") is not None:
+                log["relations"][pair] = False
+            continue
         a, b = sorted(rng.sample(mine, 2))
-        if rng.random() < 0.6:
-            if _timed(log, "relate", handle.relate, a, b, "related_concept", "team bench", 0.6) is not None:
-                log["relations"][f"{a}\t{b}"] = True
-        elif _timed(log, "unrelate", handle.unrelate, a, b, "related_concept") is not None:
-            log["relations"][f"{a}\t{b}"] = False
+        if _timed(log, "relate", handle.relate, a, b, "related_concept", "team bench", 0.6) is not None:
+            log["relations"][f"{a}\t{b}"] = True
     handle.close()
 
 
