@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kb_indexer.config import DbTarget, DbUrl
-from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError
 from kb_indexer.store import meta
 from kb_indexer.store.connection import connect, transaction
 from kb_indexer.store.dbapi import Connection
@@ -22,14 +22,13 @@ from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.foreign import foreign_message as _foreign_message
 from kb_indexer.store.foreign import foreign_tables
 from kb_indexer.store.provenance import backfill, undo_deleted_learned_relations
+from kb_indexer.store.registry import apply, refuse_newer, registrar, version
 
 Migration = Callable[[Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
+migration = registrar(MIGRATIONS)
 
 
 def run_script(conn: Connection, script: str) -> None:
@@ -520,35 +519,15 @@ def known_migrations(conn: Connection) -> list[str]:
 def schema_version(conn: Connection) -> dict[str, Any]:
     if is_postgres(conn):
         return _pg().schema_version(conn)  # type: ignore[no-any-return]
-    applied = _applied(conn) or []
-    return {"migrations": len(applied), "latest": applied[-1] if applied else None,
-            "known": len(MIGRATIONS)}
+    return version(_applied(conn) or [], MIGRATIONS)
 
 
 def migrate(conn: Connection) -> list[str]:
     """Apply every registered migration the database lacks, in one transaction."""
-    known = [name for name, _ in MIGRATIONS]
     with transaction(conn):
         conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, "
                      "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')))")
-        applied = set(_applied(conn) or [])
-        _refuse_newer(applied, known)
-        done = []
-        for name, fn in MIGRATIONS:
-            if name not in applied:
-                fn(conn)
-                conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
-                done.append(name)
-    return done
-
-
-def _refuse_newer(applied: set[str], known: list[str]) -> None:
-    unknown = sorted(applied - set(known))
-    if unknown:
-        raise SchemaError(
-            "This index was written by a newer kbindex (unknown migrations: "
-            + ", ".join(unknown) + "). Upgrade kbindex to use it."
-        )
+        return apply(conn, MIGRATIONS, set(_applied(conn) or []))
 
 
 def _pg() -> Any:
@@ -593,8 +572,7 @@ def open_db(path: DbTarget) -> Connection:
         if tables:
             raise BadDatabaseError(_foreign_message(path, tables))
         raise NotInitialisedError(f"{path} is not a kbindex database. Run `kbindex init` first.")
-    known = [name for name, _ in MIGRATIONS]
-    _refuse_newer(set(applied), known)
-    if len(applied) < len(known):
+    refuse_newer(applied, MIGRATIONS)
+    if len(applied) < len(MIGRATIONS):
         migrate(conn)
     return conn

@@ -17,20 +17,19 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError
 from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.pg.connection import PgConnection
 from kb_indexer.store.pg import fulltext_schema, vectors
 from kb_indexer.store.pg.locks import advisory_lock
+from kb_indexer.store.registry import apply, refuse_newer, registrar, version
 
 Migration = Callable[[PgConnection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
+migration = registrar(MIGRATIONS)
 
 
 def run_script(conn: PgConnection, script: str) -> None:
@@ -348,35 +347,20 @@ def _applied(conn: PgConnection) -> list[str] | None:
     return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-def _refuse_newer(applied: list[str]) -> None:
-    unknown = sorted(set(applied) - {name for name, _ in MIGRATIONS})
-    if unknown:
-        raise SchemaError("This index was written by a newer kbindex (unknown migrations: "
-                          + ", ".join(unknown) + "). Upgrade kbindex to use it.")
-
-
 def migrate(conn: PgConnection) -> list[str]:
     """Apply every registered migration the server lacks, in one transaction, under the migration lock."""
     with advisory_lock(conn, "migrate"), transaction(conn):
         conn.execute("CREATE TABLE IF NOT EXISTS _migrations (rowid BIGINT GENERATED ALWAYS AS IDENTITY, "
                      "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT "
                      "(to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')))")
-        applied = _applied(conn) or []
-        _refuse_newer(applied)
-        done = []
-        for name, fn in MIGRATIONS:
-            if name not in applied:
-                fn(conn)
-                conn.execute("INSERT INTO _migrations (name) VALUES (?)", (name,))
-                done.append(name)
-    return done
+        return apply(conn, MIGRATIONS, _applied(conn) or [])
 
 
 def applied(conn: PgConnection) -> list[str] | None:
     """The migrations the server records (None: not a kbindex database), refusing a newer schema."""
     names = _applied(conn)
     if names is not None:
-        _refuse_newer(names)
+        refuse_newer(names, MIGRATIONS)
     return names
 
 
@@ -412,5 +396,4 @@ def open_db(conn: PgConnection) -> PgConnection:
 
 
 def schema_version(conn: PgConnection) -> dict[str, object]:
-    names = _applied(conn) or []
-    return {"migrations": len(names), "latest": names[-1] if names else None, "known": len(MIGRATIONS)}
+    return version(_applied(conn) or [], MIGRATIONS)
