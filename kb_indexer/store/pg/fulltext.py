@@ -204,8 +204,10 @@ def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
         return none
     pattern = " " + " ".join(phrase) + " "
     rows = raw.execute(
-        "SELECT t.document_id, t.tokens, t.length FROM text_postings p JOIN documents_text t "
-        "ON t.document_id = p.document_id WHERE p.term = %s AND strpos(t.tokens, %s) > 0",
+        # the rarest token's documents first (ANY of an ARRAY keeps the planner from scanning every document's
+        # token lines with strpos: 320 ms at 20,000 documents against 0.1 ms)
+        "SELECT t.document_id, t.tokens, t.length FROM documents_text t WHERE t.document_id = "
+        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = %s)) AND strpos(t.tokens, %s) > 0",
         (min(dfs, key=lambda t: dfs[t]), pattern)).fetchall()
     if not rows:
         return none
