@@ -9,19 +9,10 @@ only store modules do, through :func:`is_postgres`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kb_indexer.config import POSTGRES_SCHEMES, DbUrl, is_db_url
-
-__all__ = ["POSTGRES_SCHEMES", "ADVISORY_NAMESPACE", "is_url", "is_postgres"]
+__all__ = ["ADVISORY_NAMESPACE", "is_postgres"]
 
 #: The first key of every kbindex advisory lock on PostgreSQL ("kbix"); the second names what is locked.
 ADVISORY_NAMESPACE = 0x6B626978
-
-
-def is_url(target: str | Path | DbUrl) -> bool:
-    """True when ``target`` names a PostgreSQL server rather than an SQLite file."""
-    return is_db_url(target)
 
 
 def is_postgres(conn: object) -> bool:

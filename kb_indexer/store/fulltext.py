@@ -14,7 +14,6 @@ over ``max_chars`` on SQLite, where FTS5's ``snippet()`` costs the square of its
 from __future__ import annotations
 
 import json
-import sqlite3
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -187,7 +186,7 @@ def count_found(conn: Any, query: TextQuery | None, doc_ids: list[int]) -> int:
     """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
     ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"
     if is_postgres(conn):
-        matching = set(all_scores(conn, query, (1.0, 1.0, 1.0, 1.0))) if query else set()
+        matching = set(_pg().matching(_raw(conn), query.terms)) if query else set()
         return len(matching | set(_pg().existing(_raw(conn), doc_ids)))
     if not query:
         return int(conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0])
@@ -200,7 +199,7 @@ def snippets(conn: Any, query: TextQuery, doc_ids: list[int], tokens: int, max_c
     the caller makes one from the body (see the module docstring)."""
     if is_postgres(conn):
         wanted = set(doc_ids)
-        return {d: None for d in all_scores(conn, query, (1.0, 1.0, 1.0, 1.0)) if d in wanted}
+        return {d: None for d in _pg().matching(_raw(conn), query.terms) if d in wanted}
     sql = (f"SELECT rowid, {_SNIPPET_SQL} FROM documents_fts "
            "WHERE documents_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
     return dict(conn.execute(sql, (max_chars, tokens, query.match, json.dumps(doc_ids))).fetchall())

@@ -39,7 +39,7 @@ import numpy as np
 
 from kb_indexer.store.fts_tokens import Tokenizer
 from kb_indexer.store.pg.fulltext_schema import SCHEMA, create_schema  # noqa: F401  (callers create it here too)
-from kb_indexer.store.sparse import bm25_idf, bm25_norm, bm25_part
+from kb_indexer.store.sparse import COLUMN_WEIGHTS, bm25_idf, bm25_norm, bm25_part
 
 COLUMNS = ("title", "summary", "keywords", "body")
 
@@ -167,8 +167,14 @@ def count_matching(raw: Any, terms: Sequence[str], cap: int | None = None) -> in
     if len(toks) == 1 and len(toks[0]) == 1:   # one token: counted on the index, stopping at the cap
         sql = "SELECT count(*) FROM (SELECT 1 FROM text_postings WHERE term = %s LIMIT %s) x"
         return int(raw.execute(sql, (toks[0][0], cap)).fetchone()[0])
-    found = len(all_scores(raw, terms, (1.0, 1.0, 1.0, 1.0)))
+    found = len(matching(raw, terms))
     return found if cap is None else min(found, cap)
+
+
+def matching(raw: Any, terms: Sequence[str]) -> list[int]:
+    """Ids of the documents matching any of ``terms``. Which documents match does not depend on the column
+    weights, so this reads the scores a query made with the default ones (cached) instead of scoring again."""
+    return [int(d) for d in _scores(raw, terms, COLUMN_WEIGHTS)[0].tolist()]
 
 
 # -- ranking -------------------------------------------------------------------------------------------
