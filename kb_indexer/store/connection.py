@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import ADVISORY_NAMESPACE, is_postgres
+from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
 from kb_indexer.store.errors import (BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError,
                                      from_postgres, from_sqlite, sqlite_code)
 
@@ -165,7 +165,7 @@ def one_at_a_time(conn: Connection, what: str) -> None:
     IMMEDIATE`` already lets one writer in at a time; PostgreSQL takes a transaction-level advisory lock on
     ``what`` (released at COMMIT or ROLLBACK; other writers and long jobs' locks are not waited for)."""
     if is_postgres(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(?::int, hashtext(?))", (ADVISORY_NAMESPACE, what))
+        conn.execute("SELECT pg_advisory_xact_lock(?::int, ?::int)", (ADVISORY_NAMESPACE, advisory_key(what)))
 
 
 def _undo(conn: Connection, *statements: str) -> None:
@@ -225,7 +225,7 @@ SYNC_CACHE_KIB = -65536
 @contextmanager
 def bulk_writing(conn: Connection) -> Iterator[None]:
     """A larger page cache while the block writes many rows (SQLite; the server manages its own)."""
-    if not isinstance(conn, sqlite3.Connection):
+    if is_postgres(conn):
         yield
         return
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]

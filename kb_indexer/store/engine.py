@@ -9,10 +9,18 @@ only store modules do, through :func:`is_postgres`.
 
 from __future__ import annotations
 
-__all__ = ["ADVISORY_NAMESPACE", "is_postgres"]
+import zlib
+
+__all__ = ["ADVISORY_NAMESPACE", "advisory_key", "is_postgres"]
 
 #: The first key of every kbindex advisory lock on PostgreSQL ("kbix"); the second names what is locked.
 ADVISORY_NAMESPACE = 0x6B626978
+
+
+def advisory_key(name: str) -> int:
+    """The second key of the advisory lock on ``name`` (a job, a question): a fixed 31-bit number, the same on
+    every host and Python."""
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 
 def is_postgres(conn: object) -> bool:

@@ -4,17 +4,11 @@ recording) take none and never wait behind them."""
 
 from __future__ import annotations
 
-import zlib
 from contextlib import contextmanager
 from typing import Iterator
 
-from kb_indexer.store.engine import ADVISORY_NAMESPACE as _NAMESPACE
+from kb_indexer.store.engine import ADVISORY_NAMESPACE as _NAMESPACE, advisory_key as job_key
 from kb_indexer.store.pg.connection import PgConnection
-
-
-def job_key(job: str) -> int:
-    """A fixed 31-bit key per job name (the same on every host and Python)."""
-    return zlib.crc32(job.encode()) & 0x7FFFFFFF
 
 
 @contextmanager
