@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
@@ -28,7 +28,15 @@ def init(
     handle.close()
     if not result["kb_root_exists"]:
         warn(f"knowledge-base root {result['kb_root']} does not exist yet")
-    emit(result, format, title="kbindex init")
+    emit(result if format is Format.json else _init_view(result), format, title="kbindex init")
+
+
+def _init_view(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's view of init's result: the migrations applied as a count and their first and last
+    name (the JSON keeps the full list)."""
+    names = list(result.get("migrations_applied") or [])
+    shown = f"{len(names)} ({names[0]} … {names[-1]})" if len(names) > 2 else ", ".join(names) or "none"
+    return {**result, "migrations_applied": shown}
 
 
 @app.command()

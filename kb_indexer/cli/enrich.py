@@ -14,6 +14,8 @@ from kb_indexer.cli.output import Format, _console, emit, report_documents
 
 T = TypeVar("T")
 NoLlmOpt = Annotated[bool, typer.Option("--no-llm", help="Use the statistical keyphrase extractor only.")]
+NoLlmSuggestOpt = Annotated[bool, typer.Option("--no-llm", help="Propose only what needs no LLM: abbreviations "
+                                               "and co-occurrence.")]
 
 
 def run_with_progress(label: str, fn: Callable[[Callable[[int, int], None] | None], T]) -> T:
@@ -63,7 +65,7 @@ def suggest_similarities(
     min_score: Annotated[float, typer.Option("--min-score", help="Only suggestions scoring at least this.")] = 0.5,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the suggestions to this "
                                                    "file in the similarities.json format.")] = None,
-    no_llm: NoLlmOpt = False,
+    no_llm: NoLlmSuggestOpt = False,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,

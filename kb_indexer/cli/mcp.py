@@ -12,7 +12,7 @@ import typer
 
 from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
-from kb_indexer.cli.output import echo
+from kb_indexer.cli.output import Format, echo
 from kb_indexer.config import DbTarget, DbUrl, find_db
 from kb_indexer.errors import KbError
 from kb_indexer.mcp.early import answer_first_line
@@ -43,6 +43,10 @@ def mcp(
     token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
                                                        "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
                                                        show_default=False)] = None,
+    format: Annotated[Format, typer.Option("--format", "-f", case_sensitive=False,
+                                           help="How a start-up error is printed on stderr: json (for agents) "
+                                                "or table (text). The protocol itself is always JSON-RPC.")
+                      ] = Format.table,
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
@@ -62,17 +66,13 @@ def mcp(
     except (ImportError, ValueError):
         sdk = None
     if sdk is None:
-        print(INSTALL_HINT, file=sys.stderr)
-        raise typer.Exit(1)
+        raise KbError(INSTALL_HINT, code="missing_extra")
 
-    try:  # resolved once, so an index that cannot be found is said at start, not per request
-        db_path = find_db(db)
-    except KbError as exc:
-        echo(f"Error: {exc}\n", err=True)  # the path is the user's text: terminal-safe
-        raise typer.Exit(1)
+    # Resolved once, so an index that cannot be found is said at start, not per request (a KbError is
+    # printed by the CLI's error handler: terminal-safe text, or a JSON object under --format json).
+    db_path = find_db(db)
     if not isinstance(db_path, DbUrl) and not db_path.is_file():
-        echo(f"Error: no index at {db_path} (create one with `kbindex init`, or pass --db)\n", err=True)
-        raise typer.Exit(1)
+        raise KbError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)", code="no_index")
     if transport is Transport.stdio:
         _serve_stdio(db_path)
         return
