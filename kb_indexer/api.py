@@ -58,7 +58,7 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.embed.index import Progress
     from kb_indexer.llm.config import EmbedOptions, LLMOptions
     from kb_indexer.llm.structured import LLMClient
-    from kb_indexer.results import JsonObject, QueryResult
+    from kb_indexer.results import JsonObject, LlmReport, QueryResult
     from kb_indexer.search.context import ContextScorer
     from kb_indexer.results import (
         CacheClearResult, CacheStatsResult, DbStatsResult, DocumentResult, DocumentText, DoctorResult, EmbedError,
@@ -447,13 +447,11 @@ class KnowledgeBase:
         if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
             return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
         # lazy: the LLM settings only for a query with a context
-        from kb_indexer.llm.config import is_configured, unknown_backend
+        from kb_indexer.llm.config import is_configured, unconfigured_report
 
         if not is_configured(llm):
             out = self._run_query(question, keywords, opts, embed, None, query_id)
-            out["llm"] = {"backend": None, "model": None, "used": False, "fallback": "lexical", "error": None,
-                          "reason": unknown_backend(llm)
-                          or "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
+            out["llm"] = cast("LlmReport", unconfigured_report(llm))
             return out
         from kb_indexer.search.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 

@@ -278,6 +278,13 @@ def is_configured(opts: LLMOptions | None = None) -> bool:
     return bool(value) and value != "none" and unknown_backend(opts) is None
 
 
+def unconfigured_report(opts: LLMOptions | None = None) -> dict[str, Any]:
+    """The ``llm`` report of a feature where the LLM is optional and none is configured
+    (:func:`is_configured` is False): nothing was asked, the lexical fallback answered, and why."""
+    return {"backend": None, "model": None, "used": False, "fallback": "lexical", "error": None,
+            "reason": unknown_backend(opts) or "no LLM backend configured (--llm-backend or KBINDEX_LLM_BACKEND)"}
+
+
 @dataclass
 class EmbedOptions:
     """The embedding flags of one command (None = not given)."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
-from kb_indexer.llm.config import LLMOptions
+from kb_indexer.llm.config import LLMOptions, is_configured, unconfigured_report
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
@@ -176,7 +176,11 @@ def similar_in_context(conn: Connection, keyword: str, relations: list[dict[str,
         raise UsageError(f"--context-threshold must be between 0 and 1, got {threshold}")
     candidates = [{"id": r["id"], "keyword": r["keyword"], "source": keyword, "similarity_type": r["similarity_type"],
                    "context": r["context"], "score": r["score"]} for r in relations]
-    scores, info = score_contexts(conn, user_context, candidates, keyword=keyword, opts=opts, client=client)
+    if client is None and not is_configured(opts):   # as `query --context`: an LLM only when one is chosen
+        scores = lexical_scores(user_context, candidates)
+        info = {"llm": unconfigured_report(opts), "cache": {"hits": 0, "misses": 0}}
+    else:
+        scores, info = score_contexts(conn, user_context, candidates, keyword=keyword, opts=opts, client=client)
     items = []
     for r in relations:
         match = scores.get(r["id"], 0.0)
