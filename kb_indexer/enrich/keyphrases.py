@@ -57,10 +57,17 @@ taken takes therefore though thus together toward towards two three four five si
 typically unless upon use used useful uses using usually various way ways well whereas whether whose
 within without yet zero
 """.split())
-STOP = STOPWORDS | _EXTRA_STOP
+# Words that say what kind of text a document is, not what it is about ("Learning rate notes").
+_GENRE = frozenset("""
+cheatsheet draft faq guide howto intro introduction memo misc note notes overview page readme section
+summary todo tutorial walkthrough
+""".split())
+STOP = STOPWORDS | _EXTRA_STOP | _GENRE
 
 _TOKEN = re.compile(r"\w[\w'’+#.-]*[\w+#]|\w|[^\w\s]")
 _PARTICIPLE = re.compile(r"^[a-z]{4,}(?<!e)ed$")  # "combined", "obtained": verbs, not noun-like (not "speed")
+# Adverbs ("appropriately", "carefully", "seemingly"): the -ly endings that are (almost) never a noun's.
+_ADVERB = re.compile(r"^[a-z]{3,}(?:ally|ately|ently|antly|ingly|ively|ously|fully|lessly|edly|ably|ibly)$")
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]{1,7}s?$")
 _CODEISH = re.compile(r"[a-z][A-Z]|[._/#+]|\d")
@@ -75,7 +82,8 @@ def tokens(text: str) -> list[str]:
 
 def _is_word(tok: str) -> bool:
     low = tok.lower()
-    return bool(_HAS_LETTER.search(tok)) and low not in STOP and len(tok) > 1 and not _PARTICIPLE.search(low)
+    return (bool(_HAS_LETTER.search(tok)) and low not in STOP and len(tok) > 1 and not _PARTICIPLE.search(low)
+            and not _ADVERB.search(low))
 
 
 def candidates(text: str) -> Iterable[tuple[str, str]]:
@@ -152,6 +160,25 @@ def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None)
     k = limit or keyword_count(words)
     chosen = [(s, _display(surface[norm])) for s, norm in scored[:k]]
     return categorise(chosen, body)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+LEAD_SENTENCES, LEAD_MAX = 2, 300
+
+
+def lead_summary(paragraph: str | None) -> str:
+    """The statistical summary: the first sentences (at most LEAD_SENTENCES, LEAD_MAX characters) of the
+    document's first paragraph, the extractive baseline an LLM summary replaces."""
+    text = " ".join((paragraph or "").split()).rstrip("…")
+    out = ""
+    for sentence in _SENTENCE_END.split(text)[:LEAD_SENTENCES]:
+        joined = f"{out} {sentence}".strip()
+        if out and len(joined) > LEAD_MAX:
+            break
+        out = joined
+    if len(out) > LEAD_MAX:
+        out = out[:LEAD_MAX].rsplit(" ", 1)[0] + "…"
+    return out
 
 
 def _display(forms: Counter[str]) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from kb_indexer.enrich.keyphrases import CorpusStats, extract
+from kb_indexer.enrich.keyphrases import CorpusStats, extract, lead_summary
 from kb_indexer.enrich.source import Source, read_source
 from kb_indexer.errors import KbError, UsageError, ValidationError
 from kb_indexer.index.generated import Generated, drop_invalid, merge
@@ -88,7 +88,7 @@ def corpus_stats(conn: Connection, sources: list[Source]) -> CorpusStats:
 def statistical(src: Source, stats: CorpusStats, fallback: str | None = None) -> Generated:
     found = extract(src.body, src.title, stats)
     return Generated(method="statistical", keywords=[(k.keyword, k.category) for k in found],
-                     source_hash=src.source_hash, fallback=fallback)
+                     summary=lead_summary(src.lead) or None, source_hash=src.source_hash, fallback=fallback)
 
 
 def run(conn: Connection, root: Path, rels: list[str], settings: Settings, llm: Any,

@@ -28,6 +28,7 @@ class Source:
     has_keywords: bool                      # a person gave keywords (keywords file or front matter)
     enriched_hash: str | None               # the source_hash of the last enrichment, if any
     replaces_invalid: str | None = None     # what was wrong with the keywords file's generated parts
+    lead: str = ""                          # the first paragraph of the body (the index's default summary)
 
 
 def read_source(root: Path, rel: str) -> Source:
@@ -51,7 +52,7 @@ def read_source(root: Path, rel: str) -> Source:
     return Source(rel=rel, text=text, body=parsed.body, title=title,
                   source_hash=hashlib.sha1(raw).hexdigest(), existing=existing, validated=validated,
                   has_keywords=bool(human), enriched_hash=mark.get("source_hash") if mark and not replaces else None,
-                  replaces_invalid=replaces)
+                  replaces_invalid=replaces, lead=parsed.summary or "")
 
 
 def _keywords_file(root: Path, kw_path: Path) -> tuple[Any, dict[str, Any], str | None]:
