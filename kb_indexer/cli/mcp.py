@@ -15,12 +15,20 @@ from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import Format, echo
 from kb_indexer.config import DbTarget, DbUrl, find_db
 from kb_indexer.errors import KbError
+from kb_indexer.mcp.client_config import hint, render
 from kb_indexer.mcp.early import answer_first_line
 
 INSTALL_HINT = ("kbindex mcp needs the MCP SDK, an optional extra: pip install 'kbindex[mcp]' "
                 "(or: pip install 'mcp>=2')")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+
+
+class Client(str, Enum):
+    claude = "claude"
+    codex = "codex"
+    cursor = "cursor"
+    vscode = "vscode"
 
 
 class Transport(str, Enum):
@@ -43,6 +51,10 @@ def mcp(
     token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
                                                        "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
                                                        show_default=False)] = None,
+    print_config: Annotated[Optional[Client], typer.Option(
+        "--print-config", case_sensitive=False, show_default=False,
+        help="Print a ready configuration snippet for this MCP client (claude, codex, cursor, vscode) with the "
+             "absolute path of this kbindex and of the index, then exit.")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", case_sensitive=False,
                                            help="How a start-up error is printed on stderr: json (for agents) "
                                                 "or table (text). The protocol itself is always JSON-RPC.")
@@ -54,6 +66,9 @@ def mcp(
              if value is not None]
     if transport is Transport.stdio and given:
         raise typer.BadParameter("an option of --transport http only", param_hint=f"'{given[0]}'")
+    if print_config is not None:
+        _print_config(print_config.value, db, given)
+        return
     token = None
     if transport is Transport.http:
         # lazy: the http transport's access rules (ipaddress, hmac): kept off the stdio start
@@ -77,6 +92,18 @@ def mcp(
         _serve_stdio(db_path)
         return
     _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
+
+
+def _print_config(client: str, db: Optional[str], given: list[str]) -> None:
+    """The snippet on stdout, where it goes on stderr; for the stdio transport (what these clients start)."""
+    if given:
+        raise typer.BadParameter("prints the stdio server's configuration: drop the http options",
+                                 param_hint="'--print-config'")
+    db_path = find_db(db)
+    if not isinstance(db_path, DbUrl) and not db_path.is_file():
+        raise KbError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)", code="no_index")
+    echo(hint(client, db_path), err=True)
+    sys.stdout.write(render(client, db_path))
 
 
 def _serve_stdio(db_path: DbTarget) -> None:

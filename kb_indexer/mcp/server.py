@@ -51,8 +51,11 @@ FeedbackOut = Annotated[CallToolResult, outputs.FeedbackOut]
 SkillsOut = Annotated[CallToolResult, outputs.SkillsOut]
 P = ParamSpec("P")
 R = TypeVar("R")
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+#: Writes whose repetition changes nothing more (feedback is one mark per question and document).
+IDEMPOTENT_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False)
 
 
 @contextlib.contextmanager
@@ -217,7 +220,7 @@ def _register_tools(server: MCPServer, db: Any) -> None:
         return _result(skills_match_impl(db, message, session, cursor))
 
     for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
-                      (kb_feedback, WRITES), (skills_match, WRITES)):
+                      (kb_feedback, IDEMPOTENT_WRITES), (skills_match, WRITES)):
         server.add_tool(_tool(fn), annotations=notes)
         _forbid_unknown_arguments(server, fn.__name__)
 
