@@ -20,7 +20,8 @@ from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.registry import make_backend
-from kb_indexer.llm.settings import LLMConfig
+from kb_indexer import model_server as local_model
+from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL, LLMConfig
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import connect
 from kb_indexer.store.errors import DatabaseError
@@ -29,6 +30,7 @@ from kb_indexer.store import meta
 from kb_indexer.store.vectors import vector_search
 
 PROBE_TIMEOUT = 5.0
+LOCAL_PROBE_TIMEOUT = 1.0
 ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
                     "additionalProperties": False}
 
@@ -153,10 +155,27 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
     return report, problems
 
 
+def _local_model_report(opts: LLMOptions, llm: dict[str, Any], llm_problems: list[str]) -> dict[str, Any]:
+    """Whether a local model answers on the ``openai`` backend's URL (the configured one when that is the
+    backend, else the default), and what to do about it."""
+    config = resolve(opts)
+    url = (config.base_url if config.backend == "openai" else None) or DEFAULT_OPENAI_BASE_URL
+    report = local_model.probe(url, LOCAL_PROBE_TIMEOUT)
+    if not report["running"]:
+        report["hint"] = local_model.START_HINT
+        if llm_problems and llm["backend"] != "none":
+            llm_problems[0] += f"; no local model answers at {url} either: {local_model.START_HINT}"
+    elif llm["backend"] != "openai":
+        report["hint"] = f"a local model answers at {url}: KBINDEX_LLM_BACKEND=openai uses it"
+    return report
+
+
 def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
              probe_timeout: float = PROBE_TIMEOUT) -> dict[str, Any]:
-    llm, llm_problems = _llm_report(opts or LLMOptions(), roundtrip, probe_timeout)
+    opts = opts or LLMOptions()
+    llm, llm_problems = _llm_report(opts, roundtrip, probe_timeout)
+    local = _local_model_report(opts, llm, llm_problems)
     database, db_problems = _db_report(find_db(db))
     problems = llm_problems + db_problems
-    return {"version": __version__, "llm": llm, "database": database, "problems": problems,
-            "ok": not problems}
+    return {"version": __version__, "llm": llm, "local_model": local, "database": database,
+            "problems": problems, "ok": not problems}

@@ -6,7 +6,7 @@ imports inside functions and ``TYPE_CHECKING`` blocks included (a deferred impor
     llm        llm/ (model adapters: backends, options, cache, schema): shared, store
     features   index, search, learn, skills, context, enrich, embed: shared, store, llm, and each other
                with no cycle between packages; never api.py or a front end
-    api        api.py and doctor.py: anything below
+    api        api.py, doctor.py and model_server.py: anything below
     front ends cli, mcp, chat: shared; api.py and the sub-API modules it hands out (<feature>/api.py);
                ``llm.config`` (the LLM options a user gives). chat (a conversation with a model) and
                cli/llm.py (``kbindex llm``) use the llm adapters too. cli starts mcp and chat. Never store
@@ -30,7 +30,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
 STORE, LLM, API = "kb_indexer.store", "kb_indexer.llm", "kb_indexer.api"
 FEATURES = ("index", "search", "learn", "skills", "context", "enrich", "embed")
 #: the API layer: the facade and ``doctor`` (a check of the whole installation, beside it)
-API_MODULES = (API, "kb_indexer.doctor")
+API_MODULES = (API, "kb_indexer.doctor", "kb_indexer.model_server")
 #: shared packages (the typed results are shapes only, importable from anywhere)
 SHARED_PACKAGES = ("results",)
 FRONT_ENDS = ("cli", "mcp", "chat")

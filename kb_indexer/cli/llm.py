@@ -85,6 +85,14 @@ def _vector_search(found: dict[str, Any] | None) -> str | None:
     return f"{found['engine']} ({found['note']})" if found.get("note") else found["engine"]
 
 
+def _local_model(local: dict[str, Any] | None) -> str | None:
+    if not local:
+        return None
+    state = f"running at {local['url']} ({', '.join(local['models'][:2])})" if local["running"] \
+        else f"not running at {local['url']}"
+    return state + (f": {local['hint']}" if local.get("hint") else "")
+
+
 def _render_doctor(report: dict[str, Any]) -> None:
     # lazy: rich loads only for a table (cli modules are imported by every run's --help and JSON runs)
     from rich.console import Console
@@ -108,6 +116,7 @@ def _render_doctor(report: dict[str, Any]) -> None:
         ("structured output", llm["structured_output"]),
         ("LLM error", llm["error"]),
         (".env file", llm["env_file"]),
+        ("local model", _local_model(report.get("local_model"))),
         ("index", db["path"] + ("" if db["exists"] else " (missing)")),
         ("schema", f"{db['schema']['migrations']}/{db['schema']['known']} migrations, latest "
                    f"{db['schema']['latest']}" if db.get("schema") else None),

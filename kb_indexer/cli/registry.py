@@ -23,7 +23,7 @@ COMMANDS: dict[str, str] = {
     "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
     "show": "documents", "sync": "documents", "embed": "documents",
     "keywords": "keywords", "docs": "keywords", "stats": "keywords",
-    "doctor": "llm", "cache": "llm", "enrich": "enrich",
+    "doctor": "llm", "cache": "llm", "model": "model", "enrich": "enrich",
     "query": "query",
     "history": "learn", "refine": "learn", "feedback": "learn", "learn": "learn", "clear-history": "learn",
     "learned": "learn",

@@ -42,13 +42,12 @@ from urllib.parse import urlsplit
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
 from kb_indexer.llm.envfile import SERVERS, EnvFile, forget_warnings, read_env_file, warn
-from kb_indexer.llm.settings import (DEFAULT_MAX_TOKENS, DEFAULT_OLLAMA_HOST, DEFAULT_RETRIES,  # noqa: F401
-                                     DEFAULT_TIMEOUT, LLMConfig, ollama_host)
+from kb_indexer.llm.settings import (DEFAULT_MAX_TOKENS, DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_BASE_URL,  # noqa: F401
+                                     DEFAULT_RETRIES, DEFAULT_TIMEOUT, LLMConfig, ollama_host)
 
 #: The backends and their default models live in :mod:`kb_indexer.llm.registry` (plugins may add
 #: more); ``none`` disables the LLM (callers use their fallback).
 DEFAULT_BACKEND = "ollama"
-DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
 
 _env_file: EnvFile | None = None
 

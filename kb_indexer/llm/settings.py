@@ -11,6 +11,7 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 2
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"   # llama.cpp's llama-server; `kbindex model serve`
 
 
 @dataclass

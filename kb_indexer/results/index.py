@@ -265,9 +265,19 @@ class DoctorDatabase(TypedDict):
     error: str | None
 
 
+class LocalModelStatus(TypedDict):
+    """An OpenAI-compatible server on the ``openai`` backend's URL (``kbindex model serve`` starts one)."""
+    url: str
+    running: bool
+    models: list[str]
+    error: NotRequired[str]
+    hint: NotRequired[str]
+
+
 class DoctorResult(TypedDict):
     version: str
     llm: JsonObject
+    local_model: LocalModelStatus
     database: DoctorDatabase
     problems: list[str]
     ok: bool

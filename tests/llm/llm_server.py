@@ -98,8 +98,8 @@ def start_llama_server(log: Path, embedding: bool = False) -> tuple[subprocess.P
     if embedding:
         common += ["--embedding", "true"]
     attempts = [
-        # extra buffer types (AMX repacking) off: see llama_launcher.py
-        [sys.executable, str(Path(__file__).parent / "llama_launcher.py")] + common
+        # extra buffer types (AMX repacking) off: kbindex's own launcher (kbindex model serve uses it)
+        [sys.executable, "-m", "kb_indexer.llm.llama_serve"] + common
         + (["--pooling", "mean"] if embedding else []),
         # plain server, one token per micro-batch: slower prompts, but no batched AMX matmul
         [sys.executable, "-m", "llama_cpp.server"] + common + ["--n_ubatch", "1"],
