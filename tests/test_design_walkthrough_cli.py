@@ -1,6 +1,6 @@
 """The design's walk-through (kbindex-design.md, "User Workflow" and the search / similar examples), run
 literally with the installed `kbindex` command on a copy of the bundled knowledge base: every step's exit
-code and the fields an agent reads. The README's "Walk-through" section shows the same session."""
+code and the fields an agent reads. docs/design.md ("Walk-through") shows the same session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layers of kb_indexer and what each may import (README, "Layout"), read with ``ast`` from every module,
+"""The layers of kb_indexer and what each may import (docs/design.md, "Layout"), read with ``ast`` from every module,
 imports inside functions and ``TYPE_CHECKING`` blocks included (a deferred import is still a dependency).
 
     shared     kb_indexer/*.py (errors, limits, text, config, tokens, notices, ...) and results/: only each other
@@ -115,7 +115,7 @@ def _layer(module: str) -> str:
         return "feature"
     if package in FRONT_ENDS or module == "kb_indexer.__main__":
         return "front end"
-    raise AssertionError(f"{module} is in no layer: add its package to {__file__} and to the README's Layout")
+    raise AssertionError(f"{module} is in no layer: add its package to {__file__} and to the Layout in docs/design.md")
 
 
 def _in(module: str, prefix: str) -> bool:

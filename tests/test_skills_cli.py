@@ -108,14 +108,14 @@ def test_installed_command_runs_skills(run, setup):
     assert [m["name"] for m in res.json()["matched"]] == ["weather"]
 
 
-def test_readme_command_table_lists_every_skills_command_and_option():
+def test_docs_command_table_lists_every_skills_command_and_option():
     import click
     import typer.main
 
     from kb_indexer.cli.skills import skills_app
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme.split("### Commands", 1)[1].split("\n\n", 2)[1]
+    commands = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
+    table = commands.split("## Commands", 1)[1].split("\n\n", 2)[1]
     row = next(line for line in table.splitlines() if "`skills sync" in line)
     group = typer.main.get_group(skills_app)
     for name, command in group.commands.items():
@@ -124,5 +124,5 @@ def test_readme_command_table_lists_every_skills_command_and_option():
             if isinstance(param, click.Option) and param.name not in ("db", "kb", "format", "llm_backend",
                                                                       "llm_model", "no_cache", "llm_timeout"):
                 assert param.opts[0] in row, (name, param.opts[0])
-    skills = " ".join(readme.split("## Skills", 1)[1].split("\n## ", 1)[0].split())
+    skills = " ".join((REPO / "docs" / "skills.md").read_text(encoding="utf-8").split())
     assert "not in the installed package" in skills and "`warning: ...`" in skills

