@@ -3,7 +3,7 @@
 Every error a user can cause is a ``KbError``: the CLI prints its message to
 stderr (as a JSON object under ``--format json``) and exits with ``exit_code``.
 
-The codes (documented in the README, "Errors"; SQLite and file-system failures are mapped to them in
+The codes (documented in docs/agents.md, "Errors"; SQLite and file-system failures are mapped to them in
 one place, :mod:`kb_indexer.store.errors`):
 
 =================  ====  ===========================================================

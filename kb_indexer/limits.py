@@ -1,4 +1,4 @@
-"""Limits on what kbindex accepts, in one place (documented in the README, "Limits").
+"""Limits on what kbindex accepts, in one place (documented in docs/limits-and-guarantees.md).
 
 Every value a user gives (a keyword, a JSON file, a number, a document) is
 checked against these before anything is written, so bad input is refused

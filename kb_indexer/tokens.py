@@ -2,7 +2,7 @@
 
 Tokenizer libraries (tiktoken, tokenizers) download their tables on first use, which breaks offline
 machines, and each model counts differently anyway. kbindex estimates instead, documented here and in
-the README ("Context"):
+docs/context.md:
 
 * text in scripts written with spaces between words (Latin, Cyrillic, Greek, digits, punctuation):
   one token per 4 characters, rounded up (the usual rule of thumb for English BPE vocabularies);

@@ -23,7 +23,7 @@ import unicodedata
 from typing import Callable
 
 # Leading filler phrases, stripped repeatedly from the start (longest first, case-insensitive), each
-# followed by optional punctuation. Documented in the README ("Context").
+# followed by optional punctuation. Documented in docs/context.md.
 LEADING_FILLERS = (
     "could you please", "can you please", "would you please", "will you please",
     "i would like to", "i'd like to", "i want to", "i wanna", "i need you to",

@@ -15,7 +15,7 @@ rarest word (a real term recurs; a chance word sequence does not). The best
 MAX_N is 1: kbindex's query planner searches a known multi-word keyword as one exact phrase, so a
 generated vocabulary of phrases makes the full-text part of every query stricter. On Cranfield
 (bench/enrich_eval.py) phrases of up to 3 words cost hybrid retrieval 0.01-0.07 nDCG@10 even as strict
-collocations, while single words kept it at or above plain full text (the README has the figures).
+collocations, while single words kept it at or above plain full text (docs/automatic-indexing.md has the figures).
 
 Nothing is downloaded and nothing but the standard library is used: about 2,000 short documents a second.
 """

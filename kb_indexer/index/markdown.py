@@ -91,7 +91,7 @@ def read_text_file(path: Path, display: str | None = None, *, limit: int | None 
     data = _read_bytes(path, name, limit if limit is not None else 1 << 62, root)
     if limit is not None and len(data) > limit:
         raise ValidationError(f"{name} is larger than {limit} bytes, the limit for this kind of file "
-                              "(README, \"Limits\")")
+                              "(docs/limits-and-guarantees.md)")
     return _decode(data, name), data
 
 

@@ -2,7 +2,7 @@
 
 Used by :func:`kb_indexer.store.connection.connect` and ``transaction``, by every public method of
 :class:`kb_indexer.api.KnowledgeBase` (through :func:`translating`) and by the CLI's top-level handler, so
-a locked, read-only, full or damaged index is reported the same way everywhere (codes: README, "Errors").
+a locked, read-only, full or damaged index is reported the same way everywhere (codes: docs/agents.md, "Errors").
 
 Anything not mapped here is a bug in kbindex and is reported as ``internal``.
 """
