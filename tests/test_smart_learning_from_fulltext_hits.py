@@ -20,7 +20,9 @@ def _kb(tmp_path):
 def _ask_and_mark(kb, question: str) -> dict:
     out = kb.query(question)
     hit = next(r for r in out["results"] if r["filepath"] == "untagged.md")
-    assert hit["sources"] == ["fulltext"] and out["query"]["keywords"] == ["reinforcement learning"]
+    # "learned": the first question's helpful mark lifts the document for the second, similar one too
+    assert hit["sources"] in (["fulltext"], ["fulltext", "learned"])
+    assert out["query"]["keywords"] == ["reinforcement learning"]
     kb.learning.feedback(out["query_id"], ["untagged.md"], [])
     return out
 

@@ -1,4 +1,4 @@
-"""Applying learned items, undoing them, and using associations at query time."""
+"""Applying learned items and undoing them (associations at query time: :mod:`kb_indexer.learn.boosts`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
-from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, analyse, inactive, load_events, question_terms
+from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
+from kb_indexer.learn.learner import analyse, inactive, load_events
 from kb_indexer.learn.report import describe, section_counts, section_of
 from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
@@ -288,27 +289,6 @@ def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = 
             conn.execute("UPDATE learned_items SET status = 'removed', "
                          "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE id = ?", (r["id"],))
     return {"removed": [r["id"] for r in rows], "count": len(rows)}
-
-
-def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
-    """Learned question→document associations that fire for this question: doc id → boost."""
-    terms = question_terms(question)
-    if not terms:
-        return {}
-    rows = conn.execute(
-        "SELECT li.id, li.document_id, li.weight, li.size, COUNT(*) AS shared FROM learned_terms lt "
-        "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' "
-        "WHERE lt.term IN (SELECT value FROM json_each(?)) GROUP BY li.id", (json.dumps(terms),)).fetchall()
-    out: dict[int, dict[str, Any]] = {}
-    for r in rows:
-        overlap = r["shared"] / (r["size"] + len(terms) - r["shared"])
-        if overlap < ASSOC_MIN_OVERLAP or not r["weight"]:
-            continue
-        boost = r["weight"] * overlap
-        cur = out.setdefault(r["document_id"], {"boost": 0.0, "learned_ids": []})
-        cur["boost"] += boost
-        cur["learned_ids"].append(r["id"])
-    return out
 
 
 def normalized_keywords(values: list[str]) -> list[str]:

@@ -5,7 +5,8 @@ Every learned item is derived from *all* feedback so far, keyed deterministicall
 
 * association  -- one helpful (or not-helpful) mark links the question's terms to the document,
   weighted by evidence: asking the same (or a near-identical) question again ranks it higher
-  (or lower). Applied at query time by :func:`association_boosts`.
+  (or lower), and a helpful mark lifts it, less, for similar questions too. Applied at query time by
+  :func:`kb_indexer.learn.boosts.association_boosts`.
 * keyword      -- keyword augmentation: a user keyword that found a helpful document in >= 2
   independent queries becomes a learned tag of that document.
 * similarity   -- keyword gap: a user keyword absent from the helpful documents is related to the

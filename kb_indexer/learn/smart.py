@@ -29,10 +29,16 @@ def _fulltext_only_hits(conn: Connection) -> dict[int, tuple[list[str], set[str]
             continue
         kws = [normalize_keyword(k) for k in kws if isinstance(k, str) and normalize_keyword(k)]
         only = {r["filepath"] for r in results
-                if isinstance(r, dict) and isinstance(r.get("filepath"), str) and r.get("sources") == ["fulltext"]}
+                if isinstance(r, dict) and isinstance(r.get("filepath"), str) and _fulltext_only(r.get("sources"))}
         if kws and only:
             out[fid] = (kws, only)
     return out
+
+
+def _fulltext_only(sources: Any) -> bool:
+    """Full text found the result and no keyword did (a learned lift, from this question or a similar one,
+    is no keyword evidence)."""
+    return isinstance(sources, list) and "fulltext" in sources and not {"keyword", "expansion"} & set(sources)
 
 
 def smart_tags(conn: Connection, events: list[Any], doc_kw: dict[int, set[str]], min_queries: int,
