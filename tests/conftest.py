@@ -84,10 +84,54 @@ def engine_db(request, tmp_path):
     return request.getfixturevalue("pg_url")
 
 
+#: Modules marked ``both_engines`` (``pytestmark = pytest.mark.both_engines``: the store- and API-level
+#: tests) run each test that builds an index with the fixtures below once per engine, ``[sqlite]`` and
+#: ``[postgres]``, in the plain ``pytest`` run. A test of such a module marked ``sqlite_only(reason)``
+#: checks an SQLite-only thing (the .db file, its PRAGMAs, FTS5 tables) and runs on SQLite only.
+BOTH_ENGINES = "both_engines"
+SQLITE_ONLY = "sqlite_only"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{BOTH_ENGINES}: the module's index-building fixtures (kb, small, "
+                                       "empty_kb) run each test on SQLite and on PostgreSQL")
+    config.addinivalue_line("markers", f"{SQLITE_ONLY}(reason): the test checks an SQLite-only thing; it runs "
+                                       "on SQLite only (skipped under KBINDEX_TEST_ENGINE=postgres)")
+
+
+def pytest_generate_tests(metafunc):
+    """``index_engine`` takes both engines' values in a ``both_engines`` module (but for its ``sqlite_only``
+    tests); elsewhere it is ``KBINDEX_TEST_ENGINE``'s (SQLite by default) and test names stay as they are."""
+    if "index_engine" not in metafunc.fixturenames or TEST_ENGINE != "sqlite":
+        return
+    both = metafunc.definition.get_closest_marker(BOTH_ENGINES) is not None
+    if both and metafunc.definition.get_closest_marker(SQLITE_ONLY) is None:
+        metafunc.parametrize("index_engine", ["sqlite", "postgres"], indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``KBINDEX_TEST_ENGINE=postgres`` a ``sqlite_only`` test is skipped, with its reason."""
+    if TEST_ENGINE == "sqlite":
+        return
+    for item in items:
+        marker = item.get_closest_marker(SQLITE_ONLY)
+        if marker is not None:
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "SQLite only")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+@pytest.fixture
+def index_engine(request) -> str:
+    """The engine the index-building fixtures (kb, small, empty_kb) use for this test: ``sqlite`` or
+    ``postgres`` (see :func:`pytest_generate_tests`). A test may ask for it to reach the index the same way
+    on both engines."""
+    return getattr(request, "param", TEST_ENGINE)
+
+
 def _index_target(request, path: Path):
-    """``path`` (the SQLite file a fixture would create), or a fresh PostgreSQL database under
-    ``KBINDEX_TEST_ENGINE=postgres``."""
-    return request.getfixturevalue("pg_url") if TEST_ENGINE == "postgres" else path
+    """``path`` (the SQLite file a fixture would create), or a fresh PostgreSQL database when the test's
+    ``index_engine`` is PostgreSQL."""
+    return request.getfixturevalue("pg_url") if request.getfixturevalue("index_engine") == "postgres" else path
 
 
 @pytest.fixture
@@ -100,7 +144,7 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def kb(project, request):
+def kb(project, request, index_engine):
     """An initialised and synced KnowledgeBase over the bundled KB copy."""
     from kb_indexer.api import KnowledgeBase
 
@@ -112,7 +156,7 @@ def kb(project, request):
 
 
 @pytest.fixture
-def small(tmp_path, request):
+def small(tmp_path, request, index_engine):
     """(KnowledgeBase, KB folder) over an empty knowledge base, for tests that write their own files."""
     from kb_indexer.api import KnowledgeBase
 
@@ -125,7 +169,7 @@ def small(tmp_path, request):
 
 
 @pytest.fixture
-def empty_kb(tmp_path, request):
+def empty_kb(tmp_path, request, index_engine):
     """An initialised index over an empty knowledge base folder."""
     from kb_indexer.api import KnowledgeBase
 

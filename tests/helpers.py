@@ -61,3 +61,21 @@ def die_at_read(monkeypatch, n: int):
 
     monkeypatch.setattr(reader, "load_document", dies)
     return real
+
+
+def fulltext_bodies(conn) -> dict[str, str]:
+    """``{filepath: indexed body}`` of the documents that have a full-text row, on either engine (through
+    :mod:`kb_indexer.store.fulltext`, not FTS5's table)."""
+    from kb_indexer.store import fulltext
+
+    rows = conn.execute("SELECT id, filepath FROM documents").fetchall()
+    bodies = fulltext.bodies(conn, [r[0] for r in rows])
+    return {path: bodies[doc_id] for doc_id, path in rows if doc_id in bodies}
+
+
+def fulltext_hits(conn, word: str) -> int:
+    """How many documents' indexed bodies hold ``word`` as a whole word (any case), on either engine."""
+    import re
+
+    pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+    return sum(1 for body in fulltext_bodies(conn).values() if pattern.search(body))

@@ -7,6 +7,8 @@ import pytest
 
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 
+pytestmark = pytest.mark.both_engines
+
 DOC = "alphago-architecture.md"
 
 

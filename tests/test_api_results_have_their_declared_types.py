@@ -16,6 +16,8 @@ from kb_indexer import results  # noqa: E402
 from kb_indexer.llm.config import EmbedOptions, LLMOptions  # noqa: E402
 from tests.helpers import write_skills  # noqa: E402
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def check(monkeypatch):

@@ -6,13 +6,14 @@ import pytest
 
 from kb_indexer.errors import UsageError
 
+pytestmark = pytest.mark.both_engines
+
 
 def _two_queries(kb):
     old = kb.query("reinforcement learning", ["RL"])["query_id"]
     new = kb.query("neural networks", ["neural network"])["query_id"]
     kb.conn.execute("UPDATE queries SET last_attempted_at = '2026-01-31T12:00:00' WHERE id = ?", (old,))
     kb.conn.execute("UPDATE queries SET last_attempted_at = '2026-02-02T12:00:00' WHERE id = ?", (new,))
-    kb.conn.commit()
     return old, new
 
 
@@ -34,13 +35,13 @@ def test_api_refuses_what_is_not_a_date_and_deletes_nothing(kb):
     assert len(_ids(kb)) == 2
 
 
-def test_api_and_cli_agree(kb, project):
+def test_api_and_cli_agree(kb):
     from typer.testing import CliRunner
 
     from kb_indexer.cli.app import app
 
     old, new = _two_queries(kb)
-    res = CliRunner().invoke(app, ["clear-history", "--before", "2026-02-01", "--db", str(project / "kbindex.db"),
+    res = CliRunner().invoke(app, ["clear-history", "--before", "2026-02-01", "--db", getattr(kb.db_path, "url", kb.db_path),
                                    "--format", "json"])
     assert res.exit_code == 0, res.output
     assert _ids(kb) == {new}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from kb_indexer.cli.registry import COMMANDS, MODULES
 
 
@@ -94,6 +96,7 @@ print("numpy" in sys.modules)
 """
 
 
+@pytest.mark.sqlite_only("the SQLite agent path's cold start beside its .db file")
 def test_a_query_on_an_index_without_vectors_or_sparse_index_never_imports_numpy(kb):
     # numpy costs a cold agent query ~50 ms: only vectors and the sparse full-text index need it
     proc = subprocess.run([sys.executable, "-c", _QUERY_PROBE], capture_output=True, text=True, timeout=60,

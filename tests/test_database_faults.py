@@ -20,6 +20,7 @@ def _fill_up(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA max_page_count = {pages}")
 
 
+@pytest.mark.sqlite_only("a full disk made with PRAGMA max_page_count")
 def test_transaction_keeps_the_disk_full_error_not_the_failed_rollback(empty_kb):
     conn = empty_kb.conn
     _fill_up(conn)
@@ -32,6 +33,7 @@ def test_transaction_keeps_the_disk_full_error_not_the_failed_rollback(empty_kb)
     assert not conn.in_transaction
 
 
+@pytest.mark.sqlite_only("a full disk made with PRAGMA max_page_count")
 def test_api_write_on_a_full_disk_is_disk_full_and_writes_nothing(empty_kb):
     before = empty_kb.db_stats()
     _fill_up(empty_kb.conn)
@@ -47,6 +49,7 @@ def test_api_write_on_a_full_disk_is_disk_full_and_writes_nothing(empty_kb):
     empty_kb.relate("gamma", "delta", "synonym", "ctx")  # and the index is usable again
 
 
+@pytest.mark.sqlite_only("SQLite's write lock and busy timeout on the .db file")
 def test_write_that_waits_past_the_busy_timeout_is_busy(empty_kb):
     other = sqlite3.connect(str(empty_kb.db_path), isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
@@ -61,6 +64,7 @@ def test_write_that_waits_past_the_busy_timeout_is_busy(empty_kb):
         other.close()
 
 
+@pytest.mark.sqlite_only("SQLite's write lock and busy timeout on the .db file")
 def test_cli_busy_is_reported_as_busy_in_json(cli, empty_kb, monkeypatch):
     monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 50)
     other = sqlite3.connect(str(empty_kb.db_path), isolation_level=None)
@@ -75,6 +79,7 @@ def test_cli_busy_is_reported_as_busy_in_json(cli, empty_kb, monkeypatch):
     assert err["code"] == "busy", err
 
 
+@pytest.mark.sqlite_only("SQLite's write lock on the .db file")
 def test_query_that_cannot_record_says_why_with_a_code(empty_kb, cli):
     other = sqlite3.connect(str(empty_kb.db_path), isolation_level=None)
     other.execute("BEGIN IMMEDIATE")

@@ -16,6 +16,8 @@ from kb_indexer.api import KnowledgeBase
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.structured import LLMClient
 
+pytestmark = pytest.mark.both_engines
+
 TEXT = ("# Reinforcement learning\n\nReinforcement Learning (RL) trains agents with rewards. Policy gradients and "
         "Q-learning are RL families.\n")
 GOOD = [("reinforcement learning", "primary"), ("RL", "abbreviations"), ("agents", "concepts"),

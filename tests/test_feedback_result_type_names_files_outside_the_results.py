@@ -9,6 +9,8 @@ pydantic = pytest.importorskip("pydantic", reason="pydantic comes with the MCP S
 
 from kb_indexer import results  # noqa: E402
 
+pytestmark = pytest.mark.both_engines
+
 
 def test_feedback_on_a_file_outside_the_results_has_its_declared_type(kb, monkeypatch):
     monkeypatch.setattr(results.FeedbackResult, "__pydantic_config__", pydantic.ConfigDict(extra="forbid"),

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from helpers import write_doc
+from helpers import fulltext_hits, write_doc
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.front_matter import MAX_FRONT_MATTER_BYTES
 from kb_indexer.skills.parse import SkillParseError, parse_skill
@@ -25,8 +25,7 @@ def _synced(small, text: str, name: str = "doc.md") -> tuple[dict, dict]:
 
 
 def _in_body(handle, word: str) -> bool:
-    return bool(handle.conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?",
-                                    (word,)).fetchall())
+    return fulltext_hits(handle.conn, word) > 0
 
 
 def _keywords(shown: dict) -> list[str]:

@@ -34,7 +34,6 @@ def _at(kb, query_id, when):
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S")
     kb.conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (stamp, query_id))
     kb.conn.execute("UPDATE query_attempts SET created_at = ? WHERE query_id = ?", (stamp, query_id))
-    kb.conn.commit()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from helpers import fulltext_bodies
 from kb_indexer.errors import ValidationError
 
 
@@ -21,7 +22,7 @@ def export(kb):
 def _counts(handle) -> tuple[int, int, int]:
     one = lambda sql: handle.conn.execute(sql).fetchone()[0]  # noqa: E731
     return one("SELECT COUNT(*) FROM documents"), one("SELECT COUNT(*) FROM keywords"), \
-        one("SELECT COUNT(*) FROM documents_fts")
+        len(fulltext_bodies(handle.conn))
 
 
 BAD_PATHS = [

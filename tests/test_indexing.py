@@ -7,9 +7,13 @@ import os
 
 import pytest
 
+from kb_indexer.api import QueryOptions
 from kb_indexer.front_matter import load_front_matter
 from kb_indexer.index.markdown import parse_markdown
+from kb_indexer.store import fulltext
 from tests.helpers import kw, write_doc
+
+pytestmark = pytest.mark.both_engines
 
 
 def test_parse_markdown_title_summary_body_front_matter():
@@ -43,8 +47,8 @@ def test_plain_markdown_without_keywords_file_is_indexed(small):
     assert [k["keyword"] for k in handle.show("fm.md")["keywords"]] == ["Alpha", "beta"]
     assert handle.search(["alpha"])["count"] == 1
     # Body text is in the full-text index.
-    hit = handle.conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH 'words'").fetchall()
-    assert len(hit) == 1
+    hit = handle.query("words", options=QueryOptions(method="fulltext", record=False))
+    assert [r["filepath"] for r in hit["results"]] == ["plain.md"]
 
 
 def test_sync_is_incremental_and_reports_counts(small):
@@ -97,9 +101,11 @@ def test_add_update_remove_roundtrip(small, monkeypatch):
     write_doc(kbdir, "d.md", "# D2\n\nsecond\n", kw("sd2", "one", "two"))
     assert handle.update("d.md")["title"] == "D2"
     assert handle.show("d.md")["summary"] == "sd2"
+    doc_id = handle.conn.execute("SELECT id FROM documents WHERE filepath = 'd.md'").fetchone()[0]
+    assert "second" in fulltext.body(handle.conn, doc_id)
     assert handle.remove("d.md")["action"] == "removed"
     assert handle.list_docs()["count"] == 0
-    assert handle.conn.execute("SELECT COUNT(*) FROM documents_fts").fetchone()[0] == 0
+    assert fulltext.bodies(handle.conn, [doc_id]) == {}    # its full-text row went with it
 
 
 def test_learned_keywords_survive_reindexing(small):

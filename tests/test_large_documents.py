@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from helpers import kw, write_doc
+from helpers import fulltext_bodies, kw, write_doc
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.markdown import parse_markdown, read_document_text
 
@@ -21,7 +21,7 @@ def test_a_document_over_the_limit_is_indexed_up_to_it_with_a_warning(small, mon
     assert res["added"] == 1 and res["errors"] == []
     assert [w["file"] for w in res["warnings"]] == ["big.md"]
     assert "4096 bytes" in res["warnings"][0]["message"]
-    body = handle.conn.execute("SELECT body FROM documents_fts").fetchone()[0]
+    body = fulltext_bodies(handle.conn)["big.md"]
     assert len(body.encode()) <= 4096 and "omegatail" not in body
     assert handle.sync()["unchanged"] == 1  # not re-read again and again
 

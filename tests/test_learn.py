@@ -11,6 +11,8 @@ import pytest
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 
+pytestmark = pytest.mark.both_engines
+
 
 def ask(kb, question, keywords=None, results=(), expansions=None):
     """Ask through kb.query (the query and its attempt are recorded as `kbindex query` records them).

@@ -7,6 +7,8 @@ import json
 import pytest
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 DOC = "experience-based-learning.md"
 
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
 DOC = "alphago-architecture.md"
 
 

@@ -84,6 +84,7 @@ def _rpc(id_, method, params=None) -> bytes:
     return (json.dumps(msg) + "\n").encode()
 
 
+@pytest.mark.sqlite_only("SQLite's exclusive locking mode on the .db file")
 def test_a_listing_waiting_for_a_locked_index_does_not_hold_up_other_requests(small):
     kb, kbdir = small
     (kbdir / "a.md").write_text("# A\n\nSome text.\n")

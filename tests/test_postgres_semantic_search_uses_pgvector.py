@@ -154,3 +154,55 @@ def test_an_index_upgraded_to_pgvector_searches_the_vectors_it_already_had(colle
         assert {q: _top(kb, q) for q in before} == before
     finally:
         kb.close()
+
+
+def test_pgvector_installed_after_init_is_used_from_the_next_embed(unprivileged_url, pg_server, tmp_path, cli):
+    """The index was made where the role could not create pgvector; the server's administrator creates the
+    extension in that database later: the next `embed` (even with nothing new to embed) copies the stored
+    vectors into pgvector and semantic search is answered by the server from then on."""
+    import psycopg
+
+    from kb_indexer.store import vectors as store
+    from kb_indexer.store.pg import vectors as pg
+    from tests.conftest import _database_url
+
+    root = tmp_path / "knowledge-base"
+    root.mkdir()
+    for i, text in enumerate(["engines of the automobile", "roses need water", "bread dough and yeast"]):
+        write_doc(root, f"d{i}.md", f"# D{i}\n\n{text}\n")
+    assert cli("init", "--db", unprivileged_url, "--kb", root, "--format", "json").exit_code == 0
+    assert cli("sync", "--db", unprivileged_url, "--format", "json").exit_code == 0
+    embed = ("embed", "--db", unprivileged_url, "--embed-backend", "fake-embed", "--format", "json")
+    assert json.loads(cli(*embed).stdout)["embedded"] == 3
+
+    def vector_search() -> dict:
+        return json.loads(cli("db-stats", "--db", unprivileged_url, "--format", "json").stdout)["vector_search"]
+
+    assert vector_search()["engine"] == "numpy"
+    database = unprivileged_url.partition("?")[0].rsplit("/", 1)[1]
+    with psycopg.connect(_database_url(pg_server.get_uri(), database), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION vector")
+
+    again = cli(*embed)
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["embedded"] == 0
+    found = vector_search()
+    assert found["engine"] == "pgvector" and found["pgvector"], found
+    out = json.loads(cli("query", "car", "--db", unprivileged_url, "--method", "semantic", "--format", "json").stdout)
+    assert out["semantic"]["used"] and out["results"][0]["filepath"].endswith("d0.md")
+    write_doc(root, "d3.md", "# D3\n\nthe automobile engine and its car\n")
+    assert cli("sync", "--db", unprivileged_url, "--format", "json").exit_code == 0
+    assert json.loads(cli(*embed).stdout)["embedded"] == 1
+    kb = KnowledgeBase.open(unprivileged_url)
+    try:
+        model = store.latest_model(kb.conn)
+        assert kb.conn.execute("SELECT count(*), count(vec) FROM embedding_chunks").fetchone() == (4, 4)
+        assert kb.conn.raw.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                                   (pg.index_name(model.id),)).fetchone() is not None
+        import numpy as np
+
+        vec = np.ones(model.dim, dtype=np.float32) / np.sqrt(model.dim)
+        served = store.nearest(kb.conn, model, vec, 10)
+        assert served is not None and served[1] == {"chunks": 4, "documents": 4} and len(served[0]) == 4
+    finally:
+        kb.close()

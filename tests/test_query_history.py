@@ -9,6 +9,8 @@ import pytest
 from kb_indexer.learn.history import attempts_for, get_attempt
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 
 def rows(kb, table):
     return [dict(r) for r in kb.conn.execute(f"SELECT * FROM {table} ORDER BY id")]

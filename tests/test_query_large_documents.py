@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from helpers import write_doc
 from kb_indexer.search import fulltext
 from kb_indexer.search.fulltext import bounded_snippet
@@ -26,6 +28,7 @@ def test_a_2mb_document_full_of_the_query_words_gets_a_short_right_snippet(small
     assert "**reinforcement** **learning**" in by_path["small.md"]["snippet"]  # FTS5's own snippet
 
 
+@pytest.mark.sqlite_only("FTS5's snippet() (on PostgreSQL every snippet is the bounded scan)")
 def test_only_large_bodies_leave_fts5_snippet(small, monkeypatch):
     handle, kbdir = small
     monkeypatch.setattr(fulltext, "SNIPPET_FTS_MAX_CHARS", 100)

@@ -7,6 +7,8 @@ import json
 import pytest
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 EXACT_RL = {"ai-llm-vs-reinforcement-learning.md", "policy-gradient-methods.md", "reward-shaping.md",
             "temporal-difference-learning.md"}
 

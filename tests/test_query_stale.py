@@ -9,6 +9,8 @@ import pytest
 from kb_indexer.index import stale as stale_mod
 from kb_indexer.index.stale import check, message
 
+pytestmark = pytest.mark.both_engines
+
 
 def bump(path):
     """Change a file so that its stat signature changes even on coarse-mtime filesystems."""

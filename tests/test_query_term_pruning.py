@@ -8,6 +8,8 @@ from helpers import write_doc
 from kb_indexer.search import pruning
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def common_word_kb(small, monkeypatch):

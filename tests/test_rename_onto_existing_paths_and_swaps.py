@@ -10,6 +10,8 @@ import pytest
 
 from helpers import write_doc
 
+pytestmark = pytest.mark.both_engines
+
 
 def _setup(small):
     handle, kbdir = small

@@ -9,6 +9,8 @@ from kb_indexer.search import fulltext
 from tests.helpers import kw, write_doc
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def tied(tmp_path):

@@ -17,6 +17,8 @@ from kb_indexer.llm.config import EmbedOptions
 from tests.helpers import write_doc
 from kb_indexer.api import QueryOptions
 
+pytestmark = pytest.mark.both_engines
+
 REPO = Path(__file__).resolve().parent.parent
 FAKE = EmbedOptions(backend="fake-embed")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
 
 def _relation_count(kb):
     return kb.conn.execute("SELECT COUNT(*) FROM keyword_similarities").fetchone()[0]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
 
 def _sims(project):
     return project / "similarities.json"

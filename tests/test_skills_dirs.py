@@ -86,7 +86,7 @@ def test_cli_forget(cli, small, two):
     k, _ = small
     a, b = two
     k.skills.sync([str(a), str(b)])
-    db = k.conn.execute("PRAGMA database_list").fetchone()[2]
+    db = getattr(k.db_path, "url", k.db_path)   # the SQLite file, or the PostgreSQL URL
     k.close()
     res = cli("skills", "sync", "--forget", a, "--db", db, "--format", "json")
     assert res.exit_code == 0, res.stderr

@@ -14,6 +14,8 @@ from helpers import write_skills
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.skills import match
 
+pytestmark = pytest.mark.both_engines
+
 SKILLS: dict[str, str | tuple[str, str]] = {
     "stripe": "Stripe payment platform integration. Manage payments, subscriptions, invoices and customers.",
     "icloud-findmy": "Query locations and battery status for family devices via iCloud.",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from kb_indexer.errors import KbError, NotFoundError, UsageError
+
+pytestmark = pytest.mark.both_engines
 
 
 def write(root: Path, folder: str, name: str, description: str, body: str = "") -> Path:
@@ -196,10 +199,10 @@ def test_tokens_of_an_older_tokenizer_are_computed_again_by_the_next_sync(small,
     (root / "meetings" / "SKILL.md").write_text("---\nname: meetings\ndescription: Meeting recordings.\n---\n",
                                                 encoding="utf-8")
     handle.skills.sync([str(root)])
-    handle.conn.execute("UPDATE skills SET terms = json_set(terms, '$.v', ?, '$.name', json('[\"old\"]'))",
-                        (VERSION - 1,))
-    handle.conn.commit()
+    skill_id, stored = handle.conn.execute("SELECT id, terms FROM skills").fetchone()
+    handle.conn.execute("UPDATE skills SET terms = ? WHERE id = ?",
+                        (json.dumps({**json.loads(stored), "v": VERSION - 1, "name": ["old"]}), skill_id))
     out = handle.skills.sync()
     assert out["unchanged"] == 1 and out["updated"] == []   # the file did not change: nothing to report
-    row = handle.conn.execute("SELECT json_extract(terms, '$.v'), json_extract(terms, '$.name') FROM skills").fetchone()
-    assert row[0] == VERSION and row[1] == '["meet"]'
+    terms = json.loads(handle.conn.execute("SELECT terms FROM skills").fetchone()[0])
+    assert terms["v"] == VERSION and terms["name"] == ["meet"]

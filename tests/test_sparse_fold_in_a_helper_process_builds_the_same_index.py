@@ -4,6 +4,8 @@ it builds holds exactly the postings, lengths and pairs an in-process fold build
 from __future__ import annotations
 
 import random
+
+import pytest
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -24,6 +26,7 @@ def _live(conn) -> tuple[dict[str, list[tuple[int, float]]], list[int], list[tup
     return {t: sorted(p) for t, p in postings.items() if p}, st.lengths.tolist(), pairs
 
 
+@pytest.mark.sqlite_only("the sparse index (SQLite's sparse_state tables)")
 def test_a_fold_with_a_helper_process_equals_one_in_this_process(small, monkeypatch):
     monkeypatch.setenv("KBINDEX_SPARSE_MIN_DOCS", "0")
     monkeypatch.setattr(store, "FOLD_DOCS", 7)   # 60 documents: several batch pairs, one batch alone at the end

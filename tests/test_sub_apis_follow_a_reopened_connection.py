@@ -3,6 +3,10 @@ though they were built on the old one."""
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
 
 def test_a_new_connection_reaches_the_sub_apis(kb):
     from kb_indexer.store import open_db

@@ -10,6 +10,8 @@ import pytest
 
 from kb_indexer.errors import KbError
 
+pytestmark = pytest.mark.both_engines
+
 WRITES = {
     "skills.sync": lambda kb, tmp: kb.skills.sync([str(tmp)]),
     "context.add": lambda kb, tmp: kb.context.add("s1", role="user", text="hello"),

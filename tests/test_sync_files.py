@@ -14,6 +14,8 @@ from kb_indexer.errors import ValidationError
 from kb_indexer.store.migrations import MIGRATIONS as MIGRATIONS_ALL
 from tests.helpers import kw, write_doc
 
+pytestmark = pytest.mark.both_engines
+
 
 def _keywords(handle, path):
     return [k["keyword"] for k in handle.keywords(path)["keywords"]]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import kw, write_doc
+from helpers import fulltext_hits, kw, write_doc
 from kb_indexer.index import reader as reader_mod
 
 
@@ -65,8 +65,7 @@ def test_a_document_indexed_before_keeps_its_rows_when_its_read_stalls(small, mo
     finally:
         release.set()
     assert [e["file"] for e in res["errors"]] == ["stuck.md"]
-    hits = handle.conn.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH 'vortices'").fetchone()
-    assert hits[0] == 1  # the version indexed before
+    assert fulltext_hits(handle.conn, "vortices") == 1  # the version indexed before
 
 
 @pytest.mark.skipif(multiprocessing.get_start_method(allow_none=False) != "fork",

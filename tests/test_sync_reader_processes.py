@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from helpers import kw, write_doc
+from helpers import fulltext_bodies, fulltext_hits, kw, write_doc
 from kb_indexer.index import reader as reader_mod
+from kb_indexer.store import fulltext
 from tests.conftest import kbindex_exe
 
 
@@ -34,8 +35,7 @@ def _index(handle) -> dict:
         "keywords": conn.execute("SELECT d.filepath, k.keyword, dk.source FROM document_keywords dk "
                                  "JOIN documents d ON d.id = dk.document_id JOIN keywords k ON k.id = dk.keyword_id "
                                  "ORDER BY 1, 2").fetchall(),
-        "fts": conn.execute("SELECT d.filepath, f.title, f.keywords, f.body FROM documents_fts f "
-                            "JOIN documents d ON d.id = f.rowid ORDER BY 1").fetchall(),
+        "fts": sorted(fulltext.titled_texts(conn)),
     }
 
 
@@ -75,8 +75,7 @@ def test_a_changed_file_is_reread_by_the_workers(small, monkeypatch):
     write_doc(kbdir, "area-0/d000.md", "# Doc zero\n\nrewritten about vortices\n", kw("vortex"))
     res = _sync(handle, monkeypatch, "2")
     assert (res["updated"], res["added"]) == (1, 0)
-    hits = handle.conn.execute("SELECT count(*) FROM documents_fts WHERE documents_fts MATCH 'vortices'").fetchone()
-    assert hits[0] == 1
+    assert fulltext_hits(handle.conn, "vortices") == 1
 
 
 @pytest.mark.skipif(multiprocessing.get_start_method(allow_none=False) != "fork",
@@ -98,7 +97,7 @@ def test_a_worker_that_dies_hands_the_rest_back_and_nothing_is_lost(small, monke
     assert res["added"] == 63 and [f for f, _ in res["errors"]] == ["broken.keywords.json", "latin1.md"]
     assert "reading in this process" in capfd.readouterr().err
     docs = handle.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    assert handle.conn.execute("SELECT count(*) FROM documents_fts").fetchone()[0] == docs == 63
+    assert len(fulltext_bodies(handle.conn)) == docs == 63
 
 
 def test_a_bad_worker_setting_is_a_warning_and_the_sync_reads_in_process(small, monkeypatch, capfd):

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
 
 def _rl(kb):
     return [s for s in kb.similar("RL")["similar_keywords"]

@@ -3,6 +3,8 @@ vectors changed reads the new ones, and one on another index file never sees the
 
 from __future__ import annotations
 
+import pytest
+
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.store import vectors
 from tests.helpers import write_doc
@@ -17,6 +19,7 @@ def _hybrid(kb, question: str) -> list[str]:
     return [r["filepath"] for r in out["results"]]
 
 
+@pytest.mark.sqlite_only("the vectors file beside the .db file (a server's vectors stay on the server)")
 def test_new_vectors_are_read_after_an_embed_in_the_same_process(small):
     kb, root = small
     write_doc(root, "a.md", "# Roses\n\nRoses and tulips in the garden.\n")

@@ -131,6 +131,7 @@ def embed_documents(conn: Connection, client: EmbedClient, *, everything: bool =
         ensure = getattr(client._calls.backend, "_ensure_model", None)
         if ensure is not None:
             client._calls.call(ensure)
+    store.adopt_engine_search(conn)
     model = store.find_model(conn, client.backend_name, client.model)
     if model is not None:
         client.dim = model.dim

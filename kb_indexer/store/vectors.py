@@ -129,6 +129,18 @@ def _pgvector(conn: Connection) -> Any | None:
     return pg if pg.enabled(conn) else None
 
 
+def adopt_engine_search(conn: Connection) -> None:
+    """Before vectors are written (``embed``): on a PostgreSQL server whose pgvector was unavailable when the
+    index was made, try again in a transaction of its own, so an extension installed since is used from this
+    run on (nothing to do on SQLite, or when pgvector is already in use)."""
+    if not is_postgres(conn):
+        return
+    pg = _pg()
+    if pg.unavailable(conn):
+        with transaction(conn):
+            pg.retry(conn)
+
+
 def nearest(conn: Connection, model: EmbeddingModel, query: Any,
             depth: int) -> tuple[dict[int, float], dict[str, int]] | None:
     """The ``depth`` documents whose best chunk is nearest the unit vector ``query``, with that cosine, and

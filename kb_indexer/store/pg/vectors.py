@@ -47,12 +47,20 @@ def create(conn: PgConnection) -> str:
         state = f"unavailable: {why}"
     else:
         raw.execute("RELEASE SAVEPOINT kb_pgvector")
-        raw.execute("ALTER TABLE embedding_chunks ADD COLUMN vec vector")
+        raw.execute("ALTER TABLE embedding_chunks ADD COLUMN IF NOT EXISTS vec vector")
         row = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         state = str(row[0]) if row else "unknown version"
         _backfill(conn)
     meta.put(conn, META_KEY, state)
     return state
+
+
+def retry(conn: PgConnection) -> str | None:
+    """In a writer's transaction (``embed``): an index whose ``m003_pgvector`` found the extension
+    unavailable tries again, since a server's administrator may have installed it (or granted the right
+    to) since ``init``; with it, the stored vectors are copied into pgvector and each model gets its index.
+    Returns the state now recorded (None before the migration ran)."""
+    return create(conn) if unavailable(conn) else state(conn)
 
 
 def _backfill(conn: PgConnection) -> None:
@@ -72,6 +80,12 @@ def _backfill(conn: PgConnection) -> None:
 def state(conn: PgConnection) -> str | None:
     """The recorded outcome of ``m003_pgvector`` (None before it ran)."""
     return meta.get(conn, META_KEY)
+
+
+def unavailable(conn: PgConnection) -> bool:
+    """Whether ``m003_pgvector`` recorded that the server would not create the extension."""
+    found = state(conn)
+    return found is not None and found.startswith("unavailable")
 
 
 def enabled(conn: PgConnection) -> bool:
