@@ -156,17 +156,20 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
 
 
 def _local_model_report(opts: LLMOptions, llm: dict[str, Any], llm_problems: list[str]) -> dict[str, Any]:
-    """Whether a local model answers on the ``openai`` backend's URL (the configured one when that is the
-    backend, else the default), and what to do about it."""
+    """Whether a local model answers on the ``openai`` backend's URL, and what to do about it. With the
+    ``openai`` backend chosen, its probe above already says (no second request)."""
     config = resolve(opts)
-    url = (config.base_url if config.backend == "openai" else None) or DEFAULT_OPENAI_BASE_URL
-    report = local_model.probe(url, LOCAL_PROBE_TIMEOUT)
+    if config.backend == "openai" and config.base_url:
+        report: dict[str, Any] = {"url": config.base_url, "running": bool(llm["reachable"]) and not llm["error"],
+                                  "models": list(llm["models"])}
+    else:
+        report = local_model.probe(DEFAULT_OPENAI_BASE_URL, LOCAL_PROBE_TIMEOUT)
     if not report["running"]:
         report["hint"] = local_model.START_HINT
         if llm_problems and llm["backend"] != "none":
-            llm_problems[0] += f"; no local model answers at {url} either: {local_model.START_HINT}"
+            llm_problems[0] += f"; no local model answers at {report['url']} either: {local_model.START_HINT}"
     elif llm["backend"] != "openai":
-        report["hint"] = f"a local model answers at {url}: KBINDEX_LLM_BACKEND=openai uses it"
+        report["hint"] = f"a local model answers at {report['url']}: KBINDEX_LLM_BACKEND=openai uses it"
     return report
 
 

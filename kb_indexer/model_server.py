@@ -9,16 +9,16 @@ Both packages are the optional extra ``kbindex[model]``; nothing is downloaded (
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from kb_indexer.errors import UsageError
-from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL
+from kb_indexer.llm.base import LLMError
+from kb_indexer.llm.registry import make_backend
+from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL, LLMConfig
 
 __all__ = ["DEFAULT_CTX", "DEFAULT_HOST", "DEFAULT_OPENAI_BASE_URL", "DEFAULT_PORT", "START_HINT", "base_url",
            "check_server_installed", "model_file", "packaged_model", "probe", "server_command"]
@@ -76,18 +76,20 @@ def server_command(model: Path, host: str, port: int, ctx: int = DEFAULT_CTX, *,
 
 
 def probe(url: str, timeout: float = 1.0) -> dict[str, Any]:
-    """Whether an OpenAI-compatible server answers ``GET url/models`` within ``timeout``, and its models."""
+    """Whether an OpenAI-compatible server answers ``GET url/models`` within ``timeout`` in all (the openai
+    backend's own probe: a trickling or endless answer is cut at the deadline), and its models."""
     out: dict[str, Any] = {"url": url, "running": False, "models": []}
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout) as resp:
-            data = json.loads(resp.read(1_000_000))
-    except (OSError, ValueError) as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
+        backend = make_backend(LLMConfig(backend="openai", model=None, timeout=timeout, retries=0, base_url=url))
+    except LLMError as exc:
+        out["error"] = exc.message
         return out
-    models = data.get("data") if isinstance(data, dict) else None
-    if isinstance(models, list):
-        out["running"] = True
-        out["models"] = [str(m.get("id")) for m in models if isinstance(m, dict)][:10]
+    try:
+        result = backend.probe(timeout)
+    finally:
+        backend.close()
+    if result.reachable and not result.error:
+        out["running"], out["models"] = True, list(result.models[:10])
     else:
-        out["error"] = "the server's /models answer is not an OpenAI model list"
+        out["error"] = result.error or "no OpenAI model list"
     return out

@@ -264,16 +264,23 @@ def unknown_backend(opts: LLMOptions | None = None) -> str | None:
     return message
 
 
+def chosen_backend(opts: LLMOptions | None = None) -> str | None:
+    """The LLM backend the user chose (flag, environment or ``.env``), lower case; None when none was."""
+    opts = opts or LLMOptions()
+    if opts.backend:
+        return opts.backend.strip().lower()
+    load_env()
+    return os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower() or None
+
+
 def is_configured(opts: LLMOptions | None = None) -> bool:
     """True when the user chose an LLM backend explicitly (flag, environment or ``.env``), not ``none``.
 
-    Features where the LLM is optional (``query --context``) use it only then.
+    Features where the LLM is optional (``query --context``, ``similar --user-context``) use it only then.
     """
-    opts = opts or LLMOptions()
-    if opts.backend:
-        return opts.backend.strip().lower() != "none"
-    load_env()
-    value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
+    value = chosen_backend(opts)
+    if opts is not None and opts.backend:
+        return value != "none"
     return bool(value) and value != "none" and unknown_backend(opts) is None
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
-from kb_indexer.llm.config import LLMOptions, is_configured, unconfigured_report
+from kb_indexer.llm.config import LLMOptions, chosen_backend, unconfigured_report
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
@@ -176,7 +176,7 @@ def similar_in_context(conn: Connection, keyword: str, relations: list[dict[str,
         raise UsageError(f"--context-threshold must be between 0 and 1, got {threshold}")
     candidates = [{"id": r["id"], "keyword": r["keyword"], "source": keyword, "similarity_type": r["similarity_type"],
                    "context": r["context"], "score": r["score"]} for r in relations]
-    if client is None and not is_configured(opts):   # as `query --context`: an LLM only when one is chosen
+    if client is None and chosen_backend(opts) is None:   # as `query --context`: an LLM only when one is chosen
         scores = lexical_scores(user_context, candidates)
         info = {"llm": unconfigured_report(opts), "cache": {"hits": 0, "misses": 0}}
     else:

@@ -200,7 +200,8 @@ def test_cache_hits_across_processes(similar_kb, run, openai_env):
 def test_unreachable_llm_warns_on_stderr_only(similar_kb, run, closed_port):
     res = run("similar", "reinforcement learning", "--user-context", "game playing agents", "--context-threshold",
               "0.5", "--db", similar_kb.db_path, "--format", "json",
-              env={"OLLAMA_HOST": f"127.0.0.1:{closed_port}", "KBINDEX_LLM_RETRIES": "0"})
+              env={"OLLAMA_HOST": f"127.0.0.1:{closed_port}", "KBINDEX_LLM_RETRIES": "0",
+                   "KBINDEX_LLM_BACKEND": "ollama"})   # chosen: with none chosen, no server is asked
     assert res.returncode == 0
     data = json.loads(res.stdout)  # stdout is only the JSON result
     assert data["llm"] == {"backend": "ollama", "model": "llama3.2:3b", "used": False, "fallback": "lexical",
