@@ -212,6 +212,16 @@ class Scores:
     def best(self) -> float:
         return float(self.scores.max()) if len(self.scores) else 0.0
 
+    def plus(self, other: "Scores", weight: float) -> "Scores":
+        """These scores plus ``weight`` × ``other``'s, over the documents either has."""
+        import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
+
+        docs = np.union1d(self.docs, other.docs)
+        acc = np.zeros(len(docs), dtype=np.float64)
+        acc[np.searchsorted(docs, self.docs)] += self.scores
+        acc[np.searchsorted(docs, other.docs)] += weight * other.scores
+        return Scores(docs, acc)
+
     def best_with_ties(self, n: int, exclude: set[int], margin: float) -> dict[int, float]:
         """The ``n`` best documents outside ``exclude`` plus any within ``margin`` of the n-th."""
         import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
