@@ -74,3 +74,21 @@ def test_limit_gives_the_first_results_of_a_larger_limit(kb, feedback_on):
     for n in (1, 2, 3):
         out = kb.query("turbine blade cooling", options=QueryOptions(method="fulltext", limit=n, record=False))
         assert _paths(out) == full[:n]
+
+
+def test_sparse_index_ranks_with_feedback_like_fts5(empty_kb, feedback_on, monkeypatch):
+    monkeypatch.setenv("KBINDEX_SPARSE_MIN_DOCS", "0")     # the sparse index is kept and read
+    for name, text in DOCS.items():
+        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
+    result = empty_kb.sync()
+    assert result["errors"] == [] and result["fulltext_index"]["built"]
+    options = QueryOptions(method="fulltext", limit=0, explain=True, record=False)
+    with_index = empty_kb.query("turbine blade cooling", options=options)
+    monkeypatch.setenv("KBINDEX_SPARSE_MIN_DOCS", "1000000")   # FTS5 alone
+    fts5 = empty_kb.query("turbine blade cooling", options=options)
+    assert "film.md" in _paths(with_index)
+    assert with_index["query"]["explain"]["fulltext_feedback"] == fts5["query"]["explain"]["fulltext_feedback"]
+    assert [(r["filepath"], r["relevance_score"], r["sources"]) for r in with_index["results"]] == \
+        [(r["filepath"], r["relevance_score"], r["sources"]) for r in fts5["results"]]
+    assert [r["score_parts"]["bm25"] for r in with_index["results"]] == pytest.approx(
+        [r["score_parts"]["bm25"] for r in fts5["results"]], rel=1e-6)

@@ -160,9 +160,12 @@ def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], 
     words = fulltext.build_query([t for t, _ in terms])
     out = Scored(Feedback(terms), snippets=snippets)
     if view is not None:
-        second = sparse.score(conn, view, words.terms, fulltext.phrase_sql(col_w)) if words else None
-        out.scores = first.plus(second, FB_WEIGHT) if second is not None else first
-        out.second = second
+        if words:   # one more pass over the (cached) postings: question terms weigh 1, feedback words FB_WEIGHT
+            out.second = sparse.score(conn, view, words.terms, fulltext.phrase_sql(col_w))
+            out.scores = sparse.score(conn, view, query.terms + words.terms, fulltext.phrase_sql(col_w),
+                                      [1.0] * len(query.terms) + [FB_WEIGHT] * len(words.terms))
+        else:
+            out.scores = first
     else:
         second_d = fulltext.all_scores(conn, words, col_w) if words else {}
         for d, s in second_d.items():
