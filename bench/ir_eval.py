@@ -103,10 +103,12 @@ def prf_settings(variant: str) -> Iterator[None]:
     as ``kbindex query``, with kb_indexer.search.feedback's constants set."""
     from kb_indexer.search import feedback
 
-    names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS")
+    names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS", "FB_FUSED_DOCS")
     saved = {n: getattr(feedback, n) for n in names}
     if variant == "off":
         feedback.FB_MIN_DOCS = 1 << 62
+    elif variant == "lexdocs":
+        feedback.FB_FUSED_DOCS = False
     elif variant != "default":
         docs, terms, repeat = (int(x) for x in variant.split(":"))
         feedback.FB_DOCS, feedback.FB_TERMS, feedback.FB_WEIGHT = docs, terms, 1 / repeat

@@ -1,6 +1,7 @@
 """Pseudo-relevance feedback (RM3-style) for full text: words of the best first-pass documents join the query.
 
-A first full-text pass ranks the documents; the ``FB_DOCS`` best of them are read (title and body, the
+A first full-text pass ranks the documents (fused with the vectors' ranking when a hybrid query has
+them: ``FB_FUSED_DOCS``); the ``FB_DOCS`` best of them are read (title and body, the
 first ``FB_MAX_CHARS`` characters) and every content word gets the relevance-model weight
 
     w(word) = sum over those documents of  bm25(D) / sum of their bm25  ×  tf(word, D) / |D|
@@ -35,6 +36,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from kb_indexer.search import fulltext, sparse
+from kb_indexer.search.fusion import W_DENSE, W_FULLTEXT
 from kb_indexer.search.terms import STOPWORDS
 from kb_indexer.store import fulltext as store
 from kb_indexer.store.dbapi import Connection
@@ -45,6 +47,7 @@ FB_WEIGHT = 1 / 3       # a feedback word's bm25 counts this share of a question
 FB_MIN_DOCS = 500       # smaller knowledge bases: no feedback
 FB_MIN_SUPPORT = 2      # a feedback word appears in at least this many of the FB_DOCS documents
 FB_MAX_CHARS = 20_000   # characters of a document read for its words
+FB_FUSED_DOCS = True    # with vectors, the feedback documents are the best of full text and vectors fused
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
@@ -141,8 +144,19 @@ class Scored:
         return {d for d in doc_ids if self.second.get(d, 0.0) > 0}
 
 
+def fused_top(lexical: dict[int, float], dense: dict[int, float] | None) -> list[tuple[int, float]]:
+    """The feedback documents: the best by bm25, or, when vectors ran (``dense``: the documents they found,
+    normalised as fusion does), by full text and vectors fused with fusion's weights."""
+    if not dense or not FB_FUSED_DOCS:
+        return top_documents(lexical)
+    best = max(lexical.values(), default=0.0) or 1.0
+    fused = {d: W_FULLTEXT * max(0.0, lexical.get(d, 0.0)) / best + W_DENSE * dense.get(d, 0.0)
+             for d in set(lexical) | set(dense)}
+    return top_documents(fused)
+
+
 def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], view: sparse.View | None,
-          limit: int) -> Scored:
+          limit: int, dense: dict[int, float] | None = None) -> Scored:
     """bm25(question) + ``FB_WEIGHT`` × bm25(feedback words) of every document either matches (two passes:
     the question's, whose best ``FB_DOCS`` give the words, and the words'). Without the sparse index, the
     question's best ``limit`` documents come with their snippets first (FTS5 makes them fastest while it
@@ -150,12 +164,13 @@ def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], 
     snippets: dict[int, str] = {}
     if view is not None:
         first = sparse.score(conn, view, query.terms, fulltext.phrase_sql(col_w))
-        top = top_documents(first.best_with_ties(FB_DOCS, set(), 0.0))
+        lexical = first.best_with_ties(FB_DOCS, set(), 0.0)
+        top = fused_top({**lexical, **first.get(list(dense or ()))}, dense)
     else:
         ranked = fulltext.search(conn, query, max(limit, FB_DOCS), col_w)
         snippets = {d: snip for d, _, snip in ranked if snip}
-        top = top_documents({d: s for d, s, _ in ranked})
         by_doc = fulltext.all_scores(conn, query, col_w)
+        top = fused_top(by_doc if dense else {d: s for d, s, _ in ranked}, dense)
     terms = feedback_terms(conn, query.terms, top)
     words = fulltext.build_query([t for t, _ in terms])
     out = Scored(Feedback(terms), snippets=snippets)

@@ -203,8 +203,9 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     if dense is not None:   # before full text, so that one pass scores the documents vectors found too
         _add_dense_candidates(dense, pool)
     feedback = method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS
+    dense_top = normalise_dense(dense.top, min(dense.top.values())) if dense is not None and dense.top else None
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
-                                        spec.col_w, view, feedback)
+                                        spec.col_w, view, feedback, dense_top)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
@@ -397,7 +398,8 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
 
 def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None,
-                  feedback: bool = False) -> tuple[dict[int, str], int, prf.Scored | None]:
+                  feedback: bool = False,
+                  dense: dict[int, float] | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
     finds in all.
@@ -409,17 +411,17 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
     only. Either way the hits kept do not depend on document ids or FTS5's order within a tie, so
     ``--limit N`` gives the first N results of any larger limit.
 
-    With ``feedback`` every match is scored with :mod:`.feedback`'s words too, and that scoring is
-    returned as well.
+    With ``feedback`` every match is scored with :mod:`.feedback`'s words too (``dense``: the vectors'
+    normalised scores, which help choose the feedback documents), and that scoring is returned as well.
     """
     snippets: dict[int, str] = {}
     known = list(pool.docs)
     if not fts_query:
         return snippets, _count_known(conn, pool, known), None
     if feedback:
-        fb = prf.score(conn, fts_query, col_w, view, limit)
+        fb = prf.score(conn, fts_query, col_w, view, limit, dense)
         if fb.scores is not None and view is not None and not sparse.still_current(conn, view):
-            fb = prf.score(conn, fts_query, col_w, None, limit)    # a sync changed the sparse index meanwhile
+            fb = prf.score(conn, fts_query, col_w, None, limit, dense)    # a sync changed the sparse index meanwhile
         total = _add_scored(pool, fb.scores, limit, known, conn) if fb.scores is not None else \
             _add_all(pool, fb.by_doc or {}, limit, known, conn)
         return fb.snippets, total, fb
