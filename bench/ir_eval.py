@@ -107,8 +107,8 @@ def prf_settings(variant: str) -> Iterator[None]:
     saved = {n: getattr(feedback, n) for n in names}
     if variant == "off":
         feedback.FB_MIN_DOCS = 1 << 62
-    elif variant == "lexdocs":
-        feedback.FB_FUSED_DOCS = False
+    elif variant == "fuseddocs":
+        feedback.FB_FUSED_DOCS = True
     elif variant != "default":
         docs, terms, repeat = (int(x) for x in variant.split(":"))
         feedback.FB_DOCS, feedback.FB_TERMS, feedback.FB_WEIGHT = docs, terms, 1 / repeat

@@ -1,7 +1,7 @@
 """Pseudo-relevance feedback (RM3-style) for full text: words of the best first-pass documents join the query.
 
-A first full-text pass ranks the documents (fused with the vectors' ranking when a hybrid query has
-them: ``FB_FUSED_DOCS``); the ``FB_DOCS`` best of them are read (title and body, the
+A first full-text pass ranks the documents (``FB_FUSED_DOCS``, off: fused with the vectors' ranking when
+a hybrid query has them); the ``FB_DOCS`` best of them are read (title and body, the
 first ``FB_MAX_CHARS`` characters) and every content word gets the relevance-model weight
 
     w(word) = sum over those documents of  bm25(D) / sum of their bm25  ×  tf(word, D) / |D|
@@ -47,7 +47,9 @@ FB_WEIGHT = 1 / 3       # a feedback word's bm25 counts this share of a question
 FB_MIN_DOCS = 500       # smaller knowledge bases: no feedback
 FB_MIN_SUPPORT = 2      # a feedback word appears in at least this many of the FB_DOCS documents
 FB_MAX_CHARS = 20_000   # characters of a document read for its words
-FB_FUSED_DOCS = True    # with vectors, the feedback documents are the best of full text and vectors fused
+# With vectors, choose the feedback documents by full text and vectors fused: off (Cranfield, hybrid with
+# all-MiniLM-L6-v2, same run: nDCG@10 0.4107 fused vs 0.4135 by full text alone; R@100 0.8023 vs 0.7925).
+FB_FUSED_DOCS = False
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
