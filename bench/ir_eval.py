@@ -103,14 +103,17 @@ def prf_settings(variant: str) -> Iterator[None]:
     as ``kbindex query``, with kb_indexer.search.feedback's constants set."""
     from kb_indexer.search import feedback
 
-    names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS", "FB_FUSED_DOCS")
+    names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS", "FB_FUSED_DOCS", "FB_WITH_VECTORS")
     saved = {n: getattr(feedback, n) for n in names}
     if variant == "off":
         feedback.FB_MIN_DOCS = 1 << 62
+    elif variant == "withvectors":
+        feedback.FB_WITH_VECTORS = True
     elif variant == "fuseddocs":
-        feedback.FB_FUSED_DOCS = True
+        feedback.FB_WITH_VECTORS = feedback.FB_FUSED_DOCS = True
     elif variant != "default":
         docs, terms, repeat = (int(x) for x in variant.split(":"))
+        feedback.FB_WITH_VECTORS = True
         feedback.FB_DOCS, feedback.FB_TERMS, feedback.FB_WEIGHT = docs, terms, 1 / repeat
     try:
         yield
