@@ -50,11 +50,14 @@ def recall_at(ranked: list[str], rels: dict[str, int], k: int = 100) -> float:
 def build_kb(corpus, root: Path):
     """Write each document as ``<id>.md`` (``# title`` + text), init an index and run the real sync.
 
-    Returns (KnowledgeBase, documents added, sync seconds).
+    Returns (KnowledgeBase, documents added, sync seconds). A ``root`` that already holds a built index
+    (``--keep`` of an earlier run, embedded or not) is opened as it is: (KnowledgeBase, 0, 0.0).
     """
     from kb_indexer.api import KnowledgeBase
 
     kb_dir = root / "knowledge-base"
+    if (root / "kbindex.db").is_file() and kb_dir.is_dir():
+        return KnowledgeBase.open(root / "kbindex.db", kb_dir), 0, 0.0
     kb_dir.mkdir(parents=True)
     for doc in corpus:
         title = " ".join(doc.get("title", "").split()) or f"Document {doc['_id']}"

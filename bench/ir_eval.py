@@ -32,10 +32,12 @@ counts every judged document (all have rel >= 1).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -95,6 +97,31 @@ def rrf(*runs: dict[str, list[str]], k: int = 60, limit: int = 100) -> dict[str,
     return out
 
 
+@contextlib.contextmanager
+def prf_settings(variant: str) -> Iterator[None]:
+    """Pseudo-relevance feedback as ``variant`` says (see --prf) while the block runs: the same code path
+    as ``kbindex query``, with kb_indexer.search.feedback's constants set."""
+    from kb_indexer.search import feedback
+
+    names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS", "FB_FUSED_DOCS", "FB_WITH_VECTORS")
+    saved = {n: getattr(feedback, n) for n in names}
+    if variant == "off":
+        feedback.FB_MIN_DOCS = 1 << 62
+    elif variant == "withvectors":
+        feedback.FB_WITH_VECTORS = True
+    elif variant == "fuseddocs":
+        feedback.FB_WITH_VECTORS = feedback.FB_FUSED_DOCS = True
+    elif variant != "default":
+        docs, terms, repeat = (int(x) for x in variant.split(":"))
+        feedback.FB_WITH_VECTORS = True
+        feedback.FB_DOCS, feedback.FB_TERMS, feedback.FB_WEIGHT = docs, terms, 1 / repeat
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            setattr(feedback, n, v)
+
+
 def run_bm25s(corpus, queries, limit: int):
     import bm25s
     import Stemmer
@@ -121,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--column-weights", default=None,
                    help="bm25 column weights title,summary,keywords,body (default: kbindex's)")
+    p.add_argument("--prf", default="default",
+                   help="comma-separated pseudo-relevance feedback variants, a row each: 'default' (kbindex's "
+                        "settings), 'off' (none: the ranking before feedback), or DOCS:TERMS:REPEAT "
+                        "(kb_indexer.search.feedback FB_DOCS, FB_TERMS, and FB_WEIGHT = 1/REPEAT)")
     p.add_argument("--no-bm25s", action="store_true", help="skip the bm25s baseline")
     p.add_argument("--keep", type=Path, default=None, help="build the KB here (kept) instead of a temp folder")
     p.add_argument("--embed", default=None, metavar="BACKEND",
@@ -153,14 +184,17 @@ def main(argv: list[str] | None = None) -> int:
             dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
             print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
         for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
-            warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
-            options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights)
-            # warm caches (question vectors)
-            run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
-            runs, qps = run_kbindex(kb, queries, options, False, embed_opts)
-            _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
-            nd, rc = evaluate(runs, qrels)
-            rows.append((f"kbindex {m}", nd, rc, qps, qps_stale))
+            for variant in [v.strip() for v in args.prf.split(",") if v.strip()]:
+                with prf_settings(variant):
+                    warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
+                    options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights)
+                    # warm caches (question vectors)
+                    run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
+                    runs, qps = run_kbindex(kb, queries, options, False, embed_opts)
+                    _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
+                nd, rc = evaluate(runs, qrels)
+                name = f"kbindex {m}" + ("" if variant == "default" else f" prf={variant}")
+                rows.append((name, nd, rc, qps, qps_stale))
         t = time.perf_counter()
         info = None
         for _ in range(20):
@@ -175,11 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         if dense is not None:
             rows.append(("vectors alone", *evaluate(dense, qrels), None, None))
             rows.append(("RRF60 bm25s+vectors", *evaluate(rrf(runs, dense, limit=args.limit), qrels), None, None))
-    print(f"{'system':<20} {'nDCG@10':>8} {'R@100':>7} {'queries/s':>10} {'q/s +stale check':>17}")
+    base = next((nd for name, nd, *_ in rows if name == "bm25s (baseline)"), None)
+    width = max([20] + [len(r[0]) for r in rows])
+    print(f"{'system':<{width}} {'nDCG@10':>8} {'× bm25s':>8} {'R@100':>7} {'queries/s':>10} {'q/s +stale check':>17}")
     for name, nd, rc, qps, qps2 in rows:
         extra = f"{qps2:>17.0f}" if qps2 is not None else f"{'-':>17}"
         shown = f"{qps:>10.0f}" if qps is not None else f"{'-':>10}"
-        print(f"{name:<20} {nd:>8.4f} {rc:>7.4f} {shown} {extra}")
+        ratio = f"{nd / base:>8.3f}" if base else f"{'-':>8}"
+        print(f"{name:<{width}} {nd:>8.4f} {ratio} {rc:>7.4f} {shown} {extra}")
     print(f"stale check: {stale_ms:.2f} ms per call over {info['files']} files (stale={info['stale']}); "
           f"{recorded} attempts recorded", file=sys.stderr)
     return 0

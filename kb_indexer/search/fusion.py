@@ -82,6 +82,7 @@ class Candidate:
     dense: float = 0.0
     learned: float = 0.0    # boost from learned question->document associations (may be negative)
     score: float = 0.0
+    feedback: bool = False  # the full-text score includes pseudo-relevance feedback words it matches
 
     @property
     def sources(self) -> list[str]:
@@ -92,6 +93,8 @@ class Candidate:
             out.append("expansion")
         if self.bm25 is not None:
             out.append("fulltext")
+            if self.feedback:
+                out.append("feedback")
         if self.semantic:
             out.append("semantic")
         if self.learned > 0:

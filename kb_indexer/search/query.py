@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from kb_indexer.errors import KbError
+from kb_indexer.search import feedback as prf
 from kb_indexer.search import fulltext, sparse
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.expansion import HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights
@@ -113,6 +114,7 @@ class _Found:
     method: str = ""                          # the method that ran (semantic without vectors: hybrid)
     fallback: str | None = None               # "lexical" when semantic/hybrid ran without vectors
     dense_info: dict[str, Any] | None = None  # the JSON's "semantic" object
+    feedback: prf.Feedback | None = None      # pseudo-relevance feedback words (full text's second pass)
 
 
 def run_query(conn: Connection, question: str, keywords: list[str] | None = None,
@@ -200,17 +202,24 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
     if dense is not None:   # before full text, so that one pass scores the documents vectors found too
         _add_dense_candidates(dense, pool)
-    snippets, total = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
-                                    spec.col_w, view)
+    feedback = method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS and \
+        (dense is None or prf.FB_WITH_VECTORS)
+    dense_top = normalise_dense(dense.top, min(dense.top.values())) if dense is not None and dense.top else None
+    snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
+                                        spec.col_w, view, feedback, dense_top)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
+    if fb is not None:
+        for d in fb.lifted([c.doc_id for c in ranked if c.bm25 is not None]):
+            candidates[d].feedback = True
     snippets.update(fulltext.snippets(conn, fts_query, [c.doc_id for c in ranked
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, lexical_query.terms)
                for c in ranked]
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
-                  method, "lexical" if dense_info is not None and dense is None else None, dense_info)
+                  method, "lexical" if dense_info is not None and dense is None else None, dense_info,
+                  fb.feedback if fb is not None else None)
 
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
@@ -318,6 +327,8 @@ def _explain(spec: _Spec, found: _Found) -> JsonObject:
         "fulltext_terms": list(found.fts_query.terms),
         "fulltext_match": found.fts_query.match,
         "fulltext_pruned": found.pruned,
+        "fulltext_feedback": [{"term": t, "weight": round(w, 6)} for t, w in found.feedback.terms]
+        if found.feedback else [],
         "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
         "type_weights": spec.type_weights,
         "comparison": spec.comparison,
@@ -387,7 +398,9 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
 
 
 def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
-                  view: sparse.View | None = None) -> tuple[dict[int, str], int]:
+                  view: sparse.View | None = None,
+                  feedback: bool = False,
+                  dense: dict[int, float] | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
     finds in all.
@@ -398,22 +411,27 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
     many: one pass over all matches scores everything, and snippets come later, for the final results
     only. Either way the hits kept do not depend on document ids or FTS5's order within a tie, so
     ``--limit N`` gives the first N results of any larger limit.
+
+    With ``feedback`` every match is scored with :mod:`.feedback`'s words too (``dense``: the vectors'
+    normalised scores, which help choose the feedback documents), and that scoring is returned as well.
     """
     snippets: dict[int, str] = {}
     known = list(pool.docs)
     if not fts_query:
-        return snippets, _count_known(conn, pool, known)
+        return snippets, _count_known(conn, pool, known), None
+    if feedback:
+        fb = prf.score(conn, fts_query, col_w, view, limit, dense)
+        if fb.scores is not None and view is not None and not sparse.still_current(conn, view):
+            fb = prf.score(conn, fts_query, col_w, None, limit, dense)    # a sync changed the sparse index meanwhile
+        total = _add_scored(pool, fb.scores, limit, known, conn) if fb.scores is not None else \
+            _add_all(pool, fb.by_doc or {}, limit, known, conn)
+        return fb.snippets, total, fb
     scored = sparse.score(conn, view, fts_query.terms, fulltext.phrase_sql(col_w)) if view is not None else None
     if scored is not None and view is not None and sparse.still_current(conn, view):
-        found = scored.get(known)
-        keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
-        return snippets, _add_hits(pool, found, keep, len(scored), known, conn)
+        return snippets, _add_scored(pool, scored, limit, known, conn), None
     if len(known) > fulltext.PER_ROW_MAX or not limit:
         scores = fulltext.all_scores(conn, fts_query, col_w)
-        found = {d: scores[d] for d in known if d in scores}
-        others = {d: s for d, s in scores.items() if d not in pool.docs}
-        kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
-        return snippets, _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
+        return snippets, _add_all(pool, scores, limit, known, conn), None
     total = fulltext.count_found(conn, fts_query, known)
     for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
         pool.add(d)
@@ -421,7 +439,22 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
         if snip:
             snippets[d] = snip
     pool.bm25.update(fulltext.scores_for(conn, fts_query, [d for d in known if d not in pool.bm25], col_w))
-    return snippets, total
+    return snippets, total, None
+
+
+def _add_scored(pool: Pool, scored: sparse.Scores, limit: int, known: list[int], conn: Connection) -> int:
+    """The sparse index's scores: the pool's own, and the best ``limit`` others (with ties)."""
+    found = scored.get(known)
+    keep = scored.best_with_ties(limit or len(scored), set(found), fulltext.tie_margin(scored.best()))
+    return _add_hits(pool, found, keep, len(scored), known, conn)
+
+
+def _add_all(pool: Pool, scores: dict[int, float], limit: int, known: list[int], conn: Connection) -> int:
+    """Scores of every match: the pool's own, and the best ``limit`` others (with ties)."""
+    found = {d: scores[d] for d in known if d in scores}
+    others = {d: s for d, s in scores.items() if d not in pool.docs}
+    kept = fulltext.best_with_ties(others, limit, max(scores.values(), default=0.0)) if limit else list(others)
+    return _add_hits(pool, found, {d: scores[d] for d in kept}, len(scores), known, conn)
 
 
 def _add_hits(pool: Pool, found: dict[int, float], keep: dict[int, float], matched: int, known: list[int],

@@ -72,22 +72,29 @@ def _tag_clause(e: Any) -> str:
             f"(weight {e.weight:.2f}{fit})")
 
 
-def _is_query_word(span: str, tokens: set[str]) -> bool:
+def _is_query_word(span: str, tokens: set[str], prefixes: set[str] | None = None) -> bool:
     """A bold span is a match marker (not the document's own markdown bold) when its words are the
-    query's (inflections included: a shared prefix of 4+ letters, or the whole of a shorter word)."""
+    query's (inflections included: a shared prefix of 4+ letters, or the whole of a shorter word).
+    ``prefixes``: the first 4 letters of the tokens of 4+ letters (computed here when not given)."""
     words = span.split()
     if not words or len(words) > MAX_SPAN_WORDS:
         return False
-    return all(any(w[:4] == t[:4] if len(w) >= 4 and len(t) >= 4 else w == t for t in tokens) for w in words)
+    if prefixes is None:
+        prefixes = {t[:4] for t in tokens if len(t) >= 4}
+    # a word of 4+ letters matches a token of 4+ letters sharing its first 4; a shorter word only itself
+    return all((w[:4] in prefixes) if len(w) >= 4 else (w in tokens) for w in words)
 
 
 def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
     """The query words a full-text snippet marks in ``**bold**``, lower-cased, in order, without duplicates."""
+    if not snippet or "**" not in snippet:
+        return []
     tokens = {t for term in terms for t in _TOKEN.findall(term.lower())}
+    prefixes = {t[:4] for t in tokens if len(t) >= 4}
     out: list[str] = []
-    for m in _BOLD.finditer(snippet or ""):
+    for m in _BOLD.finditer(snippet):
         w = " ".join(_TOKEN.findall(m.group(1).lower()))
-        if w and w not in out and _is_query_word(w, tokens):
+        if w and w not in out and _is_query_word(w, tokens, prefixes):
             out.append(w)
     return out
 

@@ -228,9 +228,11 @@ class Scores:
         return {int(d): float(s) for d, s in zip(docs, scores)}
 
 
-def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str) -> Scores:
+def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str,
+          weights: Sequence[float] | None = None) -> Scores:
     """bm25 of every document matching any of ``terms``; ``phrase_sql`` gives ``(rowid, -bm25)`` of the
-    documents matching one phrase (a parameter: its string literal)."""
+    documents matching one phrase (a parameter: its string literal); ``weights``: each term's part is
+    multiplied by its weight (None: all 1)."""
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
     indexed = [view.indexed(t) if t else "" for t in view.tokens(terms)]
@@ -238,18 +240,18 @@ def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str)
     acc = np.zeros(len(view.owner), dtype=np.float64)
     hit = np.zeros(len(view.owner), dtype=bool)
     norm = view.norm if view.norm is not None else store.bm25_norm(view.lengths, view.avgdl)
-    for term, name in zip(terms, indexed):
+    for term, name, w in zip(terms, indexed, weights if weights is not None else [1.0] * len(terms)):
         if name:
             d, f = view._postings[name]
             if not len(d):
                 continue
-            acc[d] += store.bm25_part(store.bm25_idf(view.documents, len(d)), f, norm[d])
+            acc[d] += w * store.bm25_part(store.bm25_idf(view.documents, len(d)), f, norm[d])
             hit[d] = True
         elif name is None:   # a phrase the index does not hold: FTS5 matches and scores it
             rows = fulltext.phrase_scores(conn, phrase_sql, '"' + term.replace('"', '""') + '"')
             if rows:
                 d = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                acc[d] += np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+                acc[d] += w * np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
                 hit[d] = True
     docs = np.flatnonzero(hit)
     return Scores(docs, acc[docs])
