@@ -256,7 +256,7 @@ def mix_run(servers: Servers, engine: str, kb: Path, vocab_file: Path, seconds: 
             failures.append(f"worker exit {child.returncode}: {err.decode(errors='replace')[-300:]}")
     wall = time.perf_counter() - t0
     logs = [json.loads(out.read_text(encoding="utf-8")) for _, out in children if out.exists()]
-    return summarise(db, kb, logs, failures, wall)
+    return {**summarise(db, kb, logs, failures, wall), "first_sync": first.seconds}
 
 
 def summarise(db: str, kb: Path, logs: list[dict], failures: list[str], wall: float) -> dict:
