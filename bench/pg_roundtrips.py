@@ -1,4 +1,4 @@
-"""Statements (round trips to the server) and in-process time per command on PostgreSQL, beside SQLite's time.
+"""Round trips to the server and in-process time per command on PostgreSQL, beside SQLite's time.
 
     python3 bench/pg_roundtrips.py                  # 2,000 documents, 40 questions
     python3 bench/pg_roundtrips.py --docs 5000 --questions 60
@@ -6,7 +6,7 @@
 On a server every statement is a round trip; on a loaded machine each also waits for the server process to be
 scheduled, so the count is what a change to the PostgreSQL engine can cut, and, unlike a time, it does not
 depend on what else the machine runs. It counts every statement psycopg sends (``execute``, ``executemany``,
-``COPY``) while this checkout runs, in this process, the code a user runs: ``KnowledgeBase.open``, ``query`` of
+``COPY``; the statements of one ``PgConnection.pipelined()`` block, sent together, count once) while this checkout runs, in this process, the code a user runs: ``KnowledgeBase.open``, ``query`` of
 new questions and ``feedback`` (the Python API, as an agent or the MCP server calls it), and the CLI's ``sync``
 (first, then after editing 1% of the documents) and ``learn``. The knowledge base is bench/synth_kb.py's. It
 starts its own PostgreSQL (pgserver, the dev extra); the SQLite side gets a fresh file. Times are wall times in
@@ -30,21 +30,40 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-COUNT = [0]
+COUNT = [0]          # round trips: statements, less those sent in a pipeline, plus one per pipeline
+_IN_PIPELINE = [False]
 
 
-def count_statements() -> None:
-    """Count every statement psycopg's cursors send (``Connection.execute`` goes through them)."""
+def count_round_trips() -> None:
+    """Count every statement psycopg's cursors send (``Connection.execute`` goes through them); the statements
+    of one ``PgConnection.pipelined()`` block (sent together, one wait) count as one round trip."""
+    from contextlib import contextmanager
+
     from psycopg import Cursor
+
+    from kb_indexer.store.pg.connection import PgConnection
 
     for name in ("execute", "executemany", "copy"):
         original = getattr(Cursor, name)
 
         def counted(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
-            COUNT[0] += 1
+            COUNT[0] += 0 if _IN_PIPELINE[0] else 1
             return _original(self, *args, **kwargs)
 
         setattr(Cursor, name, counted)
+    pipelined = getattr(PgConnection, "pipelined", None)
+    if pipelined is not None:   # (an older checkout has none)
+        @contextmanager
+        def one_trip(self: Any) -> Any:
+            COUNT[0] += 1
+            _IN_PIPELINE[0] = True
+            try:
+                with pipelined(self):
+                    yield
+            finally:
+                _IN_PIPELINE[0] = False
+
+        setattr(PgConnection, "pipelined", one_trip)
 
 
 def measured(fn: Callable[[], Any]) -> tuple[Any, int, float]:
@@ -106,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.synth_kb import generate
     from bench.team import vocabulary
 
-    count_statements()
+    count_round_trips()
     with tempfile.TemporaryDirectory(prefix="kbindex-roundtrips-") as tmp:
         work = Path(tmp)
         server = pgserver.get_server(str(work / "pg"), cleanup_mode="stop")
@@ -122,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     s, p = results["sqlite"], results["postgres"]
     rows = [("first sync", "sync"), ("open (KnowledgeBase.open)", "open"), ("query (median)", "query"),
             ("feedback (median)", "feedback"), ("learn", "learn"), ("sync after 1% edits", "edit")]
-    print(f"{args.docs} documents, {args.questions} questions | PostgreSQL statements | PostgreSQL time | "
+    print(f"{args.docs} documents, {args.questions} questions | PostgreSQL round trips | PostgreSQL time | "
           f"SQLite time | PG/SQLite")
     for label, key in rows:
         print(f"{label:<27} | {p[key + '_n']:>8g} | {p[key + '_s'] * 1000:8.1f} ms | {s[key + '_s'] * 1000:8.1f} ms | "

@@ -150,7 +150,7 @@ def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...],
                      keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None) -> tuple[int, bool]:
     """:func:`upsert_document` on PostgreSQL: the same rows in fewer round trips (a new document: its keyword
     ids, then one statement; see :mod:`kb_indexer.store.pg.documents`)."""
-    from kb_indexer.store.pg.documents import upsert  # lazy: the PostgreSQL engine's module
+    from kb_indexer.store.pg.documents import relink, upsert  # lazy: the PostgreSQL engine's module
 
     kids = ids.ensure_all([(kw, category) for kw, category, _ in keywords])
     rows = [(kid, category, source, GENERATED_TAG_WEIGHT if source == "generated" else 1.0)
@@ -160,9 +160,7 @@ def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...],
     if created:
         shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
     else:
-        conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
-        _link_keywords(conn, [(doc_id, *r) for r in rows], False)
-        shown = doc_keyword_text(conn, doc_id)
+        shown = relink(conn, doc_id, [(doc_id, *r) for r in rows], _RELINK, _KEYWORD_TEXT)
     row = (doc_id, values[1] or "", values[2] or "", shown, body)
     if fts_rows is not None:
         fts_rows.append(row)
@@ -180,8 +178,11 @@ def _link_keywords(conn: Connection, rows: list[tuple[int, int, str | None, str,
         conn.executemany(_LINK, list({r[1]: r for r in rows}.values()))
         return
     # A person's keyword replaces a learned row for the same keyword.
-    conn.executemany(_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-                     "source = excluded.source, weight = excluded.weight, learned_id = NULL", rows)
+    conn.executemany(_RELINK, rows)
+
+
+_RELINK = (_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
+           "source = excluded.source, weight = excluded.weight, learned_id = NULL")
 
 
 def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
@@ -191,11 +192,11 @@ def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]])
 
 
 def doc_keyword_text(conn: Connection, doc_id: int) -> str:
-    return " ; ".join(
-        r[0] for r in conn.execute(
-            "SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
-            "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id", (doc_id,))
-    )
+    return " ; ".join(r[0] for r in conn.execute(_KEYWORD_TEXT, (doc_id,)))
+
+
+_KEYWORD_TEXT = ("SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+                 "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id")
 
 
 def write_fts(conn: Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:

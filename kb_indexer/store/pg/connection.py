@@ -9,8 +9,9 @@ error mapping reports as documented codes.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import Loader
@@ -147,6 +148,18 @@ class PgConnection:
         except psycopg.Error as exc:
             raise _mapped(exc) from exc
         return cur
+
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Statements run in the block are sent without waiting for each one's result, and wait together at
+        its end: one round trip for the lot (psycopg's pipeline mode). For statements inside a transaction
+        whose results the block does not read (a cursor's rows can be fetched after it); an error is
+        raised at the end of the block at the latest."""
+        try:
+            with self.raw.pipeline():
+                yield
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
 
     def close(self) -> None:
         """Close the connection, or give a pooled one back (a broken one too: the pool drops it)."""

@@ -6,6 +6,7 @@ machine, a wait for the server process to be scheduled). ``sync`` writes thousan
 
 * a document is inserted or updated by one ``INSERT ... ON CONFLICT (filepath) DO UPDATE ... RETURNING``;
   a new one's keyword rows go in the same statement (a data-modifying CTE);
+* an edited document's keyword rows are replaced and its keywords text read back in one round trip (pipeline);
 * the keywords of a document not yet known to this command are looked up in one statement and the new ones
   inserted in one more (instead of a lookup, and an insert, per keyword).
 """
@@ -62,3 +63,14 @@ def keyword_ids(conn: Any, norms: list[str], displays: dict[str, str],
              [_text(categories[n]) for n in missing])).fetchall()
         got.update({r[0]: (int(r[1]), r[2]) for r in rows})
     return {n: got[_text(n)] for n in norms}
+
+
+def relink(conn: Any, doc_id: int, rows: list[tuple[Any, ...]], link_sql: str, text_sql: str) -> str:
+    """A stored document's keyword rows replaced by ``rows`` (its learned ones kept, ``link_sql`` upserts them)
+    and its keywords text (``text_sql``) read back, in one round trip: the statements as
+    :mod:`kb_indexer.store.documents` runs them one by one, in a pipeline."""
+    with conn.pipelined():
+        conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
+        conn.executemany(link_sql, rows)
+        shown = conn.execute(text_sql, (doc_id,))
+    return " ; ".join(r[0] for r in shown.fetchall())
