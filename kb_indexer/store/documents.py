@@ -10,6 +10,7 @@ from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.pg import documents as pg_documents   # no psycopg: its statements go through ``conn``
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
@@ -62,8 +63,6 @@ class KeywordIds:
         statements at most on PostgreSQL (one round trip per keyword there is what made ``sync`` slow)."""
         if not is_postgres(self.conn):
             return [self.ensure(kw, category) for kw, category in keywords]
-        from kb_indexer.store.pg.documents import keyword_ids  # lazy: the PostgreSQL engine's module
-
         displays: dict[str, str] = {}
         categories: dict[str, str | None] = {}
         norms = [normalize_keyword(kw) for kw, _ in keywords]
@@ -71,7 +70,7 @@ class KeywordIds:
             if norm not in self._cache and norm not in displays:
                 displays[norm], categories[norm] = clean_display(kw), category
         if displays:
-            for norm, (kid, display) in keyword_ids(self.conn, list(displays), displays, categories).items():
+            for norm, (kid, display) in pg_documents.keyword_ids(self.conn, list(displays), displays, categories).items():
                 self._cache[norm] = kid
                 self._display[kid] = display
         return [self._cache[norm] for norm in norms]
@@ -150,17 +149,15 @@ def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...],
                      keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None) -> tuple[int, bool]:
     """:func:`upsert_document` on PostgreSQL: the same rows in fewer round trips (a new document: its keyword
     ids, then one statement; see :mod:`kb_indexer.store.pg.documents`)."""
-    from kb_indexer.store.pg.documents import relink, upsert  # lazy: the PostgreSQL engine's module
-
     kids = ids.ensure_all([(kw, category) for kw, category, _ in keywords])
     rows = [(kid, category, source, GENERATED_TAG_WEIGHT if source == "generated" else 1.0)
             for kid, (_, category, source) in zip(kids, keywords)]
     links = list({r[0]: r for r in rows}.values())   # as _link_keywords: first place, last values
-    doc_id, created = upsert(conn, values, links)
+    doc_id, created = pg_documents.upsert(conn, values, links)
     if created:
         shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
     else:
-        shown = relink(conn, doc_id, [(doc_id, *r) for r in rows], _RELINK, _KEYWORD_TEXT)
+        shown = pg_documents.relink(conn, doc_id, [(doc_id, *r) for r in rows], _RELINK, _KEYWORD_TEXT)
     row = (doc_id, values[1] or "", values[2] or "", shown, body)
     if fts_rows is not None:
         fts_rows.append(row)

@@ -19,6 +19,7 @@ from psycopg.pq import TransactionStatus
 
 from kb_indexer.config import DbUrl
 from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalError
+from kb_indexer.store.pg import NUL_STAND_IN
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
@@ -185,9 +186,6 @@ def _is_read(query: str) -> bool:
     return query.lstrip()[:6].upper() == "SELECT"
 
 
-#: What a NUL character in text becomes on PostgreSQL, which cannot store NUL in a text value (SQLite keeps it):
-#: U+FFFD, the replacement character, in what is written and in what is looked up alike.
-NUL_STAND_IN = "\ufffd"
 
 
 def _param(value: Any) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kb_indexer.store.pg.connection import NUL_STAND_IN
+from kb_indexer.store.pg import NUL_STAND_IN   # (not .connection: this module imports no psycopg)
 
 #: A document, inserted or updated (``created`` is true for an insert: ``xmax`` is 0 only for a row this
 #: statement inserted), with a new document's keyword rows (the arrays, in order; none for an update).
