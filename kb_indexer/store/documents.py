@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from kb_indexer.errors import NotFoundError
 from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import is_postgres
-from kb_indexer.store.pg import documents as pg_documents   # no psycopg: its statements go through ``conn``
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
@@ -70,10 +69,34 @@ class KeywordIds:
             if norm not in self._cache and norm not in displays:
                 displays[norm], categories[norm] = clean_display(kw), category
         if displays:
-            for norm, (kid, display) in pg_documents.keyword_ids(self.conn, list(displays), displays, categories).items():
+            for norm, (kid, display) in _pg_keyword_ids(self.conn, list(displays), displays, categories).items():
                 self._cache[norm] = kid
                 self._display[kid] = display
         return [self._cache[norm] for norm in norms]
+
+
+# PostgreSQL: the ids of keywords (an array), by their place in it (a NUL in text is stored as U+FFFD, so the
+# stored keyword is not always the one asked for); the keywords not stored yet are inserted in order.
+_PG_KEYWORD_IDS = ("SELECT u.n, k.id, k.display FROM unnest(?::text[]) WITH ORDINALITY AS u(keyword, n) "
+                   "JOIN keywords k ON k.keyword = u.keyword")
+_PG_NEW_KEYWORDS = ("INSERT INTO keywords (keyword, display, category) SELECT keyword, display, category FROM "
+                    "unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(keyword, display, category, n) "
+                    "ORDER BY n")
+
+
+def _pg_keyword_ids(conn: Connection, norms: list[str], displays: dict[str, str],
+                    categories: dict[str, str | None]) -> dict[str, tuple[int, str]]:
+    """``{keyword: (id, display)}`` for ``norms`` (normalised, distinct) on PostgreSQL: the stored ones in one
+    round trip, the others inserted and read back in one more (a pipeline)."""
+    got = {norms[int(r[0]) - 1]: (int(r[1]), r[2]) for r in conn.execute(_PG_KEYWORD_IDS, (norms,))}
+    missing = [n for n in norms if n not in got]
+    if missing:
+        with cast(Any, conn).pipelined():
+            conn.execute(_PG_NEW_KEYWORDS, (missing, [displays[n] for n in missing],
+                                            [categories[n] for n in missing]))
+            cur = conn.execute(_PG_KEYWORD_IDS, (missing,))
+        got.update({missing[int(r[0]) - 1]: (int(r[1]), r[2]) for r in cur.fetchall()})
+    return got
 
 
 def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
@@ -145,19 +168,46 @@ def upsert_document(
     return doc_id, created
 
 
+#: PostgreSQL: a document inserted or updated (``created``: ``xmax`` is 0 only for a row this statement
+#: inserted), a new one's keyword rows (arrays, in order) in the same statement.
+_PG_UPSERT = (
+    "WITH d AS (INSERT INTO documents (filepath, title, summary, content_hash, stat_sig, keywords_file, "
+    "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (filepath) DO UPDATE SET "
+    "title = excluded.title, summary = excluded.summary, content_hash = excluded.content_hash, "
+    "stat_sig = excluded.stat_sig, keywords_file = excluded.keywords_file, updated_at = excluded.updated_at, "
+    "text_hash = coalesce(excluded.text_hash, documents.text_hash) RETURNING id, (xmax = 0) AS created), "
+    "k AS (INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) "
+    "SELECT d.id, u.kid, u.category, u.source, u.weight FROM d CROSS JOIN "
+    "unnest(?::bigint[], ?::text[], ?::text[], ?::float8[]) WITH ORDINALITY AS u(kid, category, source, weight, n) "
+    "WHERE d.created ORDER BY u.n) "
+    "SELECT id, created FROM d"
+)
+
+
+def _pg_upsert(conn: Connection, values: tuple[Any, ...], links: list[tuple[int, str | None, str, float]]
+               ) -> tuple[int, bool]:
+    arrays = ([r[0] for r in links], [r[1] for r in links], [r[2] for r in links], [r[3] for r in links])
+    row = conn.execute(_PG_UPSERT, (*values, *arrays)).fetchone()
+    return int(row[0]), bool(row[1])
+
+
 def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...], body: str,
                      keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None) -> tuple[int, bool]:
-    """:func:`upsert_document` on PostgreSQL: the same rows in fewer round trips (a new document: its keyword
-    ids, then one statement; see :mod:`kb_indexer.store.pg.documents`)."""
+    """:func:`upsert_document` on PostgreSQL, where every statement is a round trip: the same rows in fewer
+    (a new document: its unknown keywords' ids in one or two, then one statement; an edited one: two)."""
     kids = ids.ensure_all([(kw, category) for kw, category, _ in keywords])
     rows = [(kid, category, source, GENERATED_TAG_WEIGHT if source == "generated" else 1.0)
             for kid, (_, category, source) in zip(kids, keywords)]
     links = list({r[0]: r for r in rows}.values())   # as _link_keywords: first place, last values
-    doc_id, created = pg_documents.upsert(conn, values, links)
+    doc_id, created = _pg_upsert(conn, values, links)
     if created:
         shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
     else:
-        shown = pg_documents.relink(conn, doc_id, [(doc_id, *r) for r in rows], _RELINK, _KEYWORD_TEXT)
+        with cast(Any, conn).pipelined():   # one round trip: replace the keyword rows, read the text back
+            conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
+            conn.executemany(_RELINK, [(doc_id, *r) for r in rows])
+            cur = conn.execute(_KEYWORD_TEXT, (doc_id,))
+        shown = " ; ".join(r[0] for r in cur.fetchall())
     row = (doc_id, values[1] or "", values[2] or "", shown, body)
     if fts_rows is not None:
         fts_rows.append(row)

@@ -19,7 +19,6 @@ from psycopg.pq import TransactionStatus
 
 from kb_indexer.config import DbUrl
 from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalError
-from kb_indexer.store.pg import NUL_STAND_IN
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
@@ -186,17 +185,22 @@ def _is_read(query: str) -> bool:
     return query.lstrip()[:6].upper() == "SELECT"
 
 
+#: What a NUL character in text becomes on PostgreSQL, which cannot store NUL in a text value (SQLite keeps it):
+#: U+FFFD, the replacement character, in what is written and in what is looked up alike.
+NUL_STAND_IN = "\ufffd"
 
 
 def _param(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
+    if isinstance(value, list):   # an array parameter: its text elements likewise
+        return [_param(v) for v in value]
     return bytes(value) if isinstance(value, memoryview) else value
 
 
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
     """Parameters as psycopg takes them: bytes-like values stay (a memoryview becomes bytes); a NUL in text
-    becomes :data:`NUL_STAND_IN`."""
+    (an array's elements too) becomes :data:`NUL_STAND_IN`."""
     if isinstance(parameters, dict):
         return {k: _param(v) for k, v in parameters.items()}
     return [_param(p) for p in parameters]
