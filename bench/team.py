@@ -238,7 +238,8 @@ def roles(procs: int) -> list[str]:
 def mix_run(servers: Servers, engine: str, kb: Path, vocab_file: Path, seconds: float, procs: int) -> dict:
     db = servers.target(engine, f"mix_{engine}")
     must(kb_run("init", "--kb", kb, db=db), f"init mix on {engine}")
-    must(kb_run("sync", db=db, timeout=3600), f"first sync on {engine}")
+    first = kb_run("sync", db=db, timeout=3600)
+    must(first, f"first sync on {engine}")
     logs_dir = servers.work / f"logs-{engine}"
     logs_dir.mkdir()
     children = []
@@ -255,7 +256,7 @@ def mix_run(servers: Servers, engine: str, kb: Path, vocab_file: Path, seconds: 
             failures.append(f"worker exit {child.returncode}: {err.decode(errors='replace')[-300:]}")
     wall = time.perf_counter() - t0
     logs = [json.loads(out.read_text(encoding="utf-8")) for _, out in children if out.exists()]
-    return summarise(db, kb, logs, failures, wall)
+    return {**summarise(db, kb, logs, failures, wall), "first_sync": first.seconds}
 
 
 def summarise(db: str, kb: Path, logs: list[dict], failures: list[str], wall: float) -> dict:
@@ -304,6 +305,8 @@ def section_mix(servers: Servers, docs: int, seconds: float, procs: int) -> tupl
         got[engine] = mix_run(servers, engine, kb, vocab_file, seconds, procs)
     lines = [f"mix ({procs} processes, {seconds:.0f} s, {docs} documents) | SQLite | PostgreSQL"]
     s, p = got["sqlite"], got["postgres"]
+    lines.append(f"first sync (alone)                | {s['first_sync']:.1f} s | {p['first_sync']:.1f} s "
+                 f"({p['first_sync'] / s['first_sync']:.1f}×)")
     lines.append(f"operations/s                      | {s['ops_per_s']:.1f} | {p['ops_per_s']:.1f}")
     for name in ("query", "feedback", "relate", "unrelate", "sync", "learn"):
         cells = []

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from kb_indexer.errors import NotFoundError
 from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
 from kb_indexer.text import clean_display, normalize_keyword, now_iso
 
 
@@ -56,6 +57,47 @@ class KeywordIds:
             self._display[kid] = clean_display(keyword)
         return kid
 
+    def ensure_all(self, keywords: list[tuple[str, str | None]]) -> list[int]:
+        """The ids of ``keywords`` ((keyword, category) pairs), as :meth:`ensure` gives them one by one, in two
+        statements at most on PostgreSQL (one round trip per keyword there is what made ``sync`` slow)."""
+        if not is_postgres(self.conn):
+            return [self.ensure(kw, category) for kw, category in keywords]
+        displays: dict[str, str] = {}
+        categories: dict[str, str | None] = {}
+        norms = [normalize_keyword(kw) for kw, _ in keywords]
+        for norm, (kw, category) in zip(norms, keywords):
+            if norm not in self._cache and norm not in displays:
+                displays[norm], categories[norm] = clean_display(kw), category
+        if displays:
+            for norm, (kid, display) in _pg_keyword_ids(self.conn, list(displays), displays, categories).items():
+                self._cache[norm] = kid
+                self._display[kid] = display
+        return [self._cache[norm] for norm in norms]
+
+
+# PostgreSQL: the ids of keywords (an array), by their place in it (a NUL in text is stored as U+FFFD, so the
+# stored keyword is not always the one asked for); the keywords not stored yet are inserted in order.
+_PG_KEYWORD_IDS = ("SELECT u.n, k.id, k.display FROM unnest(?::text[]) WITH ORDINALITY AS u(keyword, n) "
+                   "JOIN keywords k ON k.keyword = u.keyword")
+_PG_NEW_KEYWORDS = ("INSERT INTO keywords (keyword, display, category) SELECT keyword, display, category FROM "
+                    "unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(keyword, display, category, n) "
+                    "ORDER BY n")
+
+
+def _pg_keyword_ids(conn: Connection, norms: list[str], displays: dict[str, str],
+                    categories: dict[str, str | None]) -> dict[str, tuple[int, str]]:
+    """``{keyword: (id, display)}`` for ``norms`` (normalised, distinct) on PostgreSQL: the stored ones in one
+    round trip, the others inserted and read back in one more (a pipeline)."""
+    got = {norms[int(r[0]) - 1]: (int(r[1]), r[2]) for r in conn.execute(_PG_KEYWORD_IDS, (norms,))}
+    missing = [n for n in norms if n not in got]
+    if missing:
+        with cast(Any, conn).pipelined():
+            conn.execute(_PG_NEW_KEYWORDS, (missing, [displays[n] for n in missing],
+                                            [categories[n] for n in missing]))
+            cur = conn.execute(_PG_KEYWORD_IDS, (missing,))
+        got.update({missing[int(r[0]) - 1]: (int(r[1]), r[2]) for r in cur.fetchall()})
+    return got
+
 
 def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
@@ -93,6 +135,9 @@ def upsert_document(
     foreign keys) makes FTS5 flush its pending terms, and interleaving costs ~5x.
     """
     now = now_iso()
+    if is_postgres(conn):
+        return _upsert_postgres(conn, ids, (filepath, title, summary, content_hash, stat_sig, keywords_file, now,
+                                            now, text_hash), body, list(keywords), fts_rows)
     row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (filepath,)).fetchone()
     if row is None:
         cur = conn.execute(
@@ -123,6 +168,54 @@ def upsert_document(
     return doc_id, created
 
 
+#: PostgreSQL: a document inserted or updated (``created``: ``xmax`` is 0 only for a row this statement
+#: inserted), a new one's keyword rows (arrays, in order) in the same statement.
+_PG_UPSERT = (
+    "WITH d AS (INSERT INTO documents (filepath, title, summary, content_hash, stat_sig, keywords_file, "
+    "created_at, updated_at, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (filepath) DO UPDATE SET "
+    "title = excluded.title, summary = excluded.summary, content_hash = excluded.content_hash, "
+    "stat_sig = excluded.stat_sig, keywords_file = excluded.keywords_file, updated_at = excluded.updated_at, "
+    "text_hash = coalesce(excluded.text_hash, documents.text_hash) RETURNING id, (xmax = 0) AS created), "
+    "k AS (INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) "
+    "SELECT d.id, u.kid, u.category, u.source, u.weight FROM d CROSS JOIN "
+    "unnest(?::bigint[], ?::text[], ?::text[], ?::float8[]) WITH ORDINALITY AS u(kid, category, source, weight, n) "
+    "WHERE d.created ORDER BY u.n) "
+    "SELECT id, created FROM d"
+)
+
+
+def _pg_upsert(conn: Connection, values: tuple[Any, ...], links: list[tuple[int, str | None, str, float]]
+               ) -> tuple[int, bool]:
+    arrays = ([r[0] for r in links], [r[1] for r in links], [r[2] for r in links], [r[3] for r in links])
+    row = conn.execute(_PG_UPSERT, (*values, *arrays)).fetchone()
+    return int(row[0]), bool(row[1])
+
+
+def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...], body: str,
+                     keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None) -> tuple[int, bool]:
+    """:func:`upsert_document` on PostgreSQL, where every statement is a round trip: the same rows in fewer
+    (a new document: its unknown keywords' ids in one or two, then one statement; an edited one: two)."""
+    kids = ids.ensure_all([(kw, category) for kw, category, _ in keywords])
+    rows = [(kid, category, source, GENERATED_TAG_WEIGHT if source == "generated" else 1.0)
+            for kid, (_, category, source) in zip(kids, keywords)]
+    links = list({r[0]: r for r in rows}.values())   # as _link_keywords: first place, last values
+    doc_id, created = _pg_upsert(conn, values, links)
+    if created:
+        shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
+    else:
+        with cast(Any, conn).pipelined():   # one round trip: replace the keyword rows, read the text back
+            conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
+            conn.executemany(_RELINK, [(doc_id, *r) for r in rows])
+            cur = conn.execute(_KEYWORD_TEXT, (doc_id,))
+        shown = " ; ".join(r[0] for r in cur.fetchall())
+    row = (doc_id, values[1] or "", values[2] or "", shown, body)
+    if fts_rows is not None:
+        fts_rows.append(row)
+    else:
+        write_fts_rows(conn, [row])
+    return doc_id, created
+
+
 _LINK = "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?)"
 
 
@@ -132,8 +225,11 @@ def _link_keywords(conn: Connection, rows: list[tuple[int, int, str | None, str,
         conn.executemany(_LINK, list({r[1]: r for r in rows}.values()))
         return
     # A person's keyword replaces a learned row for the same keyword.
-    conn.executemany(_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-                     "source = excluded.source, weight = excluded.weight, learned_id = NULL", rows)
+    conn.executemany(_RELINK, rows)
+
+
+_RELINK = (_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
+           "source = excluded.source, weight = excluded.weight, learned_id = NULL")
 
 
 def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
@@ -143,11 +239,11 @@ def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]])
 
 
 def doc_keyword_text(conn: Connection, doc_id: int) -> str:
-    return " ; ".join(
-        r[0] for r in conn.execute(
-            "SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
-            "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id", (doc_id,))
-    )
+    return " ; ".join(r[0] for r in conn.execute(_KEYWORD_TEXT, (doc_id,)))
+
+
+_KEYWORD_TEXT = ("SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+                 "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id")
 
 
 def write_fts(conn: Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:

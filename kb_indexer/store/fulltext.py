@@ -187,7 +187,8 @@ def count_found(conn: Any, query: TextQuery | None, doc_ids: list[int]) -> int:
     ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"
     if is_postgres(conn):
         matching = set(_pg().matching(_raw(conn), query.terms)) if query else set()
-        return len(matching | set(_pg().existing(_raw(conn), doc_ids)))
+        others = [d for d in doc_ids if d not in matching]   # often none: no round trip then
+        return len(matching) + (len(set(_pg().existing(_raw(conn), others))) if others else 0)
     if not query:
         return int(conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0])
     sql = f"SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? UNION {ids})"

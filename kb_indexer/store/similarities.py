@@ -12,6 +12,7 @@ from typing import Any
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.store.connection import inserted_id
 from kb_indexer.store.documents import KeywordIds
+from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.provenance import bury, origin_text
 from kb_indexer.defaults import SIMILARITY_TYPES as SIMILARITY_TYPES
 from kb_indexer.text import normalize_keyword
@@ -69,6 +70,11 @@ def upsert_similarity(
     k1, k2 = (a, b) if a < b else (b, a)
     source = a if directional else None
     origin = origin_text(kind, file)
+    values = (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
+              learned_id)
+    if is_postgres(conn):   # one round trip: insert or update, and which it was (xmax is 0 for an insert)
+        got = conn.execute(_UPSERT_PG, values).fetchone()
+        return int(got[0]), bool(got[1])
     row = conn.execute(
         "SELECT id FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND similarity_type = ?",
         (k1, k2, sim_type),
@@ -80,14 +86,17 @@ def upsert_similarity(
             (context.strip(), float(score), int(bool(directional)), source, origin, kind, file, learned_id, row[0]),
         )
         return row[0], False
-    cur = conn.execute(
-        "INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
-        "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
-         learned_id),
-    )
-    return inserted_id(cur), True
+    return inserted_id(conn.execute(_INSERT, values)), True
+
+
+_INSERT = ("INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
+           "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")
+_UPSERT_PG = (_INSERT.removesuffix(" RETURNING id") + " ON CONFLICT (keyword_id_1, keyword_id_2, similarity_type) "
+              "DO UPDATE SET context = excluded.context, score = excluded.score, directional = excluded.directional, "
+              "source_keyword_id = excluded.source_keyword_id, origin = excluded.origin, "
+              "origin_kind = excluded.origin_kind, origin_file = excluded.origin_file, "
+              "learned_id = excluded.learned_id RETURNING id, (xmax = 0)")
 
 
 def relation_keys(conn: Connection, ids: KeywordIds, keyword1: str, keyword2: str,

@@ -9,8 +9,9 @@ error mapping reports as documented codes.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import Loader
@@ -148,6 +149,18 @@ class PgConnection:
             raise _mapped(exc) from exc
         return cur
 
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Statements run in the block are sent without waiting for each one's result, and wait together at
+        its end: one round trip for the lot (psycopg's pipeline mode). For statements inside a transaction
+        whose results the block does not read (a cursor's rows can be fetched after it); an error is
+        raised at the end of the block at the latest."""
+        try:
+            with self.raw.pipeline():
+                yield
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
+
     def close(self) -> None:
         """Close the connection, or give a pooled one back (a broken one too: the pool drops it)."""
         lent, self._lent = self._lent, None
@@ -180,12 +193,14 @@ NUL_STAND_IN = "\ufffd"
 def _param(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
+    if isinstance(value, list):   # an array parameter: its text elements likewise
+        return [_param(v) for v in value]
     return bytes(value) if isinstance(value, memoryview) else value
 
 
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
     """Parameters as psycopg takes them: bytes-like values stay (a memoryview becomes bytes); a NUL in text
-    becomes :data:`NUL_STAND_IN`."""
+    (an array's elements too) becomes :data:`NUL_STAND_IN`."""
     if isinstance(parameters, dict):
         return {k: _param(v) for k, v in parameters.items()}
     return [_param(p) for p in parameters]

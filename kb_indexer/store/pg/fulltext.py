@@ -68,10 +68,18 @@ def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
     if raw.info.transaction_status != 0:   # pq.TransactionStatus.IDLE: the caller's transaction
         yield
         return
-    with raw.transaction():
-        if not write:
-            raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    if write:
+        with raw.transaction():
+            yield
+        return
+    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")   # one round trip (not BEGIN, then SET)
+    try:
         yield
+    except BaseException:
+        if not raw.broken:
+            raw.execute("ROLLBACK")
+        raise
+    raw.execute("COMMIT")
 
 
 # -- writing -------------------------------------------------------------------------------------------
@@ -180,41 +188,41 @@ def matching(raw: Any, terms: Sequence[str]) -> list[int]:
 # -- ranking -------------------------------------------------------------------------------------------
 
 
-# The totals (first row, term NULL) and the postings of the tokens (%s), in one statement: one snapshot.
-_POSTINGS = ("SELECT NULL, documents, 0, 0, 0, 0, tokens FROM text_totals WHERE id = 1 UNION ALL "
+# The totals (first row, term NULL: documents, generation, tokens) and the postings of the tokens (%s), in one
+# statement: one snapshot.
+_POSTINGS = ("SELECT NULL, documents, generation, 0, 0, 0, tokens FROM text_totals WHERE id = 1 UNION ALL "
              "(SELECT term, document_id, n_title, n_summary, n_keywords, n_body, length FROM text_postings "
              "WHERE term = ANY(%s) ORDER BY term)")
 
 
-def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, dict[str, tuple[Any, Any, Any]]]:
-    """(documents, tokens, ``{token: (document ids, occurrences per column (n × 4), document lengths)}``)."""
+def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, int, dict[str, tuple[Any, Any, Any]]]:
+    """(documents, tokens, generation, ``{token: (document ids, occurrences per column (n × 4), document
+    lengths)}``)."""
     head, *rows = raw.execute(_POSTINGS, (tokens,)).fetchall()
     out: dict[str, tuple[Any, Any, Any]] = {}
     if not rows:
-        return head[1], head[6], out
+        return head[1], head[6], head[2], out
     terms = [r[0] for r in rows]
     data = np.asarray([r[1:] for r in rows], dtype=np.int64)
     bounds = [0] + [i for i in range(1, len(terms)) if terms[i] != terms[i - 1]] + [len(terms)]
     for a, b in zip(bounds[:-1], bounds[1:]):
         out[terms[a]] = (data[a:b, 0], data[a:b, 1:5], data[a:b, 5])
-    return head[1], head[6], out
+    return head[1], head[6], head[2], out
 
 
 def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
     """(document ids, phrase occurrences per column, lengths) of the documents holding ``phrase`` (its tokens
-    in a row in one column): among those with its rarest token, the ones whose token lines hold it."""
-    dfs = dict(raw.execute("SELECT term, count(*) FROM text_postings WHERE term = ANY(%s) GROUP BY term",
-                           (list(set(phrase)),)).fetchall())
+    in a row in one column): among those with its rarest token, the ones whose token lines hold it. One
+    statement (a phrase with a token no document has matches none: its token lines never hold it)."""
     none = np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
-    if len(dfs) < len(set(phrase)):
-        return none
     pattern = " " + " ".join(phrase) + " "
     rows = raw.execute(
         # the rarest token's documents first (ANY of an ARRAY keeps the planner from scanning every document's
         # token lines with strpos: 320 ms at 20,000 documents against 0.1 ms)
         "SELECT t.document_id, t.tokens, t.length FROM documents_text t WHERE t.document_id = "
-        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = %s)) AND strpos(t.tokens, %s) > 0",
-        (min(dfs, key=lambda t: dfs[t]), pattern)).fetchall()
+        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = (SELECT term FROM text_postings "
+        "WHERE term = ANY(%s) GROUP BY term ORDER BY count(*), term LIMIT 1))) AND strpos(t.tokens, %s) > 0",
+        (list(set(phrase)), pattern)).fetchall()
     if not rows:
         return none
     find = re.compile("(?=" + re.escape(pattern) + ")")   # overlapping occurrences count, as in FTS5
@@ -252,13 +260,13 @@ def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[A
     if not any(toks):
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     if raw.info.transaction_status != 0:   # not IDLE: inside a transaction
-        return _compute(raw, toks, weights)
-    generation = raw.execute("SELECT generation FROM text_totals WHERE id = 1").fetchone()[0]
+        return _compute(raw, toks, weights)[1:]
     key = (raw.info.host, raw.info.port, raw.info.dbname, tuple(toks), tuple(float(w) for w in weights))
     hit = _CACHE.get(key)
-    if hit is not None and hit[0] == generation:
+    # a question asked again reads the generation alone; a new one reads it with the postings (one round trip)
+    if hit is not None and hit[0] == raw.execute("SELECT generation FROM text_totals WHERE id = 1").fetchone()[0]:
         return hit[1], hit[2]
-    ids, scores = _compute(raw, toks, weights)   # read at ``generation`` or later: a later one never matches
+    generation, ids, scores = _compute(raw, toks, weights)   # the generation the postings were read at
     ids.setflags(write=False)
     scores.setflags(write=False)
     if len(_CACHE) >= _CACHE_MAX:
@@ -267,11 +275,12 @@ def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[A
     return ids, scores
 
 
-def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[Any, Any]:
-    none = np.zeros(0, np.int64), np.zeros(0, np.float64)
+def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[int, Any, Any]:
+    """(the generation read at, document ids ascending, their bm25)."""
     phrased = {t for t in toks if len(t) > 1}
     with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
-        documents, total, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
+        documents, total, generation, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
+        none = generation, np.zeros(0, np.int64), np.zeros(0, np.float64)
         if not documents:
             return none
         phrases = {t: _phrase_postings(raw, t) for t in phrased}
@@ -292,4 +301,4 @@ def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) ->
     for docs, part in parts:   # term by term, in query order: FTS5's order of summation
         np.add.at(scores, at[offset:offset + len(docs)], part)
         offset += len(docs)
-    return ids, scores
+    return generation, ids, scores
