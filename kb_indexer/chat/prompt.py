@@ -9,12 +9,11 @@ is: ``summary`` event with ``fallback``), refreshed by :meth:`kb_indexer.context
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb_indexer.errors import NotFoundError
 
-if TYPE_CHECKING:
-    from kb_indexer.chat.engine import ChatEngine
+ChatEngine = Any     # kb_indexer.chat.engine.ChatEngine (which imports this module)
 
 SKILLS_SHARE = 0.25          # at most this share of the window for loaded skills' bodies
 NO_REFRESH = 100_000         # summary_after for a look at the context that must not refresh the summary
@@ -102,5 +101,5 @@ def estimate(engine: ChatEngine, head: str) -> int:
     """Tokens the next turn sends before its message and retrieval: system, skills, summary, recent turns."""
     summary, recent, _ = conversation(engine, "(next message)", refresh=False)
     rest = [SUMMARY_HEADING + "\n\n" + summary] if summary else []
-    return engine.kb.context.tokens([{"role": "system", "content": system_text(head, [], rest)}, *recent],
-                                    loaded_skills(engine))
+    return int(engine.kb.context.tokens([{"role": "system", "content": system_text(head, [], rest)}, *recent],
+                                        loaded_skills(engine)))

@@ -91,18 +91,15 @@ def chat(
         if engine.note:
             echo(f"note: {engine.note}\n", err=True)
         engine.check_llm()
-        if prompt is not None:
-            from kb_indexer.chat.piped import run_prompt  # lazy, as below
-
-            code = run_prompt(engine, prompt, sys.stdout, sys.stderr, format.value)
-        elif _interactive(format):
+        if prompt is None and _interactive(format):
             from kb_indexer.chat.terminal import run_interactive  # lazy: prompt_toolkit and rich, only at a terminal
 
             code = run_interactive(engine)
         else:
-            from kb_indexer.chat.piped import run_lines  # lazy: the chat modules (and the API) not for --help
+            from kb_indexer.chat.piped import run_lines, run_prompt  # lazy: the chat modules not for --help
 
-            code = run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value)
+            code = (run_prompt(engine, prompt, sys.stdout, sys.stderr, format.value) if prompt is not None
+                    else run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value))
     finally:
         engine.close()
     if code:
