@@ -5,22 +5,29 @@ A turn, in order:
 
 1. ``input``: the message normalised (:mod:`kb_indexer.context.normalise`), the original kept;
 2. ``note`` in free mode when the message asks to search a knowledge base: there is none to search;
-3. ``skills``: the session's skills matched (keyword matcher, one turn of the skill session with the same
-   id: loaded, newly loaded, evicted);
-4. ``retrieval`` in knowledge-base mode: ``query`` on the normalised message (a short follow-up together
+3. ``skills``: one turn of the skill session with the same id (loaded, newly loaded, evicted). With an LLM
+   the model chooses among the keyword matcher's candidates (``method: llm``); when it fails the keyword
+   result stays (``method: keyword`` and ``fallback``, the reason);
+4. ``attachments``: the ``@path`` mentions of knowledge-base documents (:mod:`kb_indexer.chat.mentions`),
+   attached or refused (outside the KB root, not indexed) with the reason;
+5. ``retrieval`` in knowledge-base mode: ``query`` on the normalised message (a short follow-up together
    with the previous user message; recorded like any query, so ``feedback`` can follow), its results
    injected into the system message in the markdown context format;
-5. the messages: the system message (instructions, source, loaded skills, retrieved documents, the rolling
-   summary of older turns), the recent turns verbatim, the normalised message; ``compression`` when they
-   reach 80/90/95% of the model's window (:mod:`kb_indexer.context.compress`);
-6. the answer, streamed as ``text`` events; in knowledge-base mode the model may call the tools of
+6. ``summary`` when the rolling summary of older turns was refreshed: the LLM's, else extractive (with
+   ``fallback``, the reason);
+7. the messages (:mod:`kb_indexer.chat.prompt`): the system message (instructions, loaded skills, attached
+   and retrieved documents, the rolling summary), the recent turns verbatim, the normalised message;
+   ``compression`` of the messages and the loaded skills together when they reach 80/90/95% of the room
+   the model's window leaves the prompt (:mod:`kb_indexer.context.compress`);
+8. the answer, streamed as ``text`` events; in knowledge-base mode the model may call the tools of
    :mod:`kb_indexer.chat.tools` (``tool_call`` / ``tool_result``), at most ``MAX_TOOL_ROUNDS`` rounds;
-7. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
-   turn in flight), with the answer's citations (retrieved paths it names).
+9. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
+   turn in flight), with the answer's citations (retrieved or attached paths it names) and ``usage``, the
+   turn's token use (:mod:`kb_indexer.chat.usage`).
 
 An LLM failure is an ``error`` event (the turn is not saved; the session goes on). A turn cancelled by a
 front end (Ctrl-C: ``KeyboardInterrupt`` raised inside the generator while it waits on the LLM, or the
-generator closed) saves nothing either.
+generator closed) is saved with what was written of the answer, ending with ``CANCELLED_MARK``.
 """
 
 from __future__ import annotations
