@@ -162,6 +162,8 @@ def test_in_a_terminal_answers_stream_and_ctrl_c_cancels_one(terminal, run, kb, 
     ready(term)
     term.send(b"/history\r")
     term.expect(f"[2] assistant: {ANSWER}")
+    term.expect("[4] assistant: step step")                   # the cancelled answer's start, kept
+    term.expect("answer cancelled by the user")
     ready(term)
     term.send(b"and then?\r")
     term.expect("Back again.")
@@ -169,7 +171,8 @@ def test_in_a_terminal_answers_stream_and_ctrl_c_cancels_one(terminal, run, kb, 
     term.send(b"\x04")
     assert term.wait() == 0
     session = run("chat", "--list", "--db", kb.db_path, "-f", "json", env=env).json()["sessions"][0]
-    assert session["messages"] == 4          # the cancelled turn was not saved
+    assert session["messages"] == 6          # the cancelled turn was saved, marked cancelled
+    assert session["first_message"] == "monte carlo tree search"
 
 
 def test_in_a_terminal_free_mode_has_the_plain_prompt(terminal, tmp_path, chat_env):

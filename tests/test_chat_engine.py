@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fake_llm import FakeBackend
-from kb_indexer.chat.engine import FREE_KB_NOTE, ChatEngine
+from kb_indexer.chat.engine import CANCELLED_MARK, FREE_KB_NOTE, ChatEngine
 from kb_indexer.chat.source import open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS
 from kb_indexer.errors import NotFoundError, UsageError
@@ -138,15 +138,18 @@ def test_a_model_without_tool_calling_is_asked_again_without_tools(kbchat):
     assert events[-1].kind == "done" and fake.calls[1]["tools"] == [] and eng.tools_ok is False
 
 
-def test_cancelling_a_streamed_answer_saves_nothing(kbchat):
+def test_a_cancelled_answer_keeps_its_partial_text_marked_cancelled(kbchat):
     eng, fake = kbchat("one two three four five six", "Second answer.")
     gen = eng.turn("tell me about alphago")
     for event in gen:
         if event.kind == "text":
             break                                          # Ctrl-C in the middle of the stream
     gen.close()
-    assert eng.history() == []
-    assert list(eng.turn("and now?"))[-1].kind == "done" and len(eng.history()) == 2
+    saved = [(m["role"], m["content"]) for m in eng.history()]
+    assert saved == [("user", "tell me about alphago"), ("assistant", "one\n\n" + CANCELLED_MARK)]
+    assert list(eng.turn("and now?"))[-1].kind == "done" and len(eng.history()) == 4
+    sent = fake.calls[-1]["messages"]                     # the next turn's model sees the cancelled answer
+    assert any(m["role"] == "assistant" and CANCELLED_MARK in m["content"] for m in sent)
 
 
 def test_resume_continues_a_saved_session(kbchat, kb):
@@ -236,14 +239,15 @@ def test_skills_from_kbindex_skills_are_synced_at_start_and_loaded_into_the_prom
     write_skills(tmp_path / "skills", {"weather-report": ("Get the weather forecast for a city.",
                                                           "Call the forecast API with the city name.")})
     monkeypatch.setenv("KBINDEX_SKILLS", str(tmp_path / "skills"))
-    fake = FakeBackend(["Sunny."])
+    fake = FakeBackend([{"skills": [{"name": "weather-report", "reason": "asks for a forecast"}]}, "Sunny."])
     eng = ChatEngine.open(kb.db_path, client=None, llm=LLMOptions(backend="fake"))
     eng.client._backend = fake
     try:
         events = list(eng.turn("what is the weather forecast for Paris"))
         skills = next(e for e in events if e.kind == "skills").data
-        assert skills["newly_loaded"] == ["weather-report"]
-        assert "Call the forecast API" in fake.calls[0]["messages"][0]["content"]
+        assert skills["newly_loaded"] == ["weather-report"] and skills["method"] == "llm"
+        assert [c["kind"] for c in fake.calls] == ["complete_json", "chat"]
+        assert "Call the forecast API" in fake.calls[1]["messages"][0]["content"]
         assert eng.status()["loaded_skills"] == ["weather-report"]
     finally:
         eng.close()

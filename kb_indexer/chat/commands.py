@@ -1,6 +1,6 @@
 """The slash commands of ``kbindex chat``: parsed and run here against the engine, answered as an
-:class:`Outcome` holding both the data (for ``--format json``) and the text (for people). None of them calls
-the LLM; an unknown one answers with the help.
+:class:`Outcome` holding both the data (for ``--format json``) and the text (for people). Only ``/compact`` may call
+the LLM (for the summary); an unknown one answers with the help.
 
 A line is a command when its first word is ``/`` followed by letters (``/skills``, ``/resume abc``); a line
 such as ``/etc/hosts is missing`` is a message.
@@ -48,7 +48,7 @@ def _help(engine: ChatEngine, args: list[str]) -> Outcome:
 
 
 KEYS = ("Keys: Enter sends; Alt-Enter (or Esc then Enter) starts a new line; Up/Down browse earlier input;\n"
-        "Tab completes a command; Ctrl-C cancels the answer in flight (at the prompt, clears the line);\n"
+        "Tab completes a command or an @path (a knowledge-base document attached to the message);\nCtrl-C cancels the answer in flight (at the prompt, clears the line);\n"
         "Ctrl-D leaves.")
 
 
@@ -144,13 +144,30 @@ def _resume(engine: ChatEngine, args: list[str]) -> Outcome:
     return Outcome("resume", result, text)
 
 
+def _compact(engine: ChatEngine, args: list[str]) -> Outcome:
+    out = engine.compact()
+    if not out.get("compacted"):
+        return Outcome("compact", out, out.get("reason") or "nothing to compact")
+    text = (f"compacted {out.get('folded_messages')} message(s) into the {out.get('source')} summary: about "
+            f"{out.get('tokens_before'):,} → {out.get('tokens_after'):,} tokens")
+    if out.get("fallback"):
+        text += f" ({out['fallback']})"
+    return Outcome("compact", out, text)
+
+
+def _export(engine: ChatEngine, args: list[str]) -> Outcome:
+    out = engine.export(args)
+    return Outcome("export", out, f"exported {out['messages']} message(s) as {out['format']} to {out['path']}")
+
+
 def sessions_text(sessions: list[dict[str, Any]]) -> str:
     if not sessions:
         return "no saved sessions"
     lines = ["saved sessions, most recent first:"]
     for s in sessions:
         extra = f", {s['updated_at']}" if s.get("updated_at") else ""
-        lines.append(f"  {s.get('session')}  {s.get('messages', '?')} messages{extra}")
+        preview = f"  {s['first_message']}" if s.get("first_message") else ""
+        lines.append(f"  {s.get('session')}  {s.get('messages', '?')} messages{extra}{preview}")
     return "\n".join(lines)
 
 
@@ -167,6 +184,9 @@ _TABLE: dict[str, tuple[str, str, Handler]] = {
                 _feedback(True)),
     "unhelpful": ("/unhelpful FILE...", "mark documents of the last retrieval not helpful", _feedback(False)),
     "resume": ("/resume [ID]", "continue a saved session (without ID: list them)", _resume),
+    "compact": ("/compact", "fold every turn but the last into the summary now (the model's, else extractive)",
+                _compact),
+    "export": ("/export [md|json] [PATH]", "write this session to a file (default <session>.md here)", _export),
 }
 _ALIASES = {"quit": "exit", "q": "exit", "?": "help", "h": "help"}
 NAMES = tuple(f"/{n}" for n in _TABLE)

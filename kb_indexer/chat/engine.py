@@ -5,22 +5,29 @@ A turn, in order:
 
 1. ``input``: the message normalised (:mod:`kb_indexer.context.normalise`), the original kept;
 2. ``note`` in free mode when the message asks to search a knowledge base: there is none to search;
-3. ``skills``: the session's skills matched (keyword matcher, one turn of the skill session with the same
-   id: loaded, newly loaded, evicted);
-4. ``retrieval`` in knowledge-base mode: ``query`` on the normalised message (a short follow-up together
+3. ``skills``: one turn of the skill session with the same id (loaded, newly loaded, evicted). With an LLM
+   the model chooses among the keyword matcher's candidates (``method: llm``); when it fails the keyword
+   result stays (``method: keyword`` and ``fallback``, the reason);
+4. ``attachments``: the ``@path`` mentions of knowledge-base documents (:mod:`kb_indexer.chat.mentions`),
+   attached or refused (outside the KB root, not indexed) with the reason;
+5. ``retrieval`` in knowledge-base mode: ``query`` on the normalised message (a short follow-up together
    with the previous user message; recorded like any query, so ``feedback`` can follow), its results
    injected into the system message in the markdown context format;
-5. the messages: the system message (instructions, source, loaded skills, retrieved documents, the rolling
-   summary of older turns), the recent turns verbatim, the normalised message; ``compression`` when they
-   reach 80/90/95% of the model's window (:mod:`kb_indexer.context.compress`);
-6. the answer, streamed as ``text`` events; in knowledge-base mode the model may call the tools of
+6. ``summary`` when the rolling summary of older turns was refreshed: the LLM's, else extractive (with
+   ``fallback``, the reason);
+7. the messages (:mod:`kb_indexer.chat.prompt`): the system message (instructions, loaded skills, attached
+   and retrieved documents, the rolling summary), the recent turns verbatim, the normalised message;
+   ``compression`` of the messages and the loaded skills together when they reach 80/90/95% of the room
+   the model's window leaves the prompt (:mod:`kb_indexer.context.compress`);
+8. the answer, streamed as ``text`` events; in knowledge-base mode the model may call the tools of
    :mod:`kb_indexer.chat.tools` (``tool_call`` / ``tool_result``), at most ``MAX_TOOL_ROUNDS`` rounds;
-7. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
-   turn in flight), with the answer's citations (retrieved paths it names).
+9. ``done``: the user's message and the answer are saved to the session (so a crash loses at most the
+   turn in flight), with the answer's citations (retrieved or attached paths it names) and ``usage``, the
+   turn's token use (:mod:`kb_indexer.chat.usage`).
 
 An LLM failure is an ``error`` event (the turn is not saved; the session goes on). A turn cancelled by a
 front end (Ctrl-C: ``KeyboardInterrupt`` raised inside the generator while it waits on the LLM, or the
-generator closed) saves nothing either.
+generator closed) is saved with what was written of the answer, ending with ``CANCELLED_MARK``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 from kb_indexer.api import KnowledgeBase, QueryOptions, render_query
+from kb_indexer.chat import export, mentions, prompt, usage
 from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -49,7 +57,8 @@ MAX_QUERY_CHARS = 2_000      # and retrieval searches the start of it
 # A follow-up ("and the networks?", "why?", "what about DQN") is searched with the previous user message.
 _FOLLOW_UP = re.compile(r"^\W*(and|or|but|also|then|so|what about|how about|it|its|it's|that|this|these|those|"
                         r"they|them|why|how come|more|same|which one)\b", re.IGNORECASE)
-SKILLS_SHARE = 0.25          # at most this share of the window for loaded skills' bodies
+CANCELLED_MARK = "[answer cancelled by the user]"
+PREVIEW_CHARS = 60           # of a session's first message in the session list
 SYSTEM_KB = ("You are kbindex chat, an assistant over the knowledge base {name!r}. Answer from the retrieved "
              "documents below when they are relevant and cite their paths in square brackets, e.g. "
              "[notes/setup.md]; if they do not answer the question, say so. You may call the tools to search "
@@ -93,7 +102,8 @@ class ChatEngine:
         self.last_paths: list[str] = []
         self.context_tokens = 0
         self.tools_ok = True
-        self._pending_note: str | None = None
+        self._partial: list[str] = []        # the answer of the turn in flight, as streamed
+        self._usage: dict[str, Any] = {}     # what the backend reported of its token use this turn
 
     @classmethod
     def open(cls, db: Any = None, *, free: bool = False, resume: str | None = None, llm: Any = None,
@@ -159,23 +169,32 @@ class ChatEngine:
         yield Event("input", {"original": text, "normalised": norm})
         if self.source.mode == "free" and _KB_REQUEST.search(norm):
             yield Event("note", {"message": FREE_KB_NOTE})
-        skills = self.kb.skills.match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=False)["session"]
-        if skills is not None and (skills["newly_loaded"] or skills["evicted"]):   # a session turn: never None
-            yield Event("skills", {k: skills[k] for k in ("loaded", "newly_loaded", "evicted")})
+        skills = self._match_skills(norm)
+        if skills is not None:
+            yield Event("skills", skills)
+        attached, refused = mentions.attach(self.kb, self.source.mode, text)
+        if (attachment := mentions.event(attached, refused)) is not None:
+            yield Event("attachments", attachment)
         retrieved = self._retrieve(norm)
         if retrieved is not None:
             yield Event("retrieval", retrieved["event"])
-        before = self.context_tokens
-        self._pending_note = None
-        messages, compression = self._messages(norm, retrieved)
+        self.last_paths += [d["path"] for d in attached]
+        before, self._partial, self._usage = self.context_tokens, [], {}
+        summary, recent, refresh = prompt.conversation(self, norm)
+        if (refreshed := prompt.summary_event(refresh)) is not None:
+            yield Event("summary", refreshed)
+        rest = [mentions.attachments_markdown(attached), retrieved["markdown"] if retrieved else "",
+                prompt.SUMMARY_HEADING + "\n\n" + summary if summary else ""]
+        messages, compression, note = prompt.build(self, self._head(), rest, recent, norm)
         try:
             if compression is not None:
                 yield Event("compression", compression)
-            if self._pending_note:
-                yield Event("note", {"message": self._pending_note})
+            if note:
+                yield Event("note", {"message": note})
             answer = yield from self._answer(messages)
-        except (GeneratorExit, KeyboardInterrupt):    # cancelled: nothing of this turn is kept
+        except (GeneratorExit, KeyboardInterrupt):    # cancelled: the partial answer is kept, marked
             self.context_tokens = before
+            self._save_cancelled(text)
             raise
         if answer is None:
             self.context_tokens = before
@@ -184,7 +203,32 @@ class ChatEngine:
                                               {"role": "assistant", "content": answer or "(no answer)"}])
         cited = [p for p in dict.fromkeys(self.last_paths) if p in answer]
         yield Event("done", {"answer": answer, "citations": cited, "session": self.session_id,
-                             "context_tokens": self.context_tokens, "window": self.window})
+                             "context_tokens": self.context_tokens, "window": self.window,
+                             "usage": usage.turn_usage(self._usage, self.context_tokens, answer)})
+
+    def _match_skills(self, norm: str) -> dict[str, Any] | None:
+        """One turn of the skill session: the LLM chooses among the keyword candidates when the chat has an
+        LLM (the keyword result when it fails, with the reason); the event, or None when nothing changed."""
+        use_llm = bool(self.client.config.enabled)
+        out = self.kb.skills.match(norm[:MAX_MATCH_CHARS], session=self.session_id, use_llm=use_llm,
+                                   client=self.client if use_llm else None)
+        session = out["session"]
+        fallback = out.get("fallback_reason") if use_llm else None
+        if session is None or not (session["newly_loaded"] or session["evicted"] or fallback):
+            return None
+        event: dict[str, Any] = {k: session[k] for k in ("loaded", "newly_loaded", "evicted")}
+        event.update(method=out.get("method", "keyword"), fallback=fallback)
+        return event
+
+    def _save_cancelled(self, text: str) -> None:
+        """Keep a cancelled turn: the message and what was written of the answer, marked cancelled."""
+        partial = "".join(self._partial).rstrip()
+        answer = (partial + "\n\n" if partial else "") + CANCELLED_MARK
+        try:
+            self.kb.context.add(self.session_id, [{"role": "user", "content": text},
+                                                  {"role": "assistant", "content": answer}])
+        except KbError:      # the index is locked or read-only: the cancel itself must not fail
+            pass
 
     def _retrieve(self, norm: str) -> dict[str, Any] | None:
         if self.source.mode != "kb":
@@ -210,54 +254,12 @@ class ChatEngine:
         previous = [m for m in self.history() if m["role"] == "user"]
         return f"{previous[-1]['normalised'] or previous[-1]['content']} {norm}" if previous else norm
 
-    def _system(self, retrieved: dict[str, Any] | None, summary: str | None) -> str:
-        parts = [SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE]
-        try:
-            skills = self.kb.skills.load(self.session_id, budget=int(self.window * SKILLS_SHARE))["markdown"]
-        except NotFoundError:          # no turn yet: no skill session
-            skills = ""
-        if skills:
-            parts.append("# Skills loaded for this conversation\n\n" + skills)
-        if retrieved is not None:
-            parts.append(retrieved["markdown"])
-        if summary:
-            parts.append("# Summary of the earlier conversation\n\n" + summary)
-        return "\n\n".join(parts)
-
-    def _messages(self, norm: str,
-                  retrieved: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """System + recent turns + the message, compressed when over 80% of the window."""
-        summary, recent = self._conversation(norm)
-        messages = [{"role": "system", "content": self._system(retrieved, summary)},
-                    *recent, {"role": "user", "content": norm}]
-        room = self.prompt_room()
-        out = self.kb.context.compress({"messages": messages}, window=room, client=self.client)
-        stats = out["stats"]
-        self.context_tokens = stats["tokens_after"]
-        event = None
-        if stats["level"] and stats["tokens_after"] < stats["tokens_before"]:
-            event = {k: stats[k] for k in ("level", "tokens_before", "tokens_after", "stages", "fallback")}
-        if stats["over_window"]:
-            self._pending_note = (f"the context is still {stats['tokens_after']:,} tokens for the {room:,} the "
-                                  f"model's window leaves the prompt (window {self.window:,}, minus room for the "
-                                  "answer): the server may refuse it; raise --window or send less")
-        return (out["messages"] if stats["level"] else messages), event
-
-    def _conversation(self, norm: str) -> tuple[str | None, list[dict[str, Any]]]:
-        """(the rolling summary, refreshed; the turns it does not cover, verbatim)."""
-        built = self.kb.context.build(self.session_id, norm, use_llm=False)
-        summary = built["summary"]
-        through = (summary["covers_through"] or 0) if summary else 0
-        recent: list[dict[str, Any]] = []
-        if built["stats"]["session_messages"]:
-            recent = [{"role": m["role"], "content": m["content"]}
-                      for m in self.kb.context.show(self.session_id)["messages"] if m["seq"] > through]
-        return (summary["text"] if summary else None), recent
+    def _head(self) -> str:
+        return SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE
 
     def estimate_next(self) -> int:
         """Tokens the next turn sends before its message and retrieval: system, skills, summary, recent turns."""
-        summary, recent = self._conversation("(next message)")
-        return self.kb.context.tokens([{"role": "system", "content": self._system(None, summary)}, *recent])
+        return prompt.estimate(self, self._head())
 
     def prompt_room(self) -> int:
         """Tokens the prompt may use: the window minus room for the answer (the answer cap, at most a
@@ -306,6 +308,8 @@ class ChatEngine:
         """One model call: (text, tool calls), streaming text events."""
         if not self.stream:
             completion = self.client.chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap)
+            usage.add(self._usage, completion.usage)
+            self._partial.append(completion.text or "")
             if completion.text:
                 yield Event("text", {"text": completion.text})
             return completion.text or "", list(completion.tool_calls)
@@ -314,8 +318,10 @@ class ChatEngine:
         for chunk in self.client.stream_chat(msgs, tools=tools, max_tokens=self.client.config.max_tokens_cap):
             if chunk.text:
                 text.append(chunk.text)
+                self._partial.append(chunk.text)
                 yield Event("text", {"text": chunk.text})
             calls += chunk.tool_calls
+            usage.add(self._usage, chunk.usage)
         return "".join(text), calls
 
     # -- slash commands' data ------------------------------------------------------------------------------
@@ -332,7 +338,8 @@ class ChatEngine:
             return []
 
     def context_preview(self) -> dict[str, Any]:
-        built = self.kb.context.build(self.session_id, "(next message)", use_llm=False)
+        built = self.kb.context.build(self.session_id, "(next message)", use_llm=False,
+                                      summary_after=prompt.NO_REFRESH)
         return {"summary": built["summary"]["text"] if built["summary"] else None,
                 "recent_user_messages": built["recent_user_messages"],
                 "last_assistant_question": built["last_assistant_question"], "tokens": (tokens := self.estimate_next()),
@@ -376,18 +383,63 @@ class ChatEngine:
 
     @staticmethod
     def list_sessions(db: Any = None, *, free: bool = False) -> dict[str, Any]:
+        """The saved chat sessions, most recent first, each with ``first_message``: the start of its first
+        user message (one line, at most ``PREVIEW_CHARS`` characters)."""
         kb, source, _ = open_source(db, free)
         try:
-            sessions = [s for s in kb.context.sessions()["sessions"] if s["session"].startswith("chat-")]
+            sessions = [dict(s) for s in kb.context.sessions()["sessions"] if s["session"].startswith("chat-")]
+            for s in sessions:
+                s["first_message"] = _preview(kb.context.show(str(s["session"]))["messages"])
         finally:
             kb.close()
         return {"source": source.to_dict(), "sessions": sessions, "count": len(sessions)}
+
+    # -- conventions: /compact, /export, @path completion ----------------------------------------------------
+    def compact(self) -> dict[str, Any]:
+        """Fold every turn but the last into the rolling summary now (the LLM's, else extractive)."""
+        before = self.estimate_next()
+        if not [m for m in self.history() if m["role"] == "user"][:-1]:
+            return {"compacted": False, "reason": "nothing to compact: fewer than two turns in this session",
+                    "tokens_before": before, "tokens_after": before}
+        use_llm = bool(self.client.config.enabled)
+        built = self.kb.context.build(self.session_id, "(compact)", recent=1, summary_after=1, use_llm=use_llm,
+                                      client=self.client if use_llm else None)
+        refresh = built["stats"]["summary_refresh"]
+        self.context_tokens = after = self.estimate_next()
+        return {"compacted": bool(refresh.get("refreshed")), "folded_messages": refresh.get("folded_messages", 0),
+                "source": refresh.get("source"), "fallback": refresh.get("fallback"),
+                "tokens_before": before, "tokens_after": after}
+
+    def export(self, args: list[str]) -> dict[str, Any]:
+        """``/export [md|json] [PATH]`` (see :mod:`kb_indexer.chat.export`)."""
+        fmt, path = export.parse_args(args, self.session_id)
+        try:
+            shown: dict[str, Any] | None = dict(self.kb.context.show(self.session_id))
+        except NotFoundError:
+            shown = None
+        data = export.session_data(self.session_id, self.source.to_dict(), shown)
+        written = export.write(data, fmt, path)
+        return {"path": str(written), "format": fmt, "messages": len(data["messages"]), "session": self.session_id}
+
+    def document_paths(self) -> list[str]:
+        """The indexed documents' paths (for ``@`` completion); none in free mode."""
+        if self.source.mode != "kb":
+            return []
+        return [d["filepath"] for d in self.kb.list_docs()["documents"]]
 
     def close(self) -> None:
         try:
             self.client.close()
         finally:
             self.kb.close()
+
+
+def _preview(messages: list[Any]) -> str | None:
+    first = next((m for m in messages if m["role"] == "user"), None)
+    if first is None:
+        return None
+    text = " ".join(str(first["content"]).split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
 
 
 __all__ = ["ChatEngine", "Event", "KbError", "ToolCall"]

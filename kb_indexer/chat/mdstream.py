@@ -20,6 +20,7 @@ from rich.segment import Segment, Segments
 from rich.status import Status
 from rich.text import Text
 
+from kb_indexer.chat.usage import usage_line
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
 
 MIN_INTERVAL = 0.08   # seconds between two re-renders of the markdown
@@ -124,9 +125,9 @@ class RichRenderer:
                 self._segment().add(str(data["answer"]))
                 self.answered = True
             self._end_segment()
-            line = citations_line(data.get("citations"))
-            if line:
-                self.dim(line)
+            for line in (citations_line(data.get("citations")), usage_line(data.get("usage"))):
+                if line:
+                    self.dim(line)
         elif kind == "error":
             self._end_segment()
             self.error(error_line(data))
@@ -162,4 +163,4 @@ class RichRenderer:
         self._stop_waiting()
         self._end_segment()
         if cancelled:
-            self.dim("^C answer cancelled")
+            self.dim("^C answer cancelled (kept in the session, marked cancelled)")

@@ -8,6 +8,9 @@ No prompt, no line editing, no colours. Each non-empty input line is one turn, o
   (``{"command", "result", "error"}``).
 
 The exit code is 0, or 1 when a turn or command failed (the following lines are still answered).
+
+``--file PROMPT.md`` and ``--stdin-prompt`` (:func:`run_prompt`): the whole text is one turn, answered as
+above, and the chat ends.
 """
 
 from __future__ import annotations
@@ -57,3 +60,16 @@ def run_lines(engine: Any, lines: Iterable[str], out: TextIO, err: TextIO, fmt: 
             _json_line(out, record.to_dict())
         failed |= record.error is not None
     return 1 if failed else 0
+
+
+def run_prompt(engine: Any, text: str, out: TextIO, err: TextIO, fmt: str = "table") -> int:
+    """One turn of the whole ``text`` (``--file PROMPT.md``, ``--stdin-prompt``): never a slash command,
+    however it starts; the exit code."""
+    if not text.strip():
+        err.write("error: the prompt is empty\n")
+        return 1
+    renderer = PlainRenderer(out, err) if fmt != "json" else None
+    record = run_turn(engine, text, renderer, cancel_on_interrupt=False)
+    if fmt == "json":
+        _json_line(out, record.to_dict())
+    return 1 if record.error is not None else 0

@@ -16,6 +16,7 @@ import os
 from typing import Any, TextIO
 
 from kb_indexer.api import documented_error
+from kb_indexer.chat.usage import usage_line
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
 from kb_indexer.text import terminal_safe
 
@@ -39,8 +40,8 @@ def unpack(event: Any) -> tuple[str, dict[str, Any]]:
 
 
 class TurnRecord:
-    """One turn as a JSON object: ``{input, answer, citations, skills, retrieval, tools, compression, notes,
-    error, session}``."""
+    """One turn as a JSON object: ``{input, answer, citations, skills, retrieval, tools, compression, summary,
+    attachments, usage, notes, error, session, cancelled}``."""
 
     def __init__(self, text: str, session: str | None):
         self.input = {"original": text, "normalised": text}
@@ -49,6 +50,8 @@ class TurnRecord:
         self.skills: dict[str, Any] | None = None
         self.retrieval: dict[str, Any] | None = None
         self.compression: dict[str, Any] | None = None
+        self.summary: dict[str, Any] | None = None
+        self.attachments: dict[str, Any] | None = None
         self.tools: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.error: dict[str, Any] | None = None
@@ -64,7 +67,7 @@ class TurnRecord:
         elif kind == "done":
             self.done = data
             self.session = data.get("session") or self.session
-        elif kind in ("skills", "retrieval", "compression"):
+        elif kind in ("skills", "retrieval", "compression", "summary", "attachments"):
             setattr(self, kind, data)
         elif kind == "tool_call":
             self.tools.append({"name": data.get("name"), "arguments": data.get("arguments"), "ok": None,
@@ -94,8 +97,9 @@ class TurnRecord:
         done = self.done or {}
         return {"input": self.input, "answer": self.answer, "citations": list(done.get("citations") or []),
                 "skills": self.skills, "retrieval": self.retrieval, "tools": self.tools,
-                "compression": self.compression, "notes": self.notes, "error": self.error,
-                "session": self.session}
+                "compression": self.compression, "summary": self.summary, "attachments": self.attachments,
+                "usage": done.get("usage"), "notes": self.notes, "error": self.error, "session": self.session,
+                "cancelled": self.cancelled}
 
 
 class PlainRenderer:
@@ -116,9 +120,9 @@ class PlainRenderer:
                 self.text = str(data["answer"])
                 self.out.write(self.text)
             self._end_answer()
-            line = citations_line(data.get("citations"))
-            if line:
-                self._note(line)
+            for line in (citations_line(data.get("citations")), usage_line(data.get("usage"))):
+                if line:
+                    self._note(line)
         elif kind == "error":
             self._end_answer()
             self.err.write(error_line(data) + "\n")
@@ -141,7 +145,7 @@ class PlainRenderer:
     def close(self, cancelled: bool = False) -> None:
         self._end_answer()
         if cancelled:
-            self._note("(answer cancelled)")
+            self._note("(answer cancelled: what was written is kept in the session, marked cancelled)")
 
 
 def failure(exc: Exception) -> dict[str, Any]:
@@ -158,7 +162,8 @@ def failure(exc: Exception) -> dict[str, Any]:
 
 def run_turn(engine: Any, text: str, renderer: Any, *, cancel_on_interrupt: bool = True) -> TurnRecord:
     """One turn: the engine's events fed to ``renderer`` (may be None) and folded into the returned record.
-    Ctrl-C (KeyboardInterrupt) closes the engine's generator, so the turn in flight is not saved, and, with
+    Ctrl-C (KeyboardInterrupt) closes the engine's generator (the engine keeps the partial answer, marked
+    cancelled) and, with
     ``cancel_on_interrupt``, returns a record marked cancelled (else it propagates). An exception out of the
     engine becomes the turn's error: the session goes on."""
     record = TurnRecord(text, getattr(engine, "session_id", None))

@@ -3,10 +3,10 @@
 * The prompt is exactly ``engine.prompt`` (``kbindex[<kb-name>]> `` or ``kbindex> ``); a bottom toolbar shows
   the model, the context's use of the model's window and the loaded skills.
 * Line editing and input history kept across runs in :func:`history_path` (Up/Down, Ctrl-R), suggestions
-  from it (Right accepts), Tab completes slash commands, Alt-Enter inserts a new line.
+  from it (Right accepts), Tab completes slash commands and ``@path`` mentions, Alt-Enter inserts a new line.
 * Answers stream as markdown (:mod:`kb_indexer.chat.mdstream`); skills, retrieval, tool calls and
   compression in one dim line each; errors in red on stderr, and the chat goes on.
-* Ctrl-C during an answer cancels it (the turn is not saved) and returns to the prompt; at the prompt it
+* Ctrl-C during an answer cancels it (what was written is kept in the session, marked cancelled) and returns to the prompt; at the prompt it
   clears the line; Ctrl-D (on an empty line) or ``/exit`` leaves.
 """
 
@@ -16,7 +16,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -29,10 +29,14 @@ from rich.text import Text
 
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.mdstream import RichRenderer
+from kb_indexer.chat.mentions import complete
 from kb_indexer.chat.render import failure, run_turn
 from kb_indexer.chat.source import private_file
 from kb_indexer.chat.view import source_dict, toolbar_text
 from kb_indexer.text import terminal_safe
+
+
+MAX_COMPLETIONS = 50
 
 
 def history_path() -> Path:
@@ -58,7 +62,12 @@ def open_history(path: Path) -> tuple[History, str | None]:
 
 
 class SlashCompleter(Completer):
-    """Completes the command name of a line starting with ``/``."""
+    """Completes the command name of a line starting with ``/``, and an ``@path`` word with the paths of
+    the knowledge base's documents (``paths``: called once, at the first ``@`` completion)."""
+
+    def __init__(self, paths: Callable[[], list[str]] | None = None):
+        self._paths_of = paths
+        self._paths: list[str] | None = None
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -66,6 +75,16 @@ class SlashCompleter(Completer):
             for name in NAMES:
                 if name.startswith(text.lower()):
                     yield Completion(name, start_position=-len(text))
+            return
+        word = text.rsplit(None, 1)[-1] if text.strip() and not text[-1].isspace() else ""
+        if word.startswith("@") and self._paths_of is not None:
+            if self._paths is None:
+                try:
+                    self._paths = list(self._paths_of())
+                except Exception:  # noqa: BLE001 - no completion rather than a broken prompt
+                    self._paths = []
+            for path in complete(self._paths, word[1:])[:MAX_COMPLETIONS]:
+                yield Completion("@" + path, start_position=-len(word))
 
 
 @contextlib.contextmanager
@@ -114,7 +133,7 @@ class Terminal:
         if history is None:
             history, warning = open_history(history_path())
         self.prompt_session: PromptSession[str] = PromptSession(
-            history=history, auto_suggest=AutoSuggestFromHistory(), completer=SlashCompleter(),
+            history=history, auto_suggest=AutoSuggestFromHistory(), completer=SlashCompleter(getattr(engine, "document_paths", None)),
             complete_while_typing=False, bottom_toolbar=self.toolbar, key_bindings=_key_bindings(),
             enable_history_search=False, input=input, output=output)
         if warning:

@@ -12,7 +12,8 @@ import json
 from typing import Any, Callable
 
 #: Event kinds shown as one dim line each.
-INFO_KINDS = ("input", "note", "skills", "retrieval", "compression", "tool_call", "tool_result")
+INFO_KINDS = ("input", "note", "skills", "attachments", "retrieval", "summary", "compression", "tool_call",
+              "tool_result")
 MAX_PATHS = 4        # paths named in a retrieval line
 MAX_ARGS_CHARS = 80  # characters of tool-call arguments shown
 
@@ -46,7 +47,26 @@ def _skills_line(d: dict[str, Any]) -> str | None:
         parts.append(f"+{', +'.join(new)}")
     if gone:
         parts.append(f"-{', -'.join(gone)} evicted")
+    if d.get("fallback"):
+        parts.append(f"(keyword match: {_short(d['fallback'], 100)})")
+    elif d.get("method") == "llm":
+        parts.append("(chosen by the model)")
     return "  ".join(parts)
+
+
+def _attachments_line(d: dict[str, Any]) -> str | None:
+    parts = []
+    if d.get("attached"):
+        parts.append(f"attached: {', '.join(_names(d['attached']))}")
+    for r in d.get("refused") or []:
+        if isinstance(r, dict):
+            parts.append(f"not attached: @{r.get('path')} ({_short(str(r.get('reason') or ''), 100)})")
+    return "; ".join(parts) or None
+
+
+def _summary_line(d: dict[str, Any]) -> str:
+    line = f"summary refreshed ({d.get('source') or '?'}, {d.get('folded_messages') or 0} older message(s) folded)"
+    return line + (f": {_short(d['fallback'], 100)}" if d.get("fallback") else "")
 
 
 def _retrieval_line(d: dict[str, Any]) -> str:
@@ -95,6 +115,8 @@ _LINES: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "input": _input_line,
     "note": lambda d: str(d.get("message") or "") or None,
     "skills": _skills_line,
+    "attachments": _attachments_line,
+    "summary": _summary_line,
     "retrieval": _retrieval_line,
     "compression": _compression_line,
     "tool_call": _tool_call_line,

@@ -36,6 +36,24 @@ def _interactive(format: Format) -> bool:
     return format is Format.table and sys.stdin.isatty() and sys.stdout.isatty()
 
 
+def _one_prompt(file: Path | None, stdin_prompt: bool) -> str | None:
+    """The text of ``--file`` or ``--stdin-prompt`` (one turn), or None for a conversation."""
+    if file is not None and stdin_prompt:
+        raise UsageError("--file and --stdin-prompt exclude each other")
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the prompt file {file}: {getattr(exc, 'strerror', None) or exc}") from None
+    elif stdin_prompt:
+        text = sys.stdin.read()
+    else:
+        return None
+    if not text.strip():
+        raise UsageError("the prompt is empty" + (f" ({file})" if file is not None else " (stdin)"))
+    return text
+
+
 @app.command("chat")
 def chat(
     db: DbOpt = None,
@@ -50,11 +68,15 @@ def chat(
     window: Annotated[Optional[int], typer.Option("--window", "-w", help="The model's context window in tokens "
                                                   "(env KBINDEX_CONTEXT_WINDOW; default per backend).",
                                                   show_default=False)] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", "-f", help="Send the whole file as one prompt "
+                                                 "(one turn, then exit).", show_default=False)] = None,
+    stdin_prompt: Annotated[bool, typer.Option("--stdin-prompt", help="Send the whole of stdin as one prompt "
+                                               "(one turn, then exit).")] = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Chat with an LLM over the knowledge base: retrieval and tools, skills, context compression, saved
-    sessions. At a terminal: line editing, history, slash commands (/help). Piped: one answer per input line
-    (--format json: one JSON object per turn)."""
+    sessions. At a terminal: line editing, history, slash commands (/help), @path attaches a document. Piped:
+    one answer per input line (--format json: one JSON object per turn); --file/--stdin-prompt: one turn."""
     if db is not None and free:
         raise UsageError("--db and --free exclude each other: free mode has no knowledge base")
     if list_sessions:
@@ -62,20 +84,22 @@ def chat(
             raise UsageError("--list and --resume exclude each other")
         _list(db, free, format)
         return
+    prompt = _one_prompt(file, stdin_prompt)
     opts = llm_options(llm_backend, llm_model, False, llm_timeout)
     engine = _engine().open(db, free=free, resume=resume, llm=opts, stream=not no_stream, window=window)
     try:
         if engine.note:
             echo(f"note: {engine.note}\n", err=True)
         engine.check_llm()
-        if _interactive(format):
+        if prompt is None and _interactive(format):
             from kb_indexer.chat.terminal import run_interactive  # lazy: prompt_toolkit and rich, only at a terminal
 
             code = run_interactive(engine)
         else:
-            from kb_indexer.chat.piped import run_lines  # lazy: the chat modules (and the API) not for --help
+            from kb_indexer.chat.piped import run_lines, run_prompt  # lazy: the chat modules not for --help
 
-            code = run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value)
+            code = (run_prompt(engine, prompt, sys.stdout, sys.stderr, format.value) if prompt is not None
+                    else run_lines(engine, sys.stdin, sys.stdout, sys.stderr, format.value))
     finally:
         engine.close()
     if code:
