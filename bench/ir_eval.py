@@ -105,13 +105,13 @@ def prf_settings(variant: str) -> Iterator[None]:
 
     names = ("FB_DOCS", "FB_TERMS", "FB_WEIGHT", "FB_MIN_DOCS", "FB_FUSED_DOCS", "FB_WITH_VECTORS")
     saved = {n: getattr(feedback, n) for n in names}
-    if variant == "off":
-        feedback.FB_MIN_DOCS = 1 << 62
+    if variant in ("off", "on"):
+        pass
     elif variant == "withvectors":
         feedback.FB_WITH_VECTORS = True
     elif variant == "fuseddocs":
         feedback.FB_WITH_VECTORS = feedback.FB_FUSED_DOCS = True
-    elif variant != "default":
+    elif variant != "default":   # (default: kbindex's default, which is off)
         docs, terms, repeat = (int(x) for x in variant.split(":"))
         feedback.FB_WITH_VECTORS = True
         feedback.FB_DOCS, feedback.FB_TERMS, feedback.FB_WEIGHT = docs, terms, 1 / repeat
@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="bm25 column weights title,summary,keywords,body (default: kbindex's)")
     p.add_argument("--prf", default="default",
                    help="comma-separated pseudo-relevance feedback variants, a row each: 'default' (kbindex's "
-                        "settings), 'off' (none: the ranking before feedback), or DOCS:TERMS:REPEAT "
+                        "default: off), 'on' (query --prf with kbindex's settings), 'off', 'withvectors', "
+                        "'fuseddocs', or DOCS:TERMS:REPEAT (with --prf) "
                         "(kb_indexer.search.feedback FB_DOCS, FB_TERMS, and FB_WEIGHT = 1/REPEAT)")
     p.add_argument("--no-bm25s", action="store_true", help="skip the bm25s baseline")
     p.add_argument("--keep", type=Path, default=None, help="build the KB here (kept) instead of a temp folder")
@@ -187,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             for variant in [v.strip() for v in args.prf.split(",") if v.strip()]:
                 with prf_settings(variant):
                     warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
-                    options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights)
+                    options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights,
+                                           prf=variant not in ("default", "off"))
                     # warm caches (question vectors)
                     run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
                     runs, qps = run_kbindex(kb, queries, options, False, embed_opts)

@@ -65,6 +65,8 @@ LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
                                         "every document found.")]
 ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
                                       "expansion details.")]
+PrfOpt = Annotated[bool, typer.Option("--prf", help="Pseudo-relevance feedback: add the most telling words of "
+                                     "the best full-text matches (knowledge bases of 500+ documents).")]
 SyncOpt = Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
                                    "is only reported on stderr).")]
 NoStaleCheckOpt = Annotated[bool, typer.Option(
@@ -90,6 +92,7 @@ def query(
     method: MethodOpt = Method.auto,
     limit: LimitOpt = DEFAULT_LIMIT,
     explain: ExplainOpt = False,
+    prf: PrfOpt = False,
     sync: SyncOpt = False,
     no_stale_check: NoStaleCheckOpt = False,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
@@ -107,7 +110,7 @@ def query(
     options = QueryOptions(context=context, expand_depth=expand_depth, min_weight=min_weight,
                            context_threshold=context_threshold, types=tuple(types) if types else None,
                            weights=parse_weight_options(weight or []), method=method.value, limit=limit,
-                           explain=explain)
+                           explain=explain, prf=prf)
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
         data = k.query(question, keywords, options, llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),

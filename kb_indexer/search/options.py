@@ -49,7 +49,9 @@ class QueryOptions:
     - ``explain``: each result's score parts and the expansion details;
     - ``column_weights``: full-text weights of title, summary, keywords and body (None: the defaults);
     - ``record``: record the attempt in the history;
-    - ``use_learned``: let learned associations lift or lower documents.
+    - ``use_learned``: let learned associations lift or lower documents;
+    - ``prf``: pseudo-relevance feedback for full text (:mod:`kb_indexer.search.feedback`; knowledge bases
+      of 500+ documents): off by default, as it helped Cranfield only, not the held-out collections.
     """
 
     context: str | None = None
@@ -64,6 +66,7 @@ class QueryOptions:
     column_weights: tuple[float, float, float, float] | None = None
     record: bool = True
     use_learned: bool = True
+    prf: bool = False
     threshold: InitVar[float | None] = None
 
     def __post_init__(self, threshold: float | None) -> None:

@@ -202,7 +202,7 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
     if dense is not None:   # before full text, so that one pass scores the documents vectors found too
         _add_dense_candidates(dense, pool)
-    feedback = method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS and \
+    feedback = spec.options.prf and method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS and \
         (dense is None or prf.FB_WITH_VECTORS)
     dense_top = normalise_dense(dense.top, min(dense.top.values())) if dense is not None and dense.top else None
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
