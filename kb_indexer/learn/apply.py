@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
+from kb_indexer.learn import wording
 from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
 from kb_indexer.learn.learner import analyse, inactive, load_events
 from kb_indexer.learn.report import describe, section_counts, section_of
@@ -250,11 +251,14 @@ def learned_list(conn: Connection, kind: str | None = None, include_removed: boo
     if not include_removed:
         sql += " AND status = 'active'"
     items = []
-    for r in conn.execute(sql + " ORDER BY id", args):
+    for r in conn.execute(sql + " ORDER BY id", args).fetchall():
         d = json.loads(r["detail"])
+        feedback_ids = json.loads(r["feedback_ids"])
+        asked = wording.questions(conn, feedback_ids)
         items.append({"id": r["id"], "kind": r["kind"], "status": r["status"], "key": r["key"],
-                      "weight": r["weight"], "reason": d.get("reason"), "detail": d,
-                      "feedback_ids": json.loads(r["feedback_ids"]), "updated_at": r["updated_at"]})
+                      "weight": r["weight"], "summary": wording.summary(conn, r["kind"], d, r["weight"], asked),
+                      "questions": asked[:wording.MAX_QUESTIONS], "reason": d.get("reason"), "detail": d,
+                      "feedback_ids": feedback_ids, "updated_at": r["updated_at"]})
     return {"learned": items, "count": len(items)}
 
 

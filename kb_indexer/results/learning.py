@@ -135,6 +135,8 @@ class LearnedItem(TypedDict):
     status: str
     key: str
     weight: float | None
+    summary: str            # what it does, in a person's words (the table shows it)
+    questions: list[str]    # the recorded questions behind it, as asked (at most 3; none after clear-history)
     reason: str | None
     detail: JsonObject
     feedback_ids: list[int]
