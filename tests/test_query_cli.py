@@ -65,7 +65,9 @@ def test_markdown_format(cli, opts):
     assert r.exit_code == 0
     out = r.stdout
     assert out.startswith("## Related Knowledge\n")
-    assert '**Search:** "reinforcement learning" (method: hybrid, 2 results)' in out
+    total = json.loads(cli("query", "reinforcement learning", "--format", "json", "--limit", "2", *opts).stdout)["total"]
+    assert total > 2   # the line says how many are shown of how many were found
+    assert f'**Search:** "reinforcement learning" (method: hybrid, 2 of {total} results)' in out
     assert "### Result 1 - 100% match (keyword, expansion, fulltext)" in out
     assert "**Path:** ai-llm-vs-reinforcement-learning.md" in out
     assert out.count("### Result ") == 2 and out.count("\n---\n") == 2
@@ -112,3 +114,10 @@ def test_installed_command(run, kb):
     assert data["query"]["method"] == "hybrid" and data["results"][0]["filepath"] == "alphago-architecture.md"
     r = run("query", "x", "--method", "nope", "--format", "json", "--db", kb.db_path)
     assert r.returncode == 2 and r.error()["code"] == "usage"
+
+
+def test_markdown_block_keeps_a_documents_heading_out_of_the_prompts_headings(cli, opts):
+    out = cli("query", "how do agents learn from rewards", "-n", "3", "--format", "markdown", *opts).stdout
+    body = [line for line in out.splitlines() if line and not line.startswith(("## Related Knowledge", "### Result"))]
+    assert not any(line.lstrip().startswith("#") for line in body), body
+    assert "Reward Shaping" in out.replace("**", "")

@@ -2,11 +2,12 @@
 
 The context-injection format of ``memory-search-method-selection.md``: the
 query, method and count, then per result its score as a percentage, its
-sources, its path and a snippet::
+sources, its path and a snippet (one line, with a document's heading markers taken out, so a ``# Title``
+never becomes a heading of the prompt it is injected into)::
 
     ## Related Knowledge
 
-    **Search:** "reinforcement learning" (method: hybrid, 2 results)
+    **Search:** "reinforcement learning" (method: hybrid, 2 of 9 results)
 
     ### Result 1 - 100% match (keyword, fulltext)
     **Path:** ai-llm-vs-reinforcement-learning.md | **Title:** AI: LLMs vs RL | **Keywords:** reinforcement learning
@@ -18,6 +19,7 @@ sources, its path and a snippet::
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from kb_indexer.text import normalize_keyword
@@ -27,6 +29,22 @@ HEADING = "## Related Knowledge"
 
 def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
+
+
+_HEADING_MARK = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)\s*")
+
+
+def _snippet(text: Any) -> str:
+    """The snippet on one line without markdown heading markers (``# Title`` → ``Title``)."""
+    return _HEADING_MARK.sub("", _one_line(text))
+
+
+def _count(shown: int, total: int | None) -> str:
+    """``2 results``, or ``2 of 9 results`` when the limit shows fewer than were found."""
+    noun = "result" if (total if total is not None else shown) == 1 else "results"
+    if total is not None and total > shown:
+        return f"{shown} of {total} {noun}"
+    return f"{shown} {noun}"
 
 
 def _pct(score: float) -> int:
@@ -45,7 +63,7 @@ def _block(lines: list[str], search_line: str, items: list[dict[str, Any]]) -> s
         if item.get("keywords"):
             meta.append(f"**Keywords:** {', '.join(item['keywords'])}")
         lines += [" | ".join(meta), ""]
-        text = _one_line(item.get("snippet"))
+        text = _snippet(item.get("snippet"))
         if text:
             lines += [text, ""]
         lines += ["---", ""]
@@ -61,8 +79,8 @@ def render_query(result: Mapping[str, Any]) -> str:
         what = f"{what} (keywords: {kws})" if what else f"keywords {kws}"
     if q.get("context"):
         what += f" in context \"{_one_line(q['context'])}\""
-    n = result["count"]
-    search_line = f"**Search:** {what or '(empty)'} (method: {q['method']}, {n} result{'s' if n != 1 else ''})"
+    search_line = f"**Search:** {what or '(empty)'} (method: {q['method']}, " \
+                  f"{_count(result['count'], result.get('total'))})"
     items = [{"score": r["relevance_score"], "sources": r["sources"], "filepath": r["filepath"], "title": r["title"],
               "keywords": r["matched_keywords"], "snippet": r.get("snippet") or r.get("summary")}
              for r in result["results"]]
@@ -76,9 +94,8 @@ def render_search(result: Mapping[str, Any]) -> str:
     """
     q = result["query"]
     kws = q.get("keywords") or []
-    n = result["count"]
     search_line = (f"**Search:** keywords {', '.join(repr_kw(k) for k in kws)} "
-                   f"(method: keyword, mode: {q.get('mode', 'or')}, {n} result{'s' if n != 1 else ''})")
+                   f"(method: keyword, mode: {q.get('mode', 'or')}, {_count(result['count'], result.get('total'))})")
     total = max(1, len({normalize_keyword(k) for k in kws} - {""}))
     items = [{"score": min(1.0, len(r["matched_keywords"]) / total), "sources": ["keyword"],
               "filepath": r["filepath"], "title": r.get("title"), "keywords": r["matched_keywords"],
