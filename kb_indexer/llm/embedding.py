@@ -30,6 +30,11 @@ BATCH_LIMITS = {"gemini": 100}    # the most texts one request of that backend m
 Progress = Callable[[int, int], None]
 
 
+def as_vector(values: list[float]) -> np.ndarray:
+    """A stored vector (a JSON list) as the float32 array :meth:`EmbedClient.embed` gives."""
+    return np.asarray(values, dtype=np.float32)
+
+
 class EmbedClient:
     """An embedding backend with its settings, batching, retries and answer checks."""
 
