@@ -427,7 +427,7 @@ class KnowledgeBase:
 
     def query(self, question: str, keywords: list[str] | None = None, options: QueryOptions | None = None, *,
               llm: Any = None, embed: Any = None, context_scorer: ContextScorer | None = None,
-              query_id: int | None = None) -> QueryResult:
+              query_id: int | None = None, rerank: str | None = None) -> QueryResult:
         """Ranked retrieval with similarity expansion, full text and provenance; recorded in the history.
 
         ``options``: :class:`QueryOptions` (context, expand_depth, min_weight, context_threshold, types,
@@ -437,8 +437,22 @@ class KnowledgeBase:
         otherwise lexically. The result's ``llm`` object says which. Semantic and hybrid queries use the
         index's vectors of the embedding model of ``embed`` (:class:`kb_indexer.llm.config.EmbedOptions`;
         default: the index's newest); without them they run lexically and the result's ``semantic`` object
-        says why. ``query_id``: record the attempt on that recorded query (``refine``).
+        says why. ``query_id``: record the attempt on that recorded query (``refine``). ``rerank``: ``llm``,
+        the URL of a ``/rerank`` endpoint or ``off`` (None: ``KBINDEX_RERANK``, off when unset) reorders
+        the top results (:mod:`kb_indexer.search.rerank`; the result's ``rerank`` object says how).
         """
+        out = self._query(question, keywords, options, llm, embed, context_scorer, query_id)
+        if rerank is not None or os.environ.get("KBINDEX_RERANK"):
+            from kb_indexer.search import rerank as stage  # lazy: the LLM client, reranked queries only
+            spec = stage.resolve(rerank)
+            if spec is not None:
+                hits = cast("list[dict[str, Any]]", out["results"])
+                out["rerank"] = stage.rerank(self.conn, question, hits, spec, llm)
+        return out
+
+    def _query(self, question: str, keywords: list[str] | None, options: QueryOptions | None, llm: Any,
+               embed: Any, context_scorer: ContextScorer | None, query_id: int | None) -> QueryResult:
+        """:meth:`query` before its optional rerank stage."""
         opts = check_instance(options, QueryOptions, "options") or QueryOptions()
         _text(question, "the question")
         _keywords(keywords, optional=True)

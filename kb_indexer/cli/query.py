@@ -73,6 +73,12 @@ NoStaleCheckOpt = Annotated[bool, typer.Option(
     "--no-stale-check", help="Skip the check for files changed since the last sync (stats only; on large "
                              "knowledge bases just folders and recently indexed files).")]
 
+RerankOpt = Annotated[Optional[str], typer.Option(
+    "--rerank", help="Rerank the top results: 'llm' (the configured --llm-backend judges them), the URL of an "
+                     "OpenAI-compatible /rerank endpoint (a cross-encoder, e.g. llama.cpp's server), or 'off'. "
+                     "Default: KBINDEX_RERANK, else off. The judgement is blended with the fused score.",
+    show_default=False)]
+
 
 @app.command()
 def query(
@@ -95,6 +101,7 @@ def query(
     prf: PrfOpt = False,
     sync: SyncOpt = False,
     no_stale_check: NoStaleCheckOpt = False,
+    rerank: RerankOpt = None,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None, embed_backend: EmbedBackendOpt = None, embed_model: EmbedModelOpt = None,
     db: DbOpt = None, kb: KbOpt = None, format: ResultFormatOpt = ResultFormat.table,
@@ -114,7 +121,9 @@ def query(
     with open_kb(db, kb) as k:
         _refresh(k, sync, not no_stale_check)
         data = k.query(question, keywords, options, llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),
-                       embed=embed_options(embed_backend, embed_model))
+                       embed=embed_options(embed_backend, embed_model), rerank=rerank)
+    if data.get("rerank", {}).get("error"):
+        warn(f"rerank skipped, fused order kept: {data['rerank']['error']}")
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
         warn(data["history_error"])
     warn_llm(data)

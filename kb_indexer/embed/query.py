@@ -48,17 +48,15 @@ def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
 
 def _embedder(conn: Connection, config: Any, model: store.EmbeddingModel) -> Callable[[str], Any]:
     def embed(question: str) -> Any:
-        import numpy as np  # lazy: numpy, only when a question is embedded (a query without vectors never is)
-
-        from kb_indexer.llm import cache as llm_cache  # lazy: hashlib (OpenSSL), only when a question is embedded
-        from kb_indexer.llm.embedding import EmbedClient  # lazy: numpy, only when a question is embedded
+        # lazy: hashlib (OpenSSL) and numpy, only when a question is embedded (a query without vectors never is)
+        from kb_indexer.llm import cache as llm_cache, embedding
 
         key = llm_cache.cache_key(config.backend, model.model, "embed_query",
                                   llm_cache.digest({"text": question}), f"dim{model.dim}")
         hit = llm_cache.get(conn, key)
         if isinstance(hit, list) and len(hit) == model.dim:
-            return np.asarray(hit, dtype=np.float32)
-        client = EmbedClient(config, expect_dim=model.dim)
+            return embedding.as_vector(hit)
+        client = embedding.EmbedClient(config, expect_dim=model.dim, for_queries=True)
         try:
             vector = client.embed([question or " "])[0]
         finally:

@@ -30,15 +30,25 @@ BATCH_LIMITS = {"gemini": 100}    # the most texts one request of that backend m
 Progress = Callable[[int, int], None]
 
 
+def as_vector(values: list[float]) -> np.ndarray:
+    """A stored vector (a JSON list) as the float32 array :meth:`EmbedClient.embed` gives."""
+    return np.asarray(values, dtype=np.float32)
+
+
 class EmbedClient:
     """An embedding backend with its settings, batching, retries and answer checks."""
 
     def __init__(self, config: LLMConfig, *, backend: Any = None, batch_size: int | None = None,
-                 expect_dim: int | None = None, sleep: Callable[[float], None] = time.sleep):
+                 expect_dim: int | None = None, sleep: Callable[[float], None] = time.sleep,
+                 for_queries: bool = False):
         if not config.enabled:
             raise LLMError("embeddings are switched off (embedding backend 'none')", code="llm_disabled")
         self.config = config
         self._calls = LLMClient(config, backend=backend, sleep=sleep)
+        #: the texts are questions: a backend may encode them differently (local: numpy, no torch)
+        self.for_queries = for_queries
+        #: which encoder the backend ran, when it says (local: ``numpy`` or ``sentence-transformers``)
+        self.encoder: str | None = None
         limit = BATCH_LIMITS.get(config.backend, 10_000)
         self.batch_size = max(1, min(batch_size or DEFAULT_BATCH, limit))
         self.dim = expect_dim
@@ -59,7 +69,8 @@ class EmbedClient:
         return self._calls.model or f"server-default@{self.config.base_url}"
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.config.backend, "model": self.model}
+        out = {"backend": self.config.backend, "model": self.model}
+        return out | {"encoder": self.encoder} if self.encoder else out
 
     def close(self) -> None:
         self._calls.close()
@@ -72,7 +83,7 @@ class EmbedClient:
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else "." for t in texts[start:start + self.batch_size]]
             def ask(left: float, b: list[str] = batch) -> list[list[float]]:
-                return self._calls.backend.embed(b, timeout=left)
+                return self._ask(b, left)
             raw, _ = self._calls.call(ask)
             self.requests += 1
             parts.append(self._check(raw, len(batch)))
@@ -80,6 +91,15 @@ class EmbedClient:
                 progress(min(start + len(batch), len(texts)), len(texts))
         matrix: np.ndarray = np.concatenate(parts, axis=0)
         return matrix
+
+    def _ask(self, batch: list[str], left: float) -> list[list[float]]:
+        backend = self._calls.backend
+        if self.for_queries and hasattr(backend, "for_queries"):
+            backend.for_queries = True
+        raw: list[list[float]] = backend.embed(batch, timeout=left)
+        encoder = getattr(backend, "encoder_name", None)
+        self.encoder = encoder if isinstance(encoder, str) else None
+        return raw
 
     def embed_one(self, text: str) -> np.ndarray:
         row: np.ndarray = self.embed([text])[0]

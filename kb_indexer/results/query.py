@@ -69,6 +69,9 @@ class RankedDocument(TypedDict):
     reasoning: str
     snippet: str | None
     score_parts: NotRequired[ScoreParts]
+    ranked_by: NotRequired[str]              # with --rerank: "fused", or "fused+llm_rerank" / "fused+cross_encoder"
+    rerank_score: NotRequired[float]         # the rerank stage's judgement, 0..1 (relevance_score blends it)
+    fused_score: NotRequired[float]          # relevance_score before the blend
 
 
 class QueryEcho(TypedDict):
@@ -118,3 +121,4 @@ class QueryResult(TypedDict):
     history_error_code: NotRequired[str]
     llm: NotRequired[LlmReport]
     cache: NotRequired[CacheCounts]
+    rerank: NotRequired[JsonObject]          # with --rerank: which stage ranked the top results (search/rerank.py)
