@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -96,9 +97,23 @@ class _Rerank(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+    trickle = False
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).bodies.append({"path": self.path, **body})
+        if type(self).trickle:   # headers, then one byte a quarter second, never the end
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            try:
+                for _ in range(400):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.25)
+            except OSError:
+                pass
+            return
         results = [{"index": i, "relevance_score": doc.lower().count("tree") - 3.0}
                    for i, doc in enumerate(body["documents"])]
         payload = json.dumps({"results": sorted(results, key=lambda r: -r["relevance_score"])}).encode()
@@ -111,7 +126,7 @@ class _Rerank(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint(monkeypatch):
-    _Rerank.bodies, _Rerank.status = [], 200
+    _Rerank.bodies, _Rerank.status, _Rerank.trickle = [], 200, False
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Rerank)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -170,3 +185,15 @@ def test_cli_query_rerank_llm(project, run, tmp_path):
     assert data["results"][0]["filepath"] == plain["results"][top - 1]["filepath"]
     bad = run("query", QUESTION, "--rerank", "sometimes", cwd=project)
     assert bad.returncode == 2 and "--rerank takes" in bad.stderr
+
+
+def test_a_trickling_endpoint_is_cut_at_the_deadline(kb, endpoint, monkeypatch):
+    """The deadline is for the whole call: an endpoint that sends a byte now and then never holds the query."""
+    monkeypatch.setattr(stage, "TIMEOUT", 2.0)
+    _Rerank.trickle = True
+    before = _fused(kb)
+    started = time.monotonic()
+    out = kb.query(QUESTION, rerank=endpoint)
+    assert time.monotonic() - started < 30          # not the 100 s the endpoint would trickle for
+    assert out["rerank"]["used"] is False and out["rerank"]["fallback"] == "fused order"
+    assert [r["filepath"] for r in out["results"]] == before

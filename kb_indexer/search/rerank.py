@@ -31,6 +31,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import LLMError, Message
 from kb_indexer.llm.config import LLMOptions
+from kb_indexer.llm.guard import Budget, guard_client
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.errors import OperationalError
@@ -121,12 +122,16 @@ def _spread(scores: list[float]) -> list[float]:
 def _post_rerank(spec: RerankSpec, question: str, docs: list[str]) -> list[float]:
     """The endpoint's raw score per document, in the order of ``docs``."""
     body = {"model": spec.model, "query": question, "documents": docs, "top_n": len(docs)}
+    budget = Budget()   # TIMEOUT is a deadline for the whole call (a trickling answer too); answers are size-capped
+    budget.start(TIMEOUT)
     try:
-        with httpx.Client(timeout=TIMEOUT, follow_redirects=False, trust_env=False) as http:
+        with guard_client(httpx.Client(timeout=TIMEOUT, follow_redirects=False, trust_env=False), budget) as http:
             resp = http.post(str(spec.url), json=body)
-        resp.raise_for_status()
-        rows = resp.json()["results"]
+            resp.raise_for_status()
+            rows = resp.json()["results"]
         raw = {int(row["index"]): float(row.get("relevance_score", row.get("score"))) for row in rows}
+    except LLMError as exc:   # the guard: past the deadline, or an answer over the size cap
+        raise LLMError(f"the rerank endpoint {spec.url} failed: {exc.message}", code="rerank_failed") from None
     except httpx.HTTPError as exc:
         raise LLMError(f"the rerank endpoint {spec.url} failed: {type(exc).__name__}: {str(exc)[:160]}",
                        code="rerank_failed") from None
