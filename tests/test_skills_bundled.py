@@ -33,6 +33,15 @@ def test_every_method_it_names_exists():
         assert method in METHODS
 
 
+def test_it_tells_when_to_use_each_method_auto_may_choose():
+    """An agent reading the skill learns of every method `--method auto` can pick (semantic included)."""
+    text = (SKILL_DIR / "kbindex-search" / "SKILL.md").read_text(encoding="utf-8")
+    table = re.search(r"## Choosing `--method`(.*?)\n## ", text, re.S).group(1)
+    for method in ("keyword", "fulltext", "hybrid", "semantic"):
+        assert f"| `{method}`" in table or f"| `{method}` (" in table, method
+        assert f"--method {method}" in text, method
+
+
 def _commands(text: str) -> list[str]:
     fenced = re.findall(r"```bash\n(.*?)```", text, re.S)
     lines = [ln.split("  #")[0].strip() for block in fenced for ln in block.splitlines()]
