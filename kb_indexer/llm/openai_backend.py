@@ -22,6 +22,7 @@ structured-output mode tried included), and answers are size-capped.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Iterator
 
@@ -84,6 +85,19 @@ def _schema_in_prompt(messages: list[Message], schema: dict[str, Any]) -> list[M
     return with_system_note(messages, "The JSON must match this JSON schema: "
                             + json.dumps(schema, separators=(",", ":")))
 
+
+
+def reported_usage(raw: Any) -> dict[str, Any]:
+    """The token counts a server reported (whole numbers) and its ``cost`` where it reports one (a finite,
+    non-negative number: OpenRouter's ``usage.cost``); anything else is left out."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {k: v for k, v in raw.items()
+                           if k != "cost" and isinstance(v, int) and not isinstance(v, bool)}
+    cost = raw.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+        out["cost"] = float(cost)
+    return out
 
 class _FormatRejected(Exception):
     pass
@@ -178,8 +192,7 @@ class OpenAIBackend:
         content = msg.get("content")
         if content is not None and not isinstance(content, str):
             raise LLMBadResponse(f"the reply's content is not text: {json.dumps(data)[:200]}")
-        raw_usage = data.get("usage")
-        usage = {k: v for k, v in raw_usage.items() if isinstance(v, int)} if isinstance(raw_usage, dict) else {}
+        usage = reported_usage(data.get("usage"))
         try:
             calls = _tool_calls(msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else None)
         except (AttributeError, TypeError) as exc:
@@ -197,6 +210,8 @@ class OpenAIBackend:
                                 "temperature": temperature, "max_tokens": max_tokens, "stream": stream}
         if tools:
             body["tools"] = [t.openai_dict() for t in tools]
+        if stream:   # the usage comes in a last chunk only when asked for (servers that do not know it ignore it)
+            body["stream_options"] = {"include_usage": True}
         if not stream:
             resp = self._send("POST", "/chat/completions", body=body, timeout=timeout)
             self._raise_for(resp)
@@ -207,10 +222,10 @@ class OpenAIBackend:
     def _stream(self, resp: httpx.Response, timeout: float) -> Iterator[ChatChunk]:
         calls: dict[int, dict[str, Any]] = {}
         finish = None
-        usage: dict[str, int] = {}
+        usage: dict[str, Any] = {}
         for data in sse_events(resp, self.base_url, timeout):
             if isinstance(data.get("usage"), dict):
-                usage = {k: v for k, v in data["usage"].items() if isinstance(v, int)}
+                usage = reported_usage(data["usage"])
             for choice in data.get("choices") or []:
                 delta = choice.get("delta") or {}
                 for t in delta.get("tool_calls") or []:

@@ -200,3 +200,21 @@ def test_cache_hit_needs_no_server_when_the_server_picks_the_model(http_server, 
     res = ask(down)
     assert res.cached and res.data == {"answer": "from m1"}
     assert down.report(used=True)["model"] is None   # never a placeholder such as server-default@...
+
+def test_a_stream_asks_for_its_usage_and_passes_on_a_reported_cost(http_server, client_for):
+    """Streamed answers carry token counts only when asked (``stream_options.include_usage``); a cost the
+    server reports (OpenRouter's ``usage.cost``) is passed on, a malformed one is not."""
+    events = [{"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13,
+                                        "cost": 0.00042, "prompt_tokens_details": {"cached_tokens": 0}}}]
+    http_server.expect(PATH, Reply(chunks=[f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]))
+    chunks = list(client_for(http_server.url + "/v1").stream_chat([{"role": "user", "content": "hi"}]))
+    assert http_server.posts(PATH)[0].json["stream_options"] == {"include_usage": True}
+    assert chunks[-1].usage == {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13, "cost": 0.00042}
+
+
+@pytest.mark.parametrize("cost", ["0.1", -1, float("inf"), True])
+def test_a_malformed_cost_is_left_out(cost):
+    from kb_indexer.llm.openai_backend import reported_usage
+
+    assert reported_usage({"prompt_tokens": 3, "cost": cost}) == {"prompt_tokens": 3}
