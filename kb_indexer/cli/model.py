@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import signal
 import subprocess
 import sys
@@ -14,20 +13,12 @@ import typer
 from kb_indexer.cli.app import FormatOpt, app
 from kb_indexer.cli.output import Format, emit, warn
 from kb_indexer.errors import KbError, UsageError
+from kb_indexer.mcp.access import is_loopback   # one loopback rule for both servers
 from kb_indexer import model_server as lm
 
 model_app = typer.Typer(help="A local model for the LLM features: llama.cpp's OpenAI-compatible server.",
                         no_args_is_help=True)
 app.add_typer(model_app, name="model")
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @model_app.command("serve")
@@ -46,7 +37,7 @@ def serve(
                                                 "table (text).")] = Format.table,
 ) -> None:
     """Serve a local model in the foreground (Ctrl-C stops it); then KBINDEX_LLM_BACKEND=openai uses it."""
-    if not _loopback(host):
+    if not is_loopback(host):
         raise UsageError(f"--host {host}: the model server has no access control, so it binds a loopback "
                          "address only (127.0.0.1, ::1 or localhost)")
     lm.check_server_installed()
