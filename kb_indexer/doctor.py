@@ -35,8 +35,7 @@ ROUNDTRIP_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}},
                     "additionalProperties": False}
 
 
-def _llm_report(opts: LLMOptions, roundtrip: bool, probe_timeout: float) -> tuple[dict[str, Any], list[str]]:
-    config = resolve(opts)
+def _llm_report(config: LLMConfig, roundtrip: bool, probe_timeout: float) -> tuple[dict[str, Any], list[str]]:
     info = config.describe()
     report: dict[str, Any] = {
         "backend": config.backend, "model": config.model, "url": config.base_url,
@@ -155,10 +154,9 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
     return report, problems
 
 
-def _local_model_report(opts: LLMOptions, llm: dict[str, Any], llm_problems: list[str]) -> dict[str, Any]:
+def _local_model_report(config: LLMConfig, llm: dict[str, Any], llm_problems: list[str]) -> dict[str, Any]:
     """Whether a local model answers on the ``openai`` backend's URL, and what to do about it. With the
     ``openai`` backend chosen, its probe above already says (no second request)."""
-    config = resolve(opts)
     if config.backend == "openai" and config.base_url:
         report: dict[str, Any] = {"url": config.base_url, "running": bool(llm["reachable"]) and not llm["error"],
                                   "models": list(llm["models"])}
@@ -175,9 +173,9 @@ def _local_model_report(opts: LLMOptions, llm: dict[str, Any], llm_problems: lis
 
 def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: bool = True,
              probe_timeout: float = PROBE_TIMEOUT) -> dict[str, Any]:
-    opts = opts or LLMOptions()
-    llm, llm_problems = _llm_report(opts, roundtrip, probe_timeout)
-    local = _local_model_report(opts, llm, llm_problems)
+    config = resolve(opts or LLMOptions())
+    llm, llm_problems = _llm_report(config, roundtrip, probe_timeout)
+    local = _local_model_report(config, llm, llm_problems)
     database, db_problems = _db_report(find_db(db))
     problems = llm_problems + db_problems
     return {"version": __version__, "llm": llm, "local_model": local, "database": database,
