@@ -18,6 +18,15 @@ SUPPORTED = {"type", "properties", "required", "additionalProperties", "items", 
 _TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
 
 
+def numbered_ratings(n: int, top: int) -> dict[str, Any]:
+    """The schema of a batch judgement: an object mapping ``"1"`` .. ``"n"`` each to an integer 0..``top``
+    (an enum, which grammar-constrained servers cannot leave)."""
+    keys = [str(i + 1) for i in range(n)]
+    rating = {"type": "integer", "enum": list(range(top + 1))}
+    return {"type": "object", "properties": {k: rating for k in keys}, "required": keys,
+            "additionalProperties": False}
+
+
 def check_schema(schema: dict[str, Any], path: str = "$") -> None:
     """Refuse unsupported keywords and unbounded arrays (every array needs ``maxItems``)."""
     if not isinstance(schema, dict):

@@ -36,6 +36,7 @@ from typing import Any
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.base import LLMBadResponse, LLMError, Message
 from kb_indexer.llm.config import LLMOptions, chosen_backend, unconfigured_report
+from kb_indexer.llm.schema import numbered_ratings
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.search.context import lexical_scores as _lexical_list
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD
@@ -76,10 +77,7 @@ def build_messages(user_context: str, candidates: list[dict[str, Any]], keyword:
 
 
 def schema_for(n: int) -> dict[str, Any]:
-    keys = [str(i + 1) for i in range(n)]
-    rating = {"type": "integer", "enum": list(range(SCALE + 1))}
-    return {"type": "object", "properties": {k: rating for k in keys}, "required": keys,
-            "additionalProperties": False}
+    return numbered_ratings(n, SCALE)
 
 
 def max_tokens_for(n: int) -> int:

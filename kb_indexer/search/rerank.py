@@ -32,6 +32,7 @@ from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import LLMError, Message
 from kb_indexer.llm.config import LLMOptions
 from kb_indexer.llm.guard import Budget, guard_client
+from kb_indexer.llm.schema import numbered_ratings
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.errors import OperationalError
@@ -90,10 +91,7 @@ def _messages(question: str, docs: list[str]) -> list[Message]:
 
 
 def _schema(n: int) -> dict[str, Any]:
-    keys = [str(i + 1) for i in range(n)]
-    rating = {"type": "integer", "enum": list(range(SCALE + 1))}
-    return {"type": "object", "properties": {k: rating for k in keys}, "required": keys,
-            "additionalProperties": False}
+    return numbered_ratings(n, SCALE)
 
 
 def _judge_llm(conn: Connection, question: str, docs: list[str], llm: LLMOptions | None,
