@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import subprocess
 import threading
 
@@ -27,16 +27,40 @@ def _init(id_, version) -> bytes:
 
 
 def _spawn(db, pythonpath):
+    """The server, with a thread reading its stdout into a queue of lines and one draining its stderr: a line
+    the server wrote right after another is never stuck in a read buffer that `select` cannot see, and a
+    talkative stderr never fills its pipe and blocks the server."""
     proc = subprocess.Popen([*kbindex_exe(), "mcp", "--db", str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": pythonpath})
+    proc.lines = queue.Queue()
+    proc.err_chunks = []
+    proc.readers = [threading.Thread(target=lambda: [proc.lines.put(line) for line in iter(proc.stdout.readline, b"")],
+                                     daemon=True),
+                    threading.Thread(target=lambda: proc.err_chunks.extend(iter(lambda: proc.stderr.read(65536), b"")),
+                                     daemon=True)]
+    for reader in proc.readers:
+        reader.start()
     killer = threading.Timer(120, proc.kill)
     killer.start()
     return proc, killer
 
 
 def _line_within(proc, seconds) -> bytes | None:
-    ready, _, _ = select.select([proc.stdout], [], [], seconds)
-    return proc.stdout.readline() if ready else None
+    try:
+        return proc.lines.get(timeout=seconds)
+    except queue.Empty:
+        return None
+
+
+def _stop(proc, killer) -> bytes:
+    """Kill the server; its whole stderr."""
+    killer.cancel()
+    proc.kill()
+    proc.wait()
+    for reader in proc.readers:
+        reader.join(10)
+    proc.stdin.close()
+    return b"".join(proc.err_chunks)
 
 
 def test_the_answer_comes_while_the_sdk_import_is_held(kb, tmp_path):
@@ -62,9 +86,7 @@ def test_the_answer_comes_while_the_sdk_import_is_held(kb, tmp_path):
         tools = _line_within(proc, 90)
     finally:
         gate.touch()
-        killer.cancel()
-        proc.kill()
-        _, err = proc.communicate()
+        err = _stop(proc, killer)
     assert answer is not None, "no initialize answer while the SDK import was held"
     assert json.loads(answer)["result"]["serverInfo"]["name"] == "kbindex"
     assert tools is not None and {t["name"] for t in json.loads(tools)["result"]["tools"]} >= {"kb_query"}
@@ -87,9 +109,7 @@ def _answers(db, first: bytes, version: str) -> tuple[dict, bytes]:
                 proc.stdin.write(then)
                 proc.stdin.flush()
     finally:
-        killer.cancel()
-        proc.kill()
-        _, err = proc.communicate()
+        err = _stop(proc, killer)
     return next(json.loads(line) for line in lines if json.loads(line).get("id") == 7), err
 
 

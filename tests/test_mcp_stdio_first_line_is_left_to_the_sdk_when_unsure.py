@@ -14,7 +14,7 @@ pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp])
 
 from kb_indexer.mcp.stdio import MAX_LINE_CHARS  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
-from tests.test_mcp_initialize_is_answered_before_the_sdk_loads import INITIALIZED, _line_within, _spawn  # noqa: E402
+from tests.test_mcp_initialize_is_answered_before_the_sdk_loads import INITIALIZED, _line_within, _spawn, _stop  # noqa: E402
 
 PING = b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n'
 
@@ -38,9 +38,7 @@ def _exchange(db, chunks: list[bytes], answers: int) -> list[dict]:
                 break
             out.append(json.loads(line))
     finally:
-        killer.cancel()
-        proc.kill()
-        proc.communicate()
+        _stop(proc, killer)
     return out
 
 
