@@ -18,7 +18,7 @@ from kb_indexer import __version__
 from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, stored_root_path
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import Backend, LLMError, ProbeResult
-from kb_indexer.llm.config import LLMOptions, resolve
+from kb_indexer.llm.config import LLMOptions, resolve, unknown_embed_backend
 from kb_indexer.llm.registry import make_backend
 from kb_indexer import model_server as local_model
 from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL, LLMConfig
@@ -177,6 +177,7 @@ def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: boo
     llm, llm_problems = _llm_report(config, roundtrip, probe_timeout)
     local = _local_model_report(config, llm, llm_problems)
     database, db_problems = _db_report(find_db(db))
-    problems = llm_problems + db_problems
+    embed_problem = unknown_embed_backend()
+    problems = llm_problems + ([embed_problem] if embed_problem else []) + db_problems
     return {"version": __version__, "llm": llm, "local_model": local, "database": database,
             "problems": problems, "ok": not problems}

@@ -26,10 +26,10 @@ QUERY_RETRIES = 1
 def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
     latest = store.latest_model(conn)
     configured = embed_configured(opts) or bool(opts and opts.model)
-    config = resolve_embed(opts, latest.key if latest else None)   # an unknown backend is a usage error
+    config = resolve_embed(opts, latest.key if latest else None)   # an unknown --embed-backend is a usage error
     source = DenseSource(backend=config.backend, model_name=config.model, configured=configured)
     if not config.enabled:
-        source.unavailable = "embeddings are switched off (embedding backend none)"
+        source.unavailable = config.backend_error or "embeddings are switched off (embedding backend none)"
         return source
     if config.model is None and latest is not None and latest.backend == config.backend:
         config.model = latest.model

@@ -251,16 +251,33 @@ def unknown_backend(opts: LLMOptions | None = None) -> str | None:
     """Why the LLM backend named by ``KBINDEX_LLM_BACKEND`` (the environment or ``.env``) cannot be used, with
     a warning on stderr (once), or None. Such a backend is reported and the LLM features fall back as with no
     backend; an unknown name given with a flag (``opts.backend``) stays bad usage (:func:`resolve`)."""
-    if opts is not None and opts.backend:
+    return _unknown_from_env(opts.backend if opts is not None else None, "KBINDEX_LLM_BACKEND", "LLM",
+                             "the LLM features fall back as with none")
+
+
+def unknown_embed_backend() -> str | None:
+    """Why the embedding backend named by ``KBINDEX_EMBED_BACKEND`` (the environment or ``.env``) cannot be
+    used, or None: queries then run without vectors (saying why) and ``kbindex embed`` stops with this
+    message. Not warned here: the query's own "without vectors" warning and embed's error carry it."""
+    return _unknown_from_env(None, "KBINDEX_EMBED_BACKEND", "embedding",
+                             "queries run without vectors and `kbindex embed` stops", warned=False)
+
+
+def _unknown_from_env(flag: str | None, var: str, what: str, consequence: str, warned: bool = True) -> str | None:
+    """Why the backend the environment variable ``var`` (or ``.env``) names is not a known one (warned on
+    stderr unless ``warned`` is False), or None: also None when a flag chose the backend (an unknown flag is
+    bad usage)."""
+    if flag:
         return None
     dotenv = load_env()
-    value = os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower()
+    value = os.environ.get(var, "").strip().lower()
     if not value or value == registry.DISABLED or value in registry.names():
         return None
-    where = dotenv.path if "KBINDEX_LLM_BACKEND" in dotenv.applied else "the environment"
-    message = (f"KBINDEX_LLM_BACKEND={value!r} (from {where}) is not a known LLM backend (expected one of: "
-               f"{', '.join(registry.names() + (registry.DISABLED,))}): the LLM features fall back as with none")
-    warn(message)
+    where = dotenv.path if var in dotenv.applied else "the environment"
+    message = (f"{var}={value!r} (from {where}) is not a known {what} backend (expected one of: "
+               f"{', '.join(registry.names() + (registry.DISABLED,))}): {consequence}")
+    if warned:
+        warn(message)
     return message
 
 
@@ -312,13 +329,16 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, dotenv,
                                           (stored is not None, stored[0] if stored else DEFAULT_BACKEND, "index"),
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
+    backend_error = None if opts.backend else unknown_embed_backend()
+    if backend_error:   # named by the environment or .env (an unknown flag stays bad usage)
+        backend = registry.DISABLED
     spec = None if backend == registry.DISABLED else registry.get(backend)
     model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, dotenv,
                                       (stored is not None and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))
     timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
-                     sources=sources, env_file=str(dotenv.path) if dotenv.path else None,
+                     sources=sources, env_file=str(dotenv.path) if dotenv.path else None, backend_error=backend_error,
                      **_endpoint(backend, env, dotenv, sources))
 
 

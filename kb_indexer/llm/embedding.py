@@ -41,6 +41,8 @@ class EmbedClient:
     def __init__(self, config: LLMConfig, *, backend: Any = None, batch_size: int | None = None,
                  expect_dim: int | None = None, sleep: Callable[[float], None] = time.sleep,
                  for_queries: bool = False):
+        if config.backend_error:   # an unknown backend named by the environment or .env
+            raise LLMError(config.backend_error, code="llm_config")
         if not config.enabled:
             raise LLMError("embeddings are switched off (embedding backend 'none')", code="llm_disabled")
         self.config = config
