@@ -8,10 +8,9 @@ same API as `kbindex query`; feedback comes from the qrels (helpful = relevant d
 not-helpful = non-relevant documents in the top 10) through the same API as `kbindex feedback`, then
 `learn` runs. nDCG@10 is printed for (a) the train half asked again and (b) the unseen test half:
 before learning, after a `learn --dry-run` (which must equal "before"), after learning with
-associations firing for the same question only (``NEIGHBOUR_MIN`` set out of reach, no document prior:
-learning as it was before similar questions shared it), after learning without the not-helpful
-document prior (``AGAINST_PRIOR`` 0: learning as of 353bba1, "no-prior"), and after learning as shipped.
-All five come from the same index in the same run; the last lines give mean, min and max over seeds.
+associations firing for the same question only (``NEIGHBOUR_MIN`` set out of reach: learning as it
+was before similar questions shared it), and after learning as shipped (similar questions too).
+All four come from the same index in the same run; the last lines give mean, min and max over seeds.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ from kb_indexer.learn import boosts  # noqa: E402
 
 from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noqa: E402
 
-COLUMNS = ("before", "dry-run", "same-only", "no-prior", "after")
-VARIANTS = {"same-only": {"NEIGHBOUR_MIN": float("inf"), "AGAINST_PRIOR": 0.0},   # the same question only
-            "no-prior": {"AGAINST_PRIOR": 0.0}}                                  # learning as of 353bba1
+COLUMNS = ("before", "dry-run", "same-only", "after")
 
 
 def evaluate(kb, queries, qrels, method: str) -> float:
@@ -82,15 +79,12 @@ def run_split(corpus, queries, qrels, seed: int, method: str) -> dict[str, Any]:
         t = time.perf_counter()
         out["learned"] = kb.learning.learn()["summary"]
         out["learn_s"] = time.perf_counter() - t
-        for column, settings in VARIANTS.items():
-            shipped = {name: getattr(boosts, name) for name in settings}
-            for name, value in settings.items():
-                setattr(boosts, name, value)
-            try:
-                measure(column)
-            finally:
-                for name, value in shipped.items():
-                    setattr(boosts, name, value)
+        shipped = boosts.NEIGHBOUR_MIN
+        boosts.NEIGHBOUR_MIN = float("inf")   # associations fire for the same question only
+        try:
+            measure("same-only")
+        finally:
+            boosts.NEIGHBOUR_MIN = shipped
         measure("after")
         out["again"] = kb.learning.learn()["summary"]["total"]
         kb.close()
@@ -104,11 +98,11 @@ def print_split(r: dict[str, Any]) -> None:
           f"{r['learn_s']:.2f}s ({s['associations']} associations, {s['keywords']} keywords, "
           f"{s['similarities']} similarities, {s['score_adjustments']} score adjustments); "
           f"second learn: {r['again']} items; dry-run suggested {r['dry']}")
-    print(f"  {'nDCG@10':24s}" + "".join(f"{c:>10s}" for c in COLUMNS) + "".join(f"{'d ' + c:>12s}" for c in COLUMNS[2:]))
+    print(f"  {'nDCG@10':24s}" + "".join(f"{c:>10s}" for c in COLUMNS) + f"{'change':>10s}{'same-only':>10s}")
     for name, label in (("train", "(a) train, asked again"), ("test", "(b) unseen test half")):
         vals = [r[(name, c)] for c in COLUMNS]
         print(f"  {label:24s}" + "".join(f"{v:10.4f}" for v in vals)
-              + "".join(f"{v - vals[0]:+12.4f}" for v in vals[2:]))
+              + f"{vals[3] - vals[0]:+10.4f}{vals[2] - vals[0]:+10.4f}")
     same = all(abs(r[(n, "dry-run")] - r[(n, "before")]) < 1e-12 for n in ("train", "test"))
     print(f"  dry-run equals before: {same}")
 
@@ -122,7 +116,7 @@ def main() -> None:
 
     corpus, queries, qrels = load(args.data)
     print(f"feedback benchmark on {args.data} ({len(corpus)} documents, {len(queries)} judged queries), "
-          f"method {args.method}; 'd X' = X - before")
+          f"method {args.method}; 'change' = after - before, 'same-only' = same-question learning - before")
     runs = []
     for seed in [int(s) for s in args.seeds.split(",") if s.strip()]:
         runs.append(run_split(corpus, queries, qrels, seed, args.method))
@@ -131,7 +125,7 @@ def main() -> None:
     print(f"over {len(runs)} splits (seeds {args.seeds}): mean [min, max] of the nDCG@10 change")
     for name, label, target in (("train", "(a) train, asked again", ">= +0.10"),
                                 ("test", "(b) unseen test half", ">= +0.02")):
-        for col in COLUMNS[2:]:
+        for col in ("same-only", "after"):
             d = [r[(name, col)] - r[(name, "before")] for r in runs]
             print(f"  {label:24s} {col:10s} {statistics.mean(d):+.4f} [{min(d):+.4f}, {max(d):+.4f}]"
                   + (f"  target {target}" if col == "after" else ""))

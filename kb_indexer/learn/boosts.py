@@ -18,20 +18,12 @@ makes them close. The question's terms no association has get the largest IDF, s
 lowers the similarity. An association's terms the question lacks are counted at the question's mean
 IDF (they are not read: the query reads only the rows of its own terms).
 
-A not-helpful mark stays with its question, except as a small **document prior**: a document that
-questions sharing a term with this one marked not helpful, and none of them helpful, is lowered by
-``AGAINST_PRIOR x n / (n + 1)`` (n: those marks), a tie-breaker that pushes back documents that keep
-coming up and keep failing. It never touches a document the same question (or a helpful mark) speaks for.
-
-All use the stored association items only: each boost names the learned ids that made it (``learned
+Both use the stored association items only: each boost names the learned ids that made it (``learned
 list`` shows them), and ``learned remove`` (undo) of an association stops it firing for every question.
 ``NEIGHBOUR_MIN`` was tuned on Cranfield only (seeds 1-5, unseen half, mean nDCG@10 change): 0.0 +0.0151,
 0.05 +0.0151, 0.1 +0.0156, 0.15 +0.0149, 0.2 +0.0135, 0.25 +0.0133; 0.1 keeps the flat optimum and leaves out
 the faintest matches (each would add a candidate to score). Summing the boosts of similar questions instead
-of taking the largest scored +0.0128 at 0.2. ``AGAINST_PRIOR``, tuned the same way (seeds 1-5, with the
-shipped ``NEIGHBOUR_MIN``): 0 +0.0156, 0.02 +0.0173, 0.03 +0.0180, 0.04 +0.0168, 0.05 +0.0178, 0.08 +0.0168;
-counting only marks of similar questions (similarity >= 0.1) +0.0164, and a prior of net marks (helpful
-ones subtracted) +0.0179 at 0.03: the simpler rule is kept.
+of taking the largest scored +0.0128 at 0.2.
 """
 
 from __future__ import annotations
@@ -45,7 +37,6 @@ from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, question_terms
 from kb_indexer.store.dbapi import Connection
 
 NEIGHBOUR_MIN = 0.1    # similarity of question terms below which nothing carries over to another question
-AGAINST_PRIOR = 0.03   # largest lowering of a document only ever marked not helpful (by questions sharing a term)
 
 
 def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
@@ -70,8 +61,6 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
     same: dict[int, float] = defaultdict(float)
     similar: dict[int, float] = defaultdict(float)
     fired: dict[int, list[int]] = defaultdict(list)
-    against: dict[int, list[int]] = defaultdict(list)   # not-helpful marks of other questions sharing a term
-    helped: set[int] = set()
     for lid, it in sorted(items.items()):
         kind, boost = _boost(it, terms, idf)
         if boost:
@@ -80,14 +69,6 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
             else:
                 similar[it["doc"]] = max(similar[it["doc"]], boost)
             fired[it["doc"]].append(lid)
-        elif it["weight"] < 0:
-            against[it["doc"]].append(lid)
-        if it["weight"] > 0:
-            helped.add(it["doc"])
-    for d, lids in against.items():
-        if AGAINST_PRIOR and d not in helped and d not in same:
-            similar[d] -= AGAINST_PRIOR * len(lids) / (len(lids) + 1)
-            fired[d].extend(lids)
     return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
 
 
