@@ -24,6 +24,17 @@ list`` shows them), and ``learned remove`` (undo) of an association stops it fir
 0.05 +0.0151, 0.1 +0.0156, 0.15 +0.0149, 0.2 +0.0135, 0.25 +0.0133; 0.1 keeps the flat optimum and leaves out
 the faintest matches (each would add a candidate to score). Summing the boosts of similar questions instead
 of taking the largest scored +0.0128 at 0.2.
+
+Tried for issue 30 and dropped (unseen half, mean nDCG@10 change). Cranfield seeds 1-3, one index per seed,
+this rule +0.0157: per document, the IDF share of the question its helpful associations cover together
+(instead of the largest single similarity) +0.0151, the larger of both +0.0159; a prior for documents
+helpful for questions sharing a term (0.05 x n/(n+1)) +0.0136; the similar-question boost x0.5 +0.0115,
+x1.5 +0.0115, x2 +0.0043, similarity^0.5 +0.0020, ^2 +0.0087; feedback-trained expansion (relevance-model
+words of the 10 documents helpful for the most similar questions, their FTS5 bm25 added as a boost) 0.1
++0.0110, 0.2 +0.0012, 0.3 -0.0130, only questions with similarity >= 0.5 and times the question's bm25
++0.0167 (two more full-text passes per query). A prior lowering documents only ever marked not helpful by
+questions sharing a term (0.03 x n/(n+1); seeds 1-5 in bench/feedback_eval.py, same runs): Cranfield
++0.0180 vs +0.0156, but held-out CISI +0.0020 vs +0.0035 and CACM +0.0136 vs +0.0171: not kept.
 """
 
 from __future__ import annotations
