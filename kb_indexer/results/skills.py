@@ -118,6 +118,7 @@ class SkillVectorsReport(TypedDict):
     min_cosine: NotRequired[float]
     margin: NotRequired[float]
     best: NotRequired[float]
+    best_skill: NotRequired[str]
     next: NotRequired[float]
 
 

@@ -129,11 +129,11 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
     order = np.argsort(-cosines, kind="stable")[:2]
     best = float(cosines[order[0]])
     second = float(cosines[order[1]]) if len(order) > 1 else 0.0
-    report.update(used=True, best=round(best, 4), next=round(second, 4))
+    i = rows[int(order[0])]
+    report.update(used=True, best=round(best, 4), best_skill=index.names[i], next=round(second, 4))
     out["method"] = "keyword+vectors"
     if best < MIN_COSINE or best - second < MARGIN:
         return
-    i = rows[int(order[0])]
     reason = f"cosine {best:.3f} to the skill's name and description (next skill {second:.3f})"
     for m in out["matched"]:
         if m["name"] == index.names[i]:
