@@ -239,21 +239,21 @@ def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float, float]:
     cmd = [sys.executable, "-m", "kb_indexer", "skills", "match", "turn off the Samsung TV", "--no-llm",
            "--db", str(db), "--format", "json"]
 
-    def median(c: list[str]) -> tuple[float, float]:
-        ts, rss = [], []
+    def median(c: list[str]) -> float:
+        ts = []
         for _ in range(runs):
             t = time.perf_counter()
-            proc = subprocess.Popen(c, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _, status, usage = os.wait4(proc.pid, 0)
+            subprocess.run(c, env=env, check=True, capture_output=True)
             ts.append((time.perf_counter() - t) * 1000)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            if proc.returncode:
-                raise RuntimeError(f"{c} exited with {proc.returncode}")
-            rss.append(usage.ru_maxrss / 1024)   # KB on Linux
-        return statistics.median(ts), statistics.median(rss)
+        return statistics.median(ts)
 
-    ours, rss = median(cmd)
-    return ours, median([sys.executable, "-c", "pass"])[0], rss
+    # the peak RSS through a small launcher: a child of this (large) process would report this process's
+    # RSS too (Linux keeps the high-water mark across fork and exec)
+    launcher = [sys.executable, "-c", "import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:], "
+                "stdout=subprocess.DEVNULL); print(os.wait4(p.pid, 0)[2].ru_maxrss)"]
+    rss = statistics.median(int(subprocess.run(launcher + cmd, env=env, check=True, capture_output=True,
+                                               text=True).stdout) / 1024 for _ in range(max(1, min(runs, 3))))
+    return median(cmd), median([sys.executable, "-c", "pass"]), rss
 
 
 def vectors_usable() -> str | None:
@@ -275,25 +275,31 @@ def _names(out: dict[str, Any], channel: str | None = None) -> list[str]:
     return [m["name"] for m in out["matched"] if channel is None or channel in m["source"].split("+")]
 
 
+def _with_channel(out: dict[str, Any], t: float, margin: float, veto: float | None) -> list[str]:
+    """The match of one run's output under other channel settings (its keyword matches and cosines)."""
+    v = out["vectors"]
+    got = [k["name"] for k in v["keyword"] if veto is None or k["cosine"] >= veto]
+    if v["best"] >= t and v["best"] - v["next"] >= margin and v["best_skill"] not in got:
+        got = (got + [v["best_skill"]])[:out["top"]]
+    return got
+
+
 def vector_grid(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> None:
-    """The channel's threshold and margin on the dev queries and tuning sets (pooled), from one run's cosines."""
+    """The channel's settings on the dev queries and tuning sets (pooled), from one run's cosines."""
     pooled = [(q, out) for qs, outs in results.values() for q, out in zip(qs, outs)]
     qs = [q for q, _ in pooled]
     rows = []
     for t in [x / 100 for x in range(40, 66, 2)]:
         for margin in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15):
-            preds = []
-            for _, out in pooled:
-                got, v = _names(out, "keyword"), out["vectors"]
-                if v.get("used") and v["best"] >= t and v["best"] - v["next"] >= margin and v["best_skill"] not in got:
-                    got = (got + [v["best_skill"]])[:out["top"]]
-                preds.append(got)
-            m = evaluate(qs, preds)
-            rows.append((m["negatives"] >= 0.9, round(m["f1"], 3), t, margin, m["negatives"]))
+            for veto in (None, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25):
+                m = evaluate(qs, [_with_channel(out, t, margin, veto) for _, out in pooled])
+                rows.append((m["negatives"] >= 0.9, round(m["f1"], 3), t, margin, -1.0 if veto is None else veto,
+                             m["negatives"]))
     print("\nVector channel grid (dev + tuning sets pooled, never a held-out set): best F1 with negatives >= 0.9, "
-          "of equal F1 the higher threshold")
-    for ok, f1, t, margin, neg in sorted(rows, key=lambda r: (not r[0], -r[1], -r[2], -r[3]))[:8]:
-        print(f"  min cosine {t:.2f}  margin {margin:.2f}  F1 {f1:.3f}  negatives {neg:.2f}")
+          "of equal F1 the higher thresholds (min cosine, margin, keyword veto)")
+    for _, f1, t, margin, veto, neg in sorted(rows, key=lambda r: (not r[0], -r[1], -r[2], -r[3], -r[4]))[:10]:
+        print(f"  min cosine {t:.2f}  margin {margin:.2f}  keyword veto {'none' if veto < -0.5 else f'{veto:.2f}'}  "
+              f"F1 {f1:.3f}  negatives {neg:.2f}")
 
 
 def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], args: argparse.Namespace,
@@ -317,7 +323,8 @@ def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], a
         if "tuning" in label:
             tuning[label] = (qs, outs)
         print(f"  {label}: {len(qs)} messages")
-        print("  " + _line("kbindex keyword", evaluate(qs, [_names(o, "keyword") for o in outs])))
+        print("  " + _line("kbindex keyword", evaluate(qs, [[k["name"] for k in o["vectors"]["keyword"]]
+                                                            for o in outs])))
         print("  " + _line("kbindex keyword+vectors", evaluate(qs, [_names(o) for o in outs])))
     if args.grid:
         vector_grid(tuning)

@@ -116,3 +116,16 @@ def test_cli_embed_then_match_as_json(cli, tmp_path):
     assert res.exit_code == 0 and res.stderr == ""
     data = json.loads(res.stdout)
     assert data["method"] == "keyword+vectors" and [m["source"] for m in data["matched"]] == ["vectors"]
+
+
+def test_a_keyword_match_too_far_in_meaning_is_dropped_and_reported(k, monkeypatch):
+    from kb_indexer.skills import vectors
+
+    k.skills.embed()
+    message = "turn off the Samsung TV and mute the volume"
+    kept = k.skills.match(message, use_llm=False)["vectors"]
+    assert kept["vetoed"] == [] and kept["keyword"][0]["name"] == "samsung-smart-tv"
+    monkeypatch.setattr(vectors, "MIN_KEYWORD_COSINE", kept["keyword"][0]["cosine"] + 0.01)
+    monkeypatch.setattr(vectors, "MIN_COSINE", 1.0)   # the channel adds nothing either
+    out = k.skills.match(message, use_llm=False)
+    assert out["matched"] == [] and out["vectors"]["vetoed"] == ["samsung-smart-tv"]

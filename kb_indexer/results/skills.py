@@ -120,6 +120,9 @@ class SkillVectorsReport(TypedDict):
     best: NotRequired[float]
     best_skill: NotRequired[str]
     next: NotRequired[float]
+    min_keyword_cosine: NotRequired[float]
+    keyword: NotRequired[list[JsonObject]]
+    vetoed: NotRequired[list[str]]
 
 
 class SkillsEmbedResult(TypedDict):

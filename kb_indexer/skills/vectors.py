@@ -9,13 +9,14 @@ changed since is simply left out of this channel until the next ``skills embed``
 When the index has such vectors, :func:`vector_step` embeds the message with the same model and adds the skill
 of highest cosine when it is at least :data:`MIN_COSINE` and leads the next skill by :data:`MARGIN` (one clear
 winner: a message needing no skill is near many skills a little, a paraphrase of one skill is near that one).
-The keyword matches stay as they are (the keyword matcher decides first; a skill found by both says
-``keyword+vectors``). Without vectors, or when the model cannot run here, the match is the keyword match
-exactly, and ``vectors.fallback`` says why.
+The keyword matcher decides first (a skill found by both says ``keyword+vectors``); a keyword match whose
+cosine to the message is below :data:`MIN_KEYWORD_COSINE` is dropped (a word shared by accident, the meaning
+unrelated), in ``vectors.vetoed``. Without vectors, or when the model cannot run here, the match is the keyword
+match exactly, and ``vectors.fallback`` says why.
 
-``MIN_COSINE`` and ``MARGIN`` were chosen on the development queries and the tuning sets of
-``bench/skills_eval.py`` only (best pooled F1 with negatives >= 0.9; of equal F1, the higher threshold), never
-on a held-out message; they hold for all-MiniLM-L6-v2, the one model this channel uses.
+``MIN_COSINE``, ``MARGIN`` and ``MIN_KEYWORD_COSINE`` were chosen on the development queries and the tuning
+sets of ``bench/skills_eval.py --grid`` only (best pooled F1 with negatives >= 0.9; of equal F1, the higher
+thresholds), never on a held-out message; they hold for all-MiniLM-L6-v2, the one model this channel uses.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kb_indexer.store.dbapi import Connection
 BACKEND, MODEL = "local", DEFAULT_MODEL
 MIN_COSINE = 0.54
 MARGIN = 0.08
+MIN_KEYWORD_COSINE = 0.1
 BATCH = 32
 
 
@@ -130,8 +132,10 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
     best = float(cosines[order[0]])
     second = float(cosines[order[1]]) if len(order) > 1 else 0.0
     i = rows[int(order[0])]
-    report.update(used=True, best=round(best, 4), best_skill=index.names[i], next=round(second, 4))
+    report.update(used=True, best=round(best, 4), best_skill=index.names[i], next=round(second, 4),
+                  min_keyword_cosine=MIN_KEYWORD_COSINE)
     out["method"] = "keyword+vectors"
+    _veto(out, report, dict(zip((index.names[r] for r in rows), cosines.tolist())))
     if best < MIN_COSINE or best - second < MARGIN:
         return
     reason = f"cosine {best:.3f} to the skill's name and description (next skill {second:.3f})"
@@ -142,3 +146,13 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
     if len(out["matched"]) < top:
         out["matched"].append({"name": index.names[i], "description": index.descriptions[i],
                                "score": round(best, 4), "source": "vectors", "reason": reason})
+
+
+def _veto(out: dict[str, Any], report: dict[str, Any], cosine: dict[str, float]) -> None:
+    """Drop the keyword matches whose meaning is unrelated to the message (cosine below
+    :data:`MIN_KEYWORD_COSINE`: a word shared by accident); ``report["keyword"]`` keeps every keyword match
+    with its cosine, ``report["vetoed"]`` the dropped ones. A skill without a vector of its text stays."""
+    report["keyword"] = [{"name": m["name"], "cosine": round(cosine[m["name"]], 4)}
+                         for m in out["matched"] if m["name"] in cosine]
+    report["vetoed"] = [m["name"] for m in out["matched"] if cosine.get(m["name"], 1.0) < MIN_KEYWORD_COSINE]
+    out["matched"] = [m for m in out["matched"] if m["name"] not in report["vetoed"]]
