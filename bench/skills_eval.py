@@ -256,17 +256,6 @@ def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float, float]:
     return median(cmd), median([sys.executable, "-c", "pass"]), rss
 
 
-def vectors_usable() -> str | None:
-    """Why the semantic channel cannot run here (None: it can)."""
-    from kb_indexer.llm import local_backend, minilm
-    from kb_indexer.llm.base import LLMConfigError
-
-    try:
-        return minilm.unsupported(local_backend.model_path(local_backend.DEFAULT_MODEL))
-    except LLMConfigError as exc:
-        return exc.message
-
-
 def outputs(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(kb.skills.match(q["query"], use_llm=False)) for q in queries]
 
@@ -305,7 +294,9 @@ def vector_grid(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, An
 def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], args: argparse.Namespace,
                    cold_keyword: tuple[float, float, float] | None) -> None:
     """Section 7 of the module text: the sets with the vectors beside keyword-only, and the cold cost."""
-    why = vectors_usable()
+    from kb_indexer.skills.vectors import model_problem
+
+    why = model_problem()
     if why:
         print(f"\nSemantic channel: skipped ({why})")
         return

@@ -8,23 +8,18 @@ package, tokenizers and threadpoolctl; no torch); skipped where they are not ins
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from helpers import write_skills
 
-from kb_indexer.llm import local_backend, minilm
-from kb_indexer.llm.base import LLMConfigError
+from kb_indexer.skills.vectors import model_problem
+from tests.conftest import REPO
 
-
-def _model_problem() -> str | None:
-    try:
-        return minilm.unsupported(local_backend.model_path(local_backend.DEFAULT_MODEL))
-    except LLMConfigError as exc:
-        return exc.message
-
-
-pytestmark = pytest.mark.skipif(_model_problem() is not None, reason=f"the local model: {_model_problem()}")
+pytestmark = pytest.mark.skipif(model_problem() is not None, reason=f"the local model: {model_problem()}")
 
 SKILLS = {
     "weather": "Current conditions and forecasts for any city.",
@@ -129,3 +124,16 @@ def test_a_keyword_match_too_far_in_meaning_is_dropped_and_reported(k, monkeypat
     monkeypatch.setattr(vectors, "MIN_COSINE", 1.0)   # the channel adds nothing either
     out = k.skills.match(message, use_llm=False)
     assert out["matched"] == [] and out["vectors"]["vetoed"] == ["samsung-smart-tv"]
+
+
+def test_an_index_without_skill_vectors_never_loads_numpy_or_the_model(tmp_path):
+    root = write_skills(tmp_path / "skills", SKILLS)
+    code = ("import sys; from kb_indexer.api import KnowledgeBase; "
+            f"kb, _ = KnowledgeBase.init({str(tmp_path / 'kbindex.db')!r}, {str(tmp_path / 'kb')!r}); "
+            f"kb.skills.sync([{str(root)!r}]); out = kb.skills.match('turn off the Samsung TV', use_llm=False); "
+            "print(out['method'], sorted(m for m in ('numpy', 'tokenizers', 'kb_indexer.skills.vectors') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["keyword", "[]"]

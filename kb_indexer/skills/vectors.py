@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from kb_indexer.llm.base import LLMError
+from kb_indexer.llm import minilm
+from kb_indexer.llm.base import LLMConfigError, LLMError
 from kb_indexer.llm.config import EmbedOptions, resolve_embed
 from kb_indexer.llm.embedding import EmbedClient
-from kb_indexer.llm.local_backend import DEFAULT_MODEL
+from kb_indexer.llm.local_backend import DEFAULT_MODEL, model_path
 from kb_indexer.skills.match import SkillIndex
 from kb_indexer.skills.sync import VECTORS_KEY
 from kb_indexer.store import meta
@@ -52,6 +53,14 @@ def skill_text(name: str, description: str) -> str:
 
 def _digest(name: str, description: str) -> str:
     return hashlib.sha256(skill_text(name, description).encode("utf-8")).hexdigest()[:16]
+
+
+def model_problem() -> str | None:
+    """Why this channel's model cannot run here (its package, tokenizers or threadpoolctl missing); None: it can."""
+    try:
+        return minilm.unsupported(model_path(MODEL))
+    except LLMConfigError as exc:
+        return exc.message
 
 
 def _client() -> EmbedClient:
