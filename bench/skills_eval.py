@@ -32,7 +32,11 @@ What it measures (one process):
    ``--no-heldout`` leaves the held-out sets out (for tuning runs). ``--code DIR`` evaluates the
    ``kb_indexer`` of another checkout (e.g. the commit before a change) on the same sets.
 6. Cold start: median wall time of ``python -m kb_indexer skills match MESSAGE --no-llm`` against
-   ``python -c pass``.
+   ``python -c pass``, and the peak RSS of the match process.
+7. The semantic channel (``--no-vectors`` leaves it out): ``skills embed`` (the local all-MiniLM-L6-v2,
+   numpy encoder), then every set again with the vectors, beside the keyword-only figures of the same run,
+   and the cold match (wall, RSS) with vectors beside the one without. ``--grid`` adds the grid of the
+   channel's threshold and margin on the dev queries and tuning sets only.
 
 Precision, recall and F1 are micro-averaged over all queries (a skill returned for a query needing none is a
 false positive). Exact = the returned set equals the labelled set. Negatives = share of ``negative`` queries
@@ -229,7 +233,8 @@ def grid(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> None:
         print(f"  {ms:4.1f}  {cf:4.2f}  dev F1 {f1:.3f}  tuning F1 {tf1:.3f}  negatives {neg:.2f}")
 
 
-def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float]:
+def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float, float]:
+    """Median wall ms of a cold ``skills match`` and of ``python -c pass``, and the match's peak RSS (MB)."""
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, "-m", "kb_indexer", "skills", "match", "turn off the Samsung TV", "--no-llm",
            "--db", str(db), "--format", "json"]
@@ -242,7 +247,84 @@ def cold(db: Path, runs: int, code: Path = REPO) -> tuple[float, float]:
             ts.append((time.perf_counter() - t) * 1000)
         return statistics.median(ts)
 
-    return median(cmd), median([sys.executable, "-c", "pass"])
+    # the peak RSS through a small launcher: a child of this (large) process would report this process's
+    # RSS too (Linux keeps the high-water mark across fork and exec)
+    launcher = [sys.executable, "-c", "import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:], "
+                "stdout=subprocess.DEVNULL); print(os.wait4(p.pid, 0)[2].ru_maxrss)"]
+    rss = statistics.median(int(subprocess.run(launcher + cmd, env=env, check=True, capture_output=True,
+                                               text=True).stdout) / 1024 for _ in range(max(1, min(runs, 3))))
+    return median(cmd), median([sys.executable, "-c", "pass"]), rss
+
+
+def outputs(kb: KnowledgeBase, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(kb.skills.match(q["query"], use_llm=False)) for q in queries]
+
+
+def _names(out: dict[str, Any], channel: str | None = None) -> list[str]:
+    return [m["name"] for m in out["matched"] if channel is None or channel in m["source"].split("+")]
+
+
+def _with_channel(out: dict[str, Any], t: float, margin: float, veto: float | None) -> list[str]:
+    """The match of one run's output under other channel settings (its keyword matches and cosines)."""
+    v = out["vectors"]
+    got = [k["name"] for k in v["keyword"] if veto is None or k["cosine"] >= veto]
+    if v["best"] >= t and v["best"] - v["next"] >= margin and v["best_skill"] not in got:
+        got = (got + [v["best_skill"]])[:out["top"]]
+    return got
+
+
+def vector_grid(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> None:
+    """The channel's settings on the dev queries and tuning sets (pooled), from one run's cosines."""
+    pooled = [(q, out) for qs, outs in results.values() for q, out in zip(qs, outs)]
+    qs = [q for q, _ in pooled]
+    rows = []
+    for t in [x / 100 for x in range(40, 66, 2)]:
+        for margin in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15):
+            for veto in (None, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25):
+                m = evaluate(qs, [_with_channel(out, t, margin, veto) for _, out in pooled])
+                rows.append((m["negatives"] >= 0.9, round(m["f1"], 3), t, margin, -1.0 if veto is None else veto,
+                             m["negatives"]))
+    print("\nVector channel grid (dev + tuning sets pooled, never a held-out set): best F1 with negatives >= 0.9, "
+          "of equal F1 the higher thresholds (min cosine, margin, keyword veto)")
+    for _, f1, t, margin, veto, neg in sorted(rows, key=lambda r: (not r[0], -r[1], -r[2], -r[3], -r[4]))[:10]:
+        print(f"  min cosine {t:.2f}  margin {margin:.2f}  keyword veto {'none' if veto < -0.5 else f'{veto:.2f}'}  "
+              f"F1 {f1:.3f}  negatives {neg:.2f}")
+
+
+def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], args: argparse.Namespace,
+                   cold_keyword: tuple[float, float, float] | None) -> None:
+    """Section 7 of the module text: the sets with the vectors beside keyword-only, and the cold cost."""
+    from kb_indexer.skills.vectors import model_problem
+
+    why = model_problem()
+    if why:
+        print(f"\nSemantic channel: skipped ({why})")
+        return
+    t = time.perf_counter()
+    embedded = kb.skills.embed()
+    print(f"\nskills embed: {embedded['embedded']} skills, {embedded['model']} ({embedded['dim']} dims), "
+          f"{(time.perf_counter() - t):.1f} s")
+    sets = [("dev queries (tuning)", queries)] + [(label, read_jsonl(p)) for label, p in
+                                                  TUNING_SETS + (() if args.no_heldout else HELD_OUT_SETS)]
+    tuning: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    print("Same run, keyword-only beside keyword+vectors:")
+    for label, qs in sets:
+        outs = outputs(kb, qs)
+        assert all(o["method"] == "keyword+vectors" for o in outs)
+        if "tuning" in label:
+            tuning[label] = (qs, outs)
+        print(f"  {label}: {len(qs)} messages")
+        print("  " + _line("kbindex keyword", evaluate(qs, [[k["name"] for k in o["vectors"]["keyword"]]
+                                                            for o in outs])))
+        print("  " + _line("kbindex keyword+vectors", evaluate(qs, [_names(o) for o in outs])))
+    if args.grid:
+        vector_grid(tuning)
+    if args.cold and cold_keyword:
+        ours, base, rss = cold(db, args.cold, args.code.resolve())
+        kw, kw_base, kw_rss = cold_keyword
+        print(f"\ncold `skills match --no-llm` with vectors: median {ours:.0f} ms, RSS {rss:.0f} MB "
+              f"(`python -c pass` {base:.0f} ms); without vectors: {kw:.0f} ms, RSS {kw_rss:.0f} MB "
+              f"(`python -c pass` {kw_base:.0f} ms); {args.cold} runs each")
 
 
 def _line(label: str, m: dict[str, Any], p50: float | None = None) -> str:
@@ -298,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cold", type=int, default=7, help="cold CLI runs to time (0: skip)")
     p.add_argument("--no-bm25s", action="store_true")
     p.add_argument("--no-heldout", action="store_true", help="leave the held-out sets out (tuning runs)")
+    p.add_argument("--no-vectors", action="store_true", help="leave the semantic channel out")
     p.add_argument("--code", type=Path, default=REPO,
                    help="the checkout whose kb_indexer is evaluated (default: this one)")
     p.add_argument("--llm", action="store_true", help="also run the LLM matcher with the configured backend")
@@ -343,11 +426,14 @@ def main(argv: list[str] | None = None) -> int:
             grid(kb, queries)
         if args.llm:
             _print_llm(kb, queries[:args.llm_limit] if args.llm_limit else queries, args)
-        kb.close()
-        if args.cold:
-            ours_ms, base_ms = cold(root / "kbindex.db", args.cold, args.code.resolve())
-            print(f"\ncold `python -m kb_indexer skills match --no-llm`: median {ours_ms:.0f} ms; "
+        cold_keyword = cold(root / "kbindex.db", args.cold, args.code.resolve()) if args.cold else None
+        if cold_keyword:
+            ours_ms, base_ms, rss = cold_keyword
+            print(f"\ncold `python -m kb_indexer skills match --no-llm`: median {ours_ms:.0f} ms, RSS {rss:.0f} MB; "
                   f"`python -c pass`: {base_ms:.0f} ms; ratio {ours_ms / base_ms:.1f}x ({args.cold} runs each)")
+        if not args.no_vectors:
+            _print_vectors(kb, root / "kbindex.db", queries, args, cold_keyword)
+        kb.close()
     return 0
 
 

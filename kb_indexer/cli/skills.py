@@ -1,4 +1,4 @@
-"""skills sync|list|show|remove|match|session|load: Agent Skills (SKILL.md folders) in the index."""
+"""skills sync|embed|list|show|remove|match|session|load: Agent Skills (SKILL.md folders) in the index."""
 
 from __future__ import annotations
 
@@ -36,6 +36,18 @@ def skills_sync(
     echo(f"Skills: {result['skills']} indexed ({len(result['added'])} added, {len(result['updated'])} "
                      f"updated, {len(result['removed'])} removed, {result['unchanged']} unchanged, "
                      f"{len(result['errors'])} errors) from {len(result['dirs'])} directories\n")
+
+
+@skills_app.command("embed")
+def skills_embed(
+    everything: Annotated[bool, typer.Option("--all", help="Embed every skill again, not only the changed ones.")]
+    = False,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Store each skill's name-and-description vector (the local all-MiniLM-L6-v2 model, no torch): `skills
+    match` then also finds a skill by meaning, not only by shared words."""
+    with open_kb(db, kb) as k:
+        emit(k.skills.embed(everything), format, title="skills embed")
 
 
 @skills_app.command("list")

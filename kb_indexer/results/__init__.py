@@ -37,8 +37,8 @@ from kb_indexer.results.learning import (
 from kb_indexer.results.skills import (
     DuplicateSkill, LeftOutSkill, LoadedSkill, MatchedSkill, SessionMessage, SessionSkill, SessionTurn,
     SkillCandidate, SkillMatchResult, SkillRemoveResult, SkillSessionResetResult, SkillSessionResult,
-    SkillShowResult, SkillSummary, SkillsDir, SkillsListResult, SkillsLlmReport, SkillsLoadResult,
-    SkillsSyncResult,
+    SkillShowResult, SkillSummary, SkillVectorsReport, SkillsDir, SkillsEmbedResult, SkillsListResult,
+    SkillsLlmReport, SkillsLoadResult, SkillsSyncResult,
 )
 from kb_indexer.results.context import (
     AddedMessage, BuildStats, CompressStats, ContextAddResult, ContextBuildResult, ContextCompressResult,
@@ -69,7 +69,8 @@ __all__ = [
     "SessionMessage", "SessionSkill", "SessionSummary", "SessionTurn", "ShowResult", "SimilarKeyword",
     "SimilarResult", "SimilarityFilesReport", "SimilarityType", "Skill", "SkillCandidate", "SkillMatchResult",
     "SkillRemoveResult", "SkillSessionResetResult", "SkillSessionResult", "SkillShowResult", "SkillSummary",
-    "SkillsDir", "SkillsListResult", "SkillsLlmReport", "SkillsLoadResult", "SkillsSyncResult",
+    "SkillVectorsReport", "SkillsDir", "SkillsEmbedResult", "SkillsListResult", "SkillsLlmReport",
+    "SkillsLoadResult", "SkillsSyncResult",
     "SparseIndexStats", "SparseRefresh", "VectorSearch", "StaleResult", "StoredMessage", "SuggestResult", "Suggestion",
     "SuggestionEvidence", "SyncResult", "TaggedDocument", "UnrelateResult",
 ]

@@ -75,7 +75,7 @@ class MatchedSkill(TypedDict):
     name: str
     description: str
     score: float
-    source: Literal["keyword", "llm"]
+    source: Literal["keyword", "llm", "vectors", "keyword+vectors"]
     reason: str
 
 
@@ -108,11 +108,39 @@ class SkillsLlmReport(TypedDict):
     dropped: NotRequired[list[str]]
 
 
+class SkillVectorsReport(TypedDict):
+    """A match's semantic channel: whether it ran (``fallback``: why not), the best and next cosine."""
+    used: bool
+    fallback: str | None
+    backend: NotRequired[str]
+    model: NotRequired[str]
+    skills: NotRequired[int]
+    min_cosine: NotRequired[float]
+    margin: NotRequired[float]
+    best: NotRequired[float]
+    best_skill: NotRequired[str]
+    next: NotRequired[float]
+    min_keyword_cosine: NotRequired[float]
+    keyword: NotRequired[list[JsonObject]]
+    vetoed: NotRequired[list[str]]
+
+
+class SkillsEmbedResult(TypedDict):
+    backend: str
+    model: str
+    dim: int
+    skills: int
+    embedded: int
+    unchanged: int
+    removed: int
+    seconds: float
+
+
 class SkillMatchResult(TypedDict):
     query: str
     terms: list[str]
     matched: list[MatchedSkill]
-    method: Literal["keyword", "llm"]
+    method: Literal["keyword", "llm", "keyword+vectors"]
     candidates: list[SkillCandidate]
     min_score: float
     background: float
@@ -122,6 +150,7 @@ class SkillMatchResult(TypedDict):
     fallback_reason: str | None
     prompt_tokens_estimate: int | None
     llm: SkillsLlmReport | None
+    vectors: SkillVectorsReport
     session: SessionTurn | None
     elapsed_ms: float
 

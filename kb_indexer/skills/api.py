@@ -19,7 +19,8 @@ from kb_indexer.skills.llm_match import NO_BACKEND, llm_step
 from kb_indexer.skills.match import MIN_SCORE, MatchOptions, keyword_match, load_index
 from kb_indexer.skills.session import SessionOptions, load_skills, record_turn, reset_session, show_session
 from kb_indexer.skills.source import skill_source
-from kb_indexer.skills.sync import list_skills, remove_skill, show_skill, skills_version, sync_skills
+from kb_indexer.skills.sync import VECTORS_KEY, list_skills, remove_skill, show_skill, skills_version, sync_skills
+from kb_indexer.store import meta
 from kb_indexer.store.errors import translating
 from kb_indexer.store.dbapi import Connection
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from kb_indexer.llm.config import LLMOptions
     from kb_indexer.llm.structured import LLMClient
     from kb_indexer.results import (SkillMatchResult, SkillRemoveResult, SkillSessionResetResult, SkillSessionResult,
-                                    SkillShowResult, SkillsListResult, SkillsLoadResult, SkillsSyncResult)
+                                    SkillShowResult, SkillsEmbedResult, SkillsListResult, SkillsLoadResult,
+                                    SkillsSyncResult)
 
 MAX_MESSAGE_CHARS = 20_000
 MAX_TOP = 50
@@ -43,7 +45,7 @@ def _check_text(value: Any, what: str) -> str:
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class SkillsAPI:
-    """Skills: sync, all, show, source, remove, match, session, load."""
+    """Skills: sync, embed, all, show, source, remove, match, session, load."""
 
     #: ``fallback_reason`` of a match that did not ask an LLM because none is configured (not a failure)
     NO_BACKEND = NO_BACKEND
@@ -59,6 +61,11 @@ class SkillsAPI:
             _check_text(str(d), "a skills directory")
         return cast("SkillsSyncResult", sync_skills(self.conn, [str(d) for d in dirs or []],
                                                       [str(d) for d in forget or []]))
+
+    def embed(self, everything: bool = False) -> SkillsEmbedResult:
+        """Store each skill's name-and-description vector of the local all-MiniLM-L6-v2 model (only those
+        whose text changed; all with ``everything``): :meth:`match` then adds its semantic channel."""
+        return cast("SkillsEmbedResult", _vectors().embed_skills(self.conn, everything))
 
     def all(self) -> SkillsListResult:
         return cast("SkillsListResult", list_skills(self.conn))
@@ -80,7 +87,9 @@ class SkillsAPI:
         """The skills a chat message needs (``matched`` may be empty, and is for a message no skill serves).
 
         The keyword matcher (:mod:`kb_indexer.skills.match`) scores every skill; ``min_score`` overrides its
-        threshold. With ``use_llm`` and an LLM backend configured (``llm`` =
+        threshold. When the skills have vectors (:meth:`embed`), the local model's cosine similarity adds a
+        skill the keywords missed (:mod:`kb_indexer.skills.vectors`; ``method`` ``keyword+vectors``, each
+        match's ``source``; ``vectors.fallback`` says why not). With ``use_llm`` and an LLM backend configured (``llm`` =
         :class:`kb_indexer.llm.config.LLMOptions`, ``KBINDEX_LLM_BACKEND`` or ``.env``; ``client`` for
         tests), the model chooses among the ``candidates`` best keyword candidates
         (:mod:`kb_indexer.skills.llm_match`); on any failure the keyword result stays, with
@@ -101,7 +110,10 @@ class SkillsAPI:
         opts = MatchOptions(top=top, candidates=candidates,
                             min_score=MIN_SCORE if min_score is None else float(min_score))
         out = keyword_match(index, message, opts)
-        out.update(cache={"hit": False}, fallback_reason=None, prompt_tokens_estimate=None, llm=None)
+        out.update(cache={"hit": False}, fallback_reason=None, prompt_tokens_estimate=None, llm=None,
+                   vectors={"used": False, "fallback": "no skill vectors (run `kbindex skills embed`): keyword result"})
+        if meta.get(self.conn, VECTORS_KEY) is not None:
+            _vectors().vector_step(self.conn, index, message, out, top)
         if use_llm:
             llm_step(self.conn, index, message, opts, out, llm, client)
         out["session"] = None
@@ -131,6 +143,12 @@ class SkillsAPI:
         if budget is not None:
             check_int_arg(budget, "budget (--budget)", 1, 10_000_000)
         return cast("SkillsLoadResult", load_skills(self.conn, check_session_id(session), budget))
+
+
+def _vectors() -> Any:
+    from kb_indexer.skills import vectors  # lazy: numpy and the local model, only for an index with skill vectors
+
+    return vectors
 
 
 def _check_message(message: Any) -> None:

@@ -33,6 +33,7 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.dbapi import Connection, Row
 
 SKILLS_VERSION_KEY = "skills_version"  # in the meta table: bumped when the skill set changes
+VECTORS_KEY = "skills_vectors"   # in the meta table: the skills' vectors (kb_indexer.skills.vectors)
 
 SKILL_FILE = "SKILL.md"
 MAX_BODY_TOKENS = 4_000   # body tokens kept for matching (the body itself is stored whole)
