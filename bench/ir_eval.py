@@ -4,6 +4,7 @@
     python3 bench/ir_eval.py                      # ../shared/data/cranfield next to the repo
     python3 bench/ir_eval.py --data DIR --methods fulltext,hybrid,keyword
     python3 bench/ir_eval.py --data DIR --embed local --methods fulltext,semantic,hybrid
+    python3 bench/ir_eval.py --embed local --keep /tmp/hyb-cranfield --methods hybrid --vector-feedback 0,default
 
 What it measures (one process, one thread):
 
@@ -23,7 +24,9 @@ What it measures (one process, one thread):
    plain RRF(k=60) of bm25s and the same vectors (each document's best chunk, read
    from the index) is scored. kbindex's queries/s for these methods are measured
    with the question's vector in the LLM cache (the warm-up run fills it; the
-   embedding model's own time per question is printed apart).
+   embedding model's own time per question is printed apart). ``--keep DIR`` reuses a KB built and
+   embedded by an earlier run (nothing is embedded again); ``--vector-feedback 0,default`` scores hybrid
+   without vector feedback (the fusion of 353bba1) beside kbindex's default in the same run.
 
 nDCG@10 uses graded gains 2^rel - 1 (the collection's README); Recall@100
 counts every judged document (all have rel >= 1).
