@@ -245,6 +245,12 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int) -> tuple[dict[int, 
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
     apply_learned(scores, pool.learned)
+    refined = dense.refine(scores, max(DENSE_DEPTH, limit)) if dense is not None and pool.bm25 else None
+    if refined is not None:   # vector feedback (hybrid; semantic.refine): every candidate's cosine again, fused again
+        pool.cosine.clear()
+        parts["dense"] = _dense_parts(refined, pool)
+        scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
+        apply_learned(scores, pool.learned)
     return pool.candidates(select(scores, limit), parts, scores), channel_weights
 
 
