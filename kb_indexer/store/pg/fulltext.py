@@ -229,10 +229,22 @@ def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
         "AND strpos(t.tokens, %(p)s) > 0", {"t": tokens, "n": len(tokens), "p": pattern}).fetchall()
     if not rows:
         return none
-    find = re.compile("(?=" + re.escape(pattern) + ")")   # overlapping occurrences count, as in FTS5
-    counts = np.asarray([[len(find.findall(line)) for line in r[1].split("\n")] for r in rows], np.int64)
+    count = _occurrences(phrase, pattern)
+    counts = np.asarray([[count(line) for line in r[1].split("\n")] for r in rows], np.int64)
     return (np.asarray([r[0] for r in rows], np.int64), counts.reshape(-1, 4),
             np.asarray([r[2] for r in rows], np.int64))
+
+
+def _occurrences(phrase: tuple[str, ...], pattern: str) -> Any:
+    """A function counting ``pattern`` (``phrase`` as a token line holds it) in a line, overlapping occurrences
+    too, as in FTS5 (``a b a`` twice in ``a b a b a``). Occurrences overlap only where the phrase starts as it
+    ends; otherwise ``str.count`` (non-overlapping, in C) gives the same count, several times faster, on the
+    line with its spaces doubled (two occurrences in a row share no space there)."""
+    if any(phrase[:k] == phrase[-k:] for k in range(1, len(phrase))):
+        find = re.compile("(?=" + re.escape(pattern) + ")")
+        return lambda line: len(find.findall(line))
+    spaced = " " + "  ".join(phrase) + " "
+    return lambda line: line.replace(" ", "  ").count(spaced)
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
