@@ -17,7 +17,8 @@ Sections
   12 agents (long-lived processes using the Python API, as an MCP server does: ``query`` then ``feedback`` on one
   of its results), 2 doing ``relate``/``unrelate`` on keyword pairs of their own, 1 editing 1% of the documents
   and running ``kbindex sync``, 1 running ``kbindex learn`` in a loop (CLI processes). Reports operations/s,
-  query p50/p95 (in the agent process), failures (exceptions, non-zero exits, "database is locked") and lost
+  query p50/p95 (in the agent process), query CPU (the agent's, and on PostgreSQL its server process's, read
+  from /proc: the server runs here), failures (exceptions, non-zero exits, "database is locked") and lost
   writes: every feedback mark an agent was told was recorded must be stored, and every pair a relate worker
   touched must end as it last left it. Targets: 0 failures, 0 lost writes, query p95 ≤ 300 ms on PostgreSQL.
 - cold: median wall time of a cold ``kbindex query`` (a new process each time, connection set-up included) on
@@ -165,15 +166,34 @@ def _timed(log: dict[str, Any], name: str, fn: Any, *args: Any, **kwargs: Any) -
         log["times"].setdefault(name, []).append(time.perf_counter() - t0)
 
 
+def _server_cpu(handle: Any) -> Any:
+    """A function giving the CPU seconds the PostgreSQL server process of ``handle``'s connection has used (the
+    benchmark's server runs on this machine: /proc), or 0.0 on SQLite (the agent's own process does all)."""
+    raw = getattr(handle.conn, "raw", None)
+    if raw is None:
+        return lambda: 0.0
+    stat = Path(f"/proc/{raw.execute('SELECT pg_backend_pid()').fetchone()[0]}/stat")
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick   # utime + stime
+
+    return used
+
+
 def agent_loop(db: str, kb: str, deadline: float, rng: random.Random, vocab: list[str], log: dict[str, Any],
                seed: int) -> None:
     from kb_indexer.api import KnowledgeBase, QueryOptions
 
     handle = KnowledgeBase.open(db, kb=kb)
     options = QueryOptions(limit=10)
+    server = _server_cpu(handle)
     while time.monotonic() < deadline:
         question = " ".join(rng.sample(vocab, 2))
+        cpu, served = time.process_time(), server()
         res = _timed(log, "query", handle.query, question, options=options)
+        log.setdefault("query_cpu", []).append([time.process_time() - cpu, server() - served])
         if not res or not res["results"]:
             continue
         path = rng.choice(res["results"])["filepath"]
@@ -264,8 +284,10 @@ def summarise(db: str, kb: Path, logs: list[dict], failures: list[str], wall: fl
 
     times: dict[str, list[float]] = {}
     acked, relations = set(), {}
+    cpu: list[list[float]] = []
     for log in logs:
         failures += log["failures"]
+        cpu += log.get("query_cpu", [])
         for name, values in log["times"].items():
             times.setdefault(name, []).extend(values)
         acked |= {(int(q), p) for q, p in log["feedback"]}
@@ -282,6 +304,7 @@ def summarise(db: str, kb: Path, logs: list[dict], failures: list[str], wall: fl
              if (tuple(pair.split("\t")) in present or tuple(reversed(pair.split("\t"))) in present) != want]
     ops = sum(len(v) for v in times.values())
     return {"ops_per_s": ops / wall, "times": times, "failures": failures, "lost_feedback": len(acked - stored),
+            "query_cpu": [statistics.mean(c[0] for c in cpu), statistics.mean(c[1] for c in cpu)] if cpu else [0, 0],
             "feedback": len(acked), "relations": len(relations), "wrong_relations": len(wrong)}
 
 
@@ -315,6 +338,8 @@ def section_mix(servers: Servers, docs: int, seconds: float, procs: int) -> tupl
             cells.append(f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms"
                          if v else "n=0")
         lines.append(f"{name:<33} | {cells[0]} | {cells[1]}")
+    lines.append("query CPU, mean (agent + server)  | " + " | ".join(
+        f"{r['query_cpu'][0] * 1000:.1f} + {r['query_cpu'][1] * 1000:.1f} ms" for r in (s, p)))
     lines.append(f"failures (target 0)               | {len(s['failures'])} | {len(p['failures'])}")
     lines.append(f"lost feedback of acknowledged     | {s['lost_feedback']}/{s['feedback']} | "
                  f"{p['lost_feedback']}/{p['feedback']}")

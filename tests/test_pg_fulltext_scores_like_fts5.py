@@ -163,6 +163,18 @@ def test_a_phrase_never_spans_two_columns_and_overlapping_matches_count_like_fts
     assert set(fulltext.all_scores(pgc, fulltext.build_query(["on zeta omega"]))) == set()   # title|summary
 
 
+def test_a_phrase_repeated_back_to_back_counts_every_time_like_fts5(engines):
+    lite, pgc = engines
+    _write(lite, pgc, [(1, "", "", "", "alpha beta alpha beta alpha beta gamma"),
+                       (2, "", "", "", "alpha beta gamma alpha beta gamma"),
+                       (3, "", "", "", "beta alpha beta beta alpha"),
+                       (4, "", "", "", "alphabeta alpha betas alpha beta")])
+    for terms in (["alpha beta"], ["alpha beta gamma"], ["beta alpha beta"], ["alpha beta alpha"]):
+        q = fulltext.build_query(terms)
+        expected = fulltext.all_scores(lite, q)
+        assert expected and fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6), terms
+
+
 def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     lite, pgc = corpus
     rng = random.Random(7)

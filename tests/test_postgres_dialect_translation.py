@@ -42,6 +42,27 @@ def test_json_array_parameters_read_as_ids_or_as_text():
         "SELECT id FROM keywords WHERE keyword IN (SELECT value FROM json_array_elements_text((%s)::json) AS j(value))"
 
 
+def test_ids_on_either_of_two_id_columns_are_two_arrays_the_indexes_can_scan():
+    ids = "ARRAY(SELECT value::bigint FROM json_array_elements_text((%(ids)s)::json) AS j(value))"
+    assert translate("SELECT s.id FROM s WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR "
+                     "s.keyword_id_2 IN (SELECT value FROM json_each(:ids)))") == \
+        f"SELECT s.id FROM s WHERE (s.keyword_id_1 = ANY({ids}) OR s.keyword_id_2 = ANY({ids}))"
+    assert "ANY" not in translate("SELECT 1 FROM t WHERE (kind IN (SELECT value FROM json_each(?)) OR "
+                                  "b_id IN (SELECT value FROM json_each(?)))")   # text: the rule of one IN
+
+
+def test_ids_on_either_column_find_the_same_rows_on_a_server(pg_url):
+    from kb_indexer.config import DbUrl
+    from kb_indexer.store.pg.connection import PgConnection
+
+    with contextlib.closing(PgConnection.open(DbUrl(pg_url))) as conn:
+        conn.execute("CREATE TABLE s (id BIGINT PRIMARY KEY, a_id BIGINT, b_id BIGINT)")
+        conn.executemany("INSERT INTO s VALUES (?, ?, ?)", [(1, 1, 2), (2, 2, 3), (3, 3, 4), (4, 5, 1)])
+        rows = conn.execute("SELECT id FROM s WHERE (a_id IN (SELECT value FROM json_each(?)) OR "
+                            "b_id IN (SELECT value FROM json_each(?))) ORDER BY id", (json.dumps([1, 3]),) * 2)
+        assert [r[0] for r in rows] == [1, 2, 3, 4]
+
+
 def test_a_json_array_of_ids_filtered_by_an_id_subquery():
     assert translate("SELECT count(*) FROM (SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents))") \
         == ("SELECT count(*) FROM (SELECT value FROM (SELECT value::bigint AS value FROM "

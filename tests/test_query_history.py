@@ -67,17 +67,25 @@ def test_record_false_writes_nothing(kb):
     assert "query_id" not in out and rows(kb, "queries") == []
 
 
-def test_recording_is_one_transaction(kb, monkeypatch):
-    """A failure while writing the attempt leaves no half-written query behind."""
-    import kb_indexer.learn.history as history
+def _failing_attempt_writes(kb, index_engine):
+    """The server refuses every attempt row (a trigger), as a full disk would: after the query row."""
+    if index_engine == "sqlite":
+        kb.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON query_attempts BEGIN "
+                        "SELECT RAISE(ABORT, 'disk full'); END")
+        return
+    kb.conn.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'disk full'; END $$")
+    kb.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON query_attempts FOR EACH ROW EXECUTE FUNCTION refuse()")
 
-    def boom(*a, **k):
-        raise RuntimeError("disk full")
 
-    monkeypatch.setattr(history, "add_attempt", boom)
-    with pytest.raises(RuntimeError, match="disk full"):
+def test_recording_is_one_transaction(kb, index_engine):
+    """A failure while writing the attempt leaves no half-written query behind, and the connection usable."""
+    _failing_attempt_writes(kb, index_engine)
+    with pytest.raises(Exception, match="disk full"):
         kb.query("reinforcement learning")
     assert rows(kb, "queries") == [] and not kb.conn.in_transaction
+    kb.conn.execute("DROP TRIGGER refuse" + (" ON query_attempts" if index_engine == "postgres" else ""))
+    assert kb.query("reinforcement learning")["query_id"] == rows(kb, "queries")[0]["id"]
 
 
 def test_unwritable_history_still_answers(kb, monkeypatch, cli):

@@ -21,19 +21,28 @@ was given); each run of it adds an *attempt*. Attempt columns:
   ``context_threshold``) plus ``method_requested``, ``keywords_from`` and
   ``identifiers``; :func:`recorded_options` reads them back for ``refine``.
 
-Recording is one transaction per query (the caller's), like every write.
+Recording is one transaction per query (the caller's), like every write. On PostgreSQL it is one round trip
+(:func:`_record_on_server`) and commits without waiting for the server's disk (``synchronous_commit = off``,
+for this transaction only): a crash of the server may lose the attempts of its last moments (at most
+3 × ``wal_writer_delay``, 600 ms by default), never a half-written one, and never an attempt that feedback
+was later given on (feedback commits synchronously, and that flushes every earlier commit).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from kb_indexer.store.connection import inserted_id, one_at_a_time, transaction
+from kb_indexer.store.engine import is_postgres
 from kb_indexer.text import now_iso
 from kb_indexer.store.dbapi import Connection
 
 TOP_RESULTS = 10
+
+
+def _one_question(conn: Connection, question: str, ctx: str) -> None:
+    one_at_a_time(conn, f"query\x1f{question}\x1f{ctx}")
 
 
 def get_or_create_query(conn: Connection, question: str, context: str | None) -> int:
@@ -41,7 +50,7 @@ def get_or_create_query(conn: Connection, question: str, context: str | None) ->
     caller's transaction; two processes asking the same question at once make one query."""
     ctx = context or ""
     now = now_iso()
-    one_at_a_time(conn, f"query\x1f{question}\x1f{ctx}")
+    _one_question(conn, question, ctx)
     row = conn.execute("SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1",
                        (question, ctx)).fetchone()
     if row is not None:
@@ -58,21 +67,62 @@ def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dic
              "sources": r["sources"]} for r in results[:n]]
 
 
-def add_attempt(conn: Connection, query_id: int, *, keywords: list[str], expand_depth: int,
-                threshold: float, method: str, results: list[dict[str, Any]], expansions: list[dict[str, Any]],
-                options: dict[str, Any] | None = None) -> int:
-    cur = conn.execute(
-        "INSERT INTO query_attempts (query_id, keywords, expand_depth, threshold, method, result_count, "
-        "top_results, expansions, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (query_id, _json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
-         _json(expansions), _json(options or {}), now_iso()))
+_ATTEMPT_COLUMNS = ("query_id, keywords, expand_depth, threshold, method, result_count, top_results, expansions, "
+                    "options, created_at")
+
+
+def _attempt_values(keywords: list[str], expand_depth: int, threshold: float, method: str,
+                    results: list[dict[str, Any]], expansions: list[dict[str, Any]],
+                    options: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """An attempt's columns after ``query_id``."""
+    return (_json(keywords), expand_depth, threshold, method, len(results), _json(top_results(results)),
+            _json(expansions), _json(options or {}), now_iso())
+
+
+def add_attempt(conn: Connection, query_id: int, **attempt: Any) -> int:
+    cur = conn.execute(f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                       "RETURNING id", (query_id, *_attempt_values(**attempt)))
     return inserted_id(cur)
+
+
+# get_or_create_query and add_attempt in one statement (PostgreSQL: data-modifying WITH), after the question's
+# lock: the query found is marked attempted, or one is created, and the attempt is written on it.
+_RECORD_SQL = (
+    "WITH found AS (SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1), "
+    "touched AS (UPDATE queries SET last_attempted_at = ? WHERE id = (SELECT id FROM found) RETURNING id), "
+    "created AS (INSERT INTO queries (question, context, created_at, last_attempted_at) SELECT ?, ?, ?, ? "
+    "WHERE NOT EXISTS (SELECT 1 FROM found) RETURNING id), "
+    "q AS (SELECT id FROM touched UNION ALL SELECT id FROM created) "
+    f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM q "
+    "RETURNING query_id, id")
+
+
+def _record_on_server(conn: Connection, question: str, ctx: str, attempt: dict[str, Any]) -> tuple[int, int]:
+    """:func:`record` of a new attempt on PostgreSQL: its five statements sent together (one round trip),
+    committed without waiting for the disk (see the module docstring)."""
+    now = now_iso()
+    values = (question, ctx, now, question, ctx, now, now, *_attempt_values(**attempt))
+    try:
+        with cast(Any, conn).pipelined():   # a PgConnection
+            conn.execute("BEGIN")
+            conn.execute("SET LOCAL synchronous_commit = off")
+            _one_question(conn, question, ctx)
+            cur = conn.execute(_RECORD_SQL, values)
+            conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction and not cast(Any, conn).raw.broken:
+            conn.execute("ROLLBACK")   # an error inside the pipeline leaves its transaction open
+        raise
+    qid, aid = cur.fetchone()
+    return int(qid), int(aid)
 
 
 def record(conn: Connection, question: str, context: str | None, *, query_id: int | None = None,
            **attempt: Any) -> tuple[int, int]:
     """Record one attempt (creating its query if needed, or on ``query_id`` for ``refine``) in one
     transaction; returns (query_id, attempt_id)."""
+    if query_id is None and is_postgres(conn) and not conn.in_transaction:
+        return _record_on_server(conn, question, context or "", attempt)
     with transaction(conn):
         if query_id is None:
             qid = get_or_create_query(conn, question, context)

@@ -9,6 +9,10 @@ Each distinct SQL string is translated once (:func:`translate` is cached). The r
 * ``x IN (SELECT value FROM json_each(?))`` (a JSON array parameter) reads the array's elements as text,
   cast to ``bigint`` when ``x`` is an id column (``id``, ``..._id``, ``..._id_1``): PostgreSQL does not
   compare integers with text;
+* ``(a IN (SELECT value FROM json_each(?)) OR b IN (SELECT value FROM json_each(?)))`` on id columns (rows
+  touching any of some ids from either side) is ``(a = ANY(ARRAY(...)) OR b = ANY(ARRAY(...)))``: PostgreSQL
+  filters an OR of two IN subqueries row by row over the whole table, but scans the two columns' indexes for
+  an OR of two arrays (keyword relations of two keywords at 10,000 relations: 4.2 -> 2.1 ms server CPU);
 * ``SELECT value FROM json_each(?) WHERE value IN (SELECT id ...)`` (a JSON array of ids filtered by a
   subquery of ids) reads the elements as ``bigint`` likewise;
 * ``substr(x, 1, length(x) - n)`` (all but the last n characters; SQLite gives '' for a shorter x where
@@ -32,6 +36,8 @@ _TIME_FORMATS = {
 }
 _STRFTIME = re.compile(r"strftime\('([^']*)',\s*'now'\)", re.IGNORECASE)
 _JSON_IN = re.compile(r"([\w.]+)(\s+IN\s+)\(SELECT value FROM json_each\((\?|:\w+)\)\)", re.IGNORECASE)
+_JSON_EITHER = re.compile(r"\(([\w.]+) IN \(SELECT value FROM json_each\((\?|:\w+)\)\) OR ([\w.]+) IN "
+                          r"\(SELECT value FROM json_each\((\?|:\w+)\)\)\)", re.IGNORECASE)
 _JSON_IDS = re.compile(r"SELECT value FROM json_each\((\?|:\w+)\) WHERE value IN \(SELECT ([\w.]+)\b",
                        re.IGNORECASE)
 _ID_COLUMN = re.compile(r"(?:^|[._])id(?:_\d+)?$", re.IGNORECASE)
@@ -47,6 +53,7 @@ def translate(sql: str) -> str:
     if sql.strip().upper() == "BEGIN IMMEDIATE":
         return "BEGIN"
     sql = _STRFTIME.sub(_timestamp, sql)
+    sql = _JSON_EITHER.sub(_json_either, sql)
     sql = _JSON_IN.sub(_json_in, sql)
     sql = _JSON_IDS.sub(_json_ids, sql)
     sql = _ALL_BUT_LAST.sub(r"left(\1, -\2)", sql)
@@ -66,6 +73,14 @@ def _json_in(match: re.Match[str]) -> str:
     column, op, param = match.groups()
     value = "value::bigint" if _ID_COLUMN.search(column) else "value"
     return f"{column}{op}(SELECT {value} FROM json_array_elements_text(({param})::json) AS j(value))"
+
+
+def _json_either(match: re.Match[str]) -> str:
+    first, p1, second, p2 = match.groups()
+    if not (_ID_COLUMN.search(first) and _ID_COLUMN.search(second)):
+        return match.group(0)
+    ids = "ARRAY(SELECT value::bigint FROM json_array_elements_text(({})::json) AS j(value))"
+    return f"({first} = ANY({ids.format(p1)}) OR {second} = ANY({ids.format(p2)}))"
 
 
 def _json_ids(match: re.Match[str]) -> str:

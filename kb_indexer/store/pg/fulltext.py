@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -62,24 +62,14 @@ def _tokens(terms: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 @contextmanager
-def _snapshot(raw: Any, write: bool = False) -> Iterator[None]:
-    """One transaction (REPEATABLE READ for a read: the totals and the postings agree), unless the caller
-    already has one open."""
+def _snapshot(raw: Any, write: bool = True) -> Iterator[None]:
+    """One write transaction, unless the caller already has one open (a read's snapshot: see
+    :func:`_read_postings`)."""
     if raw.info.transaction_status != 0:   # pq.TransactionStatus.IDLE: the caller's transaction
         yield
         return
-    if write:
-        with raw.transaction():
-            yield
-        return
-    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")   # one round trip (not BEGIN, then SET)
-    try:
+    with raw.transaction():
         yield
-    except BaseException:
-        if not raw.broken:
-            raw.execute("ROLLBACK")
-        raise
-    raw.execute("COMMIT")
 
 
 # -- writing -------------------------------------------------------------------------------------------
@@ -195,10 +185,10 @@ _POSTINGS = ("SELECT NULL, documents, generation, 0, 0, 0, tokens FROM text_tota
              "WHERE term = ANY(%s) ORDER BY term)")
 
 
-def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, int, dict[str, tuple[Any, Any, Any]]]:
+def _token_postings(cur: Any) -> tuple[int, int, int, dict[str, tuple[Any, Any, Any]]]:
     """(documents, tokens, generation, ``{token: (document ids, occurrences per column (n × 4), document
-    lengths)}``)."""
-    head, *rows = raw.execute(_POSTINGS, (tokens,)).fetchall()
+    lengths)}``) from the cursor of :data:`_POSTINGS`."""
+    head, *rows = cur.fetchall()
     out: dict[str, tuple[Any, Any, Any]] = {}
     if not rows:
         return head[1], head[6], head[2], out
@@ -210,25 +200,45 @@ def _token_postings(raw: Any, tokens: list[str]) -> tuple[int, int, int, dict[st
     return head[1], head[6], head[2], out
 
 
-def _phrase_postings(raw: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
-    """(document ids, phrase occurrences per column, lengths) of the documents holding ``phrase`` (its tokens
-    in a row in one column): among those with its rarest token, the ones whose token lines hold it. One
-    statement (a phrase with a token no document has matches none: its token lines never hold it)."""
-    none = np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
-    pattern = " " + " ".join(phrase) + " "
-    rows = raw.execute(
-        # the rarest token's documents first (ANY of an ARRAY keeps the planner from scanning every document's
-        # token lines with strpos: 320 ms at 20,000 documents against 0.1 ms)
+def _send_phrase(raw: Any, phrase: tuple[str, ...]) -> Any:
+    """The cursor of the documents holding ``phrase`` (its tokens in a row in one column): among those with
+    all its tokens, the ones whose token lines hold it. One statement (a phrase with a token no document has
+    matches none)."""
+    tokens = sorted(set(phrase))
+    return raw.execute(
+        # the rarest token's documents that hold every other token too (postings' primary key), and only
+        # their token lines searched with strpos (ANY of an ARRAY keeps the planner from scanning every
+        # document's token lines: 320 ms at 20,000 documents against 0.1 ms; at 20,000 synthetic documents
+        # the other tokens leave a third of the rarest one's documents, and the statement ~60% of its CPU)
         "SELECT t.document_id, t.tokens, t.length FROM documents_text t WHERE t.document_id = "
-        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = (SELECT term FROM text_postings "
-        "WHERE term = ANY(%s) GROUP BY term ORDER BY count(*), term LIMIT 1))) AND strpos(t.tokens, %s) > 0",
-        (list(set(phrase)), pattern)).fetchall()
+        "ANY(ARRAY(SELECT p.document_id FROM text_postings p WHERE p.term = (SELECT term FROM text_postings "
+        "WHERE term = ANY(%(t)s) GROUP BY term ORDER BY count(*), term LIMIT 1) AND (SELECT count(*) FROM "
+        "text_postings o WHERE o.term = ANY(%(t)s) AND o.document_id = p.document_id) = %(n)s)) "
+        "AND strpos(t.tokens, %(p)s) > 0", {"t": tokens, "n": len(tokens), "p": " " + " ".join(phrase) + " "})
+
+
+def _phrase_postings(cur: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    """(document ids, phrase occurrences per column, lengths) from the cursor of :func:`_send_phrase`."""
+    rows = cur.fetchall()
     if not rows:
-        return none
-    find = re.compile("(?=" + re.escape(pattern) + ")")   # overlapping occurrences count, as in FTS5
-    counts = np.asarray([[len(find.findall(line)) for line in r[1].split("\n")] for r in rows], np.int64)
+        return np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    pattern = " " + " ".join(phrase) + " "
+    count = _occurrences(phrase, pattern)
+    counts = np.asarray([[count(line) for line in r[1].split("\n")] for r in rows], np.int64)
     return (np.asarray([r[0] for r in rows], np.int64), counts.reshape(-1, 4),
             np.asarray([r[2] for r in rows], np.int64))
+
+
+def _occurrences(phrase: tuple[str, ...], pattern: str) -> Any:
+    """A function counting ``pattern`` (``phrase`` as a token line holds it) in a line, overlapping occurrences
+    too, as in FTS5 (``a b a`` twice in ``a b a b a``). Occurrences overlap only where the phrase starts as it
+    ends; otherwise ``str.count`` (non-overlapping, in C) gives the same count, several times faster, on the
+    line with its spaces doubled (two occurrences in a row share no space there)."""
+    if any(phrase[:k] == phrase[-k:] for k in range(1, len(phrase))):
+        find = re.compile("(?=" + re.escape(pattern) + ")")
+        return lambda line: len(find.findall(line))
+    spaced = " " + "  ".join(phrase) + " "
+    return lambda line: line.replace(" ", "  ").count(spaced)
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
@@ -275,15 +285,36 @@ def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[A
     return ids, scores
 
 
+def _read_postings(raw: Any, tokens: list[str], phrases: list[tuple[str, ...]]) -> tuple[Any, list[Any]]:
+    """The cursors of the totals with the tokens' postings, and of each phrase's documents: one statement, or,
+    with phrases, all of them in one snapshot (a REPEATABLE READ transaction unless the caller has one open),
+    sent together and waited for once (psycopg's pipeline mode: one round trip)."""
+    if not phrases:
+        return raw.execute(_POSTINGS, (tokens,)), []   # a statement alone is one snapshot
+    own = raw.info.transaction_status == 0   # pq.TransactionStatus.IDLE: no transaction of the caller's
+    try:
+        with raw.pipeline():
+            if own:
+                raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            out = raw.execute(_POSTINGS, (tokens,)), [_send_phrase(raw, t) for t in phrases]
+            if own:
+                raw.execute("COMMIT")
+    except BaseException:
+        if own and not raw.broken and raw.info.transaction_status != 0:
+            raw.execute("ROLLBACK")   # an error inside the pipeline leaves the transaction open
+        raise
+    return out
+
+
 def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[int, Any, Any]:
     """(the generation read at, document ids ascending, their bm25)."""
-    phrased = {t for t in toks if len(t) > 1}
-    with _snapshot(raw) if phrased else nullcontext():   # a statement alone is one snapshot
-        documents, total, generation, singles = _token_postings(raw, sorted({t[0] for t in toks if len(t) == 1}))
-        none = generation, np.zeros(0, np.int64), np.zeros(0, np.float64)
-        if not documents:
-            return none
-        phrases = {t: _phrase_postings(raw, t) for t in phrased}
+    phrased = sorted({t for t in toks if len(t) > 1})
+    singles_cur, phrase_curs = _read_postings(raw, sorted({t[0] for t in toks if len(t) == 1}), phrased)
+    documents, total, generation, singles = _token_postings(singles_cur)
+    none = generation, np.zeros(0, np.int64), np.zeros(0, np.float64)
+    if not documents:
+        return none
+    phrases = {t: _phrase_postings(cur, t) for t, cur in zip(phrased, phrase_curs)}
     w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
     avgdl = total / documents
     parts = []
