@@ -191,6 +191,8 @@ def count_found(conn: Any, query: TextQuery | None, doc_ids: list[int]) -> int:
         return len(matching) + (len(set(_pg().existing(_raw(conn), others))) if others else 0)
     if not query:
         return int(conn.execute(f"SELECT count(*) FROM ({ids})", (json.dumps(doc_ids),)).fetchone()[0])
+    if not doc_ids:   # the matches alone: no UNION (a temporary b-tree of every matching rowid) to build
+        return count_matching(conn, query)
     sql = f"SELECT count(*) FROM (SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? UNION {ids})"
     return int(conn.execute(sql, (query.match, json.dumps(doc_ids))).fetchone()[0])
 
