@@ -45,6 +45,7 @@ from collections import defaultdict
 from typing import Any
 
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, question_terms
+from kb_indexer.store.connection import plain_rows
 from kb_indexer.store.dbapi import Connection
 
 NEIGHBOUR_MIN = 0.1    # similarity of question terms below which nothing carries over to another question
@@ -55,31 +56,35 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
     terms = question_terms(question)
     if not terms:
         return {}
-    rows = conn.execute(
-        "SELECT li.id, li.document_id, li.weight, li.size, lt.term FROM learned_terms lt "
+    rows = list(plain_rows(   # hundreds of rows once many associations are learned: plain tuples
+        conn, "SELECT li.id, li.document_id, li.weight, li.size, lt.term FROM learned_terms lt "
         "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' "
-        "WHERE lt.term IN (SELECT value FROM json_each(?))", (json.dumps(terms),)).fetchall()
+        "WHERE lt.term IN (SELECT value FROM json_each(?))", (json.dumps(terms),)))
     if not rows:
         return {}
-    items: dict[int, dict[str, Any]] = {}
+    items: dict[int, tuple[int, float | None, int | None, list[str]]] = {}   # id -> (doc, weight, size, shared)
     per_term: dict[str, int] = defaultdict(int)
-    for r in rows:
-        it = items.setdefault(r["id"], {"doc": r["document_id"], "weight": r["weight"], "size": r["size"],
-                                        "shared": []})
-        it["shared"].append(r["term"])
-        per_term[r["term"]] += 1
+    for lid, doc, weight, size, term in rows:   # by position: a name look-up per row and column costs more
+        it = items.get(lid)
+        if it is None:
+            items[lid] = (doc, weight, size, [term])
+        else:
+            it[3].append(term)
+        per_term[term] += 1
     idf = _idf(conn, terms, per_term)
+    question_idf = sum(idf.values())   # the same for every association: summed once
     same: dict[int, float] = defaultdict(float)
     similar: dict[int, float] = defaultdict(float)
     fired: dict[int, list[int]] = defaultdict(list)
-    for lid, it in sorted(items.items()):
-        kind, boost = _boost(it, terms, idf)
+    for lid in sorted(items):
+        doc, weight, size, shared = items[lid]
+        kind, boost = _boost(weight, size, shared, terms, idf, question_idf)
         if boost:
             if kind == "same":
-                same[it["doc"]] += boost
+                same[doc] += boost
             else:
-                similar[it["doc"]] = max(similar[it["doc"]], boost)
-            fired[it["doc"]].append(lid)
+                similar[doc] = max(similar[doc], boost)
+            fired[doc].append(lid)
     return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
 
 
@@ -90,19 +95,21 @@ def _idf(conn: Connection, terms: list[str], per_term: dict[str, int]) -> dict[s
     return {t: math.log(1.0 + max(n, 1) / max(per_term.get(t, 0), 0.5)) for t in terms}
 
 
-def _boost(item: dict[str, Any], terms: list[str], idf: dict[str, float]) -> tuple[str, float]:
-    """How one association fires for a question with ``terms``: ("same" or "similar", boost); boost 0:
-    it does not."""
-    weight = item["weight"]
+def _boost(weight: float | None, size: int | None, shared: list[str], terms: list[str], idf: dict[str, float],
+           question_idf: float) -> tuple[str, float]:
+    """How one association (``weight``, its question's ``size`` in terms, the ``shared`` terms) fires for a
+    question with ``terms`` (``question_idf``: the sum of their ``idf``): ("same" or "similar", boost);
+    boost 0: it does not."""
     if not weight:
         return "same", 0.0
-    shared, size = len(item["shared"]), item["size"] or len(item["shared"])
-    overlap = shared / (size + len(terms) - shared)
+    n_shared = len(shared)
+    size = size or n_shared
+    overlap = n_shared / (size + len(terms) - n_shared)
     if overlap >= ASSOC_MIN_OVERLAP:
         return "same", float(weight * overlap)
     if weight < 0:
         return "similar", 0.0
-    sim = similarity(sum(idf[t] for t in item["shared"]), sum(idf.values()), len(terms), size - shared)
+    sim = similarity(sum(idf[t] for t in shared), question_idf, len(terms), size - n_shared)
     return "similar", float(weight * sim) if sim >= NEIGHBOUR_MIN else 0.0
 
 

@@ -510,6 +510,7 @@ def _result(c: Candidate, doc: Row, snippet: str | None, explain: bool,
         if e.kind == "expansion":
             expansions.append({"original": e.user_keyword, "expanded": e.keyword,
                                "similarity_type": e.similarity_type or "", "weight": round(e.weight, 4)})
+    sources = c.sources
     if not snippet:
         summary = " ".join((doc["summary"] or "").split())
         snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
@@ -523,8 +524,8 @@ def _result(c: Candidate, doc: Row, snippet: str | None, explain: bool,
         "keyword_expansions": expansions,
         "relevance_score": round(c.score, 4),
         "similarity": round(min(1.0, max(0.0, c.cosine)), 4) if c.cosine is not None else round(c.score, 4),
-        "sources": c.sources,
-        "source": design_source(c.sources),
+        "sources": sources,
+        "source": design_source(sources),
         "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms, c.cosine, c.semantic),
         "snippet": snippet,
     }

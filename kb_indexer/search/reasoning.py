@@ -17,8 +17,9 @@ bold words of the snippet), and whether a learned association lifted or lowered 
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, AbstractSet, Any, Iterable, Mapping, Sequence, TypedDict
 
 if TYPE_CHECKING:
     from typing_extensions import NotRequired
@@ -72,7 +73,7 @@ def _tag_clause(e: Any) -> str:
             f"(weight {e.weight:.2f}{fit})")
 
 
-def _is_query_word(span: str, tokens: set[str], prefixes: set[str] | None = None) -> bool:
+def _is_query_word(span: str, tokens: AbstractSet[str], prefixes: AbstractSet[str] | None = None) -> bool:
     """A bold span is a match marker (not the document's own markdown bold) when its words are the
     query's (inflections included: a shared prefix of 4+ letters, or the whole of a shorter word).
     ``prefixes``: the first 4 letters of the tokens of 4+ letters (computed here when not given)."""
@@ -85,16 +86,32 @@ def _is_query_word(span: str, tokens: set[str], prefixes: set[str] | None = None
     return all((w[:4] in prefixes) if len(w) >= 4 else (w in tokens) for w in words)
 
 
+@functools.lru_cache(maxsize=64)
+def _query_words(terms: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
+    """The tokens of the query's terms, the 4-letter prefixes of those of 4+ letters, and a memo of bold
+    spans already read (span -> its query word, "" for none): the same for every result of a query, so
+    made once per query and each distinct span judged once."""
+    tokens = frozenset(t for term in terms for t in _TOKEN.findall(term.lower()))
+    return tokens, frozenset(t[:4] for t in tokens if len(t) >= 4), {}
+
+
+_SPAN_MEMO_MAX = 4096
+
+
 def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
     """The query words a full-text snippet marks in ``**bold**``, lower-cased, in order, without duplicates."""
     if not snippet or "**" not in snippet:
         return []
-    tokens = {t for term in terms for t in _TOKEN.findall(term.lower())}
-    prefixes = {t[:4] for t in tokens if len(t) >= 4}
+    tokens, prefixes, memo = _query_words(terms if isinstance(terms, tuple) else tuple(terms))
+    if len(memo) > _SPAN_MEMO_MAX:
+        memo.clear()
     out: list[str] = []
-    for m in _BOLD.finditer(snippet):
-        w = " ".join(_TOKEN.findall(m.group(1).lower()))
-        if w and w not in out and _is_query_word(w, tokens, prefixes):
+    for span in _BOLD.findall(snippet):
+        w = memo.get(span)
+        if w is None:
+            w = " ".join(_TOKEN.findall(span.lower()))
+            memo[span] = w = w if w and _is_query_word(w, tokens, prefixes) else ""
+        if w and w not in out:
             out.append(w)
     return out
 

@@ -171,14 +171,15 @@ def find_known_keywords(conn: Connection, words: list[Word]) -> list[tuple[int, 
     """
     grams: dict[str, list[tuple[int, int]]] = {}
     n_words = len(words)
+    norms = [w.norm for w in words]
+    content = [not is_stopword(n) for n in norms]   # once a word, not once per n-gram holding it
     for i in range(n_words):
         for n in range(1, MAX_NGRAM + 1):
             if i + n > n_words:
                 break
-            span = words[i:i + n]
-            if all(is_stopword(w.norm) for w in span):
+            if not any(content[i:i + n]):
                 continue
-            gram = " ".join(w.norm for w in span)
+            gram = " ".join(norms[i:i + n])
             grams.setdefault(gram, []).append((i, i + n))
     if not grams:
         return []

@@ -273,10 +273,10 @@ def inserted_id(cur: Any) -> int:
     return int(rows[0][0])
 
 
-def plain_rows(conn: Connection, sql: str) -> Iterator[tuple[Any, ...]]:
+def plain_rows(conn: Connection, sql: str, parameters: Any = ()) -> Iterator[tuple[Any, ...]]:
     """The rows of ``sql`` as plain tuples (a sync reads 100,000 of them: no per-row name lookup on SQLite)."""
     if isinstance(conn, sqlite3.Connection):
         cur = conn.cursor()
         cur.row_factory = None
-        return iter(cur.execute(sql))
-    return iter(conn.execute(sql))
+        return iter(cur.execute(sql, parameters))
+    return iter(conn.execute(sql, parameters))

@@ -1,0 +1,30 @@
+"""Snippets of given documents are the same whether FTS5 looks each document up or makes one pass over the
+matches (kb_indexer.store.fulltext.snippets picks the pass while the documents are at most SCAN_PER_ID per
+id: a speed choice that must not change a snippet)."""
+
+import pytest
+
+from kb_indexer.search.fulltext import build_query
+from kb_indexer.store import fulltext as store
+
+pytestmark = pytest.mark.sqlite_only("the choice between FTS5 statements")
+
+
+def _snippets(kb, monkeypatch, per_id: int, query, ids):
+    monkeypatch.setattr(store, "SCAN_PER_ID", per_id)
+    return store.snippets(kb.conn, query, ids, 24, 64 * 1024)
+
+
+def test_snippets_same_by_scan_or_lookup(kb, monkeypatch):
+    query = build_query(["learning", "agent", "reward", "policy"])
+    matching = list(store.all_scores(kb.conn, query, (2.0, 0.25, 2.0, 1.0)))
+    unmatched = max(r[0] for r in kb.conn.execute("SELECT id FROM documents")) + 1000
+    ids = matching[: max(2, len(matching) // 2)] + [unmatched]
+    assert len(matching) >= 4
+
+    by_lookup = _snippets(kb, monkeypatch, 0, query, ids)           # a look-up per id
+    by_scan = _snippets(kb, monkeypatch, 10**9, query, ids)         # one pass over the matches
+
+    assert by_scan == by_lookup
+    assert set(by_scan) == set(ids) - {unmatched}
+    assert all("**" in s for s in by_scan.values() if s is not None)
