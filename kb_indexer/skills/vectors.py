@@ -40,6 +40,7 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.dbapi import Connection
 
 BACKEND, MODEL = "local", DEFAULT_MODEL
+DIM = 384   # all-MiniLM-L6-v2's vectors
 MIN_COSINE = 0.54
 MARGIN = 0.08
 MIN_KEYWORD_COSINE = 0.1
@@ -75,10 +76,14 @@ def _stored_raw(conn: Connection) -> dict[str, tuple[str, np.ndarray]]:
         return {}
     try:
         names, digests, dim = list(data["names"]), list(data["digests"]), int(data["dim"])
+        if dim != DIM or not all(isinstance(x, str) for x in names + digests):
+            raise ValueError("not this model's vectors")
         matrix = np.frombuffer(base64.b64decode(data["data"]), dtype="<f4").reshape(len(names), dim)
     except (KeyError, TypeError, ValueError):   # damaged: as if absent (the next `skills embed` rewrites it)
         return {}
-    return {n: (d, matrix[i]) for i, (n, d) in enumerate(zip(names, digests))}
+    # a vector that is not finite or not of unit length is left out (a cosine stays a cosine, never NaN)
+    usable = np.abs(np.linalg.norm(matrix, axis=1) - 1.0) < 1e-3 if len(names) else np.zeros(0, dtype=bool)
+    return {n: (d, matrix[i]) for i, (n, d) in enumerate(zip(names, digests)) if usable[i]}
 
 
 def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
