@@ -91,7 +91,8 @@ def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
     ``everything``); vectors of removed skills are dropped."""
     started = time.monotonic()
     skills = [(str(n), str(d)) for n, d in conn.execute("SELECT name, description FROM skills ORDER BY name")]
-    old = {} if everything else _stored_raw(conn)
+    stored = _stored_raw(conn)
+    old = {} if everything else stored
     todo = [(n, d) for n, d in skills if n not in old or old[n][0] != _digest(n, d)]
     client = _client()
     try:
@@ -107,7 +108,7 @@ def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
             "backend": BACKEND, "model": MODEL, "dim": dim, "names": [n for n, _ in skills],
             "digests": [_digest(n, d) for n, d in skills], "data": base64.b64encode(matrix.tobytes()).decode("ascii")})
     return {"backend": BACKEND, "model": MODEL, "dim": dim, "skills": len(skills), "embedded": len(todo),
-            "unchanged": len(skills) - len(todo), "removed": len(set(old) - {n for n, _ in skills}),
+            "unchanged": len(skills) - len(todo), "removed": len(set(stored) - {n for n, _ in skills}),
             "seconds": round(time.monotonic() - started, 2)}
 
 
