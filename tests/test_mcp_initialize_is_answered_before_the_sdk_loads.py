@@ -53,13 +53,14 @@ def _line_within(proc, seconds) -> bytes | None:
 
 
 def _stop(proc, killer) -> bytes:
-    """Kill the server; its whole stderr."""
+    """Kill the server, end its readers, close its pipes; its whole stderr."""
     killer.cancel()
     proc.kill()
     proc.wait()
     for reader in proc.readers:
         reader.join(10)
-    proc.stdin.close()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        pipe.close()
     return b"".join(proc.err_chunks)
 
 
