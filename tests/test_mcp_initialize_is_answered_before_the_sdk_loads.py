@@ -5,6 +5,7 @@ session then goes on as usual. The early answer is the SDK's own answer, for eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -60,7 +61,8 @@ def _stop(proc, killer) -> bytes:
     for reader in proc.readers:
         reader.join(10)
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        pipe.close()
+        with contextlib.suppress(BrokenPipeError):   # input left unsent when the server died: closed all the same
+            pipe.close()
     return b"".join(proc.err_chunks)
 
 

@@ -23,3 +23,12 @@ def test_stop_reaps_the_server_and_closes_its_pipes(kb):
     assert proc.returncode is not None and not killer.is_alive()
     assert not any(reader.is_alive() for reader in proc.readers)
     assert proc.stdin.closed and proc.stdout.closed and proc.stderr.closed
+
+
+def test_stop_after_the_server_died_with_input_still_buffered_does_not_raise(kb):
+    proc, killer = _spawn(kb.db_path, str(REPO))
+    proc.kill()
+    proc.wait()
+    proc.stdin.write(b"{}\n")   # buffered, never flushed: closing flushes it into a broken pipe
+    _stop(proc, killer)
+    assert proc.stdin.closed and proc.stdout.closed and proc.stderr.closed
