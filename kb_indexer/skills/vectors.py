@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kb_indexer.errors import KbError
 from kb_indexer.llm import minilm
 from kb_indexer.llm.base import LLMConfigError, LLMError
 from kb_indexer.llm.config import EmbedOptions, resolve_embed
@@ -134,7 +135,11 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
     if not rows:
         report["fallback"] = "no skill has a vector of its current text (run `kbindex skills embed`): keyword result"
         return
-    client = _client()
+    try:
+        client = _client()
+    except KbError as exc:   # a malformed setting (KBINDEX_LLM_TIMEOUT=abc, a plugin that fails): keyword result
+        report["fallback"] = f"the local model's settings cannot be read ({exc.message}): keyword result"
+        return
     try:
         query = client.embed([message.strip() or "."])[0]
     except LLMError as exc:
