@@ -5,6 +5,7 @@ session then goes on as usual. The early answer is the SDK's own answer, for eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -53,13 +54,15 @@ def _line_within(proc, seconds) -> bytes | None:
 
 
 def _stop(proc, killer) -> bytes:
-    """Kill the server; its whole stderr."""
+    """Kill the server, end its readers, close its pipes; its whole stderr."""
     killer.cancel()
     proc.kill()
     proc.wait()
     for reader in proc.readers:
         reader.join(10)
-    proc.stdin.close()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        with contextlib.suppress(BrokenPipeError):   # input left unsent when the server died: closed all the same
+            pipe.close()
     return b"".join(proc.err_chunks)
 
 

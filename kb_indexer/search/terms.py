@@ -118,18 +118,21 @@ class ParsedText:
 
 def parse_text(text: str) -> ParsedText:
     """Words and quoted phrases of free text (NFKC-normalised); the words of a quotation of
-    ``QUOTE_AS_WORDS`` or more words are words too."""
+    ``QUOTE_AS_WORDS`` or more words are words too, after the text's own (the words kept are bounded)."""
     text = unicodedata.normalize("NFKC", text or "")
     phrases: list[str] = []
+    quoted: list[str] = []   # long quotations' text, whose words come after the text's own words
 
     def _take(m: re.Match[str]) -> str:
         parts = [t for chunk in m.group(1).split() for t in split_term(chunk)]
         if parts:
             phrases.append(normalize_keyword(" ".join(parts)))
-        return f" {m.group(1)} " if len(parts) >= QUOTE_AS_WORDS else " "
+        if len(parts) >= QUOTE_AS_WORDS:
+            quoted.append(m.group(1))
+        return " "
 
     if text.count('"') >= 2 or "“" in text:
-        text = _QUOTED.sub(_take, text)
+        text = " ".join([_QUOTED.sub(_take, text), *quoted])   # a long quotation never crowds out the question
     words = []
     for chunk in text.split()[:MAX_WORDS]:
         raw = _strip_edges(chunk)

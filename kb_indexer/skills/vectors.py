@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kb_indexer.errors import KbError
 from kb_indexer.llm import minilm
 from kb_indexer.llm.base import LLMConfigError, LLMError
 from kb_indexer.llm.config import EmbedOptions, resolve_embed
@@ -40,6 +41,7 @@ from kb_indexer.store.connection import transaction
 from kb_indexer.store.dbapi import Connection
 
 BACKEND, MODEL = "local", DEFAULT_MODEL
+DIM = 384   # all-MiniLM-L6-v2's vectors
 MIN_COSINE = 0.54
 MARGIN = 0.08
 MIN_KEYWORD_COSINE = 0.1
@@ -75,10 +77,14 @@ def _stored_raw(conn: Connection) -> dict[str, tuple[str, np.ndarray]]:
         return {}
     try:
         names, digests, dim = list(data["names"]), list(data["digests"]), int(data["dim"])
+        if dim != DIM or not all(isinstance(x, str) for x in names + digests):
+            raise ValueError("not this model's vectors")
         matrix = np.frombuffer(base64.b64decode(data["data"]), dtype="<f4").reshape(len(names), dim)
     except (KeyError, TypeError, ValueError):   # damaged: as if absent (the next `skills embed` rewrites it)
         return {}
-    return {n: (d, matrix[i]) for i, (n, d) in enumerate(zip(names, digests))}
+    # a vector that is not finite or not of unit length is left out (a cosine stays a cosine, never NaN)
+    usable = np.abs(np.linalg.norm(matrix, axis=1) - 1.0) < 1e-3 if len(names) else np.zeros(0, dtype=bool)
+    return {n: (d, matrix[i]) for i, (n, d) in enumerate(zip(names, digests)) if usable[i]}
 
 
 def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
@@ -86,7 +92,8 @@ def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
     ``everything``); vectors of removed skills are dropped."""
     started = time.monotonic()
     skills = [(str(n), str(d)) for n, d in conn.execute("SELECT name, description FROM skills ORDER BY name")]
-    old = {} if everything else _stored_raw(conn)
+    stored = _stored_raw(conn)
+    old = {} if everything else stored
     todo = [(n, d) for n, d in skills if n not in old or old[n][0] != _digest(n, d)]
     client = _client()
     try:
@@ -102,7 +109,7 @@ def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
             "backend": BACKEND, "model": MODEL, "dim": dim, "names": [n for n, _ in skills],
             "digests": [_digest(n, d) for n, d in skills], "data": base64.b64encode(matrix.tobytes()).decode("ascii")})
     return {"backend": BACKEND, "model": MODEL, "dim": dim, "skills": len(skills), "embedded": len(todo),
-            "unchanged": len(skills) - len(todo), "removed": len(set(old) - {n for n, _ in skills}),
+            "unchanged": len(skills) - len(todo), "removed": len(set(stored) - {n for n, _ in skills}),
             "seconds": round(time.monotonic() - started, 2)}
 
 
@@ -128,7 +135,11 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
     if not rows:
         report["fallback"] = "no skill has a vector of its current text (run `kbindex skills embed`): keyword result"
         return
-    client = _client()
+    try:
+        client = _client()
+    except KbError as exc:   # a malformed setting (KBINDEX_LLM_TIMEOUT=abc, a plugin that fails): keyword result
+        report["fallback"] = f"the local model's settings cannot be read ({exc.message}): keyword result"
+        return
     try:
         query = client.embed([message.strip() or "."])[0]
     except LLMError as exc:
