@@ -7,28 +7,16 @@ import pytest
 
 from kb_indexer.store.pg import fulltext
 from kb_indexer.store.sparse import COLUMN_WEIGHTS
+from tests.libpq_trace import round_trips
 
 pytestmark = pytest.mark.parametrize("index_engine", ["postgres"], indirect=True)
-
-
-def sent(kb, tmp_path, fn):
-    """(fn's result, how many round trips libpq made while it ran: each ends at a ``Sync`` or a ``Query``)."""
-    trace = tmp_path / "libpq.trace"
-    with trace.open("w") as f:
-        kb.conn.raw.pgconn.trace(f.fileno())
-        try:
-            out = fn()
-        finally:
-            kb.conn.raw.pgconn.untrace()
-    frontend = [m.split("\t") for m in trace.read_text().splitlines()]
-    return out, sum(1 for m in frontend if len(m) > 3 and m[1] == "F" and m[3].strip() in ("Sync", "Query"))
 
 
 def test_a_question_with_two_phrases_is_one_round_trip_and_scores_as_before(kb, tmp_path):
     raw = kb.conn.raw
     terms = ["reinforcement learning", "neural network", "game"]
     fulltext.forget()
-    scores, trips = sent(kb, tmp_path, lambda: fulltext.all_scores(raw, terms, COLUMN_WEIGHTS))
+    scores, trips, _ = round_trips(kb, tmp_path, lambda: fulltext.all_scores(raw, terms, COLUMN_WEIGHTS))
     assert trips == 1 and scores
     alone = {}
     for term in terms:   # each term scored alone (one snapshot each): the parts add up to the question's

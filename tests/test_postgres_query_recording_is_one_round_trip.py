@@ -8,23 +8,9 @@ import re
 import pytest
 
 from kb_indexer.learn.history import record
+from tests.libpq_trace import round_trips
 
 pytestmark = pytest.mark.parametrize("index_engine", ["postgres"], indirect=True)
-
-
-def round_trips(kb, tmp_path, fn):
-    """(fn's result, the messages libpq sent to the server while it ran: a round trip ends at each ``Sync``
-    (extended protocol) or ``Query`` (simple protocol))."""
-    trace = tmp_path / "libpq.trace"
-    with trace.open("w") as f:
-        kb.conn.raw.pgconn.trace(f.fileno())
-        try:
-            out = fn()
-        finally:
-            kb.conn.raw.pgconn.untrace()
-    sent = [line.split("\t") for line in trace.read_text().splitlines()]
-    frontend = [m for m in sent if len(m) > 3 and m[1] == "F"]
-    return out, sum(1 for m in frontend if m[3].strip() in ("Sync", "Query")), "\n".join("\t".join(m) for m in frontend)
 
 
 def attempt(kb, question):
