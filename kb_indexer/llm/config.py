@@ -332,7 +332,7 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     backend_error = None if opts.backend else unknown_embed_backend()
     if backend_error:   # named by the environment or .env (an unknown flag stays bad usage)
         backend = registry.DISABLED
-    spec = None if backend == registry.DISABLED else registry.get(backend)
+    spec = None if backend == registry.DISABLED else registry.get(backend, "embedding")
     model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, dotenv,
                                       (stored is not None and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))

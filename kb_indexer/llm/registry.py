@@ -101,11 +101,13 @@ def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def get(name: str) -> BackendSpec:
+def get(name: str, what: str = "LLM") -> BackendSpec:
+    """The backend called ``name``; an unknown one is bad usage, named as a ``what`` backend (``LLM`` or
+    ``embedding``: the flag the user gave)."""
     load_plugins()
     spec = _REGISTRY.get(name)
     if spec is None:
-        raise UsageError(f"Unknown LLM backend {name!r}; expected one of: {', '.join(names() + (DISABLED,))}")
+        raise UsageError(f"Unknown {what} backend {name!r}; expected one of: {', '.join(names() + (DISABLED,))}")
     return spec
 
 

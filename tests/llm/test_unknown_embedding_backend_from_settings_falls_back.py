@@ -54,3 +54,4 @@ def test_from_the_environment_too(run, project):
 def test_given_as_a_flag_it_stays_bad_usage(run, project):
     res = run("query", "how do agents learn", "--embed-backend", "evil", "--format", "json", cwd=project)
     assert res.returncode == 2 and res.error()["code"] == "usage"
+    assert "Unknown embedding backend 'evil'" in res.error()["message"]
