@@ -112,7 +112,7 @@ class SkillsAPI:
         out = keyword_match(index, message, opts)
         out.update(cache={"hit": False}, fallback_reason=None, prompt_tokens_estimate=None, llm=None,
                    vectors={"used": False, "fallback": "no skill vectors (run `kbindex skills embed`): keyword result"})
-        if meta.get(self.conn, VECTORS_KEY) is not None:
+        if meta.has(self.conn, VECTORS_KEY):   # the vectors are read once, by the step
             _vectors().vector_step(self.conn, index, message, out, top)
         if use_llm:
             llm_step(self.conn, index, message, opts, out, llm, client)

@@ -21,6 +21,11 @@ def get(conn: Connection, key: str) -> str | None:
     return None if row is None or row[0] is None else str(row[0])
 
 
+def has(conn: Connection, key: str) -> bool:
+    """Whether a value is stored under ``key``, without reading it (a large value costs nothing here)."""
+    return conn.execute("SELECT 1 FROM meta WHERE key = ? AND value IS NOT NULL", (key,)).fetchone() is not None
+
+
 def put(conn: Connection, key: str, value: str) -> None:
     """Store ``value`` under ``key`` (replacing what was there)."""
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
