@@ -85,7 +85,33 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
             else:
                 similar[doc] = max(similar[doc], boost)
             fired[doc].append(lid)
-    return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
+    out = {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
+    _term_shares(items, idf, out)
+    return out
+
+
+def _term_shares(items: dict[int, tuple[int, float | None, int | None, list[str]]], idf: dict[str, float],
+                 out: dict[int, dict[str, Any]]) -> None:
+    """Per document, the question terms' IDF it is helpful for, shared among the helpful documents of each
+    term (``term_share``): the documents whose words expand the full-text query."""
+    helpful: dict[str, dict[int, float]] = defaultdict(dict)
+    for lid, (doc, weight, _, shared) in items.items():
+        if weight and weight > 0:
+            for t in shared:
+                helpful[t][doc] = max(helpful[t].get(doc, 0.0), float(weight))
+    share: dict[int, float] = defaultdict(float)
+    ids: dict[int, list[int]] = defaultdict(list)
+    for t, docs in helpful.items():
+        total = sum(docs.values())
+        for d, w in docs.items():
+            share[d] += idf[t] * w / total
+    for lid, (doc, weight, _, _) in items.items():
+        if weight and weight > 0:
+            ids[doc].append(lid)
+    for d, v in share.items():
+        entry = out.setdefault(d, {"boost": 0.0, "learned_ids": []})
+        entry["term_share"] = v
+        entry["share_ids"] = ids[d]
 
 
 def _idf(conn: Connection, terms: list[str], per_term: dict[str, int]) -> dict[str, float]:

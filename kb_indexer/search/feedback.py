@@ -37,6 +37,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from kb_indexer.search import fulltext, sparse
 from kb_indexer.search.fusion import W_DENSE, W_FULLTEXT
@@ -62,11 +63,27 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
 
 
+LEARNED_WEIGHT = 1 / 3  # a learned expansion word's bm25 counts this share of a question term's (0: off)
+LEARNED_BY = "boost"    # which learned weight picks the documents: "boost" or "term_share"
+LEARNED_MIN = 0.0       # learned boost below which a helpful document gives no expansion words
+
+
+@dataclass
+class LearnedTop:
+    """The documents learned associations lift for this question (``docs``: (document, boost), best first)
+    and the learned ids that lift them: their words expand the full-text query."""
+
+    docs: list[tuple[int, float]]
+    learned_ids: list[int]
+
+
 @dataclass
 class Feedback:
-    """The feedback words with their relevance-model weights, heaviest first."""
+    """The feedback words with their relevance-model weights, heaviest first (``learned_ids``: the learned
+    associations whose helpful documents gave them; empty for pseudo-relevance feedback)."""
 
     terms: list[tuple[str, float]] = field(default_factory=list)
+    learned_ids: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.terms)
@@ -83,6 +100,21 @@ def stem(word: str) -> str:
 def top_documents(scores: dict[int, float]) -> list[tuple[int, float]]:
     """The ``FB_DOCS`` best ``(document, bm25)`` (ties by document id: deterministic)."""
     return heapq.nsmallest(FB_DOCS, ((d, s) for d, s in scores.items() if s > 0), key=lambda x: (-x[1], x[0]))
+
+
+def learned_top(boosts: dict[int, dict[str, Any]]) -> LearnedTop | None:
+    """The ``FB_DOCS`` documents learned associations lift most (from ``association_boosts``), or None
+    (fewer than ``FB_MIN_SUPPORT``, or ``LEARNED_WEIGHT`` 0)."""
+    if not LEARNED_WEIGHT:
+        return None
+    lifted = {d: float(info.get(LEARNED_BY, 0.0)) for d, info in boosts.items()
+              if info.get(LEARNED_BY, 0.0) > LEARNED_MIN}
+    if len(lifted) < FB_MIN_SUPPORT:
+        return None
+    top = top_documents(lifted)
+    key = "learned_ids" if LEARNED_BY == "boost" else "share_ids"
+    ids = sorted({i for d, _ in top for i in boosts[d].get(key, ())})
+    return LearnedTop(top, ids)
 
 
 def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
@@ -165,7 +197,7 @@ def fused_top(lexical: dict[int, float], dense: dict[int, float] | None) -> list
 
 
 def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], view: sparse.View | None,
-          limit: int, dense: dict[int, float] | None = None) -> Scored:
+          limit: int, dense: dict[int, float] | None = None, learned: LearnedTop | None = None) -> Scored:
     """bm25(question) + ``FB_WEIGHT`` × bm25(feedback words) of every document either matches (two passes:
     the question's, whose best ``FB_DOCS`` give the words, and the words'). Without the sparse index, the
     question's best ``limit`` documents come with their snippets first (FTS5 makes them fastest while it
@@ -180,19 +212,22 @@ def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], 
         snippets = {d: snip for d, _, snip in ranked if snip}
         by_doc = fulltext.all_scores(conn, query, col_w)
         top = fused_top(by_doc if dense else {d: s for d, s, _ in ranked}, dense)
+    if learned is not None:
+        top = learned.docs
     terms = feedback_terms(conn, query.terms, top)
     words = fulltext.build_query([t for t, _ in terms])
-    out = Scored(Feedback(terms), snippets=snippets)
+    weight = LEARNED_WEIGHT if learned is not None else FB_WEIGHT
+    out = Scored(Feedback(terms, learned.learned_ids if learned is not None and terms else []), snippets=snippets)
     if view is not None:
         if words:   # one more pass over the (cached) postings: question terms weigh 1, feedback words FB_WEIGHT
             out.second = sparse.score(conn, view, words.terms, fulltext.phrase_sql(col_w))
             out.scores = sparse.score(conn, view, query.terms + words.terms, fulltext.phrase_sql(col_w),
-                                      [1.0] * len(query.terms) + [FB_WEIGHT] * len(words.terms))
+                                      [1.0] * len(query.terms) + [weight] * len(words.terms))
         else:
             out.scores = first
     else:
         second_d = fulltext.all_scores(conn, words, col_w) if words else {}
         for d, s in second_d.items():
-            by_doc[d] = by_doc.get(d, 0.0) + FB_WEIGHT * s
+            by_doc[d] = by_doc.get(d, 0.0) + weight * s
         out.by_doc, out.second = by_doc, second_d
     return out
