@@ -33,7 +33,7 @@ from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noq
 
 COLUMNS = ("before", "dry-run", "same-only", "after")
 VARIANTS: dict[str, dict[str, Any]] = {}   # --expansion columns: name -> search.feedback constants
-KNOBS = ("LEARNED_WEIGHT", "LEARNED_MIN", "FB_DOCS", "FB_TERMS")
+KNOBS = ("LEARNED_WEIGHT", "LEARNED_MIN", "FB_DOCS", "FB_TERMS", "LEARNED_NEG")
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, float]]:

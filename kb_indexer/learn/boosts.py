@@ -95,18 +95,21 @@ def _term_shares(items: dict[int, tuple[int, float | None, int | None, list[str]
     """Per document, the question terms' IDF it is helpful for, shared among the helpful documents of each
     term (``term_share``): the documents whose words expand the full-text query."""
     helpful: dict[str, dict[int, float]] = defaultdict(dict)
+    unhelpful: dict[str, dict[int, float]] = defaultdict(dict)
     for lid, (doc, weight, _, shared) in items.items():
-        if weight and weight > 0:
+        if weight:
+            marks = helpful if weight > 0 else unhelpful
             for t in shared:
-                helpful[t][doc] = max(helpful[t].get(doc, 0.0), float(weight))
+                marks[t][doc] = max(marks[t].get(doc, 0.0), abs(float(weight)))
     share: dict[int, float] = defaultdict(float)
     ids: dict[int, list[int]] = defaultdict(list)
-    for t, docs in helpful.items():
-        total = sum(docs.values())
-        for d, w in docs.items():
-            share[d] += idf[t] * w / total
+    for sign, marks in ((1.0, helpful), (-1.0, unhelpful)):
+        for t, docs in marks.items():
+            total = sum(docs.values())
+            for d, w in docs.items():
+                share[d] += sign * idf[t] * w / total
     for lid, (doc, weight, _, _) in items.items():
-        if weight and weight > 0:
+        if weight:
             ids[doc].append(lid)
     for d, v in share.items():
         entry = out.setdefault(d, {"boost": 0.0, "learned_ids": []})

@@ -65,6 +65,7 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "l
 
 LEARNED_WEIGHT = 1 / 3  # a learned expansion word's bm25 counts this share of a question term's (0: off)
 LEARNED_BY = "boost"    # which learned weight picks the documents: "boost" or "term_share"
+LEARNED_NEG = 0.0       # Rocchio-style: documents marked not helpful subtract this share of their words
 LEARNED_MIN = 0.0       # learned boost below which a helpful document gives no expansion words
 
 
@@ -112,6 +113,9 @@ def learned_top(boosts: dict[int, dict[str, Any]]) -> LearnedTop | None:
     if len(lifted) < FB_MIN_SUPPORT:
         return None
     top = top_documents(lifted)
+    if LEARNED_NEG and LEARNED_BY == "term_share":
+        low = {d: -float(info.get(LEARNED_BY, 0.0)) for d, info in boosts.items() if info.get(LEARNED_BY, 0.0) < 0}
+        top += [(d, -LEARNED_NEG * s) for d, s in top_documents(low)]
     key = "learned_ids" if LEARNED_BY == "boost" else "share_ids"
     ids = sorted({i for d, _ in top for i in boosts[d].get(key, ())})
     return LearnedTop(top, ids)
@@ -125,7 +129,7 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
         return []
     asked = {stem(w) for t in question_terms for w in _WORD.findall(t.lower())}
     texts = _texts(conn, [d for d, _ in top])
-    total = sum(s for _, s in top)
+    total = sum(s for _, s in top if s > 0)
     weight: defaultdict[str, float] = defaultdict(float)
     support: Counter[str] = Counter()
     spelling: Counter[str] = Counter()    # each spelling's count over the documents
@@ -146,8 +150,8 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
         for s, tf in counts.items():
             if s not in asked:
                 weight[s] += share * tf
-                support[s] += 1
-    kept = [(s, w) for s, w in weight.items() if support[s] >= FB_MIN_SUPPORT]
+                support[s] += score > 0
+    kept = [(s, w) for s, w in weight.items() if support[s] >= FB_MIN_SUPPORT and w > 0]
     best = heapq.nsmallest(FB_TERMS, kept, key=lambda x: (-x[1], x[0]))
     forms: dict[str, tuple[int, str]] = {}   # stem -> its most frequent spelling (ties: the first in order)
     for w, n in spelling.items():
