@@ -27,34 +27,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 from kb_indexer.learn import boosts  # noqa: E402
-from kb_indexer.search import feedback as prf  # noqa: E402
 
 from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noqa: E402
 
 COLUMNS = ("before", "dry-run", "same-only", "after")
-VARIANTS: dict[str, dict[str, Any]] = {}   # --expansion columns: name -> search.feedback constants
-KNOBS = ("LEARNED_WEIGHT", "LEARNED_MIN", "FB_DOCS", "FB_TERMS", "LEARNED_NEG")
-
-
-def parse_variant(spec: str) -> tuple[str, dict[str, float]]:
-    """``W[:MIN[:DOCS[:TERMS]]]`` -> (column name, the search.feedback constants it sets)."""
-    by, _, spec = spec.rpartition("/")
-    values: dict[str, Any] = dict(zip(KNOBS, [float(v) for v in spec.split(":")]))
-    if by:
-        values["LEARNED_BY"] = by
-    return f"{by[:1]}{spec}", values
-
-
-def with_constants(values: dict[str, Any], fn: Any) -> None:
-    """Run ``fn`` with search.feedback's constants set to ``values``, then restore them."""
-    old = {k: getattr(prf, k) for k in values}
-    try:
-        for k, v in values.items():
-            setattr(prf, k, int(v) if k in ("FB_DOCS", "FB_TERMS") else v)
-        fn()
-    finally:
-        for k, v in old.items():
-            setattr(prf, k, v)
 
 
 def evaluate(kb, queries, qrels, method: str) -> float:
@@ -106,13 +82,10 @@ def run_split(corpus, queries, qrels, seed: int, method: str) -> dict[str, Any]:
         shipped = boosts.NEIGHBOUR_MIN
         boosts.NEIGHBOUR_MIN = float("inf")   # associations fire for the same question only
         try:
-            with_constants({"LEARNED_WEIGHT": 0.0}, lambda: measure("same-only"))
+            measure("same-only")
         finally:
             boosts.NEIGHBOUR_MIN = shipped
-        with_constants({"LEARNED_WEIGHT": 0.0}, lambda: measure("no-exp"))   # the rule before expansion
         measure("after")
-        for name, values in VARIANTS.items():
-            with_constants(values, lambda: measure(name))
         out["again"] = kb.learning.learn()["summary"]["total"]
         kb.close()
     return out
@@ -130,10 +103,6 @@ def print_split(r: dict[str, Any]) -> None:
         vals = [r[(name, c)] for c in COLUMNS]
         print(f"  {label:24s}" + "".join(f"{v:10.4f}" for v in vals)
               + f"{vals[3] - vals[0]:+10.4f}{vals[2] - vals[0]:+10.4f}")
-    for name, label in (("train", "(a) train"), ("test", "(b) test")):
-        base = r[(name, "before")]
-        print(f"  {label} change: " + "  ".join(f"{c} {r[(name, c)] - base:+.4f}"
-                                                for c in ("no-exp", "after", *VARIANTS)))
     same = all(abs(r[(n, "dry-run")] - r[(n, "before")]) < 1e-12 for n in ("train", "test"))
     print(f"  dry-run equals before: {same}")
 
@@ -143,11 +112,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seeds", default="13", help="comma-separated seeds of the random 50/50 splits")
     ap.add_argument("--method", default="auto")
-    ap.add_argument("--expansion", action="append", default=[], metavar="W[:MIN[:DOCS[:TERMS]]]",
-                    help="one more column: learned expansion with these search.feedback constants "
-                         "(LEARNED_WEIGHT, LEARNED_MIN, FB_DOCS, FB_TERMS); repeatable")
     args = ap.parse_args()
-    VARIANTS.update(parse_variant(v) for v in args.expansion)
 
     corpus, queries, qrels = load(args.data)
     print(f"feedback benchmark on {args.data} ({len(corpus)} documents, {len(queries)} judged queries), "
@@ -160,7 +125,7 @@ def main() -> None:
     print(f"over {len(runs)} splits (seeds {args.seeds}): mean [min, max] of the nDCG@10 change")
     for name, label, target in (("train", "(a) train, asked again", ">= +0.10"),
                                 ("test", "(b) unseen test half", ">= +0.02")):
-        for col in ("same-only", "no-exp", "after", *VARIANTS):
+        for col in ("same-only", "after"):
             d = [r[(name, col)] - r[(name, "before")] for r in runs]
             print(f"  {label:24s} {col:10s} {statistics.mean(d):+.4f} [{min(d):+.4f}, {max(d):+.4f}]"
                   + (f"  target {target}" if col == "after" else ""))

@@ -85,36 +85,7 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
             else:
                 similar[doc] = max(similar[doc], boost)
             fired[doc].append(lid)
-    out = {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
-    _term_shares(items, idf, out)
-    return out
-
-
-def _term_shares(items: dict[int, tuple[int, float | None, int | None, list[str]]], idf: dict[str, float],
-                 out: dict[int, dict[str, Any]]) -> None:
-    """Per document, the question terms' IDF it is helpful for, shared among the helpful documents of each
-    term (``term_share``): the documents whose words expand the full-text query."""
-    helpful: dict[str, dict[int, float]] = defaultdict(dict)
-    unhelpful: dict[str, dict[int, float]] = defaultdict(dict)
-    for lid, (doc, weight, _, shared) in items.items():
-        if weight:
-            marks = helpful if weight > 0 else unhelpful
-            for t in shared:
-                marks[t][doc] = max(marks[t].get(doc, 0.0), abs(float(weight)))
-    share: dict[int, float] = defaultdict(float)
-    ids: dict[int, list[int]] = defaultdict(list)
-    for sign, marks in ((1.0, helpful), (-1.0, unhelpful)):
-        for t, docs in marks.items():
-            total = sum(docs.values())
-            for d, w in docs.items():
-                share[d] += sign * idf[t] * w / total
-    for lid, (doc, weight, _, _) in items.items():
-        if weight:
-            ids[doc].append(lid)
-    for d, v in share.items():
-        entry = out.setdefault(d, {"boost": 0.0, "learned_ids": []})
-        entry["term_share"] = v
-        entry["share_ids"] = ids[d]
+    return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
 
 
 def _idf(conn: Connection, terms: list[str], per_term: dict[str, int]) -> dict[str, float]:

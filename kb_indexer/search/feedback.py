@@ -37,7 +37,6 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from kb_indexer.search import fulltext, sparse
 from kb_indexer.search.fusion import W_DENSE, W_FULLTEXT
@@ -63,28 +62,11 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
 
 
-LEARNED_WEIGHT = 1 / 3  # a learned expansion word's bm25 counts this share of a question term's (0: off)
-LEARNED_BY = "boost"    # which learned weight picks the documents: "boost" or "term_share"
-LEARNED_NEG = 0.0       # Rocchio-style: documents marked not helpful subtract this share of their words
-LEARNED_MIN = 0.0       # learned boost below which a helpful document gives no expansion words
-
-
-@dataclass
-class LearnedTop:
-    """The documents learned associations lift for this question (``docs``: (document, boost), best first)
-    and the learned ids that lift them: their words expand the full-text query."""
-
-    docs: list[tuple[int, float]]
-    learned_ids: list[int]
-
-
 @dataclass
 class Feedback:
-    """The feedback words with their relevance-model weights, heaviest first (``learned_ids``: the learned
-    associations whose helpful documents gave them; empty for pseudo-relevance feedback)."""
+    """The feedback words with their relevance-model weights, heaviest first."""
 
     terms: list[tuple[str, float]] = field(default_factory=list)
-    learned_ids: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.terms)
@@ -103,24 +85,6 @@ def top_documents(scores: dict[int, float]) -> list[tuple[int, float]]:
     return heapq.nsmallest(FB_DOCS, ((d, s) for d, s in scores.items() if s > 0), key=lambda x: (-x[1], x[0]))
 
 
-def learned_top(boosts: dict[int, dict[str, Any]]) -> LearnedTop | None:
-    """The ``FB_DOCS`` documents learned associations lift most (from ``association_boosts``), or None
-    (fewer than ``FB_MIN_SUPPORT``, or ``LEARNED_WEIGHT`` 0)."""
-    if not LEARNED_WEIGHT:
-        return None
-    lifted = {d: float(info.get(LEARNED_BY, 0.0)) for d, info in boosts.items()
-              if info.get(LEARNED_BY, 0.0) > LEARNED_MIN}
-    if len(lifted) < FB_MIN_SUPPORT:
-        return None
-    top = top_documents(lifted)
-    if LEARNED_NEG and LEARNED_BY == "term_share":
-        low = {d: -float(info.get(LEARNED_BY, 0.0)) for d, info in boosts.items() if info.get(LEARNED_BY, 0.0) < 0}
-        top += [(d, -LEARNED_NEG * s) for d, s in top_documents(low)]
-    key = "learned_ids" if LEARNED_BY == "boost" else "share_ids"
-    ids = sorted({i for d, _ in top for i in boosts[d].get(key, ())})
-    return LearnedTop(top, ids)
-
-
 def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
                    top: list[tuple[int, float]]) -> list[tuple[str, float]]:
     """The ``FB_TERMS`` heaviest words of the ``top`` documents by their relevance-model weight (see the
@@ -129,7 +93,7 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
         return []
     asked = {stem(w) for t in question_terms for w in _WORD.findall(t.lower())}
     texts = _texts(conn, [d for d, _ in top])
-    total = sum(s for _, s in top if s > 0)
+    total = sum(s for _, s in top)
     weight: defaultdict[str, float] = defaultdict(float)
     support: Counter[str] = Counter()
     spelling: Counter[str] = Counter()    # each spelling's count over the documents
@@ -150,8 +114,8 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
         for s, tf in counts.items():
             if s not in asked:
                 weight[s] += share * tf
-                support[s] += score > 0
-    kept = [(s, w) for s, w in weight.items() if support[s] >= FB_MIN_SUPPORT and w > 0]
+                support[s] += 1
+    kept = [(s, w) for s, w in weight.items() if support[s] >= FB_MIN_SUPPORT]
     best = heapq.nsmallest(FB_TERMS, kept, key=lambda x: (-x[1], x[0]))
     forms: dict[str, tuple[int, str]] = {}   # stem -> its most frequent spelling (ties: the first in order)
     for w, n in spelling.items():
@@ -201,7 +165,7 @@ def fused_top(lexical: dict[int, float], dense: dict[int, float] | None) -> list
 
 
 def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], view: sparse.View | None,
-          limit: int, dense: dict[int, float] | None = None, learned: LearnedTop | None = None) -> Scored:
+          limit: int, dense: dict[int, float] | None = None) -> Scored:
     """bm25(question) + ``FB_WEIGHT`` × bm25(feedback words) of every document either matches (two passes:
     the question's, whose best ``FB_DOCS`` give the words, and the words'). Without the sparse index, the
     question's best ``limit`` documents come with their snippets first (FTS5 makes them fastest while it
@@ -216,22 +180,19 @@ def score(conn: Connection, query: fulltext.FtsQuery, col_w: tuple[float, ...], 
         snippets = {d: snip for d, _, snip in ranked if snip}
         by_doc = fulltext.all_scores(conn, query, col_w)
         top = fused_top(by_doc if dense else {d: s for d, s, _ in ranked}, dense)
-    if learned is not None:
-        top = learned.docs
     terms = feedback_terms(conn, query.terms, top)
     words = fulltext.build_query([t for t, _ in terms])
-    weight = LEARNED_WEIGHT if learned is not None else FB_WEIGHT
-    out = Scored(Feedback(terms, learned.learned_ids if learned is not None and terms else []), snippets=snippets)
+    out = Scored(Feedback(terms), snippets=snippets)
     if view is not None:
         if words:   # one more pass over the (cached) postings: question terms weigh 1, feedback words FB_WEIGHT
             out.second = sparse.score(conn, view, words.terms, fulltext.phrase_sql(col_w))
             out.scores = sparse.score(conn, view, query.terms + words.terms, fulltext.phrase_sql(col_w),
-                                      [1.0] * len(query.terms) + [weight] * len(words.terms))
+                                      [1.0] * len(query.terms) + [FB_WEIGHT] * len(words.terms))
         else:
             out.scores = first
     else:
         second_d = fulltext.all_scores(conn, words, col_w) if words else {}
         for d, s in second_d.items():
-            by_doc[d] = by_doc.get(d, 0.0) + weight * s
+            by_doc[d] = by_doc.get(d, 0.0) + FB_WEIGHT * s
         out.by_doc, out.second = by_doc, second_d
     return out

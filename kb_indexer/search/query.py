@@ -204,10 +204,9 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
         _add_dense_candidates(dense, pool)
     feedback = spec.options.prf and method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS and \
         (dense is None or prf.FB_WITH_VECTORS)
-    helpful = prf.learned_top(boosts) if method in ("fulltext", "hybrid") else None
     dense_top = normalise_dense(dense.top, min(dense.top.values())) if dense is not None and dense.top else None
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
-                                        spec.col_w, view, feedback, dense_top, helpful)
+                                        spec.col_w, view, feedback, dense_top)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
     ranked, docs = _rank(conn, candidates, spec.limit)
@@ -407,8 +406,7 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
 def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None,
                   feedback: bool = False,
-                  dense: dict[int, float] | None = None,
-                  helpful: prf.LearnedTop | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
+                  dense: dict[int, float] | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
     finds in all.
@@ -427,10 +425,10 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
     known = list(pool.docs)
     if not fts_query:
         return snippets, _count_known(conn, pool, known), None
-    if feedback or helpful:
-        fb = prf.score(conn, fts_query, col_w, view, limit, dense, helpful)
+    if feedback:
+        fb = prf.score(conn, fts_query, col_w, view, limit, dense)
         if fb.scores is not None and view is not None and not sparse.still_current(conn, view):
-            fb = prf.score(conn, fts_query, col_w, None, limit, dense, helpful)    # a sync changed the sparse index meanwhile
+            fb = prf.score(conn, fts_query, col_w, None, limit, dense)    # a sync changed the sparse index meanwhile
         total = _add_scored(pool, fb.scores, limit, known, conn) if fb.scores is not None else \
             _add_all(pool, fb.by_doc or {}, limit, known, conn)
         return fb.snippets, total, fb
