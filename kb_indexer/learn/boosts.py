@@ -35,6 +35,21 @@ words of the 10 documents helpful for the most similar questions, their FTS5 bm2
 +0.0167 (two more full-text passes per query). A prior lowering documents only ever marked not helpful by
 questions sharing a term (0.03 x n/(n+1); seeds 1-5 in bench/feedback_eval.py, same runs): Cranfield
 +0.0180 vs +0.0156, but held-out CISI +0.0020 vs +0.0035 and CACM +0.0136 vs +0.0171: not kept.
+
+Learned expansion words fed into the full-text query (commits 14d98d1 and 4c69834, reverted; their
+bench/feedback_eval.py ``--expansion`` columns ran each variant beside this rule on the same index in the
+same run): search/feedback.py's second pass (as ``--prf``), its relevance-model words taken from documents
+learned associations pick instead of the first-pass best, each word's bm25 weighted W in the sparse query.
+Documents picked by this boost, W 1/3: Cranfield seeds 1-3 -0.0214 vs +0.0157; only boosts >= 0.3, W 0.1
++0.0162, W 0.2 +0.0164 (seeds 1-5 +0.0156 vs +0.0156). Picked per question term instead (term-to-term
+through the documents: each term's IDF shared among the documents helpful for learned questions with that
+term), share >= 3, 5 documents, 10 words, W 0.3 (seeds 1-3: share >= 2 +0.0109, W 0.2 +0.0124, share >= 3
++0.0163, W 0.5 +0.0159, share >= 4 +0.0160): seeds 1-5 +0.0178 [+0.0104, +0.0276] vs +0.0156 [+0.0088,
++0.0219]; held-out seeds 1-3, same runs: CISI +0.0043 vs +0.0015, CACM +0.0240 vs +0.0250: not kept (lower
+on CACM, and short of +0.02). The same with documents marked not helpful subtracting half their words'
+weight (Rocchio): Cranfield seeds 1-5 +0.0188 [+0.0129, +0.0277] vs +0.0156 (without it: +0.0184); held-out
+seeds 1-3 (a second look, same runs): CISI +0.0044 vs +0.0015, CACM +0.0240 vs +0.0250: not kept either.
+Asked-again questions, seeds 1-5: +0.237 to +0.244 with these variants, +0.226 with this rule.
 """
 
 from __future__ import annotations
