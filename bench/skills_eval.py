@@ -337,7 +337,11 @@ def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], a
         print(f"  {label}: {len(qs)} messages")
         print("  " + _line("kbindex keyword", evaluate(qs, [[k["name"] for k in o["vectors"]["keyword"]]
                                                             for o in outs])))
-        print("  " + _line("kbindex keyword+vectors", evaluate(qs, [_names(o) for o in outs])))
+        both = evaluate(qs, [_names(o) for o in outs])
+        print("  " + _line("kbindex keyword+vectors", both))
+        if args.kinds:
+            print("    per kind: " + "; ".join(f"{k} n={m['n']} P {m['precision']:.2f} R {m['recall']:.2f} "
+                                            f"exact {m['exact']:.2f}" for k, m in both["kinds"].items()))
     if args.grid:
         vector_grid(tuning)
         neighbour_grid(kb, tuning)
@@ -403,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-bm25s", action="store_true")
     p.add_argument("--no-heldout", action="store_true", help="leave the held-out sets out (tuning runs)")
     p.add_argument("--no-vectors", action="store_true", help="leave the semantic channel out")
+    p.add_argument("--kinds", action="store_true", help="per-kind figures of every set with the vectors (aggregates)")
     p.add_argument("--code", type=Path, default=REPO,
                    help="the checkout whose kb_indexer is evaluated (default: this one)")
     p.add_argument("--llm", action="store_true", help="also run the LLM matcher with the configured backend")
