@@ -20,8 +20,9 @@ Without vectors, or when the model cannot run here, the match is the keyword mat
 ``vectors.fallback`` says why.
 
 ``MIN_COSINE``, ``MARGIN``, ``MIN_KEYWORD_COSINE``, ``NEIGHBOUR_COSINE`` and ``NEIGHBOUR_MIN_COSINE`` were
-chosen on the development queries and the tuning sets of ``bench/skills_eval.py --grid`` only (best pooled F1 with negatives >= 0.9; of equal F1, the higher
-thresholds), never on a held-out message; they hold for all-MiniLM-L6-v2, the one model this channel uses.
+chosen on the development queries and the tuning sets of ``bench/skills_eval.py --grid`` only (best pooled F1
+with negatives >= 0.9; of equal F1, the higher thresholds), never on a held-out message; they hold for
+all-MiniLM-L6-v2, the one model this channel uses.
 The near-equivalent pair: 0.75 / 0.35 pooled F1 0.574 (the rule off 0.561, negatives unchanged: it never
 adds to an empty match); 0.70 / 0.35 scored 0.578, one message's worth, and the stricter 0.75 was kept.
 """
