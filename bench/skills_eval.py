@@ -36,7 +36,8 @@ What it measures (one process):
 7. The semantic channel (``--no-vectors`` leaves it out): ``skills embed`` (the local all-MiniLM-L6-v2,
    numpy encoder), then every set again with the vectors, beside the keyword-only figures of the same run,
    and the cold match (wall, RSS) with vectors beside the one without. ``--grid`` adds the grid of the
-   channel's threshold and margin on the dev queries and tuning sets only.
+   channel's threshold and margin on the dev queries and tuning sets only, and the grid of the near-equivalent
+   rule's two settings (skill-to-skill and message cosine).
 
 Precision, recall and F1 are micro-averaged over all queries (a skill returned for a query needing none is a
 false positive). Exact = the returned set equals the labelled set. Negatives = share of ``negative`` queries
@@ -284,11 +285,31 @@ def vector_grid(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, An
                 m = evaluate(qs, [_with_channel(out, t, margin, veto) for _, out in pooled])
                 rows.append((m["negatives"] >= 0.9, round(m["f1"], 3), t, margin, -1.0 if veto is None else veto,
                              m["negatives"]))
-    print("\nVector channel grid (dev + tuning sets pooled, never a held-out set): best F1 with negatives >= 0.9, "
-          "of equal F1 the higher thresholds (min cosine, margin, keyword veto)")
+    print("\nVector channel grid (dev + tuning sets pooled, never a held-out set; without the near-equivalent rule): "
+          "best F1 with negatives >= 0.9, of equal F1 the higher thresholds (min cosine, margin, keyword veto)")
     for _, f1, t, margin, veto, neg in sorted(rows, key=lambda r: (not r[0], -r[1], -r[2], -r[3], -r[4]))[:10]:
         print(f"  min cosine {t:.2f}  margin {margin:.2f}  keyword veto {'none' if veto < -0.5 else f'{veto:.2f}'}  "
               f"F1 {f1:.3f}  negatives {neg:.2f}")
+
+
+def neighbour_grid(kb: KnowledgeBase, results: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> None:
+    """The near-equivalent rule's two settings on the dev queries and tuning sets (pooled), each a real match
+    run; the channel's other settings as they are."""
+    from kb_indexer.skills import vectors
+
+    qs = [q for qs, _ in results.values() for q in qs]
+    saved = vectors.NEIGHBOUR_COSINE, vectors.NEIGHBOUR_MIN_COSINE
+    rows = []
+    for near in (0.65, 0.7, 0.75, 0.8, 1.01):   # 1.01: the rule off
+        for least in (0.3, 0.35, 0.4):
+            vectors.NEIGHBOUR_COSINE, vectors.NEIGHBOUR_MIN_COSINE = near, least
+            m = evaluate(qs, [_names(o) for o in outputs(kb, qs)])
+            rows.append((m["negatives"] >= 0.9, round(m["f1"], 3), near, least, m["negatives"]))
+    vectors.NEIGHBOUR_COSINE, vectors.NEIGHBOUR_MIN_COSINE = saved
+    print("\nNear-equivalent grid (dev + tuning sets pooled, never a held-out set): skill cosine, message cosine "
+          "(skill cosine 1.01: the rule off)")
+    for _, f1, near, least, neg in sorted(rows, key=lambda r: (not r[0], -r[1], -r[2], -r[3]))[:10]:
+        print(f"  skill cosine {near:.2f}  message cosine {least:.2f}  F1 {f1:.3f}  negatives {neg:.2f}")
 
 
 def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], args: argparse.Namespace,
@@ -316,9 +337,14 @@ def _print_vectors(kb: KnowledgeBase, db: Path, queries: list[dict[str, Any]], a
         print(f"  {label}: {len(qs)} messages")
         print("  " + _line("kbindex keyword", evaluate(qs, [[k["name"] for k in o["vectors"]["keyword"]]
                                                             for o in outs])))
-        print("  " + _line("kbindex keyword+vectors", evaluate(qs, [_names(o) for o in outs])))
+        both = evaluate(qs, [_names(o) for o in outs])
+        print("  " + _line("kbindex keyword+vectors", both))
+        if args.kinds:
+            print("    per kind: " + "; ".join(f"{k} n={m['n']} P {m['precision']:.2f} R {m['recall']:.2f} "
+                                            f"exact {m['exact']:.2f}" for k, m in both["kinds"].items()))
     if args.grid:
         vector_grid(tuning)
+        neighbour_grid(kb, tuning)
     if args.cold and cold_keyword:
         ours, base, rss = cold(db, args.cold, args.code.resolve())
         kw, kw_base, kw_rss = cold_keyword
@@ -381,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-bm25s", action="store_true")
     p.add_argument("--no-heldout", action="store_true", help="leave the held-out sets out (tuning runs)")
     p.add_argument("--no-vectors", action="store_true", help="leave the semantic channel out")
+    p.add_argument("--kinds", action="store_true", help="per-kind figures of every set with the vectors (aggregates)")
     p.add_argument("--code", type=Path, default=REPO,
                    help="the checkout whose kb_indexer is evaluated (default: this one)")
     p.add_argument("--llm", action="store_true", help="also run the LLM matcher with the configured backend")

@@ -123,6 +123,9 @@ class SkillVectorsReport(TypedDict):
     min_keyword_cosine: NotRequired[float]
     keyword: NotRequired[list[JsonObject]]
     vetoed: NotRequired[list[str]]
+    neighbour_cosine: NotRequired[float]
+    neighbour_min_cosine: NotRequired[float]
+    neighbours: NotRequired[list[str]]
 
 
 class SkillsEmbedResult(TypedDict):
