@@ -68,6 +68,9 @@ NEIGHBOUR_MIN = 0.1    # similarity of question terms below which nothing carrie
 
 def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
     """Learned associations that fire for this question: doc id -> {"boost", "learned_ids"}."""
+    if conn.execute("SELECT 1 FROM learned_items WHERE kind = 'association' AND status = 'active' LIMIT 1"
+                    ).fetchone() is None:
+        return {}   # nothing learned yet (most indexes): the question is not parsed again
     terms = question_terms(question)
     if not terms:
         return {}

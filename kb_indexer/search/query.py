@@ -53,7 +53,8 @@ from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
 from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
 from kb_indexer.store.errors import OperationalError
-from kb_indexer.store.dbapi import Connection, Row
+from kb_indexer.store.connection import plain_rows
+from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
     from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
@@ -77,6 +78,7 @@ def _phrase(text: str) -> str:
 # the recorder of a query attempt in the history.
 LearnedBoosts = Callable[[Connection, str], dict[int, dict[str, Any]]]
 Recorder = Callable[..., tuple[int, int]]
+_DocRow = tuple[Any, ...]   # a result's document: (id, filepath, title, summary)
 
 
 @dataclass
@@ -482,22 +484,22 @@ def _count_known(conn: Connection, pool: Pool, known: list[int]) -> int:
 
 
 def _rank(conn: Connection, candidates: dict[int, Candidate],
-          limit: int) -> tuple[list[Candidate], dict[int, Row]]:
+          limit: int) -> tuple[list[Candidate], dict[int, _DocRow]]:
     """The best ``limit`` candidates (0: all) by score, ties by filepath (only the tied ones need their path)."""
     ranked = sorted(candidates.values(), key=lambda c: -round(c.score, 9))
     limit = limit or len(ranked)
     if len(ranked) > limit:
         cutoff = round(ranked[limit - 1].score, 9)
         ranked = [c for c in ranked if round(c.score, 9) >= cutoff]
-    docs = {r["id"]: r for r in conn.execute(
-        "SELECT id, filepath, title, summary FROM documents WHERE id IN (SELECT value FROM json_each(?))",
+    docs = {r[0]: r for r in plain_rows(   # plain tuples: (id, filepath, title, summary)
+        conn, "SELECT id, filepath, title, summary FROM documents WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps([c.doc_id for c in ranked]),))}
     ranked = sorted((c for c in ranked if c.doc_id in docs),
-                    key=lambda c: (-round(c.score, 9), docs[c.doc_id]["filepath"]))
+                    key=lambda c: (-round(c.score, 9), docs[c.doc_id][1]))
     return ranked[:limit], docs
 
 
-def _result(c: Candidate, doc: Row, snippet: str | None, explain: bool,
+def _result(c: Candidate, doc: _DocRow, snippet: str | None, explain: bool,
             channel_weights: dict[str, float], terms: tuple[str, ...]) -> RankedDocument:
     matched: list[str] = []
     users: list[str] = []
@@ -512,13 +514,13 @@ def _result(c: Candidate, doc: Row, snippet: str | None, explain: bool,
                                "similarity_type": e.similarity_type or "", "weight": round(e.weight, 4)})
     sources = c.sources
     if not snippet:
-        summary = " ".join((doc["summary"] or "").split())
+        summary = " ".join((doc[3] or "").split())
         snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
             summary[:SUMMARY_SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
     out: RankedDocument = {
-        "filepath": doc["filepath"],
-        "title": doc["title"],
-        "summary": doc["summary"],
+        "filepath": doc[1],
+        "title": doc[2],
+        "summary": doc[3],
         "matched_keywords": matched,
         "user_keywords": users,
         "keyword_expansions": expansions,

@@ -106,7 +106,7 @@ def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
     if len(memo) > _SPAN_MEMO_MAX:
         memo.clear()
     out: list[str] = []
-    for span in _BOLD.findall(snippet):
+    for span in _bold_spans(snippet):
         w = memo.get(span)
         if w is None:
             w = " ".join(_TOKEN.findall(span.lower()))
@@ -114,6 +114,15 @@ def matched_words(snippet: str | None, terms: Iterable[str]) -> list[str]:
         if w and w not in out:
             out.append(w)
     return out
+
+
+def _bold_spans(snippet: str) -> list[str]:
+    """What ``_BOLD.findall`` finds: in the usual snippet (every ``*`` in a ``**`` marker, an even number of
+    them, none adjacent) the text between the 1st and 2nd marker, the 3rd and 4th, ... found by one split."""
+    markers = snippet.count("**")
+    if markers % 2 or "***" in snippet or snippet.count("*") != 2 * markers:
+        return _BOLD.findall(snippet)
+    return snippet.split("**")[1::2]
 
 
 def reasoning(evidence: list[Any], fulltext: bool, learned: float, snippet: str | None,

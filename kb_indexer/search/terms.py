@@ -72,20 +72,28 @@ def _strip_edges(word: str) -> str:
     return _POSSESSIVE.sub("", core)
 
 
+# An ASCII chunk's runs of word characters, joiners and kept trailing characters: what the loop in
+# :func:`split_term` finds, in one regular-expression pass (most questions are ASCII).
+_ASCII_RUNS = re.compile(r"[A-Za-z0-9\-_.'/+#]+")
+
+
 def split_term(chunk: str) -> list[str]:
     """Split one whitespace-free chunk into terms at characters that are neither
     word characters nor joiners; joiners at the edges are dropped."""
-    out: list[str] = []
-    buf: list[str] = []
-    for ch in chunk:
-        if _is_token_char(ch) or ch in _JOINERS or ch in _TRAILING_KEEP:
-            buf.append(ch)
-        else:
-            if buf:
-                out.append("".join(buf))
-            buf = []
-    if buf:
-        out.append("".join(buf))
+    if chunk.isascii():
+        out = _ASCII_RUNS.findall(chunk)
+    else:
+        out = []
+        buf: list[str] = []
+        for ch in chunk:
+            if _is_token_char(ch) or ch in _JOINERS or ch in _TRAILING_KEEP:
+                buf.append(ch)
+            else:
+                if buf:
+                    out.append("".join(buf))
+                buf = []
+        if buf:
+            out.append("".join(buf))
     terms = []
     for t in out:
         t = _strip_edges(t)
@@ -98,6 +106,8 @@ def is_stopword(term: str) -> bool:
     t = term.lower()
     if t in STOPWORDS:
         return True
+    if t.isalnum():   # no joiner: one part, not a stopword
+        return False
     parts = [p for p in re.split(r"[-_.'’/]+", t) if p]
     return bool(parts) and all(p in STOPWORDS for p in parts)
 

