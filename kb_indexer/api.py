@@ -18,6 +18,7 @@ Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from functools import cached_property
@@ -441,37 +442,37 @@ class KnowledgeBase:
         the URL of a ``/rerank`` endpoint or ``off`` (None: ``KBINDEX_RERANK``, off when unset) reorders
         the top results (:mod:`kb_indexer.search.rerank`; the result's ``rerank`` object says how).
         """
-        out = self._query(question, keywords, options, llm, embed, context_scorer, query_id)
+        reranker = None
         if rerank is not None or os.environ.get("KBINDEX_RERANK"):
             from kb_indexer.search import rerank as stage  # lazy: the LLM client, reranked queries only
             spec = stage.resolve(rerank)
-            if spec is not None:
-                hits = cast("list[dict[str, Any]]", out["results"])
-                out["rerank"] = stage.rerank(self.conn, question, hits, spec, llm)
-        return out
+            if spec is not None:   # runs before the attempt is recorded: the history keeps the order shown
+                reranker = functools.partial(stage.rerank, self.conn, question, spec=spec, llm=llm)
+        return self._query(question, keywords, options, llm, embed, context_scorer, query_id, reranker)
 
     def _query(self, question: str, keywords: list[str] | None, options: QueryOptions | None, llm: Any,
-               embed: Any, context_scorer: ContextScorer | None, query_id: int | None) -> QueryResult:
-        """:meth:`query` before its optional rerank stage."""
+               embed: Any, context_scorer: ContextScorer | None, query_id: int | None,
+               reranker: Any = None) -> QueryResult:
+        """:meth:`query` with its optional rerank stage (``reranker``) resolved."""
         opts = check_instance(options, QueryOptions, "options") or QueryOptions()
         _text(question, "the question")
         _keywords(keywords, optional=True)
         check_question(question, keywords)   # before any model is asked or anything recorded
         context = opts.context
         if not (isinstance(context, str) and context.strip()) or context_scorer is not None:
-            return self._run_query(question, keywords, opts, embed, context_scorer, query_id)
+            return self._run_query(question, keywords, opts, embed, context_scorer, query_id, reranker)
         # lazy: the LLM settings only for a query with a context
         from kb_indexer.llm.config import is_configured, unconfigured_report
 
         if not is_configured(llm):
-            out = self._run_query(question, keywords, opts, embed, None, query_id)
+            out = self._run_query(question, keywords, opts, embed, None, query_id, reranker)
             out["llm"] = cast("LlmReport", unconfigured_report(llm))
             return out
         from kb_indexer.search.context_match import QueryContextScorer  # lazy: LLM client code, context queries only
 
         scorer = QueryContextScorer(self.conn, llm)
         try:
-            out = self._run_query(question, keywords, opts, embed, scorer, query_id)
+            out = self._run_query(question, keywords, opts, embed, scorer, query_id, reranker)
         finally:
             scorer.close()
         report = scorer.report()
@@ -479,7 +480,7 @@ class KnowledgeBase:
         return out
 
     def _run_query(self, question: str, keywords: list[str] | None, opts: QueryOptions, embed: Any,
-                   context_scorer: ContextScorer | None, query_id: int | None) -> QueryResult:
+                   context_scorer: ContextScorer | None, query_id: int | None, reranker: Any = None) -> QueryResult:
         """The search pipeline with the learning layer's parts passed in (search never imports learn)."""
         from kb_indexer.learn.apply import association_boosts  # lazy: the query path only (kbindex search
         from kb_indexer.learn.history import record            # opens the API too and needs none of these)
@@ -503,7 +504,7 @@ class KnowledgeBase:
             dense = dense_source(self.conn, embed)
         with interruptible(self.conn):
             out = run_query(self.conn, question, keywords, opts, context_scorer=context_scorer, query_id=query_id,
-                            learned=association_boosts, recorder=recorder, dense=dense)
+                            learned=association_boosts, recorder=recorder, dense=dense, reranker=reranker)
         if lost and out.get("history_error"):
             out["history_error_code"] = lost[0]
         return out

@@ -197,3 +197,19 @@ def test_a_trickling_endpoint_is_cut_at_the_deadline(kb, endpoint, monkeypatch):
     assert time.monotonic() - started < 30          # not the 100 s the endpoint would trickle for
     assert out["rerank"]["used"] is False and out["rerank"]["fallback"] == "fused order"
     assert [r["filepath"] for r in out["results"]] == before
+
+
+def test_the_history_records_the_reranked_order_the_user_saw(kb, script):
+    from kb_indexer.learn.history import get_attempt
+
+    before = _fused(kb)
+    top = min(stage.TOP_K, len(before))
+    script({"json": _judge_last_best(top)})
+    out = kb.query(QUESTION, llm=LLMOptions(backend="fake"), rerank="llm")
+    shown = [r["filepath"] for r in out["results"]]
+    assert out["rerank"]["used"] is True and shown != before
+    attempt = get_attempt(kb.conn, out["attempt_id"])
+    assert attempt is not None
+    recorded = [r["filepath"] for r in attempt["top_results"]]
+    assert recorded == shown[:len(recorded)]
+    assert attempt["top_results"][0]["score"] == out["results"][0]["relevance_score"]

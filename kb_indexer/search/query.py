@@ -78,6 +78,7 @@ def _phrase(text: str) -> str:
 # the recorder of a query attempt in the history.
 LearnedBoosts = Callable[[Connection, str], dict[int, dict[str, Any]]]
 Recorder = Callable[..., tuple[int, int]]
+Reranker = Callable[[list[dict[str, Any]]], dict[str, Any]]   # reorders results in place; its report
 _DocRow = tuple[Any, ...]   # a result's document: (id, filepath, title, summary)
 
 
@@ -122,18 +123,22 @@ class _Found:
 def run_query(conn: Connection, question: str, keywords: list[str] | None = None,
               options: QueryOptions | None = None, *, context_scorer: ContextScorer | None = None,
               query_id: int | None = None, learned: LearnedBoosts | None = None, recorder: Recorder | None = None,
-              dense: DenseSource | None = None) -> QueryResult:
+              dense: DenseSource | None = None, reranker: Reranker | None = None) -> QueryResult:
     """Run one query with its ``options`` (:class:`QueryOptions`, validated when built); returns the
     JSON-ready result. ``context_scorer`` judges relation contexts against ``options.context``;
     ``learned`` (when ``options.use_learned``) lifts or lowers documents by learned associations;
     ``recorder`` (when ``options.record``) records the attempt, on the recorded query ``query_id`` if given
-    (``refine``); ``dense`` (from the API layer) lets semantic and hybrid queries use the index's vectors."""
+    (``refine``); ``dense`` (from the API layer) lets semantic and hybrid queries use the index's vectors;
+    ``reranker`` (``query --rerank``) reorders the results before they are recorded (the history keeps the
+    order shown)."""
     opts = options or QueryOptions()
     spec = _spec(question, keywords, opts, lambda norms: set(_keyword_ids(conn, norms)))
     found = _find(conn, spec, context_scorer, learned if opts.use_learned else None, opts.explain, dense)
     out = _output(spec, found)
     if opts.explain:
         out["query"]["explain"] = _explain(spec, found)
+    if reranker is not None:
+        out["rerank"] = reranker(cast("list[dict[str, Any]]", out["results"]))
     if opts.record and recorder is not None:
         _record(conn, out, spec, found, recorder, query_id)
     return out
