@@ -70,9 +70,11 @@ def test_fulltext_search_keeps_every_document_tied_with_the_last():
 
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE documents_fts USING fts5(title, summary, keywords, body)")
+    conn.execute("CREATE TABLE documents (id INTEGER PRIMARY KEY)")   # as in an index: snippets ask its size
     for i in range(10):
         conn.execute("INSERT INTO documents_fts (rowid, title, summary, keywords, body) VALUES (?, '', '', '', ?)",
                      (i + 1, "same words here" if i < 6 else "same other words and more text"))
+        conn.execute("INSERT INTO documents (id) VALUES (?)", (i + 1,))
     q = fulltext.build_query(["same"])
     rows = fulltext.search(conn, q, 2)
     assert len(rows) == 6 and {r[0] for r in rows} == set(range(1, 7))   # all six tied with the second

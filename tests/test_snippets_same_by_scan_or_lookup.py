@@ -28,3 +28,21 @@ def test_snippets_same_by_scan_or_lookup(kb, monkeypatch):
     assert by_scan == by_lookup
     assert set(by_scan) == set(ids) - {unmatched}
     assert all("**" in s for s in by_scan.values() if s is not None)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 100])
+def test_ranked_rows_same_by_one_statement_or_two(kb, monkeypatch, limit):
+    """``ranked`` sorts by bm25() and makes snippets in a second pass when that pass is a scan, else FTS5
+    sorts and makes them in one statement: the rows (ids, scores, snippets, order) are the same."""
+    query = build_query(["learning", "agent", "reward", "policy", "game"])
+    weights = (2.0, 0.25, 2.0, 1.0)
+
+    def rows(per_id: int) -> list[tuple[int, float, str | None]]:
+        monkeypatch.setattr(store, "SCAN_PER_ID", per_id)
+        return store.ranked(kb.conn, query, limit, weights, 24, 64 * 1024)
+
+    one_statement, two_passes = rows(0), rows(10**9)
+    assert len(two_passes) == min(limit, len(store.all_scores(kb.conn, query, weights))) > 0
+    assert [(d, round(s, 9), snip) for d, s, snip in two_passes] == \
+        [(d, round(s, 9), snip) for d, s, snip in one_statement]
+    assert all(snip and "**" in snip for _, _, snip in two_passes)

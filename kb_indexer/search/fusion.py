@@ -92,10 +92,12 @@ class Candidate:
     @property
     def sources(self) -> list[str]:
         out = []
-        if any(e.kind == "exact" for e in self.evidence):
-            out.append("keyword")
-        if any(e.kind == "expansion" for e in self.evidence):
-            out.append("expansion")
+        if self.evidence:
+            kinds = {e.kind for e in self.evidence}
+            if "exact" in kinds:
+                out.append("keyword")
+            if "expansion" in kinds:
+                out.append("expansion")
         if self.bm25 is not None:
             out.append("fulltext")
             if self.feedback:

@@ -491,16 +491,16 @@ def _count_known(conn: Connection, pool: Pool, known: list[int]) -> int:
 def _rank(conn: Connection, candidates: dict[int, Candidate],
           limit: int) -> tuple[list[Candidate], dict[int, _DocRow]]:
     """The best ``limit`` candidates (0: all) by score, ties by filepath (only the tied ones need their path)."""
-    ranked = sorted(candidates.values(), key=lambda c: -round(c.score, 9))
+    key = {d: -round(c.score, 9) for d, c in candidates.items()}   # each score rounded once
+    ranked = sorted(candidates.values(), key=lambda c: key[c.doc_id])
     limit = limit or len(ranked)
     if len(ranked) > limit:
-        cutoff = round(ranked[limit - 1].score, 9)
-        ranked = [c for c in ranked if round(c.score, 9) >= cutoff]
+        cutoff = key[ranked[limit - 1].doc_id]
+        ranked = [c for c in ranked if key[c.doc_id] <= cutoff]
     docs = {r[0]: r for r in plain_rows(   # plain tuples: (id, filepath, title, summary)
         conn, "SELECT id, filepath, title, summary FROM documents WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps([c.doc_id for c in ranked]),))}
-    ranked = sorted((c for c in ranked if c.doc_id in docs),
-                    key=lambda c: (-round(c.score, 9), docs[c.doc_id][1]))
+    ranked = sorted((c for c in ranked if c.doc_id in docs), key=lambda c: (key[c.doc_id], docs[c.doc_id][1]))
     return ranked[:limit], docs
 
 
@@ -509,7 +509,7 @@ def _result(c: Candidate, doc: _DocRow, snippet: str | None, explain: bool,
     matched: list[str] = []
     users: list[str] = []
     expansions: list[ResultExpansion] = []
-    for e in sorted(c.evidence, key=lambda e: (-e.value, e.keyword)):
+    for e in sorted(c.evidence, key=lambda e: (-e.value, e.keyword)) if c.evidence else ():
         if e.keyword not in matched:
             matched.append(e.keyword)
         if e.user_keyword not in users:
@@ -522,6 +522,7 @@ def _result(c: Candidate, doc: _DocRow, snippet: str | None, explain: bool,
         summary = " ".join((doc[3] or "").split())
         snippet = summary if len(summary) <= SUMMARY_SNIPPET_CHARS else \
             summary[:SUMMARY_SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
+    score = round(c.score, 4)
     out: RankedDocument = {
         "filepath": doc[1],
         "title": doc[2],
@@ -529,8 +530,8 @@ def _result(c: Candidate, doc: _DocRow, snippet: str | None, explain: bool,
         "matched_keywords": matched,
         "user_keywords": users,
         "keyword_expansions": expansions,
-        "relevance_score": round(c.score, 4),
-        "similarity": round(min(1.0, max(0.0, c.cosine)), 4) if c.cosine is not None else round(c.score, 4),
+        "relevance_score": score,
+        "similarity": round(min(1.0, max(0.0, c.cosine)), 4) if c.cosine is not None else score,
         "sources": sources,
         "source": design_source(sources),
         "reasoning": reasoning(c.evidence, c.bm25 is not None, c.learned, snippet, terms, c.cosine, c.semantic),

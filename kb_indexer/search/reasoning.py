@@ -130,7 +130,7 @@ def reasoning(evidence: list[Any], fulltext: bool, learned: float, snippet: str 
     """One sentence naming the evidence that found (or moved) a document (see the module docstring)."""
     parts: list[str] = []
     seen: set[str] = set()
-    for e in sorted(evidence, key=lambda e: (-e.value, e.kind != "exact", e.keyword)):
+    for e in sorted(evidence, key=lambda e: (-e.value, e.kind != "exact", e.keyword)) if evidence else ():
         if e.user_keyword in seen:   # the best evidence per user keyword is what counts in the score
             continue
         seen.add(e.user_keyword)

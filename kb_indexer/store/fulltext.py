@@ -131,16 +131,27 @@ def ranked(conn: Any, query: TextQuery, limit: int, weights: tuple[float, ...], 
            max_chars: int) -> list[tuple[int, float, str | None]]:
     """The best ``limit`` documents, best first, as ``(document id, bm25, snippet or None)``.
 
-    On SQLite the best rows are sorted by ``bm25()`` first and their snippets made afterwards, in a second
-    pass, for them alone. (FTS5's own ``ORDER BY rank`` with ``rank MATCH`` prepares a nested statement for
-    every query: on Cranfield it took 3.0-4.5 ms a question where this order takes 1.7-2.4 ms.)"""
+    On SQLite, when the snippets' pass would be one scan of the matches (see :func:`snippets`), the best
+    rows are sorted by ``bm25()`` and their snippets made in that pass: FTS5's own ``ORDER BY rank`` with
+    ``rank MATCH`` prepares a nested statement for every query (on Cranfield, 225 questions at ``--limit
+    100``: 14.5 M instructions a question against 10.0 M, the pass costing about 3 M). For a few rows of a
+    large index FTS5 sorts and makes their snippets in one statement (a look-up per id would cost more)."""
     if is_postgres(conn):
         return [(d, s, None) for d, s in _pg().ranked(_raw(conn), query.terms, weights, limit)]
+    if not _scan_pays(conn, limit):
+        sql = (f"SELECT rowid, rank, {_SNIPPET_SQL} FROM documents_fts WHERE documents_fts MATCH ? "
+               "AND rank MATCH ? ORDER BY rank LIMIT ?")
+        rows = conn.execute(sql, (max_chars, tokens, query.match, _rank_function(weights), limit)).fetchall()
+        return [(r[0], -r[1], r[2]) for r in rows]
     sql = (f"SELECT rowid, {_rank_clause(weights)} AS score FROM documents_fts WHERE documents_fts MATCH ? "
            "ORDER BY score LIMIT ?")
     rows = conn.execute(sql, (query.match, limit)).fetchall()
-    snips = snippets(conn, query, [r[0] for r in rows], tokens, max_chars) if rows else {}
+    snips = _snippets(conn, query, [r[0] for r in rows], tokens, max_chars, True) if rows else {}
     return [(r[0], -r[1], snips.get(r[0])) for r in rows]
+
+
+def _rank_function(weights: tuple[float, ...]) -> str:
+    return "bm25(" + ", ".join(f"{float(w):.4f}" for w in weights) + ")"
 
 
 def scores_of(conn: Any, query: TextQuery, doc_ids: list[int], weights: tuple[float, ...]) -> dict[int, float]:
@@ -201,10 +212,20 @@ def snippets(conn: Any, query: TextQuery, doc_ids: list[int], tokens: int, max_c
     if is_postgres(conn):
         wanted = set(doc_ids)
         return {d: None for d in _pg().matching(_raw(conn), query.terms) if d in wanted}
-    # ``rowid IN (...)`` makes FTS5 run the whole query again for each id (about 0.1 ms an id with ten
-    # terms); ``+rowid`` keeps it one pass over the matches, each checked against the ids (under 1 µs a
-    # match). The pass wins unless the documents outnumber the ids by far (a large index, few ids).
-    scan = "+" if _document_bound(conn) <= SCAN_PER_ID * len(doc_ids) else ""
+    return _snippets(conn, query, doc_ids, tokens, max_chars, _scan_pays(conn, len(doc_ids)))
+
+
+def _scan_pays(conn: Any, ids: int) -> bool:
+    """Whether one pass over a query's matches beats a look-up per id for ``ids`` documents: ``rowid IN
+    (...)`` makes FTS5 run the whole query again for each id (about 0.1 ms an id with ten terms), the pass
+    checks each match against the ids (under 1 µs a match). It wins unless the documents outnumber the ids by
+    far (a large index, few ids)."""
+    return _document_bound(conn) <= SCAN_PER_ID * ids
+
+
+def _snippets(conn: Any, query: TextQuery, doc_ids: list[int], tokens: int, max_chars: int,
+              scan_all: bool) -> dict[int, str | None]:
+    scan = "+" if scan_all else ""
     sql = (f"SELECT rowid, {_SNIPPET_SQL} FROM documents_fts "
            f"WHERE documents_fts MATCH ? AND {scan}rowid IN (SELECT value FROM json_each(?))")
     return dict(conn.execute(sql, (max_chars, tokens, query.match, json.dumps(doc_ids))).fetchall())
