@@ -78,9 +78,9 @@ def search(conn: Connection, query: FtsQuery, limit: int,
     document that may tie with the last of them (FTS5 cuts ties arbitrarily; the caller orders them by
     filepath, so a result never depends on the limit).
 
-    The rows are sorted by ``bm25()`` first and their snippets made afterwards, for the returned rows only
-    (:func:`kb_indexer.store.fulltext.ranked`). One row more than ``limit`` tells whether the cut falls inside
-    a tie.
+    The rows are sorted before their snippets are made, so only the returned rows pay for one
+    (:func:`kb_indexer.store.fulltext.ranked` says how). One row more than ``limit`` tells whether the cut
+    falls inside a tie.
     """
     if not query or limit <= 0:
         return []
