@@ -32,14 +32,21 @@ def test_two_argument_min_and_max_are_least_and_greatest_but_aggregates_stay():
     assert translate("SELECT max(coalesce(a, 0), 'x,y') FROM t") == "SELECT GREATEST(coalesce(a, 0), 'x,y') FROM t"
 
 
-def test_json_array_parameters_read_as_ids_or_as_text():
+def test_json_array_parameters_read_as_ids_or_as_text_in_an_array():
     assert translate("SELECT 1 FROM d WHERE d.id IN (SELECT value FROM json_each(?))") == \
-        "SELECT 1 FROM d WHERE d.id IN (SELECT value::bigint FROM json_array_elements_text((%s)::json) AS j(value))"
+        ("SELECT 1 FROM d WHERE d.id = ANY(ARRAY(SELECT value::bigint FROM json_array_elements_text((%s)::json) "
+         "AS j(value)))")
     assert translate("SELECT 1 FROM s WHERE s.keyword_id_1 IN (SELECT value FROM json_each(:ids))") == \
-        ("SELECT 1 FROM s WHERE s.keyword_id_1 IN "
-         "(SELECT value::bigint FROM json_array_elements_text((%(ids)s)::json) AS j(value))")
+        ("SELECT 1 FROM s WHERE s.keyword_id_1 = "
+         "ANY(ARRAY(SELECT value::bigint FROM json_array_elements_text((%(ids)s)::json) AS j(value)))")
     assert translate("SELECT id FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))") == \
-        "SELECT id FROM keywords WHERE keyword IN (SELECT value FROM json_array_elements_text((%s)::json) AS j(value))"
+        ("SELECT id FROM keywords WHERE keyword = "
+         "ANY(ARRAY(SELECT value FROM json_array_elements_text((%s)::json) AS j(value)))")
+
+
+def test_not_in_a_json_array_stays_not_in():
+    assert translate("DELETE FROM p WHERE pair NOT IN (SELECT value FROM json_each(?))") == \
+        "DELETE FROM p WHERE pair NOT IN (SELECT value FROM json_array_elements_text((%s)::json) AS j(value))"
 
 
 def test_ids_on_either_of_two_id_columns_are_two_arrays_the_indexes_can_scan():
@@ -47,8 +54,10 @@ def test_ids_on_either_of_two_id_columns_are_two_arrays_the_indexes_can_scan():
     assert translate("SELECT s.id FROM s WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR "
                      "s.keyword_id_2 IN (SELECT value FROM json_each(:ids)))") == \
         f"SELECT s.id FROM s WHERE (s.keyword_id_1 = ANY({ids}) OR s.keyword_id_2 = ANY({ids}))"
-    assert "ANY" not in translate("SELECT 1 FROM t WHERE (kind IN (SELECT value FROM json_each(?)) OR "
-                                  "b_id IN (SELECT value FROM json_each(?)))")   # text: the rule of one IN
+    texts = "ARRAY(SELECT value FROM json_array_elements_text((%s)::json) AS j(value))"
+    assert translate("SELECT 1 FROM t WHERE (kind IN (SELECT value FROM json_each(?)) OR "
+                     "b_id IN (SELECT value FROM json_each(?)))") == \
+        f"SELECT 1 FROM t WHERE (kind = ANY({texts}) OR b_id = ANY({ids.replace('%(ids)s', '%s')}))"   # one IN each
 
 
 def test_ids_on_either_column_find_the_same_rows_on_a_server(pg_url):

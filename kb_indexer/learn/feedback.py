@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.limits import check_id
-from kb_indexer.store.connection import transaction
+from kb_indexer.limits import MAX_ID, check_id
+from kb_indexer.store.connection import together, transaction
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
 
@@ -84,59 +84,79 @@ def feedback_rows(conn: Connection, query_id: int) -> list[dict[str, Any]]:
             for r in conn.execute("SELECT * FROM query_feedback WHERE query_id = ? ORDER BY id", (query_id,))]
 
 
-def _attempt_for(conn: Connection, query_id: int, filepath: str) -> int | None:
-    """The latest attempt of the query whose recorded results include the document."""
-    for r in conn.execute("SELECT id, top_results FROM query_attempts WHERE query_id = ? ORDER BY id DESC",
-                          (query_id,)):
+def _attempt_for(attempts: list[Row], filepath: str) -> int | None:
+    """The latest of the query's attempts (``(id, top_results)``, latest first) whose recorded results include
+    the document."""
+    for r in attempts:
         try:
-            results = json.loads(r["top_results"] or "[]")
+            results = json.loads(r[1] or "[]")
         except json.JSONDecodeError:
             continue
         if any(isinstance(x, dict) and x.get("filepath") == filepath for x in results):
-            attempt_id: int = r["id"]
+            attempt_id: int = r[0]
             return attempt_id
     return None
 
 
-def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_helpful: list[str],
-                    notes: str | None = None, attempt_id: int | None = None,
-                    resolve_path: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """Record helpful / not-helpful marks in one transaction; every file must be indexed."""
-    if not helpful and not not_helpful:
-        raise UsageError("give at least one helpful or not-helpful document (--helpful / --not-helpful)")
-    require_query(conn, query_id)
-    if attempt_id is not None:
-        check_id(attempt_id, "attempt id")
-        row = conn.execute("SELECT query_id FROM query_attempts WHERE id = ?", (attempt_id,)).fetchone()
-        if row is None or row[0] != query_id:
-            raise ValidationError(f"Attempt {attempt_id} does not belong to query {query_id}")
+def _marks(helpful: list[str], not_helpful: list[str],
+           resolve_path: Callable[[str], str] | None) -> tuple[dict[str, bool], str | None]:
+    """(path -> helpful, the path marked both ways if one is)."""
     marks: dict[str, bool] = {}
     for files, value in ((helpful, True), (not_helpful, False)):
         for f in files:
             path = resolve_path(f) if resolve_path else f
             if path in marks and marks[path] != value:
-                raise UsageError(f"{path} is marked both helpful and not helpful")
+                return marks, path
             marks[path] = value
-    missing = [p for p in marks if conn.execute("SELECT 1 FROM documents WHERE filepath = ?", (p,)).fetchone() is None]
+    return marks, None
+
+
+def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_helpful: list[str],
+                    notes: str | None = None, attempt_id: int | None = None,
+                    resolve_path: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """Record helpful / not-helpful marks in one transaction; every file must be indexed. What is checked is
+    read in one go and the marks written in another (on PostgreSQL: two round trips)."""
+    if not helpful and not not_helpful:
+        raise UsageError("give at least one helpful or not-helpful document (--helpful / --not-helpful)")
+    check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
+    attempt_ok = attempt_id is not None and isinstance(attempt_id, int) and 1 <= attempt_id <= MAX_ID
+    marks, both = _marks(helpful, not_helpful, resolve_path)
+    with together(conn):
+        query = conn.execute("SELECT id FROM queries WHERE id = ?", (query_id,))
+        owner = conn.execute("SELECT query_id FROM query_attempts WHERE id = ?", (attempt_id if attempt_ok else 0,))
+        known = [conn.execute("SELECT 1 FROM documents WHERE filepath = ?", (p,)) for p in marks]
+        read = conn.execute("SELECT id, top_results FROM query_attempts WHERE query_id = ? ORDER BY id DESC",
+                            (query_id if attempt_id is None else 0,))
+    found, owners, attempts = query.fetchall(), owner.fetchall(), read.fetchall()   # every cursor read to its end
+    missing = [p for p, cur in zip(marks, known) if not cur.fetchall()]
+    if not found:
+        raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
+    if attempt_id is not None:
+        check_id(attempt_id, "attempt id")
+        if not owners or owners[0][0] != query_id:
+            raise ValidationError(f"Attempt {attempt_id} does not belong to query {query_id}")
+    if both is not None:
+        raise UsageError(f"{both} is marked both helpful and not helpful")
     if missing:
         raise ValidationError("Not in the index: " + ", ".join(missing) + " (feedback is only for indexed documents)",
                               code="not_found")
-    recorded, unlinked = [], []
-    with transaction(conn):
+    recorded, unlinked, links = [], [], {}
+    for path, value in marks.items():
+        att = attempt_id if attempt_id is not None else _attempt_for(attempts, path)
+        if att is None:
+            att = attempts[0][0] if attempts else None   # the query's latest attempt
+            unlinked.append(path)
+        links[path] = att
+        recorded.append({"filepath": path, "helpful": value, "attempt_id": att})
+    with together(conn, write=True):
         for path, value in marks.items():
-            att = attempt_id if attempt_id is not None else _attempt_for(conn, query_id, path)
-            if att is None:
-                row = conn.execute("SELECT MAX(id) FROM query_attempts WHERE query_id = ?", (query_id,)).fetchone()
-                att = row[0]
-                unlinked.append(path)
             conn.execute(
                 "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed) "
                 "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT(query_id, filepath) DO UPDATE SET "
                 "attempt_id = excluded.attempt_id, helpful = excluded.helpful, "
                 "notes = COALESCE(excluded.notes, query_feedback.notes), processed = 0, "
                 "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
-                (query_id, att, path, int(value), notes))
-            recorded.append({"filepath": path, "helpful": value, "attempt_id": att})
+                (query_id, links[path], path, int(value), notes))
     out: dict[str, Any] = {"query_id": query_id, "recorded": recorded, "count": len(recorded)}
     if unlinked:
         out["not_in_results"] = unlinked

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
@@ -156,6 +156,29 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         conn.execute("COMMIT")
     except BaseException:
         _undo(conn, "ROLLBACK")
+        raise
+
+
+@contextmanager
+def together(conn: Connection, write: bool = False) -> Iterator[Connection]:
+    """The block's statements sent together on PostgreSQL outside a transaction: one round trip, their results
+    read after the block (SQLite: run one by one, as always). ``write``: the block is one write transaction
+    as :func:`transaction` (``BEGIN`` and ``COMMIT`` sent with the statements; rolled back on an error, which
+    comes at the end of the block at the latest); inside the caller's transaction it is a savepoint."""
+    if not is_postgres(conn) or conn.in_transaction:
+        with transaction(conn) if write else nullcontext(conn):
+            yield conn
+        return
+    try:
+        with cast(Any, conn).pipelined():   # a PgConnection
+            if write:
+                conn.execute("BEGIN")
+            yield conn
+            if write:
+                conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction and not cast(Any, conn).raw.broken:
+            conn.execute("ROLLBACK")   # an error inside the pipeline leaves its transaction open
         raise
 
 

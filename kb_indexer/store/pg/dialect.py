@@ -8,7 +8,10 @@ Each distinct SQL string is translated once (:func:`translate` is cached). The r
 * ``min(a, b)`` / ``max(a, b)`` (SQLite's scalar forms, two or more arguments) are ``LEAST`` / ``GREATEST``;
 * ``x IN (SELECT value FROM json_each(?))`` (a JSON array parameter) reads the array's elements as text,
   cast to ``bigint`` when ``x`` is an id column (``id``, ``..._id``, ``..._id_1``): PostgreSQL does not
-  compare integers with text;
+  compare integers with text; it is ``x = ANY(ARRAY(...))`` (the same rows): the planner takes a JSON array
+  for 100 elements in ``IN`` (a hash of the whole table: a sequential scan of 5,000 keywords for the two a
+  question names, 1.4 ms server time) but for 10 in ``= ANY`` of an array (the column's index: 0.1 ms);
+  ``NOT IN`` stays;
 * ``(a IN (SELECT value FROM json_each(?)) OR b IN (SELECT value FROM json_each(?)))`` on id columns (rows
   touching any of some ids from either side) is ``(a = ANY(ARRAY(...)) OR b = ANY(ARRAY(...)))``: PostgreSQL
   filters an OR of two IN subqueries row by row over the whole table, but scans the two columns' indexes for
@@ -72,7 +75,10 @@ def _timestamp(match: re.Match[str]) -> str:
 def _json_in(match: re.Match[str]) -> str:
     column, op, param = match.groups()
     value = "value::bigint" if _ID_COLUMN.search(column) else "value"
-    return f"{column}{op}(SELECT {value} FROM json_array_elements_text(({param})::json) AS j(value))"
+    elements = f"(SELECT {value} FROM json_array_elements_text(({param})::json) AS j(value))"
+    if column.upper() == "NOT":   # ``x NOT IN (...)``: the regular expression took NOT for the column
+        return f"{column}{op}{elements}"
+    return f"{column} = ANY(ARRAY{elements})"
 
 
 def _json_either(match: re.Match[str]) -> str:

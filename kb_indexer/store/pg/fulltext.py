@@ -17,7 +17,8 @@ checking one per posting doubled the time of a bulk write).
 
 A search asks for the same scores several times (the matches counted, the best ones, the scores of documents
 found another way): scores read outside a transaction are kept per question (``_CACHE``) and used again
-while the generation is the one they were read at.
+while the generation is the one they were read at; so are a phrase's postings (``_PHRASES``), which other
+questions share (a known keyword is a phrase) and which are most of a question's server time.
 
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
@@ -206,15 +207,15 @@ def _send_phrase(raw: Any, phrase: tuple[str, ...]) -> Any:
     matches none)."""
     tokens = sorted(set(phrase))
     return raw.execute(
-        # the rarest token's documents that hold every other token too (postings' primary key), and only
+        # the documents holding every token of the phrase (their postings grouped by document: one pass over
+        # the postings' primary key, where a count per posting of the rarest token cost a lookup each: 19 ->
+        # 3 ms server time for two tokens of ~4,800 documents each at 20,000 synthetic documents), and only
         # their token lines searched with strpos (ANY of an ARRAY keeps the planner from scanning every
-        # document's token lines: 320 ms at 20,000 documents against 0.1 ms; at 20,000 synthetic documents
-        # the other tokens leave a third of the rarest one's documents, and the statement ~60% of its CPU)
+        # document's token lines: 320 ms at 20,000 documents against 0.1 ms)
         "SELECT t.document_id, t.tokens, t.length FROM documents_text t WHERE t.document_id = "
-        "ANY(ARRAY(SELECT p.document_id FROM text_postings p WHERE p.term = (SELECT term FROM text_postings "
-        "WHERE term = ANY(%(t)s) GROUP BY term ORDER BY count(*), term LIMIT 1) AND (SELECT count(*) FROM "
-        "text_postings o WHERE o.term = ANY(%(t)s) AND o.document_id = p.document_id) = %(n)s)) "
-        "AND strpos(t.tokens, %(p)s) > 0", {"t": tokens, "n": len(tokens), "p": " " + " ".join(phrase) + " "})
+        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = ANY(%(t)s) GROUP BY document_id "
+        "HAVING count(*) = %(n)s)) AND strpos(t.tokens, %(p)s) > 0",
+        {"t": tokens, "n": len(tokens), "p": " " + " ".join(phrase) + " "})
 
 
 def _phrase_postings(cur: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
@@ -259,8 +260,9 @@ _CACHE_MAX = 64
 
 
 def forget() -> None:
-    """Drop every remembered score (a benchmark times a question asked for the first time)."""
+    """Drop every remembered score and phrase (a benchmark times a question asked for the first time)."""
     _CACHE.clear()
+    _PHRASES.clear()
 
 
 def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
@@ -306,15 +308,47 @@ def _read_postings(raw: Any, tokens: list[str], phrases: list[tuple[str, ...]]) 
     return out
 
 
+_PHRASES: dict[tuple[Any, ...], tuple[int, tuple[Any, Any, Any]]] = {}   # (server, db, phrase) -> (generation, postings)
+_PHRASES_MAX = 512
+
+
+def _read(raw: Any, singles: list[str], phrased: list[tuple[str, ...]]) -> tuple[Any, dict[Any, Any]]:
+    """(:func:`_token_postings` of the totals with the single tokens' postings, each phrase's postings), at one
+    snapshot. Outside a transaction a phrase's postings are kept per process (``_PHRASES``) and used again
+    while the generation read with the totals is the one they were read at (questions share phrases: a known
+    keyword is one, and finding a phrase's documents is most of a question's server time); when one is older,
+    everything is read again at one snapshot."""
+    if raw.info.transaction_status != 0:   # not IDLE: inside a transaction (its writes may yet roll back)
+        singles_cur, curs = _read_postings(raw, singles, phrased)
+        return _token_postings(singles_cur), {t: _phrase_postings(cur, t) for t, cur in zip(phrased, curs)}
+    where = (raw.info.host, raw.info.port, raw.info.dbname)
+    kept = {t: hit for t in phrased if (hit := _PHRASES.get(where + (t,))) is not None}
+    fresh = [t for t in phrased if t not in kept]
+    singles_cur, curs = _read_postings(raw, singles, fresh)
+    totals = _token_postings(singles_cur)
+    if any(hit[0] != totals[2] for hit in kept.values()):   # written since: all again, at one snapshot
+        kept, fresh = {}, phrased
+        singles_cur, curs = _read_postings(raw, singles, fresh)
+        totals = _token_postings(singles_cur)
+    out = {t: hit[1] for t, hit in kept.items()}
+    for t, cur in zip(fresh, curs):
+        out[t] = found = _phrase_postings(cur, t)
+        for array in found:
+            array.setflags(write=False)
+        if len(_PHRASES) >= _PHRASES_MAX:
+            _PHRASES.clear()
+        _PHRASES[where + (t,)] = (totals[2], found)
+    return totals, out
+
+
 def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[int, Any, Any]:
     """(the generation read at, document ids ascending, their bm25)."""
     phrased = sorted({t for t in toks if len(t) > 1})
-    singles_cur, phrase_curs = _read_postings(raw, sorted({t[0] for t in toks if len(t) == 1}), phrased)
-    documents, total, generation, singles = _token_postings(singles_cur)
+    (documents, total, generation, singles), phrases = _read(raw, sorted({t[0] for t in toks if len(t) == 1}),
+                                                             phrased)
     none = generation, np.zeros(0, np.int64), np.zeros(0, np.float64)
     if not documents:
         return none
-    phrases = {t: _phrase_postings(cur, t) for t, cur in zip(phrased, phrase_curs)}
     w = np.asarray(list(weights)[:4] + [1.0] * (4 - len(weights[:4])), dtype=np.float64)
     avgdl = total / documents
     parts = []

@@ -1,0 +1,62 @@
+"""On PostgreSQL a question's look-ups touch the rows they need: the keywords a question names are found on the
+keywords' index (a JSON list of two keywords is not planned as a hash of 100 over the whole table), and a
+phrase's documents come from one pass over its tokens' postings (no lookup per posting)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from kb_indexer.config import DbUrl  # noqa: E402
+from kb_indexer.store.pg import fulltext as pg  # noqa: E402
+from kb_indexer.store.pg.connection import PgConnection  # noqa: E402
+
+
+def _plan(conn: PgConnection, sql: str, params: object) -> str:
+    from kb_indexer.store.pg.dialect import translate
+
+    rows = conn.raw.execute("EXPLAIN " + translate(sql), params).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_two_keywords_of_thousands_are_found_on_the_keywords_index(pg_url):
+    with contextlib.closing(PgConnection.open(DbUrl(pg_url))) as conn:
+        conn.execute("CREATE TABLE keywords (id BIGSERIAL PRIMARY KEY, keyword TEXT NOT NULL UNIQUE)")
+        conn.execute("INSERT INTO keywords (keyword) SELECT 'keyword ' || i FROM generate_series(1, 5000) i")
+        conn.execute("ANALYZE keywords")
+        sql = "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))"
+        wanted = json.dumps(["keyword 17", "keyword 4000"])
+        assert "Seq Scan on keywords" not in _plan(conn, sql, [wanted])
+        assert sorted(r[1] for r in conn.execute(sql, (wanted,))) == ["keyword 17", "keyword 4000"]
+
+
+class _Explained:
+    """A raw connection whose statements are explained (run, with their plan returned) instead of run."""
+
+    def __init__(self, raw):
+        self.raw, self.info = raw, raw.info
+
+    def execute(self, sql, params):
+        return self.raw.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
+
+
+def test_a_phrase_reads_its_tokens_postings_once_and_finds_its_documents(pg_url):
+    raw = psycopg.connect(pg_url, autocommit=True)
+    try:
+        raw.execute("CREATE TABLE documents (id BIGINT PRIMARY KEY, filepath TEXT NOT NULL)")
+        pg.create_schema(raw)
+        rows = [(i, f"title {i}", "", "", ("shock wave here" if i % 7 == 0 else "wave and shock apart") +
+                 " filler" * (i % 5)) for i in range(1, 400)]
+        raw.execute("INSERT INTO documents SELECT i, 'd' || i FROM generate_series(1, 399) i")
+        pg.write_rows(raw, rows)
+        raw.execute("ANALYZE")
+        plan = "\n".join(r[0] for r in pg._send_phrase(_Explained(raw), ("shock", "wave")).fetchall())
+        assert "SubPlan" not in plan   # no lookup per posting of the rarest token
+        ids, _, _ = pg._phrase_postings(pg._send_phrase(raw, ("shock", "wave")), ("shock", "wave"))
+        assert ids.tolist() == [i for i in range(1, 400) if i % 7 == 0]
+    finally:
+        raw.close()
