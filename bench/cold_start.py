@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.revision import checkout  # noqa: E402 (after the path is set)
 COMMANDS = {
     "search": ["search", "reinforcement learning", "--format", "json"],
     "query": ["query", "how does AlphaGo work?", "--format", "json", "--no-stale-check"],
@@ -56,12 +58,7 @@ def _prepare(tree: Path, work: Path, name: str) -> tuple[list[str], dict[str, st
 def _baseline(args: argparse.Namespace, work: Path) -> Path:
     if args.baseline_src:
         return Path(args.baseline_src).resolve()
-    out = work / "baseline"
-    out.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", args.baseline_rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
+    return checkout(args.baseline_rev, work)
 
 
 def main() -> None:

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.revision import checkout  # noqa: E402 (after the path is set)
 TOPICS = ["reward shaping", "Monte Carlo tree search", "policy gradients", "temporal difference learning",
           "fine-tuning a language model", "retrieval-augmented generation", "SQLite full-text search",
           "transformer attention", "unsupervised clustering", "Markov decision processes", "AlphaGo",
@@ -79,11 +81,7 @@ def _index(cmd: list[str], env: dict[str, str], folder: Path, embed: bool) -> No
 
 
 def _baseline(rev: str, work: Path) -> Path:
-    out = work / "baseline"
-    out.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
+    return checkout(rev, work)
 
 
 def prepare(work: Path, rev: str) -> dict[str, tuple[list[str], dict[str, str], Path]]:

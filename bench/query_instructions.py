@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.revision import checkout  # noqa: E402 (after the path is set)
 DATA = REPO.parent / "shared" / "data" / "cranfield"
 
 # Runs in a child process with the checkout under test first on sys.path.
@@ -39,14 +41,6 @@ options = QueryOptions(method="fulltext", limit=int(sys.argv[5]))
 for q in queries[:10] + queries[10:10 + int(sys.argv[4])]:
     kb.query(q["text"], options=options)
 """
-
-
-def _checkout(rev: str, work: Path) -> Path:
-    out = work / "baseline"
-    out.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
 
 
 def _instructions(tree: Path, kb: Path, work: Path, queries: int, limit: int) -> int:
@@ -72,7 +66,7 @@ def main() -> None:
         raise SystemExit("valgrind is not installed")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        trees = {"this checkout": REPO, f"baseline {args.baseline_rev}": _checkout(args.baseline_rev, work)}
+        trees = {"this checkout": REPO, f"baseline {args.baseline_rev}": checkout(args.baseline_rev, work)}
         print(f"{'':<24} {'limit':>6} {'M instructions/question':>24}")
         for label, tree in trees.items():
             kb = work / f"kb-{len(label)}-{abs(hash(label))}"
