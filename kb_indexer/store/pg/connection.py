@@ -9,6 +9,8 @@ error mapping reports as documented codes.
 
 from __future__ import annotations
 
+import json
+
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Sequence
@@ -192,10 +194,26 @@ NUL_STAND_IN = "\ufffd"
 
 def _param(value: Any) -> Any:
     if isinstance(value, str):
+        listed = _json_list_param(value) if "\\u0000" in value and value.startswith("[") else None
+        if listed is not None:
+            return listed
         return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
     if isinstance(value, list):   # an array parameter: its text elements likewise
         return [_param(v) for v in value]
     return bytes(value) if isinstance(value, memoryview) else value
+
+
+def _json_list_param(value: str) -> str | None:
+    """A JSON list parameter (``IN (SELECT value FROM json_each(?))``) whose strings hold a NUL, escaped as
+    ``\\u0000`` (which PostgreSQL's JSON functions refuse to turn into text): the same list with each NUL as
+    :data:`NUL_STAND_IN`. None for text that is not a JSON list."""
+    try:
+        items = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(items, list):
+        return None
+    return json.dumps([_param(v) if isinstance(v, str) else v for v in items])
 
 
 def _params(parameters: Any) -> Sequence[Any] | dict[str, Any]:
