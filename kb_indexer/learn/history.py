@@ -31,9 +31,9 @@ was later given on (feedback commits synchronously, and that flushes every earli
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
-from kb_indexer.store.connection import inserted_id, one_at_a_time, transaction
+from kb_indexer.store.connection import inserted_id, one_at_a_time, together, transaction
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.text import now_iso
 from kb_indexer.store.dbapi import Connection
@@ -102,17 +102,10 @@ def _record_on_server(conn: Connection, question: str, ctx: str, attempt: dict[s
     committed without waiting for the disk (see the module docstring)."""
     now = now_iso()
     values = (question, ctx, now, question, ctx, now, now, *_attempt_values(**attempt))
-    try:
-        with cast(Any, conn).pipelined():   # a PgConnection
-            conn.execute("BEGIN")
-            conn.execute("SET LOCAL synchronous_commit = off")
-            _one_question(conn, question, ctx)
-            cur = conn.execute(_RECORD_SQL, values)
-            conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction and not cast(Any, conn).raw.broken:
-            conn.execute("ROLLBACK")   # an error inside the pipeline leaves its transaction open
-        raise
+    with together(conn, write=True):   # outside a transaction (record's test): one pipelined round trip
+        conn.execute("SET LOCAL synchronous_commit = off")
+        _one_question(conn, question, ctx)
+        cur = conn.execute(_RECORD_SQL, values)
     qid, aid = cur.fetchone()
     return int(qid), int(aid)
 
