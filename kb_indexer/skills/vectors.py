@@ -196,7 +196,8 @@ def _add_neighbours(out: dict[str, Any], report: dict[str, Any], index: SkillInd
     anchors = [position[m["name"]] for m in out["matched"] if m["name"] in position]
     if not anchors or len(out["matched"]) >= top:
         return
-    near = (matrix @ matrix[anchors].T).max(axis=1)   # each skill's cosine to its nearest matched skill
+    to_anchors = matrix @ matrix[anchors].T
+    near, nearest = to_anchors.max(axis=1), to_anchors.argmax(axis=1)   # each skill's nearest matched skill
     taken = {m["name"] for m in out["matched"]}
     for p in np.argsort(-cosines, kind="stable"):
         if len(out["matched"]) >= top or cosines[p] < NEIGHBOUR_MIN_COSINE:
@@ -204,7 +205,7 @@ def _add_neighbours(out: dict[str, Any], report: dict[str, Any], index: SkillInd
         name = index.names[rows[int(p)]]
         if name in taken or near[p] < NEIGHBOUR_COSINE:
             continue
-        anchor = index.names[rows[anchors[int(np.argmax(matrix[anchors] @ matrix[p]))]]]
+        anchor = index.names[rows[anchors[int(nearest[p])]]]
         out["matched"].append({"name": name, "description": index.descriptions[rows[int(p)]],
                                "score": round(float(cosines[p]), 4), "source": "vectors",
                                "reason": f"near-equivalent of {anchor} (cosine {float(near[p]):.3f} between the "
