@@ -18,10 +18,9 @@ Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
@@ -447,7 +446,7 @@ class KnowledgeBase:
             from kb_indexer.search import rerank as stage  # lazy: the LLM client, reranked queries only
             spec = stage.resolve(rerank)
             if spec is not None:   # runs before the attempt is recorded: the history keeps the order shown
-                reranker = functools.partial(stage.rerank, self.conn, question, spec=spec, llm=llm)
+                reranker = partial(stage.rerank, self.conn, question, spec=spec, llm=llm)
         return self._query(question, keywords, options, llm, embed, context_scorer, query_id, reranker)
 
     def _query(self, question: str, keywords: list[str] | None, options: QueryOptions | None, llm: Any,
