@@ -60,3 +60,29 @@ def test_a_phrase_reads_its_tokens_postings_once_and_finds_its_documents(pg_url)
         assert ids.tolist() == [i for i in range(1, 400) if i % 7 == 0]
     finally:
         raw.close()
+
+
+def test_a_keywords_relations_are_read_with_their_names_by_index(pg_url):
+    """The relations of a question's keywords: found on the similarity indexes, and each end's name looked up
+    by id (the planner once hashed all of ``keywords`` twice: 2.3 ms a question at 5,000 keywords)."""
+    from kb_indexer.search.expansion import _EDGE_SQL
+
+    with contextlib.closing(PgConnection.open(DbUrl(pg_url))) as conn:
+        conn.execute("CREATE TABLE keywords (id BIGSERIAL PRIMARY KEY, keyword TEXT NOT NULL UNIQUE)")
+        conn.execute("CREATE TABLE keyword_similarities (id BIGSERIAL PRIMARY KEY, keyword_id_1 BIGINT NOT NULL, "
+                     "keyword_id_2 BIGINT NOT NULL, similarity_type TEXT NOT NULL, context TEXT, score REAL, "
+                     "directional INTEGER NOT NULL DEFAULT 0, source_keyword_id BIGINT)")
+        conn.execute("CREATE INDEX s1 ON keyword_similarities(keyword_id_1)")
+        conn.execute("CREATE INDEX s2 ON keyword_similarities(keyword_id_2)")
+        conn.execute("INSERT INTO keywords (keyword) SELECT 'keyword ' || i FROM generate_series(1, 5000) i")
+        conn.execute("INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type) "
+                     "SELECT i, i + 1, 'synonym' FROM generate_series(1, 4999) i")
+        conn.execute("ANALYZE")
+        sql = _EDGE_SQL + " ORDER BY s.id"
+        ids = json.dumps([17, 4000])
+        plan = _plan(conn, sql, {"ids": ids})
+        assert "Seq Scan on keywords" not in plan and "Seq Scan on keyword_similarities" not in plan, plan
+        rows = conn.execute(sql, {"ids": ids}).fetchall()
+        assert [(r["kw1"], r["kw2"]) for r in rows] == [("keyword 16", "keyword 17"), ("keyword 17", "keyword 18"),
+                                                        ("keyword 3999", "keyword 4000"),
+                                                        ("keyword 4000", "keyword 4001")]

@@ -155,10 +155,10 @@ def resolve_types(types: Iterable[str] | None) -> set[str] | None:
 
 _EDGE_SQL = """
 SELECT s.id, s.keyword_id_1, s.keyword_id_2, s.similarity_type, s.context, s.score, s.directional,
-       s.source_keyword_id, k1.keyword AS kw1, k2.keyword AS kw2
+       s.source_keyword_id,
+       (SELECT keyword FROM keywords WHERE id = s.keyword_id_1) AS kw1,
+       (SELECT keyword FROM keywords WHERE id = s.keyword_id_2) AS kw2
 FROM keyword_similarities s
-JOIN keywords k1 ON k1.id = s.keyword_id_1
-JOIN keywords k2 ON k2.id = s.keyword_id_2
 WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 IN (SELECT value FROM json_each(:ids)))
 """
 

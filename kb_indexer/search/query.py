@@ -46,6 +46,7 @@ from kb_indexer.search.question import check_question, dedupe_keywords
 from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pool import Pool, TagHits, select
 from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
+from kb_indexer.store import documents
 from kb_indexer.store.sparse import min_docs as sparse_min_docs
 from kb_indexer.store.vectors import documents_without_vectors
 from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
@@ -62,11 +63,16 @@ if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 
 SUMMARY_SNIPPET_CHARS = 240
 
 
-def _keyword_ids(conn: Connection, norms: list[str]) -> dict[str, int]:
-    if not norms:
-        return {}
-    return {r[1]: r[0] for r in conn.execute(
-        "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))", (json.dumps(norms),))}
+def _keyword_ids(conn: Connection, norms: list[str], known: dict[str, int] | None = None) -> dict[str, int]:
+    """The ids of the keywords ``norms`` that exist; ``known``: ids already read (only the others are looked up)."""
+    known = known or {}
+    ids = {n: known[n] for n in norms if n in known}
+    missing = [n for n in norms if n not in ids]
+    if missing:
+        ids.update({r[1]: r[0] for r in conn.execute(
+            "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))",
+            (json.dumps(missing),))})
+    return ids
 
 
 def _phrase(text: str) -> str:
@@ -194,12 +200,12 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     method = spec.choice.method
     if method == "semantic" and dense is None:
         method = "hybrid"
-    user, keywords_from, fts_query = _plan(conn, spec.question, spec.given, spec.choice)
+    user, keywords_from, fts_query, known = _plan(conn, spec.question, spec.given, spec.choice)
     n_docs = _document_count(conn)
     view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
     fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
     user_norms = [n for _, n in user]
-    seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer)
+    seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer, known)
     boosts = learned(conn, spec.question) if learned is not None else {}
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
         if info["boost"] > 0:
@@ -230,11 +236,12 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
 
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
-                     context_scorer: ContextScorer | None) -> tuple[list[tuple[str, int | None]], list[Expansion],
-                                                                    Pool]:
-    """The user keywords' ids, their expansions, and the documents tagged with either (a new pool)."""
+                     context_scorer: ContextScorer | None,
+                     known: dict[str, int]) -> tuple[list[tuple[str, int | None]], list[Expansion], Pool]:
+    """The user keywords' ids (``known``: those the question's look-up already read), their expansions, and the
+    documents tagged with either (a new pool)."""
     use_keywords = method in ("keyword", "hybrid", "semantic")
-    ids = _keyword_ids(conn, user_norms) if use_keywords else {}
+    ids = _keyword_ids(conn, user_norms, known) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
     expansions = []
     opts = spec.options
@@ -287,10 +294,8 @@ def _sparse_view(conn: Connection, col_w: ColumnWeights, n_docs: int,
 
 
 def _document_count(conn: Connection) -> int:
-    """How many documents the index holds (counted only when it may be large enough to prune terms)."""
-    top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
-    small = min(PRUNE_MIN_DOCS, sparse_min_docs())
-    return conn.execute("SELECT count(*) FROM documents").fetchone()[0] if top >= small else top
+    """How many documents the index holds (exact when it may be large enough to prune terms)."""
+    return documents.count(conn, min(PRUNE_MIN_DOCS, sparse_min_docs()))
 
 
 def _output(spec: _Spec, found: _Found) -> QueryResult:
@@ -376,14 +381,17 @@ def _record(conn: Connection, out: QueryResult, spec: _Spec, found: _Found, reco
 
 
 def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
-          choice: MethodChoice) -> tuple[list[tuple[str, str]], str, fulltext.FtsQuery]:
-    """The user keywords (``(as given, normalised)``), where they came from, and the full-text query."""
+          choice: MethodChoice) -> tuple[list[tuple[str, str]], str, fulltext.FtsQuery, dict[str, int]]:
+    """The user keywords (``(as given, normalised)``), where they came from, the full-text query, and the ids of
+    the known keywords the question names."""
     parsed = parse_text(question)
     spans = find_known_keywords(conn, parsed.words)
+    known = {norm: kid for _, _, kid, norm in spans}
     if given:
         user, keywords_from = given, "given"
     else:
         known_phrases = _keyword_ids(conn, parsed.phrases)     # a quoted known keyword counts too
+        known.update(known_phrases)
         user = dedupe_keywords([p for p in parsed.phrases if p in known_phrases] + [n for _, _, _, n in spans])
         keywords_from = "question"
     terms: list[str] = list(parsed.phrases)
@@ -407,7 +415,7 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
             # identifier-like words (names included) once more as exact phrases: double query weight
             terms += [_phrase(i.text) for i in exact]
     terms += [_phrase(g) for g, _ in given]
-    return user, keywords_from, fulltext.build_query(terms, MAX_TERMS)
+    return user, keywords_from, fulltext.build_query(terms, MAX_TERMS), known
 
 
 def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,

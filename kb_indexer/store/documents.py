@@ -99,6 +99,17 @@ def _pg_keyword_ids(conn: Connection, norms: list[str], displays: dict[str, str]
     return got
 
 
+def count(conn: Connection, exact_from: int) -> int:
+    """How many documents the index holds, as ranking needs it: exact from ``exact_from`` documents on; below
+    that, on SQLite, the highest id (an upper bound, one index look-up). On PostgreSQL always exact, from the
+    full-text totals that every write of a document's text keeps in the same transaction (one row, where
+    ``count(*)`` reads an index entry per document: 2.6 ms a question at 20,000 documents)."""
+    if is_postgres(conn):
+        return int(conn.execute("SELECT documents FROM text_totals WHERE id = 1").fetchone()[0])
+    top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
+    return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0]) if top >= exact_from else int(top)
+
+
 def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM documents WHERE filepath = ?", (filepath,)).fetchone()
     return row
