@@ -53,3 +53,32 @@ def test_small_knowledge_bases_keep_every_term(small):
 def test_tokenising_matches_the_index(common_word_kb):
     singles = pruning.single_tokens(common_word_kb.conn, ("Systems", "q-learning", "café", "reinforcement learning"))
     assert singles == {0: "system", 2: "cafe"}
+
+
+def test_each_terms_count_is_capped_and_one_statement_on_postgres(common_word_kb, index_engine):
+    from kb_indexer.search.fulltext import build_query
+    from kb_indexer.store import fulltext
+
+    conn = common_word_kb.conn
+    queries = [build_query([t]) for t in ("system", "glacier", "Systems", "absent", '"system behaves"')]
+    expected = [fulltext.count_matching(conn, q, 4) for q in queries]
+    assert expected == [4, 1, 4, 0, 4]
+    if index_engine != "postgres":
+        assert fulltext.count_each(conn, queries[:4], 4) == expected[:4]
+        return
+    raw, sent = conn.raw, []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(raw, name)
+
+        def execute(self, *args, **kwargs):
+            sent.append(args[0])
+            return raw.execute(*args, **kwargs)
+
+    conn.raw = Counting()
+    try:
+        assert fulltext.count_each(conn, queries[:4], 4) == expected[:4]
+    finally:
+        conn.raw = raw
+    assert len(sent) == 1, sent

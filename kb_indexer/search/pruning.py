@@ -44,15 +44,15 @@ def prune_common_terms(conn: Connection, query: FtsQuery, total_docs: int,
         return query, []
     singles = single_tokens(conn, query.terms, view)
     cap = int(COMMON_SHARE * total_docs) + 1   # counting stops here: one more than the share allows
-    verdict: dict[str, bool] = {}   # by token: "Learning" and "learning" are counted once
-    common = set()
+    first: dict[str, int] = {}   # by token: "Learning" and "learning" are counted once
     for i, token in singles.items():
-        if token not in verdict:
-            found = view.df(conn, token) if view is not None else \
-                fulltext.count_matching(conn, build_query([query.terms[i]]), cap)
-            verdict[token] = found > COMMON_SHARE * total_docs
-        if verdict[token]:
-            common.add(i)
+        first.setdefault(token, i)
+    if view is not None:
+        found = [view.df(conn, token) for token in first]
+    else:
+        found = fulltext.count_each(conn, [build_query([query.terms[i]]) for i in first.values()], cap)
+    verdict = {token: n > COMMON_SHARE * total_docs for token, n in zip(first, found)}
+    common = {i for i, token in singles.items() if verdict[token]}
     if not common or len(common) == len(query.terms):
         return query, []
     kept = [t for i, t in enumerate(query.terms) if i not in common]

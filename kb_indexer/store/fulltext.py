@@ -191,6 +191,14 @@ def count_matching(conn: Any, query: TextQuery, cap: int | None = None) -> int:
     return int(conn.execute(sql, (query.match, -1 if cap is None else cap)).fetchone()[0])
 
 
+def count_each(conn: Any, queries: list[TextQuery], cap: int) -> list[int]:
+    """How many documents match each of ``queries`` (each one term); counting stops at ``cap``. On PostgreSQL
+    the terms of one token are counted in one statement (one round trip for a question's terms)."""
+    if not is_postgres(conn):
+        return [count_matching(conn, q, cap) for q in queries]
+    return [int(n) for n in _pg().count_each(_raw(conn), [q.terms for q in queries], cap)]
+
+
 def count_found(conn: Any, query: TextQuery | None, doc_ids: list[int]) -> int:
     """How many indexed documents match ``query`` or are among ``doc_ids`` (found another way)."""
     ids = "SELECT value FROM json_each(?) WHERE value IN (SELECT id FROM documents)"

@@ -170,6 +170,19 @@ def count_matching(raw: Any, terms: Sequence[str], cap: int | None = None) -> in
     return found if cap is None else min(found, cap)
 
 
+def count_each(raw: Any, term_lists: Sequence[Sequence[str]], cap: int) -> list[int]:
+    """``count_matching`` of each term list with ``cap``; those of one token all in one statement."""
+    toks = [_tokens(terms) for terms in term_lists]
+    single = sorted({t[0][0] for t in toks if len(t) == 1 and len(t[0]) == 1})
+    counted: dict[str, int] = {}
+    if single:
+        sql = ("SELECT w, (SELECT count(*) FROM (SELECT 1 FROM text_postings WHERE term = w LIMIT %s) x) "
+               "FROM unnest(%s::text[]) AS u(w)")
+        counted = {str(w): int(n) for w, n in raw.execute(sql, (cap, single))}
+    return [counted[t[0][0]] if len(t) == 1 and len(t[0]) == 1 else count_matching(raw, terms, cap)
+            for t, terms in zip(toks, term_lists)]
+
+
 def matching(raw: Any, terms: Sequence[str]) -> list[int]:
     """Ids of the documents matching any of ``terms``. Which documents match does not depend on the column
     weights, so this reads the scores a query made with the default ones (cached) instead of scoring again."""
