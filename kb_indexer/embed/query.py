@@ -24,7 +24,7 @@ QUERY_RETRIES = 1
 
 
 def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
-    latest = store.latest_model(conn)
+    latest, by_key = store.models(conn)
     configured = embed_configured(opts) or bool(opts and opts.model)
     config = resolve_embed(opts, latest.key if latest else None)   # an unknown --embed-backend is a usage error
     source = DenseSource(backend=config.backend, model_name=config.model, configured=configured)
@@ -33,7 +33,7 @@ def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
         return source
     if config.model is None and latest is not None and latest.backend == config.backend:
         config.model = latest.model
-    model = store.find_model(conn, config.backend, config.model) if config.model else None
+    model = by_key.get((config.backend, config.model)) if config.model else None
     if model is None:
         have = f"; the index has vectors of {latest.backend} {latest.model!r}" if latest else ""
         source.unavailable = (f"no vectors of {config.backend} {config.model or '(server default)'!r} in the "

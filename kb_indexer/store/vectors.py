@@ -69,9 +69,16 @@ def find_model(conn: Connection, backend: str, model: str) -> EmbeddingModel | N
 
 def latest_model(conn: Connection) -> EmbeddingModel | None:
     """The model whose vectors were written last (the default model of queries and `embed`)."""
-    return _model(conn.execute(f"SELECT {_COLS} FROM embedding_models m WHERE EXISTS "
-                               "(SELECT 1 FROM embedding_docs d WHERE d.model_id = m.id) "
-                               "ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone())
+    return models(conn)[0]
+
+
+def models(conn: Connection) -> tuple[EmbeddingModel | None, dict[tuple[str, str], EmbeddingModel]]:
+    """(:func:`latest_model`, every model by ``(backend, model)``) in one statement (a query needs both before
+    it knows whether vectors take part: one round trip on a server instead of two)."""
+    rows = conn.execute(f"SELECT {_COLS}, EXISTS (SELECT 1 FROM embedding_docs d WHERE d.model_id = m.id) "
+                        "FROM embedding_models m ORDER BY updated_at DESC, id DESC").fetchall()
+    found = [(EmbeddingModel(*tuple(r)[:5]), bool(tuple(r)[5])) for r in rows]
+    return next((m for m, used in found if used), None), {m.key: m for m, _ in found}
 
 
 def ensure_model(conn: Connection, backend: str, model: str, dim: int) -> EmbeddingModel:
