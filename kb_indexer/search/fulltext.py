@@ -22,6 +22,7 @@ import heapq
 import re
 import sqlite3
 from dataclasses import dataclass
+from typing import ContextManager
 
 from kb_indexer.store import fulltext as store
 from kb_indexer.store.sparse import COLUMN_WEIGHTS
@@ -69,6 +70,11 @@ def build_query(terms: list[str], max_terms: int | None = None) -> FtsQuery:
 def tie_margin(best: float) -> float:
     """How far below a cut-off bm25 score a document may still tie with it (see ``TIE_TOLERANCE``)."""
     return TIE_TOLERANCE * best if best > 0 else float("inf")
+
+
+def one_read(conn: Connection) -> ContextManager[None]:
+    """A block (one question) in which the full text's scores are read once (see ``store.one_read``)."""
+    return store.one_read(conn)
 
 
 def search(conn: Connection, query: FtsQuery, limit: int,

@@ -139,7 +139,8 @@ def run_query(conn: Connection, question: str, keywords: list[str] | None = None
     order shown)."""
     opts = options or QueryOptions()
     spec = _spec(question, keywords, opts, lambda norms: set(_keyword_ids(conn, norms)))
-    found = _find(conn, spec, context_scorer, learned if opts.use_learned else None, opts.explain, dense)
+    with fulltext.one_read(conn):   # the question's full-text reads: one snapshot of its scores
+        found = _find(conn, spec, context_scorer, learned if opts.use_learned else None, opts.explain, dense)
     out = _output(spec, found)
     if opts.explain:
         out["query"]["explain"] = _explain(spec, found)

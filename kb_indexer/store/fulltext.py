@@ -14,8 +14,9 @@ over ``max_chars`` on SQLite, where FTS5's ``snippet()`` costs the square of its
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ContextManager, Protocol
 
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.dbapi import Connection
@@ -37,6 +38,12 @@ def _pg() -> ModuleType:
     import kb_indexer.store.pg.fulltext as pg  # lazy: the PostgreSQL engine (optional extra), never on SQLite's path
 
     return pg
+
+
+def one_read(conn: Any) -> ContextManager[None]:
+    """A block in which every full-text read of the same terms gives the first one's scores (one question: one
+    snapshot of the scores, read once). SQLite reads its index directly: nothing to share."""
+    return _pg().one_read() if is_postgres(conn) else nullcontext()
 
 
 def _raw(conn: Any) -> Any:

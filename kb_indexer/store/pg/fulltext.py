@@ -34,6 +34,7 @@ import re
 import sqlite3
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -272,6 +273,21 @@ _CACHE: dict[tuple[Any, ...], tuple[int, Any, Any]] = {}   # (server, database, 
 _CACHE_MAX = 64
 
 
+# Inside :func:`one_read` (one question): the scores already read, used again without asking the generation.
+_ONE_READ: ContextVar[dict[tuple[Any, ...], tuple[Any, Any]] | None] = ContextVar("kbindex_pg_one_read", default=None)
+
+
+@contextmanager
+def one_read() -> Iterator[None]:
+    """Every full-text read inside sees the scores of the first (one question's reads: one snapshot, and the
+    second read costs no round trip to check that nothing was written meanwhile)."""
+    token = _ONE_READ.set({})
+    try:
+        yield
+    finally:
+        _ONE_READ.reset(token)
+
+
 def forget() -> None:
     """Drop every remembered score and phrase (a benchmark times a question asked for the first time)."""
     _CACHE.clear()
@@ -287,6 +303,18 @@ def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[A
     if raw.info.transaction_status != 0:   # not IDLE: inside a transaction
         return _compute(raw, toks, weights)[1:]
     key = (raw.info.host, raw.info.port, raw.info.dbname, tuple(toks), tuple(float(w) for w in weights))
+    scope = _ONE_READ.get()
+    if scope is not None and key in scope:
+        return scope[key]
+    ids, scores = _cached_scores(raw, key, toks, weights)
+    if scope is not None:
+        scope[key] = ids, scores
+    return ids, scores
+
+
+def _cached_scores(raw: Any, key: tuple[Any, ...], toks: list[tuple[str, ...]],
+                   weights: Sequence[float]) -> tuple[Any, Any]:
+    """The scores of ``key`` from ``_CACHE`` while its generation is the index's, else computed and kept."""
     hit = _CACHE.get(key)
     # a question asked again reads the generation alone; a new one reads it with the postings (one round trip)
     if hit is not None and hit[0] == raw.execute("SELECT generation FROM text_totals WHERE id = 1").fetchone()[0]:
