@@ -50,8 +50,19 @@ class Tokenizer:
             self._tokens.clear()
             self._single.clear()
             todo = list(chunks)
-        self.conn.execute(f"CREATE VIRTUAL TABLE temp.kb_sparse_tok USING fts5(x, tokenize = '{TOKENIZE}')")
+        found = self._tokenised(todo)
+        for i, c in enumerate(todo):
+            toks = tuple(found.get(i + 1, ()))
+            self._tokens[c] = toks
+            self._single[c] = self.token_id(toks[0]) if len(toks) == 1 else -1
+
+    def _tokenised(self, todo: list[str | bytes]) -> dict[int, list[str]]:
+        """``{1-based position in todo: its tokens}`` from a temporary FTS5 table, filled inside one savepoint: in
+        autocommit, each row of its own would be a transaction, and FTS5 writes its pending terms out at every
+        commit (5,000 words: 2.0 s against 0.34 s in one). The savepoint touches the temp schema only."""
+        self.conn.execute("SAVEPOINT kb_sparse_tok")
         try:
+            self.conn.execute(f"CREATE VIRTUAL TABLE temp.kb_sparse_tok USING fts5(x, tokenize = '{TOKENIZE}')")
             self.conn.execute("CREATE VIRTUAL TABLE temp.kb_sparse_tok_vocab USING "
                               "fts5vocab(temp, kb_sparse_tok, instance)")
             self.conn.executemany("INSERT INTO temp.kb_sparse_tok (rowid, x) VALUES (?, ?)",
@@ -61,13 +72,15 @@ class Tokenizer:
             for doc, term in self.conn.execute("SELECT doc, term FROM temp.kb_sparse_tok_vocab "
                                                "ORDER BY doc, offset"):
                 found.setdefault(doc, []).append(term)
-        finally:   # a fresh table next time: deleting rows from an FTS5 table tokenises them again
-            self.conn.execute("DROP TABLE IF EXISTS temp.kb_sparse_tok_vocab")
+            # a fresh table next time: deleting rows from an FTS5 table tokenises them again
+            self.conn.execute("DROP TABLE temp.kb_sparse_tok_vocab")
             self.conn.execute("DROP TABLE temp.kb_sparse_tok")
-        for i, c in enumerate(todo):
-            toks = tuple(found.get(i + 1, ()))
-            self._tokens[c] = toks
-            self._single[c] = self.token_id(toks[0]) if len(toks) == 1 else -1
+        except BaseException:
+            self.conn.execute("ROLLBACK TO kb_sparse_tok")   # the tables' creation too
+            self.conn.execute("RELEASE kb_sparse_tok")
+            raise
+        self.conn.execute("RELEASE kb_sparse_tok")
+        return found
 
     def token_id(self, token: str) -> int:
         tid = self._ids.get(token)
