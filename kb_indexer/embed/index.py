@@ -40,9 +40,9 @@ def source_hash(content_hash: str | None, title: str = "", body: str = "") -> st
 
 def client_for(conn: Connection, opts: EmbedOptions | None, **kwargs: Any) -> EmbedClient:
     """An embedding client for the configured model, defaulting to the index's newest model."""
-    latest = store.latest_model(conn)
+    latest, by_key = store.models(conn)
     client = EmbedClient.from_options(opts, latest.key if latest else None, **kwargs)
-    known = store.find_model(conn, client.backend_name, client.model) if client.config.model else None
+    known = by_key.get((client.backend_name, client.model)) if client.config.model else None
     if known is not None:
         client.dim = known.dim
     return client

@@ -113,12 +113,6 @@ class _Base:
 # A long-lived process (the MCP server, chat) reads the state once per change of it: the key names the index
 # file (path and inode) and the state's generation, which every write of the state bumps.
 _BASES: dict[tuple[Any, ...], _Base] = {}
-# A connection's tokenizer, kept between questions: what it learned (each word's tokens, asked of SQLite once)
-# serves the next question, and the documents a sync wrote but did not fold yet (read with every question until
-# the fold) are tokenised without asking SQLite again. Keyed by the connection's id; the tokenizer holds the
-# connection, so the id cannot pass to another connection while the entry exists.
-_TOKENIZERS: dict[int, Tokenizer] = {}
-_TOKENIZERS_MAX = 4
 
 
 def _base(conn: Connection) -> _Base | None:
@@ -143,16 +137,6 @@ def _base(conn: Connection) -> _Base | None:
     return base
 
 
-def _tokenizer(conn: Connection) -> Tokenizer:
-    """This connection's tokenizer (see ``_TOKENIZERS``)."""
-    kept = _TOKENIZERS.get(id(conn))
-    if kept is None or kept.conn is not conn:
-        if len(_TOKENIZERS) >= _TOKENIZERS_MAX:
-            _TOKENIZERS.clear()
-        kept = _TOKENIZERS[id(conn)] = Tokenizer(conn)
-    return kept
-
-
 def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:
     """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
@@ -168,7 +152,7 @@ def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[
                                               (base.fold_seq, store.OVERLAY_MAX + 1))]
         if not pending or len(pending) > store.OVERLAY_MAX:
             return None
-    tokenizer = _tokenizer(conn)
+    tokenizer = fulltext.tokenizer(conn)   # this connection's: kept between questions
     tokens = dict(zip(terms, tokenizer.tokens(terms)))
     phrases = {t for t in tokens.values() if len(t) == 2}
     overlay = store.read_documents(conn, tokenizer, pending, Pairs(tokenizer, phrases) if phrases else None)

@@ -50,14 +50,27 @@ def _raw(conn: Any) -> Any:
     return conn.raw
 
 
+# A connection's tokenizer, kept between questions: what it learned (each word's tokens, asked of SQLite once)
+# serves the next question, and the documents a sync wrote but did not fold yet (read with every question until
+# the fold) are tokenised without asking SQLite again. Keyed by the connection's id; the tokenizer holds the
+# connection, so the id cannot pass to another connection while the entry exists.
+_TOKENIZERS: dict[int, Tokenizer] = {}
+_TOKENIZERS_MAX = 4
+
+
 def tokenizer(conn: Any) -> Tokenizer:
-    """Tokens as the full-text index makes them (on PostgreSQL: SQLite's tokenizer on a private in-memory
-    database, the one the index was written with)."""
+    """Tokens as the full-text index makes them, this connection's tokenizer (see ``_TOKENIZERS``; on
+    PostgreSQL: SQLite's tokenizer on a private in-memory database, the one the index was written with)."""
     if is_postgres(conn):
         return _pg().tokenizer()  # type: ignore[no-any-return]
     from kb_indexer.store.fts_tokens import Tokenizer  # lazy: start-up time (a cold search tokenises nothing)
 
-    return Tokenizer(conn)
+    kept = _TOKENIZERS.get(id(conn))
+    if kept is None or kept.conn is not conn:
+        if len(_TOKENIZERS) >= _TOKENIZERS_MAX:
+            _TOKENIZERS.clear()
+        kept = _TOKENIZERS[id(conn)] = Tokenizer(conn)
+    return kept
 
 
 # -- writing ------------------------------------------------------------------------------------------
