@@ -3,7 +3,8 @@
     python3 bench/issue27_targets.py            # skills negatives and F1 on the held-out sets; MCP start
 
 - item 12: the keyword skill matcher on each held-out set (``bench/data/skills_heldout.jsonl``, 140 labelled
-  messages, and ``bench/data/skills_heldout2.jsonl``, 124; neither used for tuning) over the 862 real skills
+  messages, ``bench/data/skills_heldout2.jsonl``, 124, and ``bench/data/skills_heldout3.jsonl``, 150, written
+  blind by another agent; none used for tuning) over the 862 real skills
   of ../shared/data/skills: negatives (messages needing no skill that get none) >= 0.9 with F1 >= 0.58;
   beside it, in the same run, the bm25s baseline (top 3 over the threshold of best F1 on the dev queries);
 - item 14: `kbindex mcp` spawned to its `initialize` answer (the SDK's stdio client), median of 5 starts,
