@@ -156,14 +156,20 @@ def worker(role: str, db: str, kb: str, seconds: float, out: str, seed: int, voc
 
 
 def _timed(log: dict[str, Any], name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    t0 = time.perf_counter()
+    t0, start = time.perf_counter(), time.time()
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
         log["failures"].append(f"{name}: {type(exc).__name__}: {exc}")
         return None
     finally:
-        log["times"].setdefault(name, []).append(time.perf_counter() - t0)
+        _span(log, name, start, time.perf_counter() - t0)
+
+
+def _span(log: dict[str, Any], name: str, start: float, seconds: float) -> None:
+    """One operation's duration, and when it ran (wall clock: the workers are separate processes)."""
+    log["times"].setdefault(name, []).append(seconds)
+    log.setdefault("spans", []).append([name, start, seconds])
 
 
 def _server_cpu(handle: Any) -> Any:
@@ -222,8 +228,9 @@ def relate_loop(db: str, kb: str, deadline: float, rng: random.Random, vocab: li
 
 
 def _cli(log: dict[str, Any], name: str, *args: Any, db: str) -> None:
+    start = time.time()
     out = kb_run(*args, db=db, timeout=900)
-    log["times"].setdefault(name, []).append(out.seconds)
+    _span(log, name, start, out.seconds)
     if out.code != 0:
         log["failures"].append(f"{name} exit {out.code}: {out.stderr.decode(errors='replace')[-300:]}")
 
@@ -303,9 +310,22 @@ def summarise(db: str, kb: Path, logs: list[dict], failures: list[str], wall: fl
     wrong = [pair for pair, want in relations.items()
              if (tuple(pair.split("\t")) in present or tuple(reversed(pair.split("\t"))) in present) != want]
     ops = sum(len(v) for v in times.values())
-    return {"ops_per_s": ops / wall, "times": times, "failures": failures, "lost_feedback": len(acked - stored),
+    return {"ops_per_s": ops / wall, "times": times, "overlap": overlap([sp for log in logs for sp in log.get("spans", [])]), "failures": failures, "lost_feedback": len(acked - stored),
             "query_cpu": [statistics.mean(c[0] for c in cpu), statistics.mean(c[1] for c in cpu)] if cpu else [0, 0],
             "feedback": len(acked), "relations": len(relations), "wrong_relations": len(wrong)}
+
+
+def overlap(spans: list[list[Any]]) -> dict[str, list[float]]:
+    """The query times split by what else ran meanwhile: a ``sync``, a ``learn``, both, or neither (where the
+    tail comes from)."""
+    busy = {name: [(s, s + d) for n, s, d in spans if n == name] for name in ("sync", "learn")}
+    out: dict[str, list[float]] = {}
+    for name, start, seconds in spans:
+        if name != "query":
+            continue
+        during = [k for k, runs in busy.items() if any(a < start + seconds and start < b for a, b in runs)]
+        out.setdefault(" + ".join(during) or "neither", []).append(seconds)
+    return out
 
 
 def vocabulary(kb: Path, n: int = 400) -> list[str]:
@@ -338,6 +358,13 @@ def section_mix(servers: Servers, docs: int, seconds: float, procs: int) -> tupl
             cells.append(f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms"
                          if v else "n=0")
         lines.append(f"{name:<33} | {cells[0]} | {cells[1]}")
+    for during in ("neither", "sync", "learn", "sync + learn"):
+        cells = []
+        for r in (s, p):
+            v = r["overlap"].get(during, [])
+            cells.append(f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms"
+                         if v else "n=0")
+        lines.append(f"  query while {during:<21} | {cells[0]} | {cells[1]}")
     lines.append("query CPU, mean (agent + server)  | " + " | ".join(
         f"{r['query_cpu'][0] * 1000:.1f} + {r['query_cpu'][1] * 1000:.1f} ms" for r in (s, p)))
     lines.append(f"failures (target 0)               | {len(s['failures'])} | {len(p['failures'])}")
