@@ -32,7 +32,9 @@ def test_one_question_reads_its_scores_once(kb, index_engine):
         first = kb.query("policy gradient reward", options=QueryOptions(method="fulltext", limit=3, record=False))
     finally:
         kb.conn.raw = counting.raw
-    postings = [s for s in counting.sent if s.startswith("SELECT NULL, documents, generation")]
+    from kb_indexer.store.pg.fulltext import _POSTINGS
+
+    postings = [s for s in counting.sent if s == " ".join(_POSTINGS.split())]
     assert len(postings) == 1, counting.sent
     assert not any(s == "SELECT generation FROM text_totals WHERE id = 1" for s in counting.sent), counting.sent
     assert first["results"]

@@ -22,6 +22,7 @@ import heapq
 import re
 import sqlite3
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ContextManager
 
 from kb_indexer.store import fulltext as store
@@ -196,6 +197,7 @@ def word_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     return _term_pattern(terms)
 
 
+@lru_cache(maxsize=256)   # a question's ten snippets share it
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     """Words of the query terms, each matching its inflections (``learn`` matches ``learning``): an
     approximation of the porter stemmer the index uses, good enough to place and bold a passage."""
@@ -229,12 +231,15 @@ def bounded_snippet(text: str, terms: tuple[str, ...], tokens: int = SNIPPET_TOK
     if not matches:
         return ""
     width = tokens * 7  # characters: about ``tokens`` words
+    words = [m.group(0).lower() for m in matches]
+    ends = [m.end() for m in matches]
     best, best_score, j = 0, -1, 0
     for i, m in enumerate(matches):  # two pointers: matches within ``width`` characters of match i
         j = max(j, i)
-        while j + 1 < len(matches) and matches[j + 1].end() - m.start() <= width:
+        at = m.start()
+        while j + 1 < len(matches) and ends[j + 1] - at <= width:
             j += 1
-        score = len({x.group(0).lower() for x in matches[i:j + 1]})
+        score = len(set(words[i:j + 1]))
         if score > best_score:
             best, best_score = i, score
     start = max(0, matches[best].start() - width // 4)

@@ -57,7 +57,7 @@ class TagHits:
         rows = conn.execute(f"WITH f(kid, seed, factor) AS (VALUES {', '.join(['(?, ?, ?)'] * len(factors))}) "
                             f"SELECT dk.document_id, {part} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
                             "GROUP BY dk.document_id ORDER BY dk.document_id", [x for row in factors for x in row])
-        hits.parts = dict(rows)
+        hits.parts = dict(rows.fetchall())   # one call: iterating a psycopg cursor costs per row
         return hits
 
     def evidence(self, doc_ids: list[int]) -> dict[int, list[Evidence]]:

@@ -195,24 +195,25 @@ def matching(raw: Any, terms: Sequence[str]) -> list[int]:
 
 # The totals (first row, term NULL: documents, generation, tokens) and the postings of the tokens (%s), in one
 # statement: one snapshot.
-_POSTINGS = ("SELECT NULL, documents, generation, 0, 0, 0, tokens FROM text_totals WHERE id = 1 UNION ALL "
-             "(SELECT term, document_id, n_title, n_summary, n_keywords, n_body, length FROM text_postings "
-             "WHERE term = ANY(%s) ORDER BY term)")
+#: The totals, then per token its postings as arrays in document order (one row per token, read in binary:
+#: a row per posting cost the client 3x the CPU to take apart, ~6 of a question's ~18 ms at 20,000 documents).
+_POSTINGS = ("SELECT NULL::text, ARRAY[documents, generation, tokens], NULL::int[], NULL::int[], NULL::int[], "
+             "NULL::int[], NULL::int[] FROM text_totals WHERE id = 1 UNION ALL (SELECT term, " + ", ".join(
+                 f"array_agg({c} ORDER BY document_id)" for c in (
+                     "document_id", "n_title", "n_summary", "n_keywords", "n_body", "length")) +
+             " FROM text_postings WHERE term = ANY(%s) GROUP BY term ORDER BY term)")
 
 
 def _token_postings(cur: Any) -> tuple[int, int, int, dict[str, tuple[Any, Any, Any]]]:
     """(documents, tokens, generation, ``{token: (document ids, occurrences per column (n × 4), document
     lengths)}``) from the cursor of :data:`_POSTINGS`."""
     head, *rows = cur.fetchall()
+    documents, generation, tokens = head[1]
     out: dict[str, tuple[Any, Any, Any]] = {}
-    if not rows:
-        return head[1], head[6], head[2], out
-    terms = [r[0] for r in rows]
-    data = np.asarray([r[1:] for r in rows], dtype=np.int64)
-    bounds = [0] + [i for i in range(1, len(terms)) if terms[i] != terms[i - 1]] + [len(terms)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        out[terms[a]] = (data[a:b, 0], data[a:b, 1:5], data[a:b, 5])
-    return head[1], head[6], head[2], out
+    for term, ids, *columns, lengths in rows:
+        out[term] = (np.asarray(ids, dtype=np.int64), np.asarray(columns, dtype=np.int64).T,
+                     np.asarray(lengths, dtype=np.int64))
+    return documents, tokens, generation, out
 
 
 def _send_phrase(raw: Any, phrase: tuple[str, ...]) -> Any:
@@ -333,13 +334,13 @@ def _read_postings(raw: Any, tokens: list[str], phrases: list[tuple[str, ...]]) 
     with phrases, all of them in one snapshot (a REPEATABLE READ transaction unless the caller has one open),
     sent together and waited for once (psycopg's pipeline mode: one round trip)."""
     if not phrases:
-        return raw.execute(_POSTINGS, (tokens,)), []   # a statement alone is one snapshot
+        return raw.execute(_POSTINGS, (tokens,), binary=True), []   # a statement alone is one snapshot
     own = raw.info.transaction_status == 0   # pq.TransactionStatus.IDLE: no transaction of the caller's
     try:
         with raw.pipeline():
             if own:
                 raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            out = raw.execute(_POSTINGS, (tokens,)), [_send_phrase(raw, t) for t in phrases]
+            out = raw.execute(_POSTINGS, (tokens,), binary=True), [_send_phrase(raw, t) for t in phrases]
             if own:
                 raw.execute("COMMIT")
     except BaseException:
