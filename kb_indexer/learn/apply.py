@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -38,6 +39,7 @@ def plan(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     have = _existing(conn)
     out = []
+    with_terms: set[int] | None = None   # the associations whose terms are stored: read once, when needed
     for item in _with_stored_items(items, have):
         row = have.get(item["key"])
         if row is not None and row["status"] == "removed":
@@ -46,8 +48,14 @@ def plan(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if not inactive(item) and _held_by_a_person(conn, item):
             continue
-        if row is not None and _unchanged(row, item) and _holds(conn, item, row):
-            continue
+        if row is not None and _unchanged(row, item):
+            if item["kind"] == "association" and not inactive(item):
+                if with_terms is None:
+                    with_terms = {r[0] for r in conn.execute("SELECT DISTINCT learned_id FROM learned_terms")}
+                if row["id"] in with_terms:
+                    continue
+            elif _holds(conn, item, row):
+                continue
         action = "create" if row is None else "update" if not _unchanged(row, item) else "restore"
         out.append(dict(item, action=action))
     return out
@@ -85,8 +93,6 @@ def _holds(conn: Connection, item: dict[str, Any], row: Row) -> bool:
     kind = item["kind"]
     if kind == "score" or inactive(item):
         return True  # a score set since (by a person or a file) is theirs; it is not re-adjusted
-    if kind == "association":
-        return conn.execute("SELECT 1 FROM learned_terms WHERE learned_id = ?", (row["id"],)).fetchone() is not None
     if kind == "keyword":
         return conn.execute("SELECT 1 FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
                             "WHERE dk.document_id = ? AND k.keyword = ?",
@@ -135,53 +141,109 @@ def _upsert_item(conn: Connection, item: dict[str, Any], **cols: Any) -> int:
 
 
 def apply_items(conn: Connection, items: list[dict[str, Any]]) -> None:
-    """Write planned items (inside the caller's transaction)."""
+    """Write planned items (inside the caller's transaction), in order; each run of associations (most items)
+    in a few statements."""
     ids = KeywordIds(conn)
-    for item in items:
-        kind = item["kind"]
-        if kind == "association":
-            lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"],
-                               size=len(item["terms"]))
-            conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (lid,))
-            conn.executemany("INSERT INTO learned_terms (learned_id, term) VALUES (?, ?)",
-                             [(lid, t) for t in item["terms"]])
-        elif kind == "keyword":
-            lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"])
-            if inactive(item):  # withdrawn: the learned tag goes, a person's tag stays
-                conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (lid,))
-            else:
-                kid = ids.ensure(item["keyword"])
-                conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
-                             "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
-                             "weight = excluded.weight, learned_id = excluded.learned_id WHERE document_keywords.source = 'learned'",
-                             (item["document_id"], kid, item["weight"], lid))
-            refresh_fts_keywords(conn, item["document_id"])
-        elif kind == "similarity":
-            if inactive(item):
-                row = conn.execute("SELECT similarity_id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
-                if row and row[0] is not None:
-                    conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin_kind = 'learned'", (row[0],))
-                _upsert_item(conn, item, similarity_id=None, weight=0.0)
-                continue
-            context = f"Learned from feedback: {item['reason']}"
-            lid = _upsert_item(conn, item, weight=item["score"])
-            sid, _ = upsert_similarity(conn, ids, item["keyword1"], item["keyword2"], item["type"], context,
-                                       item["score"], False, "learned", learned_id=lid)
-            conn.execute("UPDATE learned_items SET similarity_id = ? WHERE id = ?", (sid, lid))
-        elif kind == "score":
-            rel = conn.execute("SELECT score FROM keyword_similarities WHERE id = ?",
-                               (item["similarity_id"],)).fetchone()
-            if rel is None:
-                continue
-            prev = conn.execute("SELECT previous_score, weight FROM learned_items WHERE key = ?",
-                                (item["key"],)).fetchone()
-            if prev is not None and prev[1] is not None and abs(rel[0] - prev[1]) > 1e-9:
-                base = rel[0]  # a person (or a re-synced file) set the score since: adjust from theirs
-            else:
-                base = prev[0] if prev and prev[0] is not None else rel[0]
-            new = round(max(0.0, min(1.0, base + item["delta"])), 4)
-            conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?", (new, item["similarity_id"]))
-            _upsert_item(conn, item, similarity_id=item["similarity_id"], previous_score=base, weight=new)
+    for associations, run in itertools.groupby(items, key=lambda i: i["kind"] == "association"):
+        if associations:
+            _apply_associations(conn, list(run))
+            continue
+        for item in run:
+            _apply_one(conn, ids, item)
+
+
+def _apply_associations(conn: Connection, items: list[dict[str, Any]]) -> None:
+    """Association items written as :func:`_upsert_item` and their terms would be one by one, in as many
+    statements whatever their number (on PostgreSQL each statement is a round trip: a team's learn wrote
+    thousands); every table gets its rows in the same order, so the ids are the same."""
+    keys = [i["key"] for i in items]
+    if len(set(keys)) < len(keys):   # never derived twice; if so, one by one as before
+        for item in items:
+            _apply_one(conn, KeywordIds(conn), item)
+        return
+    known = _ids_by_key(conn, keys)
+    cols = [(json.dumps(_detail(i), sort_keys=True), json.dumps(i["feedback_ids"]), i["document_id"], i["weight"],
+             len(i["terms"])) for i in items]
+    conn.executemany("UPDATE learned_items SET detail = ?, feedback_ids = ?, updated_at = "
+                     "strftime('%Y-%m-%dT%H:%M:%S', 'now'), document_id = ?, weight = ?, size = ? WHERE id = ?",
+                     [(*c, known[i["key"]]) for i, c in zip(items, cols) if i["key"] in known])
+    conn.executemany("INSERT INTO learned_items (key, kind, detail, feedback_ids, document_id, weight, size) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     [(i["key"], i["kind"], *c) for i, c in zip(items, cols) if i["key"] not in known])
+    known.update(_ids_by_key(conn, [k for k in keys if k not in known]))
+    lids = [known[k] for k in keys]
+    every = json.dumps(lids)
+    conn.execute("DELETE FROM learned_feedback WHERE learned_id IN (SELECT value FROM json_each(?))", (every,))
+    conn.executemany("INSERT OR IGNORE INTO learned_feedback (learned_id, feedback_id) VALUES (?, ?)",
+                     [(lid, int(f)) for lid, i in zip(lids, items) for f in i["feedback_ids"]])
+    conn.execute("DELETE FROM learned_terms WHERE learned_id IN (SELECT value FROM json_each(?))", (every,))
+    conn.executemany("INSERT INTO learned_terms (learned_id, term) VALUES (?, ?)",
+                     [(lid, t) for lid, i in zip(lids, items) for t in i["terms"]])
+
+
+def _ids_by_key(conn: Connection, keys: list[str]) -> dict[str, int]:
+    if not keys:
+        return {}
+    return {r[0]: int(r[1]) for r in conn.execute(
+        "SELECT key, id FROM learned_items WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(keys),))}
+
+
+def _apply_one(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
+    """Write one planned item."""
+    kind = item["kind"]
+    if kind == "association":
+        lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"],
+                           size=len(item["terms"]))
+        conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (lid,))
+        conn.executemany("INSERT INTO learned_terms (learned_id, term) VALUES (?, ?)",
+                         [(lid, t) for t in item["terms"]])
+    elif kind == "keyword":
+        _apply_keyword(conn, ids, item)
+    elif kind == "similarity":
+        _apply_similarity(conn, ids, item)
+    elif kind == "score":
+        _apply_score(conn, item)
+
+
+def _apply_keyword(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
+    lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"])
+    if inactive(item):  # withdrawn: the learned tag goes, a person's tag stays
+        conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (lid,))
+    else:
+        kid = ids.ensure(item["keyword"])
+        conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
+                     "VALUES (?, ?, 'learned', ?, ?) ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
+                     "weight = excluded.weight, learned_id = excluded.learned_id WHERE document_keywords.source = 'learned'",
+                     (item["document_id"], kid, item["weight"], lid))
+    refresh_fts_keywords(conn, item["document_id"])
+
+
+def _apply_similarity(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
+    if inactive(item):
+        row = conn.execute("SELECT similarity_id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
+        if row and row[0] is not None:
+            conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin_kind = 'learned'", (row[0],))
+        _upsert_item(conn, item, similarity_id=None, weight=0.0)
+        return
+    context = f"Learned from feedback: {item['reason']}"
+    lid = _upsert_item(conn, item, weight=item["score"])
+    sid, _ = upsert_similarity(conn, ids, item["keyword1"], item["keyword2"], item["type"], context,
+                               item["score"], False, "learned", learned_id=lid)
+    conn.execute("UPDATE learned_items SET similarity_id = ? WHERE id = ?", (sid, lid))
+
+
+def _apply_score(conn: Connection, item: dict[str, Any]) -> None:
+    rel = conn.execute("SELECT score FROM keyword_similarities WHERE id = ?", (item["similarity_id"],)).fetchone()
+    if rel is None:
+        return
+    prev = conn.execute("SELECT previous_score, weight FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
+    if prev is not None and prev[1] is not None and abs(rel[0] - prev[1]) > 1e-9:
+        base = rel[0]  # a person (or a re-synced file) set the score since: adjust from theirs
+    else:
+        base = prev[0] if prev and prev[0] is not None else rel[0]
+    new = round(max(0.0, min(1.0, base + item["delta"])), 4)
+    conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?", (new, item["similarity_id"]))
+    _upsert_item(conn, item, similarity_id=item["similarity_id"], previous_score=base, weight=new)
 
 
 def learn(conn: Connection, dry_run: bool = False, reprocess: bool = False) -> dict[str, Any]:
