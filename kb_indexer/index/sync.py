@@ -22,6 +22,7 @@ from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, pla
 from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -34,11 +35,11 @@ T = TypeVar("T")
 
 
 def _store(conn: Connection, ids: KeywordIds, doc: LoadedDocument,
-           fts_rows: list[FtsRow] | None = None) -> tuple[int, bool]:
+           fts_rows: list[FtsRow] | None = None, stored: bool = False) -> tuple[int, bool]:
     return upsert_document(
         conn, ids, filepath=doc.filepath, title=doc.title, summary=doc.summary, body=doc.body,
         keywords=doc.keywords, content_hash=doc.content_hash, stat_sig=doc.stat_sig,
-        keywords_file=doc.keywords_file, fts_rows=fts_rows, text_hash=doc.text_hash,
+        keywords_file=doc.keywords_file, fts_rows=fts_rows, text_hash=doc.text_hash, stored=stored,
     )
 
 
@@ -220,7 +221,7 @@ def _write_documents(conn: Connection, root: Path, todo: list[str], existing: di
     for batch in _batches(read_all(root, todo, stored), conn):
         with transaction(conn):
             fts_rows: list[FtsRow] = []  # written last (see upsert_document)
-            for rel, doc in batch:
+            for rel, doc in _keywords_known(conn, ids, batch, existing):
                 known = existing.get(rel)
                 if isinstance(doc, str):
                     _file_failed(root, rel, known, doc, stats, rejected, vanished)
@@ -237,6 +238,20 @@ def _write_documents(conn: Connection, root: Path, todo: list[str], existing: di
     return vanished
 
 
+def _keywords_known(conn: Connection, ids: KeywordIds, batch: Iterator[tuple[str, LoadedDocument | str]],
+                    existing: dict[str, Known]) -> Iterable[tuple[str, LoadedDocument | str]]:
+    """The batch; on PostgreSQL read whole first and the keyword ids of every document it will store found (or
+    made) in one or two round trips, in the order storing them one by one would make them (a document's own
+    look-up was a round trip each). SQLite keeps reading while it stores."""
+    if not is_postgres(conn):
+        return batch
+    items = list(batch)
+    ids.ensure_all([(kw, category) for rel, doc in items if not isinstance(doc, str)
+                    and (rel not in existing or existing[rel][0] != doc.content_hash)
+                    for kw, category, _ in doc.keywords])
+    return items
+
+
 def _store_read(conn: Connection, ids: KeywordIds, doc: LoadedDocument, known: Known | None, stats: Report,
                 fts_rows: list[FtsRow],
                 renames: Renames) -> None:
@@ -251,7 +266,7 @@ def _store_read(conn: Connection, ids: KeywordIds, doc: LoadedDocument, known: K
                      (doc.stat_sig, doc.text_hash, doc.filepath))
         stats["unchanged"] += 1
     else:
-        _store(conn, ids, doc, fts_rows)
+        _store(conn, ids, doc, fts_rows, stored=known is not None)
         stats["added" if known is None else "updated"] += 1
 
 

@@ -136,6 +136,7 @@ def upsert_document(
     keywords_file: str | None,
     fts_rows: list[Any] | None = None,
     text_hash: str | None = None,
+    stored: bool = False,
 ) -> tuple[int, bool]:
     """Insert or replace a document and its file keywords; keeps learned keywords.
 
@@ -143,12 +144,13 @@ def upsert_document(
     stored one). Returns (id, created). With ``fts_rows`` the
     full-text row is appended there for :func:`write_fts_rows` instead of written now: a batch writes
     its full-text rows last, because every statement that opens a statement journal (any insert with
-    foreign keys) makes FTS5 flush its pending terms, and interleaving costs ~5x.
+    foreign keys) makes FTS5 flush its pending terms, and interleaving costs ~5x. ``stored``: the caller
+    knows the document is in the index (an edited one: on PostgreSQL all its statements go in one round trip).
     """
     now = now_iso()
     if is_postgres(conn):
         return _upsert_postgres(conn, ids, (filepath, title, summary, content_hash, stat_sig, keywords_file, now,
-                                            now, text_hash), body, list(keywords), fts_rows)
+                                            now, text_hash), body, list(keywords), fts_rows, stored)
     row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (filepath,)).fetchone()
     if row is None:
         cur = conn.execute(
@@ -203,28 +205,55 @@ def _pg_upsert(conn: Connection, values: tuple[Any, ...], links: list[tuple[int,
 
 
 def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...], body: str,
-                     keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None) -> tuple[int, bool]:
+                     keywords: list[tuple[str, str | None, str]], fts_rows: list[Any] | None,
+                     stored: bool) -> tuple[int, bool]:
     """:func:`upsert_document` on PostgreSQL, where every statement is a round trip: the same rows in fewer
-    (a new document: its unknown keywords' ids in one or two, then one statement; an edited one: two)."""
+    (a new document: its unknown keywords' ids in one or two, then one statement; an edited one: two, or one
+    when the caller knows it is ``stored``)."""
     kids = ids.ensure_all([(kw, category) for kw, category, _ in keywords])
     rows = [(kid, category, source, GENERATED_TAG_WEIGHT if source == "generated" else 1.0)
             for kid, (_, category, source) in zip(kids, keywords)]
     links = list({r[0]: r for r in rows}.values())   # as _link_keywords: first place, last values
-    doc_id, created = _pg_upsert(conn, values, links)
-    if created:
-        shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
+    if stored:
+        doc_id, created, shown = _pg_replace(conn, values, links, rows)
     else:
-        with cast(Any, conn).pipelined():   # one round trip: replace the keyword rows, read the text back
-            conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
-            conn.executemany(_RELINK, [(doc_id, *r) for r in rows])
-            cur = conn.execute(_KEYWORD_TEXT, (doc_id,))
-        shown = " ; ".join(r[0] for r in cur.fetchall())
+        doc_id, created = _pg_upsert(conn, values, links)
+        if created:
+            shown = " ; ".join(ids.display(r[0]) for r in rows if r[2] != "generated")
+        else:
+            with cast(Any, conn).pipelined():   # one round trip: replace the keyword rows, read the text back
+                conn.execute("DELETE FROM document_keywords WHERE document_id = ? AND source != 'learned'", (doc_id,))
+                conn.executemany(_RELINK, [(doc_id, *r) for r in rows])
+                cur = conn.execute(_KEYWORD_TEXT, (doc_id,))
+            shown = " ; ".join(r[0] for r in cur.fetchall())
     row = (doc_id, values[1] or "", values[2] or "", shown, body)
     if fts_rows is not None:
         fts_rows.append(row)
     else:
         write_fts_rows(conn, [row])
     return doc_id, created
+
+
+def _pg_replace(conn: Connection, values: tuple[Any, ...], links: list[tuple[int, str | None, str, float]],
+                rows: list[tuple[int, str | None, str, float]]) -> tuple[int, bool, str]:
+    """A stored document upserted, its keyword rows replaced and its keyword text read back, by its path, in one
+    round trip; (id, created, keyword text). Were it not stored after all, the rows it was created with are
+    replaced by the same ones."""
+    path = values[0]
+    with cast(Any, conn).pipelined():
+        upserted = conn.execute(_PG_UPSERT, (*values, *([r[i] for r in links] for i in range(4))))
+        conn.execute(f"DELETE FROM document_keywords WHERE document_id = ({_BY_PATH}) AND source != 'learned'",
+                     (path,))
+        conn.executemany(_RELINK_BY_PATH, [(path, *r) for r in rows])
+        text = conn.execute(_KEYWORD_TEXT_BY_PATH, (path,))
+    row = upserted.fetchone()
+    return int(row[0]), bool(row[1]), " ; ".join(r[0] for r in text.fetchall())
+
+
+_BY_PATH = "SELECT id FROM documents WHERE filepath = ?"
+_RELINK_BY_PATH = ("INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) "
+                   f"SELECT ({_BY_PATH}), ?, ?, ?, ? ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
+                   "category = excluded.category, source = excluded.source, weight = excluded.weight, learned_id = NULL")
 
 
 _LINK = "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?)"
@@ -255,6 +284,7 @@ def doc_keyword_text(conn: Connection, doc_id: int) -> str:
 
 _KEYWORD_TEXT = ("SELECT k.display FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
                  "WHERE dk.document_id = ? AND dk.source != 'generated' ORDER BY dk.id")
+_KEYWORD_TEXT_BY_PATH = _KEYWORD_TEXT.replace("dk.document_id = ?", f"dk.document_id = ({_BY_PATH})")
 
 
 def write_fts(conn: Connection, doc_id: int, *, title: str, summary: str, body: str | None = None) -> None:
