@@ -352,19 +352,10 @@ def section_mix(servers: Servers, docs: int, seconds: float, procs: int) -> tupl
                  f"({p['first_sync'] / s['first_sync']:.1f}×)")
     lines.append(f"operations/s                      | {s['ops_per_s']:.1f} | {p['ops_per_s']:.1f}")
     for name in ("query", "feedback", "relate", "unrelate", "sync", "learn"):
-        cells = []
-        for r in (s, p):
-            v = r["times"].get(name, [])
-            cells.append(f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms"
-                         if v else "n=0")
-        lines.append(f"{name:<33} | {cells[0]} | {cells[1]}")
+        lines.append(f"{name:<33} | {_times(s['times'].get(name, []))} | {_times(p['times'].get(name, []))}")
     for during in ("neither", "sync", "learn", "sync + learn"):
-        cells = []
-        for r in (s, p):
-            v = r["overlap"].get(during, [])
-            cells.append(f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms"
-                         if v else "n=0")
-        lines.append(f"  query while {during:<21} | {cells[0]} | {cells[1]}")
+        lines.append(f"  query while {during:<21} | {_times(s['overlap'].get(during, []))} | "
+                     f"{_times(p['overlap'].get(during, []))}")
     lines.append("query CPU, mean (agent + server)  | " + " | ".join(
         f"{r['query_cpu'][0] * 1000:.1f} + {r['query_cpu'][1] * 1000:.1f} ms" for r in (s, p)))
     lines.append(f"failures (target 0)               | {len(s['failures'])} | {len(p['failures'])}")
@@ -376,6 +367,10 @@ def section_mix(servers: Servers, docs: int, seconds: float, procs: int) -> tupl
         for message in got[engine]["failures"][:5]:
             lines.append(f"  {engine} failure: {message[:200]}")
     return lines, servers.work / "mix-kb-sqlite" / "knowledge-base"
+
+
+def _times(v: list[float]) -> str:
+    return f"n={len(v)} p50 {percentile(v, 50) * 1000:.0f} ms p95 {percentile(v, 95) * 1000:.0f} ms" if v else "n=0"
 
 
 # -- cold ------------------------------------------------------------------------------------------------------
