@@ -86,9 +86,11 @@ def test_tuning_set_and_second_held_out_set_gain_f1_and_keep_negatives(catalog_k
     assert got["negatives"] >= negatives, got["negatives"]    # 15/17 on the tuning set, 32/34 held out
 
 
-def test_a_third_held_out_set_written_blind_keeps_negatives_and_beats_bm25s(catalog_kb: KnowledgeBase) -> None:
+def test_a_third_held_out_set_written_blind_keeps_negatives_and_f1_above_bm25s_first_figure(
+        catalog_kb: KnowledgeBase) -> None:
     # written by an agent that read only the catalog (not the matcher, not the other sets); first measured at
-    # 346f2a9: keyword F1 0.503, negatives 0.92; bm25s (threshold from the dev queries) 0.457 / 0.97 in that run
+    # 346f2a9: keyword F1 0.503, negatives 0.92 (55/60); bm25s (threshold from the dev queries) 0.457 / 0.97 in
+    # that run (bench/skills_eval.py): the F1 bound is that bm25s figure, recorded, not recomputed here
     got = _evaluate(catalog_kb, _load(BENCH / "skills_heldout3.jsonl"))
     assert got["negatives"] >= 0.9, got["negatives"]
     assert got["f1"] > 0.457, got["f1"]

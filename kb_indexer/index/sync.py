@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -239,17 +240,22 @@ def _write_documents(conn: Connection, root: Path, todo: list[str], existing: di
 
 
 def _keywords_known(conn: Connection, ids: KeywordIds, batch: Iterator[tuple[str, LoadedDocument | str]],
-                    existing: dict[str, Known]) -> Iterable[tuple[str, LoadedDocument | str]]:
-    """The batch; on PostgreSQL read whole first and the keyword ids of every document it will store found (or
-    made) in one or two round trips, in the order storing them one by one would make them (a document's own
-    look-up was a round trip each). SQLite keeps reading while it stores."""
+                    existing: dict[str, Known]) -> Iterator[tuple[str, LoadedDocument | str]]:
+    """The batch; on PostgreSQL read ``KEYWORD_CHUNK`` documents at a time and the keyword ids of those it will
+    store found (or made) in one or two round trips, in the order storing them one by one would make them (a
+    document's own look-up was a round trip each). Reading stays interleaved with storing, so a batch's time
+    limit still counts both."""
     if not is_postgres(conn):
-        return batch
-    items = list(batch)
-    ids.ensure_all([(kw, category) for rel, doc in items if not isinstance(doc, str)
-                    and (rel not in existing or existing[rel][0] != doc.content_hash)
-                    for kw, category, _ in doc.keywords])
-    return items
+        yield from batch
+        return
+    while chunk := list(itertools.islice(batch, KEYWORD_CHUNK)):
+        ids.ensure_all([(kw, category) for rel, doc in chunk if not isinstance(doc, str)
+                        and (rel not in existing or existing[rel][0] != doc.content_hash)
+                        for kw, category, _ in doc.keywords])
+        yield from chunk
+
+
+KEYWORD_CHUNK = 64
 
 
 def _store_read(conn: Connection, ids: KeywordIds, doc: LoadedDocument, known: Known | None, stats: Report,
