@@ -62,34 +62,35 @@ from typing import Any
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, question_terms
 from kb_indexer.store.connection import plain_rows
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
 
 NEIGHBOUR_MIN = 0.1    # similarity of question terms below which nothing carries over to another question
 
 
 def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
     """Learned associations that fire for this question: doc id -> {"boost", "learned_ids"}."""
-    if conn.execute("SELECT 1 FROM learned_items WHERE kind = 'association' AND status = 'active' LIMIT 1"
-                    ).fetchone() is None:
-        return {}   # nothing learned yet (most indexes): the question is not parsed again
+    if not is_postgres(conn) and conn.execute(
+            "SELECT 1 FROM learned_items WHERE kind = 'association' AND status = 'active' LIMIT 1").fetchone() is None:
+        return {}   # nothing learned yet (most indexes): the question is not parsed again (on a server: a round trip)
     terms = question_terms(question)
     if not terms:
         return {}
     rows = list(plain_rows(   # hundreds of rows once many associations are learned: plain tuples
-        conn, "SELECT li.id, li.document_id, li.weight, li.size, lt.term FROM learned_terms lt "
+        conn, f"SELECT li.id, li.document_id, li.weight, li.size, lt.term, ({_ACTIVE}) FROM learned_terms lt "
         "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' "
         "WHERE lt.term IN (SELECT value FROM json_each(?))", (json.dumps(terms),)))
     if not rows:
         return {}
     items: dict[int, tuple[int, float | None, int | None, list[str]]] = {}   # id -> (doc, weight, size, shared)
     per_term: dict[str, int] = defaultdict(int)
-    for lid, doc, weight, size, term in rows:   # by position: a name look-up per row and column costs more
+    for lid, doc, weight, size, term, _ in rows:   # by position: a name look-up per row and column costs more
         it = items.get(lid)
         if it is None:
             items[lid] = (doc, weight, size, [term])
         else:
             it[3].append(term)
         per_term[term] += 1
-    idf = _idf(conn, terms, per_term)
+    idf = _idf(int(rows[0][5]), terms, per_term)   # the active associations, counted in the same statement
     question_idf = sum(idf.values())   # the same for every association: summed once
     same: dict[int, float] = defaultdict(float)
     similar: dict[int, float] = defaultdict(float)
@@ -106,10 +107,11 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
     return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
 
 
-def _idf(conn: Connection, terms: list[str], per_term: dict[str, int]) -> dict[str, float]:
-    """Each question term's IDF over the active associations (a term none has: the largest)."""
-    n = conn.execute("SELECT COUNT(*) FROM learned_items WHERE kind = 'association' AND status = 'active'"
-                     ).fetchone()[0]
+_ACTIVE = "SELECT COUNT(*) FROM learned_items WHERE kind = 'association' AND status = 'active'"
+
+
+def _idf(n: int, terms: list[str], per_term: dict[str, int]) -> dict[str, float]:
+    """Each question term's IDF over the ``n`` active associations (a term none has: the largest)."""
     return {t: math.log(1.0 + max(n, 1) / max(per_term.get(t, 0), 0.5)) for t in terms}
 
 
