@@ -146,20 +146,20 @@ def apply_items(conn: Connection, items: list[dict[str, Any]]) -> None:
     ids = KeywordIds(conn)
     for associations, run in itertools.groupby(items, key=lambda i: i["kind"] == "association"):
         if associations:
-            _apply_associations(conn, list(run))
+            _apply_associations(conn, ids, list(run))
             continue
         for item in run:
             _apply_one(conn, ids, item)
 
 
-def _apply_associations(conn: Connection, items: list[dict[str, Any]]) -> None:
+def _apply_associations(conn: Connection, ids: KeywordIds, items: list[dict[str, Any]]) -> None:
     """Association items written as :func:`_upsert_item` and their terms would be one by one, in as many
     statements whatever their number (on PostgreSQL each statement is a round trip: a team's learn wrote
     thousands); every table gets its rows in the same order, so the ids are the same."""
     keys = [i["key"] for i in items]
     if len(set(keys)) < len(keys):   # never derived twice; if so, one by one as before
         for item in items:
-            _apply_one(conn, KeywordIds(conn), item)
+            _apply_one(conn, ids, item)
         return
     known = _ids_by_key(conn, keys)
     cols = [(json.dumps(_detail(i), sort_keys=True), json.dumps(i["feedback_ids"]), i["document_id"], i["weight"],

@@ -69,7 +69,7 @@ def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[
         keywords = json.loads(row["keywords"] or "[]")
         expansions = json.loads(row["expansions"] or "[]")
         top = json.loads(row["top_results"] or "[]")
-        options = json.loads(row["options"] or "{}") if "options" in row.keys() else {}
+        options = json.loads(row["options"] or "{}")
     except json.JSONDecodeError:
         return [], []
     explicit: list[str] = []

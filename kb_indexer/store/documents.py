@@ -199,9 +199,13 @@ _PG_UPSERT = (
 
 def _pg_upsert(conn: Connection, values: tuple[Any, ...], links: list[tuple[int, str | None, str, float]]
                ) -> tuple[int, bool]:
-    arrays = ([r[0] for r in links], [r[1] for r in links], [r[2] for r in links], [r[3] for r in links])
-    row = conn.execute(_PG_UPSERT, (*values, *arrays)).fetchone()
+    row = conn.execute(_PG_UPSERT, _pg_upsert_params(values, links)).fetchone()
     return int(row[0]), bool(row[1])
+
+
+def _pg_upsert_params(values: tuple[Any, ...], links: list[tuple[int, str | None, str, float]]) -> tuple[Any, ...]:
+    """:data:`_PG_UPSERT`'s parameters: the document's values, then its keyword rows as four arrays."""
+    return (*values, *([r[i] for r in links] for i in range(4)))
 
 
 def _upsert_postgres(conn: Connection, ids: KeywordIds, values: tuple[Any, ...], body: str,
@@ -241,7 +245,7 @@ def _pg_replace(conn: Connection, values: tuple[Any, ...], links: list[tuple[int
     replaced by the same ones."""
     path = values[0]
     with cast(Any, conn).pipelined():
-        upserted = conn.execute(_PG_UPSERT, (*values, *([r[i] for r in links] for i in range(4))))
+        upserted = conn.execute(_PG_UPSERT, _pg_upsert_params(values, links))
         conn.execute(f"DELETE FROM document_keywords WHERE document_id = ({_BY_PATH}) AND source != 'learned'",
                      (path,))
         conn.executemany(_RELINK_BY_PATH, [(path, *r) for r in rows])
