@@ -1,5 +1,5 @@
 """On PostgreSQL the full-text scores of a question with phrases are read in one round trip: the totals, the
-single tokens' postings and each phrase's documents, in one snapshot, sent together."""
+single tokens' postings and the postings (with positions) of each phrase's tokens, in one statement."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ def test_a_question_with_two_phrases_is_one_round_trip_and_scores_as_before(kb, 
     assert scores == pytest.approx(alone, rel=1e-9)
 
 
-def test_an_error_inside_the_pipeline_leaves_no_transaction_open(kb):
+def test_an_error_in_the_read_leaves_no_transaction_open(kb):
     raw = kb.conn.raw
     fulltext.forget()
-    raw.execute("ALTER TABLE documents_text RENAME COLUMN tokens TO gone")
-    with pytest.raises(Exception, match="tokens"):
+    raw.execute("ALTER TABLE text_postings RENAME COLUMN positions TO gone")
+    with pytest.raises(Exception, match="positions"):
         fulltext.all_scores(raw, ["reinforcement learning"], COLUMN_WEIGHTS)
     assert not kb.conn.in_transaction
-    raw.execute("ALTER TABLE documents_text RENAME COLUMN gone TO tokens")
+    raw.execute("ALTER TABLE text_postings RENAME COLUMN gone TO positions")
     assert fulltext.all_scores(raw, ["reinforcement learning"], COLUMN_WEIGHTS)

@@ -251,25 +251,3 @@ def test_postgres_snippets_bold_the_matches_in_the_body(engines):
     assert "**boundary**" in snips[1] and "**layer**" in snips[1]
     rows = fulltext.search(pgc, q, 5)
     assert [r[0] for r in rows] == [1] and "**" in rows[0][2]
-
-
-def test_a_phrase_of_another_question_is_read_again_only_after_a_write(corpus, tmp_path):
-    """A phrase's documents are kept per process while nothing is written (another question with the phrase
-    does not send its statement), and read again after a write: scores stay FTS5's throughout."""
-    from types import SimpleNamespace
-
-    from tests.libpq_trace import round_trips
-
-    lite, pgc = corpus
-    traced = SimpleNamespace(conn=pgc)
-    fulltext.all_scores(pgc, fulltext.build_query(["heat transfer", "flutter"]))
-    again = fulltext.build_query(["heat transfer", "panel"])
-    got, _, sent = round_trips(traced, tmp_path, lambda: fulltext.all_scores(pgc, again))
-    assert " heat transfer " not in sent
-    assert got == pytest.approx(fulltext.all_scores(lite, again), rel=1e-6)
-    _write(lite, pgc, [(3, "heat transfer", "", "", "heat transfer of a panel")])
-    after = fulltext.build_query(["heat transfer", "wing"])
-    got, _, sent = round_trips(traced, tmp_path, lambda: fulltext.all_scores(pgc, after))
-    assert " heat transfer " in sent
-    expected = fulltext.all_scores(lite, after)
-    assert 3 in expected and got == pytest.approx(expected, rel=1e-6)

@@ -4,11 +4,11 @@ PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (issue 29: 0.89x and 0.58x 
 engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_indexer.store.sparse`:
 
 * ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
-  ``documents_fts``), its ``tokens`` (each column's tokens in order, a line per column: see ``_token_lines``)
-  and its ``length`` (tokens over all columns: bm25's D);
-* ``text_postings``: per (token, document), the token's occurrences in each column and the document's
-  length (written with them, so a query reads no other table); the weighted frequency (Σ column weight ×
-  occurrences) is taken at query time, so any column weights rank exactly as FTS5 would;
+  ``documents_fts``) and its ``length`` (tokens over all columns: bm25's D);
+* ``text_postings``: per (token, document), the token's occurrences in each column, the document's length
+  (written with them, so a query reads no other table) and the token's positions (column and place in it:
+  see ``fulltext_schema.POSITION_BITS``); the weighted frequency (Σ column weight × occurrences) is taken at
+  query time, so any column weights rank exactly as FTS5 would;
 * ``text_totals``: documents and tokens (N and avgdl), and a ``generation`` every write bumps.
 
 Statement triggers on ``documents_text`` keep the totals and remove a document's postings in the transaction
@@ -17,20 +17,18 @@ checking one per posting doubled the time of a bulk write).
 
 A search asks for the same scores several times (the matches counted, the best ones, the scores of documents
 found another way): scores read outside a transaction are kept per question (``_CACHE``) and used again
-while the generation is the one they were read at; so are a phrase's postings (``_PHRASES``), which other
-questions share (a known keyword is a phrase) and which are most of a question's server time.
+while the generation is the one they were read at.
 
 Tokens are exactly ``documents_fts``'s (``porter unicode61 remove_diacritics 2``): SQLite's own tokenizer
 (:class:`kb_indexer.store.fts_tokens.Tokenizer`) on a private in-memory database. A term of several tokens
-is a phrase, as in FTS5: its documents are found among those holding its rarest token by looking for its
-tokens in a row in their token lines (``strpos`` on the server), and its occurrences counted per column.
+is a phrase, as in FTS5: it occurs where its tokens' positions follow one another in one column, found from
+its tokens' postings read with the question's (one statement), and its occurrences counted per column.
 Functions take the raw psycopg connection (``%s`` placeholders) and run inside the caller's transaction when
 there is one.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -40,7 +38,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from kb_indexer.store.fts_tokens import Tokenizer
-from kb_indexer.store.pg.fulltext_schema import SCHEMA, create_schema  # noqa: F401  (callers create it here too)
+from kb_indexer.store.pg.fulltext_schema import COPY_ESCAPES, POSITION_BITS, create_schema  # noqa: F401  (callers create it here too)
 from kb_indexer.store.sparse import COLUMN_WEIGHTS, bm25_idf, bm25_norm, bm25_part
 
 COLUMNS = ("title", "summary", "keywords", "body")
@@ -77,35 +75,34 @@ def _snapshot(raw: Any, write: bool = True) -> Iterator[None]:
 # -- writing -------------------------------------------------------------------------------------------
 
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
-def _token_lines(rows: Sequence[Sequence[Any]]) -> list[str]:
-    """Each row's tokens as text: per column ``" tok tok … "`` (a space before and after every token), the four
-    columns on four lines, so ``" a b "`` occurs exactly where the phrase ``a b`` does (never across columns:
-    a token holds no space or newline)."""
-    tok = tokenizer()
-    ids = tok.column_ids([r[k] or "" for r in rows for k in range(1, 5)])
-    names = np.asarray(tok.names, dtype=object)
-    lines = [" " + " ".join(names[a].tolist()) + " " if len(a) else " " for a in ids]
-    return ["\n".join(lines[i:i + 4]) for i in range(0, len(lines), 4)]
-
-
 def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], str]:
     """(each row's length, the postings of full-text rows as COPY text: a line per (token, document) with the
-    token, the document id, its occurrences per column and the document's length, sorted by token)."""
+    token, the document id, its occurrences per column, the document's length and its positions (see
+    :func:`kb_indexer.store.pg.fulltext_schema.position_codes`: little-endian uint32, ascending), sorted by
+    token)."""
     tok = tokenizer()
-    (d, c, t, n), _ = tok.count([[r[k] or "" for k in range(1, 5)] for r in rows])
-    names = tok.names
-    lengths = np.bincount(d, weights=n, minlength=len(rows)).astype(np.int64).tolist()
-    key = t * len(rows) + d                      # sorted by token, then document (then column)
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    per_column = tok.column_ids([r[k] or "" for r in rows for k in range(1, 5)])
+    sizes = np.asarray([len(a) for a in per_column], dtype=np.int64)
+    t = np.concatenate(per_column) if per_column else np.zeros(0, np.int64)
+    where = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)    # (row, column) of each token
+    d, c = np.divmod(where, 4)
+    code = (c << POSITION_BITS) | (np.arange(len(t), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+    lengths = np.bincount(d, minlength=len(rows)).astype(np.int64).tolist()
+    order = np.lexsort((code, d, t))           # by token, then document, then position
+    t, d, c, code = t[order], d[order], c[order], code[order]
+    new = np.r_[True, (t[1:] != t[:-1]) | (d[1:] != d[:-1])] if len(t) else np.zeros(0, bool)
+    starts = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
     counts = np.zeros((len(starts), 4), dtype=np.int64)
-    counts[np.cumsum(np.r_[False, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64), c] = n
+    np.add.at(counts, (group, c), 1)
+    packed = code.astype("<u4").tobytes().hex()
+    bounds = np.r_[starts, len(t)].tolist()
     ids = [int(r[0]) for r in rows]
-    terms = {tid: names[tid].translate(_COPY_ESCAPES) for tid in set(t[starts].tolist())}
-    lines = [f"{terms[tid]}\t{ids[doc]}\t{a}\t{b}\t{c}\t{e}\t{lengths[doc]}\n" for tid, doc, (a, b, c, e) in
-             zip(t[starts].tolist(), d[starts].tolist(), counts.tolist())]
+    names = tok.names
+    terms = {tid: names[tid].translate(COPY_ESCAPES) for tid in set(t[starts].tolist())}
+    lines = [f"{terms[tid]}\t{ids[doc]}\t{a}\t{b}\t{cc}\t{e}\t{lengths[doc]}\t\\\\x{packed[8 * lo:8 * hi]}\n"
+             for tid, doc, (a, b, cc, e), lo, hi in
+             zip(t[starts].tolist(), d[starts].tolist(), counts.tolist(), bounds[:-1], bounds[1:])]
     return lengths, "".join(sorted(lines))   # in key order: the primary key grows at its end (faster COPY)
 
 
@@ -119,16 +116,15 @@ def write_rows(raw: Any, rows: Sequence[Sequence[Any]]) -> None:
     if not rows:
         return
     lengths, postings = _postings(rows)
-    token_lines = _token_lines(rows)
     with _snapshot(raw, write=True):
         raw.execute("DELETE FROM documents_text WHERE document_id = ANY(%s)", ([int(r[0]) for r in rows],))
         with raw.cursor() as cur:
-            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, tokens, length) "
+            with cur.copy("COPY documents_text (document_id, title, summary, keywords, body, length) "
                           "FROM STDIN") as copy:
-                for r, lines, length in zip(rows, token_lines, lengths):
-                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), lines, length))
+                for r, length in zip(rows, lengths):
+                    copy.write_row((int(r[0]), *(_clean(r[k]) for k in range(1, 5)), length))
             with cur.copy("COPY text_postings (term, document_id, n_title, n_summary, n_keywords, n_body, "
-                          "length) FROM STDIN") as copy:
+                          "length, positions) FROM STDIN") as copy:
                 copy.write(postings)
 
 
@@ -193,68 +189,67 @@ def matching(raw: Any, terms: Sequence[str]) -> list[int]:
 # -- ranking -------------------------------------------------------------------------------------------
 
 
-# The totals (first row, term NULL: documents, generation, tokens) and the postings of the tokens (%s), in one
-# statement: one snapshot.
-#: The totals, then per token its postings as arrays in document order (one row per token, read in binary:
-#: a row per posting cost the client 3x the CPU to take apart, ~6 of a question's ~18 ms at 20,000 documents).
-_POSTINGS = ("SELECT NULL::text, ARRAY[documents, generation, tokens], NULL::int[], NULL::int[], NULL::int[], "
-             "NULL::int[], NULL::int[] FROM text_totals WHERE id = 1 UNION ALL (SELECT term, " + ", ".join(
-                 f"array_agg({c} ORDER BY document_id)" for c in (
-                     "document_id", "n_title", "n_summary", "n_keywords", "n_body", "length")) +
-             " FROM text_postings WHERE term = ANY(%s) GROUP BY term ORDER BY term)")
+_AGG = "array_agg({} ORDER BY document_id)"
+
+#: The totals (first row, term NULL: documents, generation, tokens), then per single token (phrase NULL) its
+#: postings as arrays in document order (one row per token, read in binary: a row per posting cost the client
+#: 3x the CPU to take apart, ~6 of a question's ~18 ms at 20,000 documents).
+_POSTINGS = ("SELECT NULL::text, NULL::int, ARRAY[documents, generation, tokens], NULL::int[], NULL::int[], "
+             "NULL::int[], NULL::int[], NULL::int[], NULL::int[], NULL::bytea FROM text_totals WHERE id = 1 "
+             "UNION ALL (SELECT term, NULL::int, " + ", ".join(_AGG.format(c) for c in (
+                 "document_id", "n_title", "n_summary", "n_keywords", "n_body", "length")) +
+             ", NULL::int[], NULL::bytea FROM text_postings WHERE term = ANY(%(t)s) GROUP BY term)")
+
+#: Per token of phrase {k} (%(p{k})s, %(n{k})s distinct tokens), the documents holding all its tokens (found on
+#: the postings' key) with their lengths and the token's positions there: each document's count and the codes
+#: one after another. A phrase whose tokens are frequent but seldom in a row reads few postings this way.
+_PHRASE = (" UNION ALL (SELECT term, {k}, " + _AGG.format("document_id") + ", NULL::int[], NULL::int[], "
+           "NULL::int[], NULL::int[], " + _AGG.format("length") + ", " + _AGG.format("octet_length(positions) / 4") +
+           ", string_agg(positions, ''::bytea ORDER BY document_id) FROM text_postings WHERE term = ANY(%(p{k})s) "
+           "AND document_id = ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = ANY(%(p{k})s) "
+           "GROUP BY document_id HAVING count(*) = %(n{k})s)) GROUP BY term)")
+
+_NONE = (np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64))
 
 
-def _token_postings(cur: Any) -> tuple[int, int, int, dict[str, tuple[Any, Any, Any]]]:
-    """(documents, tokens, generation, ``{token: (document ids, occurrences per column (n × 4), document
-    lengths)}``) from the cursor of :data:`_POSTINGS`."""
-    head, *rows = cur.fetchall()
-    documents, generation, tokens = head[1]
-    out: dict[str, tuple[Any, Any, Any]] = {}
-    for term, ids, *columns, lengths in rows:
-        out[term] = (np.asarray(ids, dtype=np.int64), np.asarray(columns, dtype=np.int64).T,
-                     np.asarray(lengths, dtype=np.int64))
-    return documents, tokens, generation, out
+def _read(raw: Any, singles: list[str], phrased: list[tuple[str, ...]]) -> tuple[tuple[int, int, int], dict[Any, Any]]:
+    """((documents, tokens, generation), ``{token or phrase: (document ids, occurrences per column (n × 4),
+    document lengths)}``) for the single tokens and the phrases, read in one statement (one snapshot)."""
+    params: dict[str, Any] = {"t": singles}
+    for k, phrase in enumerate(phrased):
+        params[f"p{k}"], params[f"n{k}"] = sorted(set(phrase)), len(set(phrase))
+    sql = _POSTINGS + "".join(_PHRASE.format(k=k) for k in range(len(phrased)))
+    head, *rows = raw.execute(sql, params, binary=True).fetchall()
+    documents, generation, tokens = head[2]
+    out: dict[Any, Any] = {}
+    places: list[dict[str, tuple[Any, Any, Any]]] = [{} for _ in phrased]
+    for term, k, ids, *columns, lengths, counts, codes in rows:
+        ids, lengths = np.asarray(ids, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+        if k is None:
+            out[term] = (ids, np.asarray(columns, dtype=np.int64).T, lengths)
+        else:   # (document id << 32 | position code) of each occurrence, ascending
+            places[k][term] = (np.repeat(ids, counts) << 32 | np.frombuffer(codes, dtype="<u4").astype(np.int64),
+                               ids, lengths)
+    for phrase, its in zip(phrased, places):
+        out[phrase] = _phrase(phrase, its)
+    return (documents, tokens, generation), out
 
 
-def _send_phrase(raw: Any, phrase: tuple[str, ...]) -> Any:
-    """The cursor of the documents holding ``phrase`` (its tokens in a row in one column): among those with
-    all its tokens, the ones whose token lines hold it. One statement (a phrase with a token no document has
-    matches none)."""
-    tokens = sorted(set(phrase))
-    return raw.execute(
-        # the documents holding every token of the phrase (their postings grouped by document: one pass over
-        # the postings' primary key, where a count per posting of the rarest token cost a lookup each: 19 ->
-        # 3 ms server time for two tokens of ~4,800 documents each at 20,000 synthetic documents), and only
-        # their token lines searched with strpos (ANY of an ARRAY keeps the planner from scanning every
-        # document's token lines: 320 ms at 20,000 documents against 0.1 ms)
-        "SELECT t.document_id, t.tokens, t.length FROM documents_text t WHERE t.document_id = "
-        "ANY(ARRAY(SELECT document_id FROM text_postings WHERE term = ANY(%(t)s) GROUP BY document_id "
-        "HAVING count(*) = %(n)s)) AND strpos(t.tokens, %(p)s) > 0",
-        {"t": tokens, "n": len(tokens), "p": " " + " ".join(phrase) + " "})
-
-
-def _phrase_postings(cur: Any, phrase: tuple[str, ...]) -> tuple[Any, Any, Any]:
-    """(document ids, phrase occurrences per column, lengths) from the cursor of :func:`_send_phrase`."""
-    rows = cur.fetchall()
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
-    pattern = " " + " ".join(phrase) + " "
-    count = _occurrences(phrase, pattern)
-    counts = np.asarray([[count(line) for line in r[1].split("\n")] for r in rows], np.int64)
-    return (np.asarray([r[0] for r in rows], np.int64), counts.reshape(-1, 4),
-            np.asarray([r[2] for r in rows], np.int64))
-
-
-def _occurrences(phrase: tuple[str, ...], pattern: str) -> Any:
-    """A function counting ``pattern`` (``phrase`` as a token line holds it) in a line, overlapping occurrences
-    too, as in FTS5 (``a b a`` twice in ``a b a b a``). Occurrences overlap only where the phrase starts as it
-    ends; otherwise ``str.count`` (non-overlapping, in C) gives the same count, several times faster, on the
-    line with its spaces doubled (two occurrences in a row share no space there)."""
-    if any(phrase[:k] == phrase[-k:] for k in range(1, len(phrase))):
-        find = re.compile("(?=" + re.escape(pattern) + ")")
-        return lambda line: len(find.findall(line))
-    spaced = " " + "  ".join(phrase) + " "
-    return lambda line: line.replace(" ", "  ").count(spaced)
+def _phrase(phrase: tuple[str, ...], places: dict[str, tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+    """(document ids, occurrences per column, lengths) of ``phrase``: where its tokens' positions follow one
+    another in one column (each occurrence counts, overlapping ones too, as in FTS5)."""
+    if any(t not in places for t in phrase):
+        return _NONE
+    starts = places[phrase[0]][0]
+    for k, token in enumerate(phrase[1:], 1):
+        starts = np.intersect1d(starts, places[token][0] - k, assume_unique=True)
+    if not len(starts):
+        return _NONE
+    docs, at = np.unique(starts >> 32, return_inverse=True)
+    counts = np.zeros((len(docs), 4), dtype=np.int64)
+    np.add.at(counts, (at.ravel(), (starts >> POSITION_BITS) & 3), 1)
+    _, ids, lengths = places[phrase[0]]
+    return docs, counts, lengths[np.searchsorted(ids, docs)]
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:
@@ -290,9 +285,8 @@ def one_read() -> Iterator[None]:
 
 
 def forget() -> None:
-    """Drop every remembered score and phrase (a benchmark times a question asked for the first time)."""
+    """Drop every remembered score (a benchmark times a question asked for the first time)."""
     _CACHE.clear()
-    _PHRASES.clear()
 
 
 def _scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> tuple[Any, Any]:
@@ -329,65 +323,10 @@ def _cached_scores(raw: Any, key: tuple[Any, ...], toks: list[tuple[str, ...]],
     return ids, scores
 
 
-def _read_postings(raw: Any, tokens: list[str], phrases: list[tuple[str, ...]]) -> tuple[Any, list[Any]]:
-    """The cursors of the totals with the tokens' postings, and of each phrase's documents: one statement, or,
-    with phrases, all of them in one snapshot (a REPEATABLE READ transaction unless the caller has one open),
-    sent together and waited for once (psycopg's pipeline mode: one round trip)."""
-    if not phrases:
-        return raw.execute(_POSTINGS, (tokens,), binary=True), []   # a statement alone is one snapshot
-    own = raw.info.transaction_status == 0   # pq.TransactionStatus.IDLE: no transaction of the caller's
-    try:
-        with raw.pipeline():
-            if own:
-                raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            out = raw.execute(_POSTINGS, (tokens,), binary=True), [_send_phrase(raw, t) for t in phrases]
-            if own:
-                raw.execute("COMMIT")
-    except BaseException:
-        if own and not raw.broken and raw.info.transaction_status != 0:
-            raw.execute("ROLLBACK")   # an error inside the pipeline leaves the transaction open
-        raise
-    return out
-
-
-_PHRASES: dict[tuple[Any, ...], tuple[int, tuple[Any, Any, Any]]] = {}   # (server, db, phrase) -> (generation, postings)
-_PHRASES_MAX = 512
-
-
-def _read(raw: Any, singles: list[str], phrased: list[tuple[str, ...]]) -> tuple[Any, dict[Any, Any]]:
-    """(:func:`_token_postings` of the totals with the single tokens' postings, each phrase's postings), at one
-    snapshot. Outside a transaction a phrase's postings are kept per process (``_PHRASES``) and used again
-    while the generation read with the totals is the one they were read at (questions share phrases: a known
-    keyword is one, and finding a phrase's documents is most of a question's server time); when one is older,
-    everything is read again at one snapshot."""
-    if raw.info.transaction_status != 0:   # not IDLE: inside a transaction (its writes may yet roll back)
-        singles_cur, curs = _read_postings(raw, singles, phrased)
-        return _token_postings(singles_cur), {t: _phrase_postings(cur, t) for t, cur in zip(phrased, curs)}
-    where = (raw.info.host, raw.info.port, raw.info.dbname)
-    kept = {t: hit for t in phrased if (hit := _PHRASES.get(where + (t,))) is not None}
-    fresh = [t for t in phrased if t not in kept]
-    singles_cur, curs = _read_postings(raw, singles, fresh)
-    totals = _token_postings(singles_cur)
-    if any(hit[0] != totals[2] for hit in kept.values()):   # written since: all again, at one snapshot
-        kept, fresh = {}, phrased
-        singles_cur, curs = _read_postings(raw, singles, fresh)
-        totals = _token_postings(singles_cur)
-    out = {t: hit[1] for t, hit in kept.items()}
-    for t, cur in zip(fresh, curs):
-        out[t] = found = _phrase_postings(cur, t)
-        for array in found:
-            array.setflags(write=False)
-        if len(_PHRASES) >= _PHRASES_MAX:
-            _PHRASES.clear()
-        _PHRASES[where + (t,)] = (totals[2], found)
-    return totals, out
-
-
 def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) -> tuple[int, Any, Any]:
     """(the generation read at, document ids ascending, their bm25)."""
-    phrased = sorted({t for t in toks if len(t) > 1})
-    (documents, total, generation, singles), phrases = _read(raw, sorted({t[0] for t in toks if len(t) == 1}),
-                                                             phrased)
+    (documents, total, generation), found = _read(raw, sorted({t[0] for t in toks if len(t) == 1}),
+                                                  sorted({t for t in toks if len(t) > 1}))
     none = generation, np.zeros(0, np.int64), np.zeros(0, np.float64)
     if not documents:
         return none
@@ -395,10 +334,10 @@ def _compute(raw: Any, toks: list[tuple[str, ...]], weights: Sequence[float]) ->
     avgdl = total / documents
     parts = []
     for tok in toks:
-        found = (singles.get(tok[0]) if len(tok) == 1 else phrases[tok]) if tok else None
-        if found is None or not len(found[0]):
+        postings = found.get(tok[0] if len(tok) == 1 else tok) if tok else None
+        if postings is None or not len(postings[0]):
             continue
-        docs, counts, lengths = found
+        docs, counts, lengths = postings
         parts.append((docs, bm25_part(bm25_idf(documents, len(docs)), counts @ w, bm25_norm(lengths, avgdl))))
     if not parts:
         return none

@@ -330,7 +330,7 @@ def m001_schema(conn: PgConnection) -> None:
 
 @migration
 def m002_fulltext(conn: PgConnection) -> None:
-    fulltext_schema.create_schema(conn.raw)
+    conn.raw.execute(fulltext_schema.SCHEMA)
 
 
 @migration
@@ -339,6 +339,11 @@ def m003_pgvector(conn: PgConnection) -> None:
     if state.startswith("unavailable"):
         warn(f"pgvector is not available on this server ({state[len('unavailable: '):]}): semantic search "
              "reads every vector into the process; `db-stats` says which vector search the index uses")
+
+
+@migration
+def m004_text_positions(conn: PgConnection) -> None:
+    fulltext_schema.add_positions(conn.raw)
 
 
 def _applied(conn: PgConnection) -> list[str] | None:
