@@ -57,9 +57,9 @@ CREATE OR REPLACE TRIGGER documents_text_removed AFTER DELETE ON documents_text
 
 
 # A token's place in a document, as stored in ``text_postings.positions``: its column (0-3: title, summary,
-# keywords, body) above POSITION_BITS, its index among the column's tokens below (a column of 2**30 tokens is
-# some gigabytes: documents are capped far below, see ``KBINDEX_MAX_DOC_BYTES``). A phrase occurs where its
-# tokens' codes follow one another, so never across two columns.
+# keywords, body) above POSITION_BITS, its index among the column's tokens below (2**30 tokens take over 2 GB of
+# text, and a PostgreSQL text value holds at most 1 GB). A phrase occurs where its tokens' codes follow one
+# another, so never across two columns.
 POSITION_BITS = 30
 
 
