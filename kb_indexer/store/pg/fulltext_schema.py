@@ -84,18 +84,6 @@ def _postings_of(doc: int, token_lines: str) -> list[str]:
 
 COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
-_POSTINGS_TABLE = """
-CREATE TABLE text_postings (
-    term TEXT NOT NULL,
-    document_id BIGINT NOT NULL,
-    n_title INTEGER NOT NULL,
-    n_summary INTEGER NOT NULL,
-    n_keywords INTEGER NOT NULL,
-    n_body INTEGER NOT NULL,
-    length INTEGER NOT NULL,
-    positions BYTEA NOT NULL
-)"""
-
 
 def add_positions(raw: Any, batch: int = 2000) -> None:
     """m004: every posting gets its token's positions in the document (phrases are then matched on the
@@ -108,18 +96,20 @@ def add_positions(raw: Any, batch: int = 2000) -> None:
                             "AND table_name = 'documents_text' AND column_name = 'tokens'").fetchone()
         if lines is None:
             return
-        raw.execute("DROP TABLE text_postings")
-        raw.execute(_POSTINGS_TABLE)
+        raw.execute("CREATE TABLE kb_postings (LIKE text_postings)")   # m002's columns, then the positions
+        raw.execute("ALTER TABLE kb_postings ADD COLUMN positions BYTEA NOT NULL")
         last = -1
         while True:
             rows = raw.execute("SELECT document_id, tokens FROM documents_text WHERE document_id > %s "
                                "ORDER BY document_id LIMIT %s", (last, batch)).fetchall()
             if not rows:
                 break
-            with raw.cursor() as cur, cur.copy("COPY text_postings FROM STDIN") as copy:
+            with raw.cursor() as cur, cur.copy("COPY kb_postings FROM STDIN") as copy:
                 # sorted by token: a token's postings of these documents on few pages (as sync writes them)
                 copy.write("".join(sorted(line for doc, text in rows for line in _postings_of(doc, text))))
             last = rows[-1][0]
+        raw.execute("DROP TABLE text_postings")
+        raw.execute("ALTER TABLE kb_postings RENAME TO text_postings")
         raw.execute("ALTER TABLE text_postings ADD PRIMARY KEY (term, document_id)")
         raw.execute("CREATE INDEX text_postings_document ON text_postings (document_id)")
         raw.execute("ALTER TABLE documents_text DROP COLUMN tokens")
