@@ -175,6 +175,17 @@ def test_a_phrase_repeated_back_to_back_counts_every_time_like_fts5(engines):
         assert expected and fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6), terms
 
 
+def test_phrases_in_documents_with_ids_past_32_bits_score_like_fts5(engines):
+    """A phrase's occurrences are keyed by each document's place, not its id: ids are BIGINT."""
+    lite, pgc = engines
+    _write(lite, pgc, [(1, "", "", "", "b c shock"), (2**31 + 5, "", "", "", "shock wave shock wave"),
+                       (2**32 + 1, "", "", "", "a b c"), (2**40, "shock wave", "", "", "wave shock")])
+    for terms in (["shock wave"], ["a b"], ["b c"], ["wave shock", "c"]):
+        q = fulltext.build_query(terms)
+        expected = fulltext.all_scores(lite, q)
+        assert expected and fulltext.all_scores(pgc, q) == pytest.approx(expected, rel=1e-6), terms
+
+
 def test_updates_and_deletes_keep_postgres_equal_to_fts5(corpus):
     lite, pgc = corpus
     rng = random.Random(7)

@@ -222,34 +222,42 @@ def _read(raw: Any, singles: list[str], phrased: list[tuple[str, ...]]) -> tuple
     head, *rows = raw.execute(sql, params, binary=True).fetchall()
     documents, generation, tokens = head[2]
     out: dict[Any, Any] = {}
-    places: list[dict[str, tuple[Any, Any, Any]]] = [{} for _ in phrased]
+    places: list[dict[str, tuple[Any, Any, Any, Any]]] = [{} for _ in phrased]
     for term, k, ids, *columns, lengths, counts, codes in rows:
         ids, lengths = np.asarray(ids, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
         if k is None:
             out[term] = (ids, np.asarray(columns, dtype=np.int64).T, lengths)
-        else:   # (document id << 32 | position code) of each occurrence, ascending
-            places[k][term] = (np.repeat(ids, counts) << 32 | np.frombuffer(codes, dtype="<u4").astype(np.int64),
-                               ids, lengths)
+        else:   # per occurrence: its row (document) and its position code, ascending
+            places[k][term] = (ids, lengths, np.repeat(np.arange(len(ids), dtype=np.int64), counts),
+                               np.frombuffer(codes, dtype="<u4").astype(np.int64))
     for phrase, its in zip(phrased, places):
         out[phrase] = _phrase(phrase, its)
     return (documents, tokens, generation), out
 
 
-def _phrase(phrase: tuple[str, ...], places: dict[str, tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+def _phrase(phrase: tuple[str, ...], places: dict[str, tuple[Any, Any, Any, Any]]) -> tuple[Any, Any, Any]:
     """(document ids, occurrences per column, lengths) of ``phrase``: where its tokens' positions follow one
-    another in one column (each occurrence counts, overlapping ones too, as in FTS5)."""
+    another in one column (each occurrence counts, overlapping ones too, as in FTS5). An occurrence is keyed
+    by its document's place among the first token's documents (not by the id: any BIGINT) and its code."""
     if any(t not in places for t in phrase):
         return _NONE
-    starts = places[phrase[0]][0]
+    ids, lengths = places[phrase[0]][:2]
+
+    def keys(token: str) -> Any:
+        theirs, _, row, code = places[token]
+        at = np.minimum(np.searchsorted(ids, theirs), max(len(ids) - 1, 0))
+        known = (ids[at] == theirs) if len(ids) else np.zeros(len(theirs), bool)
+        return ((at[row] << 32) | code)[known[row]]
+
+    starts = keys(phrase[0])
     for k, token in enumerate(phrase[1:], 1):
-        starts = np.intersect1d(starts, places[token][0] - k, assume_unique=True)
+        starts = np.intersect1d(starts, keys(token) - k, assume_unique=True)
     if not len(starts):
         return _NONE
-    docs, at = np.unique(starts >> 32, return_inverse=True)
-    counts = np.zeros((len(docs), 4), dtype=np.int64)
+    rows, at = np.unique(starts >> 32, return_inverse=True)
+    counts = np.zeros((len(rows), 4), dtype=np.int64)
     np.add.at(counts, (at.ravel(), (starts >> POSITION_BITS) & 3), 1)
-    _, ids, lengths = places[phrase[0]]
-    return docs, counts, lengths[np.searchsorted(ids, docs)]
+    return ids[rows], counts, lengths[rows]
 
 
 def all_scores(raw: Any, terms: Sequence[str], weights: Sequence[float]) -> dict[int, float]:

@@ -113,6 +113,7 @@ def add_positions(raw: Any, batch: int = 2000) -> None:
         raw.execute("ALTER TABLE text_postings ADD PRIMARY KEY (term, document_id)")
         raw.execute("CREATE INDEX text_postings_document ON text_postings (document_id)")
         raw.execute("ALTER TABLE documents_text DROP COLUMN tokens")
+        raw.execute("ANALYZE text_postings")   # a new table: the planner knows nothing of it yet
 
 
 def create_schema(raw: Any) -> None:
