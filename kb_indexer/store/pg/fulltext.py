@@ -77,9 +77,9 @@ def _snapshot(raw: Any, write: bool = True) -> Iterator[None]:
 
 def _postings(rows: Sequence[Sequence[Any]]) -> tuple[list[int], str]:
     """(each row's length, the postings of full-text rows as COPY text: a line per (token, document) with the
-    token, the document id, its occurrences per column, the document's length and its positions (see
-    :func:`kb_indexer.store.pg.fulltext_schema.position_codes`: little-endian uint32, ascending), sorted by
-    token)."""
+    token, the document id, its occurrences per column, the document's length and its positions (codes of
+    ``fulltext_schema.POSITION_BITS``, little-endian uint32, ascending), sorted by token; m004's
+    ``fulltext_schema._postings_of`` writes the same lines from token lines)."""
     tok = tokenizer()
     per_column = tok.column_ids([r[k] or "" for r in rows for k in range(1, 5)])
     sizes = np.asarray([len(a) for a in per_column], dtype=np.int64)
