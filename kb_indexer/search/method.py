@@ -46,6 +46,13 @@ ENOTDIR ENOTEMPTY ENOTSOCK ENOTSUP ENOTTY ENXIO EOPNOTSUPP EOVERFLOW EPERM EPIPE
 ESPIPE ESRCH ETIMEDOUT ETXTBSY EWOULDBLOCK EXDEV
 """.split())
 
+# POSIX signal names (signal(7)): a word such as SIGNAL or SIGMA is an ordinary word, not a signal.
+SIGNAL_NAMES = frozenset("""
+SIGABRT SIGALRM SIGBUS SIGCHLD SIGCLD SIGCONT SIGEMT SIGFPE SIGHUP SIGILL SIGINFO SIGINT SIGIO SIGIOT SIGKILL
+SIGLOST SIGPIPE SIGPOLL SIGPROF SIGPWR SIGQUIT SIGSEGV SIGSTKFLT SIGSTOP SIGSYS SIGTERM SIGTRAP SIGTSTP SIGTTIN
+SIGTTOU SIGUNUSED SIGURG SIGUSR1 SIGUSR2 SIGVTALRM SIGWINCH SIGXCPU SIGXFSZ
+""".split())
+
 FILE_EXTENSIONS = frozenset("""
 c cc cfg cjs conf cpp cs css csv dart db dockerfile env ex exs go gradle h hpp htm html ini ipynb java
 jl js json jsonl jsx kt kts lock log lua md markdown mjs php pl proto ps1 py pyi r rb rs sass scala scss
@@ -63,7 +70,8 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+$")
 _CALL = re.compile(r"^[A-Za-z_][\w.]*\(\)$")
 _HTTP = re.compile(r"^[45]\d\d$")
 _HEX = re.compile(r"^0x[0-9A-Fa-f]+$")
-_SIGNAL = re.compile(r"^SIG[A-Z]{3,}$")
+# Initials ("H.C." of "H.C. Andrews", "U.S."): capital letters each followed by a dot, not a file name.
+_INITIALS = re.compile(r"^(?:[A-Z]\.)+[A-Z]$")
 _CODE = re.compile(r"^(?:ERR_[A-Z0-9_]+|[A-Z]{1,3}\d{3,5})$")
 _BACKTICK = re.compile(r"`([^`\s][^`]*)`")
 
@@ -104,7 +112,7 @@ def classify(word: str) -> str | None:
     """The identifier kind of one word, or None for an ordinary word."""
     if not word or len(word) > 200:
         return None
-    if word in ERRNO_NAMES or _SIGNAL.match(word) or _HEX.match(word) or word.startswith("ERR_") and _CODE.match(word):
+    if word in ERRNO_NAMES or word in SIGNAL_NAMES or _HEX.match(word) or word.startswith("ERR_") and _CODE.match(word):
         return "error code"
     if _CODE.match(word):
         return "code"
@@ -115,7 +123,7 @@ def classify(word: str) -> str | None:
     if _CALL.match(word):
         return "function call"
     m = _FILE.match(word)
-    if m and m.group(1).lower() in FILE_EXTENSIONS:
+    if m and m.group(1).lower() in FILE_EXTENSIONS and not _INITIALS.match(word):
         return "file name"
     if _DOTFILE.match(word):
         return "file name"
