@@ -52,6 +52,7 @@ class ScoreParts(TypedDict):
     bm25: float | None
     weights: dict[str, float]
     evidence: list[Evidence]
+    neighbours: NotRequired[float]   # the part of the score its neighbours among the best results gave
 
 
 class RankedDocument(TypedDict):

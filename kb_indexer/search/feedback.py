@@ -33,7 +33,6 @@ Tuned on Cranfield only (bench/ir_eval.py --prf DOCS:TERMS:REPEAT, full text, nD
 from __future__ import annotations
 
 import heapq
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -58,7 +57,7 @@ FB_FUSED_DOCS = False
 # collection; the vectors already bring in documents worded differently from the question).
 FB_WITH_VECTORS = False
 
-_WORD = re.compile(r"[^\W\d_]{3,}")
+WORD = re.compile(r"[^\W\d_]{3,}")   # a content word: 3+ letters (no digits)
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
 
 
@@ -91,15 +90,15 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
     module docstring), each as its most frequent spelling, heaviest first."""
     if len(top) < FB_MIN_SUPPORT:
         return []
-    asked = {stem(w) for t in question_terms for w in _WORD.findall(t.lower())}
-    texts = _texts(conn, [d for d, _ in top])
+    asked = {stem(w) for t in question_terms for w in WORD.findall(t.lower())}
+    texts = document_texts(conn, [d for d, _ in top])
     total = sum(s for _, s in top)
     weight: defaultdict[str, float] = defaultdict(float)
     support: Counter[str] = Counter()
     spelling: Counter[str] = Counter()    # each spelling's count over the documents
     stems: dict[str, str] = {}
     for doc, score in top:
-        words = Counter(_WORD.findall(texts.get(doc, "").lower()))
+        words = Counter(WORD.findall(texts.get(doc, "").lower()))
         for w in [w for w in words if w in STOPWORDS]:
             del words[w]
         length = sum(words.values())
@@ -125,12 +124,9 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
     return [(forms[s][1], w) for s, w in best]
 
 
-def _texts(conn: Connection, doc_ids: list[int]) -> dict[int, str]:
-    """Title and the start of the body of each document."""
-    bodies = store.bodies(conn, doc_ids)
-    titles = dict(conn.execute("SELECT id, coalesce(title, '') FROM documents WHERE id IN "
-                               "(SELECT value FROM json_each(?))", (json.dumps(doc_ids),)).fetchall())
-    return {d: f"{titles.get(d, '')}\n{(bodies.get(d) or '')[:FB_MAX_CHARS]}" for d in doc_ids}
+def document_texts(conn: Connection, doc_ids: list[int], max_chars: int = FB_MAX_CHARS) -> dict[int, str]:
+    """Title and the start of the body (``max_chars``) of each document."""
+    return {d: f"{title}\n{head}" for d, title, _, head in store.heads(conn, doc_ids, max_chars)}
 
 
 @dataclass

@@ -88,6 +88,7 @@ class Candidate:
     learned: float = 0.0    # boost from learned question->document associations (may be negative)
     score: float = 0.0
     feedback: bool = False  # the full-text score includes pseudo-relevance feedback words it matches
+    neighbours: float | None = None   # the score's part from its neighbours (search/neighbours.py; None: not run)
 
     @property
     def sources(self) -> list[str]:
@@ -143,7 +144,7 @@ def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> None:
 
 
 def explain(c: Candidate, weights: dict[str, float]) -> ScoreParts:
-    return {
+    out: ScoreParts = {
         "keyword": round(c.keyword, 4),
         "fulltext": round(c.fulltext, 4),
         "dense": round(c.dense, 4),
@@ -153,6 +154,9 @@ def explain(c: Candidate, weights: dict[str, float]) -> ScoreParts:
         "weights": weights,
         "evidence": [_evidence(e) for e in c.evidence],
     }
+    if c.neighbours is not None:
+        out["neighbours"] = round(c.neighbours, 4)
+    return out
 
 
 def _evidence(e: Evidence) -> EvidenceOut:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from kb_indexer.errors import KbError
 from kb_indexer.search import feedback as prf
-from kb_indexer.search import fulltext, sparse
+from kb_indexer.search import fulltext, neighbours, sparse
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.search.expansion import HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, apply_learned, explain as explain_parts, fuse
@@ -124,6 +124,7 @@ class _Found:
     fallback: str | None = None               # "lexical" when semantic/hybrid ran without vectors
     dense_info: dict[str, Any] | None = None  # the JSON's "semantic" object
     feedback: prf.Feedback | None = None      # pseudo-relevance feedback words (full text's second pass)
+    neighbourhood: neighbours.Neighbourhood | None = None   # score regularisation over the best candidates
 
 
 def run_query(conn: Connection, question: str, keywords: list[str] | None = None,
@@ -222,7 +223,8 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
                                         spec.col_w, view, feedback, dense_top)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
-    candidates, channel_weights = _fuse(pool, dense, spec.limit)                      # lowers a document too
+    regularise = method in ("fulltext", "hybrid") and dense is None and n_docs >= neighbours.NB_MIN_DOCS
+    candidates, channel_weights, hood = _fuse(pool, dense, spec.limit, conn if regularise else None)  # lowers
     ranked, docs = _rank(conn, candidates, spec.limit)
     if fb is not None:
         for d in fb.lifted([c.doc_id for c in ranked if c.bm25 is not None]):
@@ -233,7 +235,7 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
                for c in ranked]
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info,
-                  fb.feedback if fb is not None else None)
+                  fb.feedback if fb is not None else None, hood)
 
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
@@ -253,12 +255,15 @@ def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: lis
     return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions, len(user_norms)) if ids else TagHits())
 
 
-def _fuse(pool: Pool, dense: DenseResult | None, limit: int) -> tuple[dict[int, Candidate], dict[str, float]]:
-    """Every pool document's fused score (learned boosts applied); Candidate objects for the best ``limit``
-    and those tied with the last only."""
+def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connection | None = None
+          ) -> tuple[dict[int, Candidate], dict[str, float], neighbours.Neighbourhood | None]:
+    """Every pool document's fused score (regularised by its neighbours' when ``regularise`` is the connection
+    to read their words from; learned boosts applied); Candidate objects for the best ``limit`` and those tied
+    with the last only."""
     parts = {"keyword": pool.tags.parts, "fulltext": fulltext.normalise(pool.bm25),
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
+    hood = neighbours.regularise(regularise, scores) if regularise is not None else None
     apply_learned(scores, pool.learned)
     refined = dense.refine(scores, max(DENSE_DEPTH, limit)) if dense is not None and pool.bm25 else None
     if refined is not None:   # vector feedback (hybrid; semantic.refine): every candidate's cosine again, fused again
@@ -266,7 +271,11 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int) -> tuple[dict[int, 
         parts["dense"] = _dense_parts(refined, pool)
         scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
         apply_learned(scores, pool.learned)
-    return pool.candidates(select(scores, limit), parts, scores), channel_weights
+    candidates = pool.candidates(select(scores, limit), parts, scores)
+    if hood is not None:
+        for d, c in candidates.items():
+            c.neighbours = hood.parts.get(d, 0.0)
+    return candidates, channel_weights, hood
 
 
 def _add_dense_candidates(dense: DenseResult, pool: Pool) -> None:
@@ -348,6 +357,7 @@ def _explain(spec: _Spec, found: _Found) -> JsonObject:
         "fulltext_pruned": found.pruned,
         "fulltext_feedback": [{"term": t, "weight": round(w, 6)} for t, w in found.feedback.terms]
         if found.feedback else [],
+        "neighbourhood": found.neighbourhood.to_dict() if found.neighbourhood is not None else None,
         "column_weights": dict(zip(("title", "summary", "keywords", "body"), spec.col_w)),
         "type_weights": spec.type_weights,
         "comparison": spec.comparison,

@@ -125,6 +125,19 @@ def bodies(conn: Any, doc_ids: list[int]) -> dict[int, str]:
                              (json.dumps(doc_ids),)).fetchall())
 
 
+def heads(conn: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str | None, str]]:
+    """``(id, title, content hash, the first max_chars characters of the body)`` of those of ``doc_ids`` that
+    are documents, in one statement."""
+    if not doc_ids:
+        return []
+    if is_postgres(conn):
+        return list(_pg().heads(_raw(conn), doc_ids, max_chars))
+    return [(r[0], r[1], r[2], r[3]) for r in conn.execute(
+        "SELECT d.id, coalesce(d.title, ''), d.content_hash, substr(coalesce(f.body, ''), 1, ?) FROM documents d "
+        "LEFT JOIN documents_fts f ON f.rowid = d.id WHERE d.id IN (SELECT value FROM json_each(?))",
+        (max_chars, json.dumps(doc_ids)))]
+
+
 def titled_texts(conn: Any, every: int = 1) -> list[tuple[str, str, str]]:
     """``(filepath, title, body)`` of the indexed documents whose id is a multiple of ``every`` (1: all)."""
     if is_postgres(conn):

@@ -147,6 +147,12 @@ def bodies(raw: Any, doc_ids: list[int]) -> dict[int, str]:
     return {int(d): b for d, b in rows}
 
 
+def heads(raw: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str | None, str]]:
+    return [(int(r[0]), r[1], r[2], r[3]) for r in raw.execute(
+        "SELECT d.id, coalesce(d.title, ''), d.content_hash, left(coalesce(t.body, ''), %s) FROM documents d "
+        "LEFT JOIN documents_text t ON t.document_id = d.id WHERE d.id = ANY(%s)", (max_chars, list(doc_ids)))]
+
+
 def titled_texts(raw: Any, every: int = 1) -> list[tuple[str, str, str]]:
     return [tuple(r) for r in raw.execute(
         "SELECT d.filepath, t.title, t.body FROM documents d JOIN documents_text t ON t.document_id = d.id "

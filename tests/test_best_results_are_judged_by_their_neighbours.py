@@ -1,0 +1,126 @@
+"""Score regularisation (search/neighbours.py): on a large enough knowledge base, each of the best results is
+judged by the results most like it too. Of two documents the question's words match equally, the one that
+resembles the other good matches ranks first; --explain says what the neighbours gave; the order and the
+[0, 1] range of scores hold; an edited document is read again; exact (keyword) matching is left alone; and
+both engines give the same ranking."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb_indexer.api import QueryOptions
+from kb_indexer.search import neighbours
+
+QUESTION = "turbine blade cooling"
+CLUSTER = "film holes coolant plenum airfoil heat transfer coefficient"
+DOCS = {
+    **{f"cool{i}.md": f"# Turbine blade cooling {i}\n\nTurbine blade cooling with {CLUSTER} number {i}.\n"
+       for i in range(6)},
+    # the same question words once each, and the same length; only their other words differ
+    "a-kitchen.md": "# Notes\n\nCooling of a kitchen refrigerator with shelves drawers doors lights food.\n",
+    "z-airfoil.md": "# Notes\n\nCooling of a plenum airfoil with film holes coolant heat transfer.\n",
+    **{f"other{i}.md": f"# Boundary layer {i}\n\nLaminar boundary layer transition on a flat plate {i}.\n"
+       for i in range(4)},
+}
+
+
+@pytest.fixture
+def kb(empty_kb):
+    for name, text in DOCS.items():
+        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
+    assert empty_kb.sync()["errors"] == []
+    return empty_kb
+
+
+@pytest.fixture
+def large(monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 0)   # this small knowledge base counts as large enough
+
+
+def _ask(kb, method="fulltext", limit=0, explain=True):
+    return kb.query(QUESTION, options=QueryOptions(method=method, limit=limit, explain=explain, record=False))
+
+
+def _paths(out):
+    return [r["filepath"] for r in out["results"]]
+
+
+def test_of_two_equal_matches_the_one_like_the_best_results_ranks_first(kb, large):
+    out = _ask(kb)
+    paths = _paths(out)
+    assert paths.index("z-airfoil.md") < paths.index("a-kitchen.md")
+    parts = {r["filepath"]: r["score_parts"] for r in out["results"]}
+    assert parts["z-airfoil.md"]["bm25"] == pytest.approx(parts["a-kitchen.md"]["bm25"])
+    assert parts["z-airfoil.md"]["neighbours"] > parts["a-kitchen.md"]["neighbours"] >= 0
+
+
+def test_without_it_the_equal_matches_tie_and_go_by_path(kb, large, monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_WEIGHT", 0.0)
+    paths = _paths(_ask(kb))
+    assert paths.index("a-kitchen.md") < paths.index("z-airfoil.md")
+
+
+def test_explain_says_what_ran(kb, large):
+    out = _ask(kb)
+    hood = out["query"]["explain"]["neighbourhood"]
+    assert hood == {"documents": len(out["results"]), "neighbours": neighbours.NB_NEIGHBOURS,
+                    "weight": neighbours.NB_WEIGHT, "words": neighbours.NB_TERMS}
+    assert all("neighbours" in r["score_parts"] for r in out["results"])
+
+
+def test_scores_stay_ordered_and_within_one(kb, large, monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_DOCS", 6)        # the rest are beyond the documents compared
+    out = _ask(kb)
+    scores = [r["relevance_score"] for r in out["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= s <= 1 for s in scores)
+    compared = [r for r in out["results"] if r["score_parts"]["neighbours"] > 0]
+    rest = [r for r in out["results"][6:]]
+    assert compared and rest
+    assert all(r["score_parts"]["neighbours"] == 0 for r in rest)
+    assert min(r["relevance_score"] for r in out["results"][:6]) >= max(r["relevance_score"] for r in rest)
+
+
+def test_limit_gives_the_first_results_of_a_larger_limit(kb, large):
+    full = _paths(_ask(kb, explain=False))
+    for n in (1, 3, 7):
+        assert _paths(_ask(kb, limit=n, explain=False)) == full[:n]
+
+
+def test_an_edited_document_is_read_again(kb, large):
+    before = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(kb)["results"]}
+    (kb.kb_root / "a-kitchen.md").write_text(
+        "# Notes\n\nCooling of a plenum airfoil with film holes coolant heat transfer.\n", encoding="utf-8")
+    assert kb.sync()["errors"] == []
+    after = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(kb)["results"]}
+    assert after["a-kitchen.md"] > before["a-kitchen.md"]
+    assert after["a-kitchen.md"] == pytest.approx(after["z-airfoil.md"])
+
+
+def test_small_knowledge_base_and_exact_matching_are_left_alone(kb, large, monkeypatch):
+    out = _ask(kb, method="keyword")
+    assert out["query"]["explain"]["neighbourhood"] is None
+    assert all("neighbours" not in r["score_parts"] for r in out["results"])
+    monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 500)
+    out = _ask(kb)
+    assert out["query"]["explain"]["neighbourhood"] is None
+    assert all("neighbours" not in r["score_parts"] for r in out["results"])
+
+
+@pytest.mark.parametrize("index_engine", ["postgres"], indirect=True)
+def test_postgres_ranks_like_sqlite(kb, large, tmp_path):
+    from kb_indexer.api import KnowledgeBase
+
+    root = tmp_path / "lite"
+    (root / "knowledge-base").mkdir(parents=True)
+    for name, text in DOCS.items():
+        (root / "knowledge-base" / name).write_text(text, encoding="utf-8")
+    lite, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
+    try:
+        assert lite.sync()["errors"] == []
+        pg, sq = _ask(kb), _ask(lite)
+        assert _paths(pg) == _paths(sq)
+        assert [r["score_parts"]["neighbours"] for r in pg["results"]] == \
+            pytest.approx([r["score_parts"]["neighbours"] for r in sq["results"]])
+    finally:
+        lite.close()
