@@ -111,6 +111,29 @@ def rrf(*runs: dict[str, list[str]], k: int = 60, limit: int = 100) -> dict[str,
 
 
 @contextlib.contextmanager
+def neighbour_settings(variant: str) -> Iterator[None]:
+    """kb_indexer.search.neighbours as ``variant`` says while the block runs (see --neighbours): 'default'
+    (kbindex's), 'off' (the ranking before score regularisation), 'withvectors' (also when
+    vectors rank), or DOCS:NEIGHBOURS:WEIGHT."""
+    from kb_indexer.search import neighbours
+
+    names = ("NB_DOCS", "NB_NEIGHBOURS", "NB_WEIGHT", "NB_WITH_VECTORS", "NB_MIN_DOCS")
+    saved = {n: getattr(neighbours, n) for n in names}
+    if variant == "off":
+        neighbours.NB_MIN_DOCS = 1 << 62
+    elif variant == "withvectors":
+        neighbours.NB_WITH_VECTORS = True
+    elif variant != "default":
+        docs, near, weight = variant.split(":")
+        neighbours.NB_DOCS, neighbours.NB_NEIGHBOURS, neighbours.NB_WEIGHT = int(docs), int(near), float(weight)
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            setattr(neighbours, n, v)
+
+
+@contextlib.contextmanager
 def vector_feedback(docs: str) -> Iterator[None]:
     """kb_indexer.search.semantic.VECTOR_FB_DOCS set to ``docs`` ('default': kbindex's; 0: off, the
     fusion of 353bba1) while the block runs (see --vector-feedback)."""
@@ -185,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vector-feedback", default="default",
                    help="comma-separated hybrid vector-feedback variants, a row each: 'default' (kbindex's) or "
                         "a number of documents (0: off, as before vector feedback)")
+    p.add_argument("--neighbours", default="default",
+                   help="comma-separated score-regularisation variants, a row each: 'default' (kbindex's), 'off' "
+                        "(the ranking before it), 'withvectors', or DOCS:NEIGHBOURS:WEIGHT")
     p.add_argument("--no-bm25s", action="store_true", help="skip the bm25s baseline")
     p.add_argument("--keep", type=Path, default=None, help="build the KB here (kept) instead of a temp folder")
     p.add_argument("--embed", default=None, metavar="BACKEND",
@@ -217,10 +243,11 @@ def main(argv: list[str] | None = None) -> int:
             dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
             print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
         for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
-            variants = [(v.strip(), fb.strip()) for v in args.prf.split(",") if v.strip()
-                        for fb in args.vector_feedback.split(",") if fb.strip()]
-            for variant, fb in variants:
-                with prf_settings(variant), vector_feedback(fb):
+            variants = [(v.strip(), fb.strip(), nb.strip()) for v in args.prf.split(",") if v.strip()
+                        for fb in args.vector_feedback.split(",") if fb.strip()
+                        for nb in args.neighbours.split(",") if nb.strip()]
+            for variant, fb, nb in variants:
+                with prf_settings(variant), vector_feedback(fb), neighbour_settings(nb):
                     warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
                     options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights,
                                            prf=variant not in ("default", "off"))
@@ -230,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                     _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
                 nd, rc = evaluate(runs, qrels)
                 name = f"kbindex {m}" + (" (default)" if m == "auto" else "") + ("" if variant == "default" else f" prf={variant}") + \
-                    ("" if fb == "default" else f" vfb={fb}")
+                    ("" if fb == "default" else f" vfb={fb}") + ("" if nb == "default" else f" nb={nb}")
                 rows.append((name, nd, rc, qps, qps_stale))
         t = time.perf_counter()
         info = None

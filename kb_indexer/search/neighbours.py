@@ -48,6 +48,7 @@ NB_WEIGHT = 0.4         # share of the score that comes from the neighbours
 NB_TERMS = 40           # heaviest words kept of each document
 NB_MIN_DOCS = 500       # smaller knowledge bases: not used
 NB_MAX_CHARS = 20_000   # characters of a document's body read for its words
+NB_WITH_VECTORS = False  # also when vectors rank (after vector feedback)
 
 
 @dataclass
@@ -76,9 +77,9 @@ def regularise(conn: Connection, scores: dict[int, float]) -> Neighbourhood | No
         scores[d] *= keep
     out = Neighbourhood(documents=len(top))
     for (d, _), row in zip(top, sims):
-        near = sorted([(-s, j) for j, s in row.items()])[:NB_NEIGHBOURS]   # the most similar; ties: the better
-        mass = -sum(s for s, _ in near)
-        part = NB_WEIGHT * -sum(s * top[j][1] for s, j in near) / mass if mass > 0 else 0.0
+        near = heapq.nlargest(NB_NEIGHBOURS, range(len(row)), key=row.__getitem__)   # ties: the better ranked
+        mass = sum(row[j] for j in near)
+        part = NB_WEIGHT * sum(row[j] * top[j][1] for j in near) / mass if mass > 0 else 0.0
         scores[d] += part
         out.parts[d] = part
     return out
@@ -95,8 +96,8 @@ def _best(scores: dict[int, float]) -> list[tuple[int, float]]:
     return [(d, -s) for s, d in pairs[:NB_DOCS]]
 
 
-def _bags(conn: Connection, doc_ids: list[int]) -> list[dict[str, int]]:
-    """Each document's words with their counts (``_vector_counts`` of its title and the start of its body),
+def _bags(conn: Connection, doc_ids: list[int]) -> list[dict[str, float]]:
+    """Each document's words with their tf weight ``1 + ln tf`` (of its title and the start of its body),
     kept per process for the next question (by document id, content hash and text length)."""
     found = {}
     cache = _BAGS
@@ -104,7 +105,7 @@ def _bags(conn: Connection, doc_ids: list[int]) -> list[dict[str, int]]:
         key = (d, content_hash, len(title), len(head))
         bag = cache.get(key) if content_hash is not None else None
         if bag is None:
-            bag = _vector_counts(f"{title}\n{head}")
+            bag = {w: 1.0 + math.log(tf) for w, tf in _vector_counts(f"{title}\n{head}").items()}
             if content_hash is not None:
                 global _BAGS_WORDS
                 if _BAGS_WORDS + len(bag) > _BAGS_MAX_WORDS:
@@ -116,7 +117,7 @@ def _bags(conn: Connection, doc_ids: list[int]) -> list[dict[str, int]]:
     return [found.get(d, {}) for d in doc_ids]
 
 
-_BAGS: dict[tuple[int, str | None, int, int], dict[str, int]] = {}
+_BAGS: dict[tuple[int, str | None, int, int], dict[str, float]] = {}
 _BAGS_WORDS = 0               # words held by _BAGS
 _BAGS_MAX_WORDS = 250_000     # about 25 MB: then it starts again
 
@@ -140,31 +141,31 @@ def _vector_counts(text: str) -> dict[str, int]:
 _ASCII_WORD = re.compile(r"[a-z]{3,}")   # WORD's matches in lower-case ASCII text, found twice as fast
 _STEMS: dict[str, str] = {}   # word -> its stem ("": a stopword); the words of a knowledge base recur
 _STEMS_MAX = 1 << 17
-_TF_WEIGHTS = [0.0] + [1.0 + math.log(tf) for tf in range(1, 64)]
 
 
-def _similarities(bags: list[dict[str, int]]) -> list[dict[int, float]]:
-    """The cosine of every pair of documents with a word in common (``sims[i][j]``), over each one's
-    ``NB_TERMS`` heaviest words weighted by log tf x log idf among these documents."""
+def _similarities(bags: list[dict[str, float]]) -> list[list[float]]:
+    """The cosine of every pair of documents (``sims[i][j]``; 0 on the diagonal), over each one's
+    ``NB_TERMS`` heaviest words: their tf weight (``bags``) x ln(1 + n / df) among these ``n`` documents."""
     n = len(bags)
     df: Counter[str] = Counter()
     for bag in bags:
         df.update(bag.keys())
     idf = [0.0] + [math.log(1.0 + n / k) for k in range(1, n + 1)]
-    tfw = _TF_WEIGHTS
     index: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
     for i, bag in enumerate(bags):
         # (minus the weight, word): sorted, the heaviest come first, ties by word
-        weights = sorted([(-(tfw[tf] if tf < 64 else 1.0 + math.log(tf)) * idf[df[w]], w) for w, tf in bag.items()])
+        weights = sorted([(-x * idf[df[w]], w) for w, x in bag.items()])
         del weights[NB_TERMS:]
         norm = math.sqrt(sum(x * x for x, _ in weights)) or 1.0
         for x, w in weights:
-            index[w].append((i, -x / norm))
-    sims: list[dict[int, float]] = [defaultdict(float) for _ in bags]
+            if df[w] > 1:   # a word of one document adds to its norm only
+                index[w].append((i, -x / norm))
+    sims = [[0.0] * n for _ in bags]
     for postings in index.values():
         for a, (i, x) in enumerate(postings):
             row = sims[i]
             for j, y in postings[a + 1:]:
-                row[j] += x * y
-                sims[j][i] += x * y
+                p = x * y
+                row[j] += p
+                sims[j][i] += p
     return sims

@@ -223,7 +223,8 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
                                         spec.col_w, view, feedback, dense_top)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
-    regularise = method in ("fulltext", "hybrid") and dense is None and n_docs >= neighbours.NB_MIN_DOCS
+    regularise = method in ("fulltext", "hybrid") and (dense is None or neighbours.NB_WITH_VECTORS) and \
+        n_docs >= neighbours.NB_MIN_DOCS
     candidates, channel_weights, hood = _fuse(pool, dense, spec.limit, conn if regularise else None)  # lowers
     ranked, docs = _rank(conn, candidates, spec.limit)
     if fb is not None:
@@ -263,14 +264,16 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connect
     parts = {"keyword": pool.tags.parts, "fulltext": fulltext.normalise(pool.bm25),
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
+    if dense is not None and pool.bm25:   # vector feedback (hybrid; semantic.refine): from a first fusion's best,
+        first = dict(scores)              # every candidate's cosine again, fused again
+        apply_learned(first, pool.learned)
+        refined = dense.refine(first, max(DENSE_DEPTH, limit))
+        if refined is not None:
+            pool.cosine.clear()
+            parts["dense"] = _dense_parts(refined, pool)
+            scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
     hood = neighbours.regularise(regularise, scores) if regularise is not None else None
     apply_learned(scores, pool.learned)
-    refined = dense.refine(scores, max(DENSE_DEPTH, limit)) if dense is not None and pool.bm25 else None
-    if refined is not None:   # vector feedback (hybrid; semantic.refine): every candidate's cosine again, fused again
-        pool.cosine.clear()
-        parts["dense"] = _dense_parts(refined, pool)
-        scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
-        apply_learned(scores, pool.learned)
     candidates = pool.candidates(select(scores, limit), parts, scores)
     if hood is not None:
         for d, c in candidates.items():
