@@ -11,7 +11,10 @@ over the best ``NB_DOCS`` (scores divided by the best one, the result multiplied
 keeps ``(1 - NB_WEIGHT) x score``: it stays below all of them, in its order. A document whose words resemble
 none of the others gets only the first part.
 
-A document's words are those of its title and the start of its body (``NB_MAX_CHARS``): words of 3+ letters,
+A document's words are those of its title and the opening of its body (``NB_MAX_CHARS``, what says what the
+document is about; its cost grows with the words read: 14.5 ms a question in a cold process for 20,000 characters
+of 10,000 ``bench/scale.py`` documents of 5,700 characters on average, 8.3 ms for 3,000, whose Cranfield and CISI
+figures moved by 0.001-0.002 only): words of 3+ letters,
 stopwords left out, inflections counted together (the crude stem of :mod:`.feedback`). Each weighs
 ``(1 + ln tf) x ln(1 + n / df)`` with ``df`` counted among the ``n`` documents compared (no collection
 statistics are needed, so both engines give the same scores), only a document's ``NB_TERMS`` heaviest words are
@@ -25,7 +28,8 @@ feedback, :mod:`.semantic`, does the same with the documents' vectors).
 Tuned on Cranfield only (nDCG@10 x bm25s; the default before it: 1.007), re-ranking the default query's 100
 results offline, grid NB_DOCS 20-100, NB_NEIGHBOURS 3-10, NB_WEIGHT 0.3-0.6: the gain is broad (1.03-1.12 over
 the grid). Kept: 50 documents, 5 neighbours, weight 0.4, 40 words (20 words: 1.068, 40: 1.095, 80: 1.091); the
-Cranfield-best point (50, 3, 0.5: 1.115) was left for a less steep one. The held-out collections were looked
+Cranfield-best point (50, 3, 0.5: 1.115) was left for a less steep one. Through ``kbindex query`` the kept
+setting gives 1.081. The held-out collections were looked
 at during the grid (docs/search.md gives them measured through ``kbindex query``).
 """
 
@@ -47,8 +51,11 @@ NB_NEIGHBOURS = 5       # most similar of them that count for each
 NB_WEIGHT = 0.4         # share of the score that comes from the neighbours
 NB_TERMS = 40           # heaviest words kept of each document
 NB_MIN_DOCS = 500       # smaller knowledge bases: not used
-NB_MAX_CHARS = 20_000   # characters of a document's body read for its words
-NB_WITH_VECTORS = False  # also when vectors rank (after vector feedback)
+NB_MAX_CHARS = 3_000    # characters of a document's body read for its words (its opening: see the docstring)
+# Also when vectors rank (after vector feedback): off. bench/ir_eval.py --embed local --neighbours
+# default,withvectors (all-MiniLM-L6-v2, 2026-11-26), hybrid nDCG@10 x bm25s without vs with: Cranfield 1.171 vs
+# 1.200, held-out CISI 1.156 vs 1.148 and CACM 1.121 vs 1.086.
+NB_WITH_VECTORS = False
 
 
 @dataclass
