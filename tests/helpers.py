@@ -17,6 +17,14 @@ def write_doc(root: Path, rel: str, text: str, keywords: dict | None = None) -> 
     return path
 
 
+def synced(kb, docs: dict[str, str]):
+    """``kb`` (a KnowledgeBase) after writing ``docs`` (path: markdown) into its folder and a clean sync."""
+    for rel, text in docs.items():
+        write_doc(kb.kb_root, rel, text)
+    assert kb.sync()["errors"] == []
+    return kb
+
+
 def kw(summary: str, *keywords: str, **extra) -> dict:
     data = {"summary": summary, "keywords": list(keywords)}
     data.update(extra)

@@ -10,6 +10,7 @@ import pytest
 
 from kb_indexer.api import QueryOptions
 from kb_indexer.search import neighbours
+from tests.helpers import synced
 
 QUESTION = "turbine blade cooling"
 CLUSTER = "film holes coolant plenum airfoil heat transfer coefficient"
@@ -26,10 +27,7 @@ DOCS = {
 
 @pytest.fixture
 def kb(empty_kb):
-    for name, text in DOCS.items():
-        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
-    assert empty_kb.sync()["errors"] == []
-    return empty_kb
+    return synced(empty_kb, DOCS)
 
 
 @pytest.fixture
@@ -113,12 +111,9 @@ def test_postgres_ranks_like_sqlite(kb, large, tmp_path):
 
     root = tmp_path / "lite"
     (root / "knowledge-base").mkdir(parents=True)
-    for name, text in DOCS.items():
-        (root / "knowledge-base" / name).write_text(text, encoding="utf-8")
     lite, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
     try:
-        assert lite.sync()["errors"] == []
-        pg, sq = _ask(kb), _ask(lite)
+        pg, sq = _ask(kb), _ask(synced(lite, DOCS))
         assert _paths(pg) == _paths(sq)
         assert [r["score_parts"]["neighbours"] for r in pg["results"]] == \
             pytest.approx([r["score_parts"]["neighbours"] for r in sq["results"]])

@@ -8,6 +8,7 @@ import pytest
 
 from kb_indexer.api import QueryOptions
 from kb_indexer.search import feedback
+from tests.helpers import synced
 
 DOCS = {
     "cool1.md": "# Turbine blade cooling\n\nTurbine blade cooling with airfoil film holes and coolant plenum.\n",
@@ -21,10 +22,7 @@ DOCS = {
 
 @pytest.fixture
 def kb(empty_kb):
-    for name, text in DOCS.items():
-        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
-    assert empty_kb.sync()["errors"] == []
-    return empty_kb
+    return synced(empty_kb, DOCS)
 
 
 @pytest.fixture

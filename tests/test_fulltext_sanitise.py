@@ -10,6 +10,7 @@ import pytest
 from kb_indexer.search.fulltext import build_query, quote
 from kb_indexer.search.terms import content_terms, parse_text
 from kb_indexer.api import QueryOptions
+from tests.helpers import synced
 
 DOCS = {
     "alpha.md": "# Alpha notes\n\nReinforcement learning agents learn from reward. NEAR the title column.\n",
@@ -20,10 +21,7 @@ DOCS = {
 
 @pytest.fixture
 def small(empty_kb):
-    for name, text in DOCS.items():
-        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
-    assert empty_kb.sync()["errors"] == []
-    return empty_kb
+    return synced(empty_kb, DOCS)
 
 
 NASTY = [

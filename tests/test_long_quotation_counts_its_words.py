@@ -8,6 +8,7 @@ import pytest
 
 from kb_indexer.api import QueryOptions
 from kb_indexer.search.terms import content_terms, parse_text
+from tests.helpers import synced
 
 DOCS = {
     "backus.md": "# Functional programming\n\nAn algebra of programs liberated from the von Neumann style.\n",
@@ -19,10 +20,7 @@ CITED = '"Can programs be liberated from the von Neumann style"'   # not in any 
 
 @pytest.fixture
 def kb(empty_kb):
-    for name, text in DOCS.items():
-        (empty_kb.kb_root / name).write_text(text, encoding="utf-8")
-    assert empty_kb.sync()["errors"] == []
-    return empty_kb
+    return synced(empty_kb, DOCS)
 
 
 def test_long_quotation_keeps_its_phrase_and_adds_its_words():
