@@ -79,10 +79,28 @@ def test_scores_stay_ordered_and_within_one(kb, large, monkeypatch):
     assert min(r["relevance_score"] for r in out["results"][:6]) >= max(r["relevance_score"] for r in rest)
 
 
-def test_limit_gives_the_first_results_of_a_larger_limit(kb, large):
-    full = _paths(_ask(kb, explain=False))
-    for n in (1, 3, 7):
-        assert _paths(_ask(kb, limit=n, explain=False)) == full[:n]
+def test_limit_gives_the_first_results_of_a_larger_limit(kb, large, monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_DOCS", 7)   # more than the smaller limits below: they compare as many
+    full = _ask(kb)
+    assert full["query"]["explain"]["neighbourhood"]["documents"] >= 7     # and any tied with the 7th
+    for n in (1, 3, 7, 9):
+        out = _ask(kb, limit=n)
+        assert _paths(out) == _paths(full)[:n]
+        assert out["query"]["explain"]["neighbourhood"] == full["query"]["explain"]["neighbourhood"]
+        assert [r["relevance_score"] for r in out["results"]] == [r["relevance_score"] for r in full["results"][:n]]
+
+
+def test_copies_tied_at_the_cut_are_all_compared_and_ordered_by_path(empty_kb, large, monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_DOCS", 6)
+    copy = "# Turbine blade cooling\n\nTurbine blade cooling with film holes.\n"
+    synced(empty_kb, {**{f"d{i}.md": copy for i in range(8)},
+                      **{f"other{i}.md": f"# Plate {i}\n\nCooling of a flat plate {i}.\n" for i in range(4)}})
+    synced(empty_kb, {"a.md": copy})             # the same text, synced last: the largest id
+    out = _ask(empty_kb)
+    copies = [r for r in out["results"] if r["filepath"] in {"a.md", *(f"d{i}.md" for i in range(8))}]
+    assert [r["filepath"] for r in copies] == ["a.md"] + [f"d{i}.md" for i in range(8)]
+    assert len({r["relevance_score"] for r in copies}) == 1
+    assert out["query"]["explain"]["neighbourhood"]["documents"] == 9
 
 
 def test_an_edited_document_is_read_again(kb, large):
@@ -93,6 +111,23 @@ def test_an_edited_document_is_read_again(kb, large):
     after = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(kb)["results"]}
     assert after["a-kitchen.md"] > before["a-kitchen.md"]
     assert after["a-kitchen.md"] == pytest.approx(after["z-airfoil.md"])
+
+
+def test_a_renamed_document_is_read_again(empty_kb, large):
+    """A document without a heading takes its title from its file name, which its content does not hold: renamed,
+    its words and so its neighbours change (the same length of name, the same id)."""
+    synced(empty_kb, {
+        **{f"blade{i}.md": f"# Turbine blade cooling {i}\n\nTurbine blade cooling: film holes, coolant, airfoil.\n"
+           for i in range(6)},
+        **{f"fridge{i}.md": f"# Kitchen refrigerator {i}\n\nCooling of a kitchen refrigerator with shelves.\n"
+           for i in range(6)},
+        "kitchen-refrigerator-shelves.md": "Cooling notes.\n"})
+    before = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(empty_kb)["results"]}
+    (empty_kb.kb_root / "kitchen-refrigerator-shelves.md").rename(empty_kb.kb_root / "airfoil-coolant-film-plenums.md")
+    assert empty_kb.sync()["errors"] == []
+    after = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(empty_kb)["results"]}
+    assert after["airfoil-coolant-film-plenums.md"] > before["kitchen-refrigerator-shelves.md"] * 1.2
+    assert after["airfoil-coolant-film-plenums.md"] == pytest.approx(max(after[f"blade{i}.md"] for i in range(6)), rel=0.2)
 
 
 def test_small_knowledge_base_and_exact_matching_are_left_alone(kb, large, monkeypatch):

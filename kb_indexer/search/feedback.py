@@ -126,7 +126,7 @@ def feedback_terms(conn: Connection, question_terms: tuple[str, ...],
 
 def document_texts(conn: Connection, doc_ids: list[int], max_chars: int = FB_MAX_CHARS) -> dict[int, str]:
     """Title and the start of the body (``max_chars``) of each document."""
-    return {d: f"{title}\n{head}" for d, title, _, head in store.heads(conn, doc_ids, max_chars)}
+    return {d: f"{title}\n{head}" for d, _, title, head in store.heads(conn, doc_ids, max_chars)}
 
 
 @dataclass

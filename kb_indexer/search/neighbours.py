@@ -7,9 +7,10 @@ best is compared with the others by its words, and its score moves towards the s
 
     score'(D) = (1 - NB_WEIGHT) x score(D) + NB_WEIGHT x sum_N sim(D, N) x score(N) / sum_N sim(D, N)
 
-over the best ``NB_DOCS`` (scores divided by the best one, the result multiplied back). Every other candidate
+over the best ``NB_DOCS`` (and those tied with the last: a cut never falls inside a tie). Every other candidate
 keeps ``(1 - NB_WEIGHT) x score``: it stays below all of them, in its order. A document whose words resemble
-none of the others gets only the first part.
+none of the others gets only the first part. The full-text channel hands fusion at least ``NB_DOCS`` hits
+whatever the ``--limit``, so the first N results of a query are those of any larger limit.
 
 A document's words are those of its title and the opening of its body (``NB_MAX_CHARS``, what says what the
 document is about; its cost grows with the words read: 14.5 ms a question in a cold process for 20,000 characters
@@ -42,6 +43,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from kb_indexer.search.feedback import WORD, stem
+from kb_indexer.search.pool import select
 from kb_indexer.search.terms import STOPWORDS
 from kb_indexer.store import fulltext as store
 from kb_indexer.store.dbapi import Connection
@@ -51,6 +53,7 @@ NB_NEIGHBOURS = 5       # most similar of them that count for each
 NB_WEIGHT = 0.4         # share of the score that comes from the neighbours
 NB_TERMS = 40           # heaviest words kept of each document
 NB_MIN_DOCS = 500       # smaller knowledge bases: not used
+NB_TIED_MAX = 4 * NB_DOCS   # more documents tied for the best NB_DOCS (copies of one text): not used
 NB_MAX_CHARS = 3_000    # characters of a document's body read for its words (its opening: see the docstring)
 # Also when vectors rank (after vector feedback): off. bench/ir_eval.py --embed local --neighbours
 # default,withvectors (all-MiniLM-L6-v2, 2026-11-26), hybrid nDCG@10 x bm25s without vs with: Cranfield 1.171 vs
@@ -73,59 +76,51 @@ class Neighbourhood:
 
 def regularise(conn: Connection, scores: dict[int, float]) -> Neighbourhood | None:
     """Move the best scores towards their neighbours' (in place; see the module docstring). None when there
-    are too few candidates to have neighbours."""
-    top = _best(scores)
-    if len(top) <= NB_NEIGHBOURS:
+    are too few candidates to have neighbours, or too many tie for the last place (``NB_TIED_MAX``)."""
+    best = select(scores, NB_DOCS)   # the best NB_DOCS and every score tied with the last: no cut inside a tie
+    if len(best) <= NB_NEIGHBOURS or len(best) > NB_TIED_MAX:
         return None
-    best = top[0][1]
-    sims = _similarities(_bags(conn, [d for d, _ in top]))
+    texts = store.heads(conn, best, NB_MAX_CHARS)
+    # best first, ties by path (as results are): the order decides between equally similar neighbours
+    texts.sort(key=lambda t: (-scores[t[0]], t[1]))
+    top = [scores[t[0]] for t in texts]
+    sims = _similarities(_bags(texts))
     keep = 1.0 - NB_WEIGHT
     for d in scores:
         scores[d] *= keep
-    out = Neighbourhood(documents=len(top))
-    for (d, _), row in zip(top, sims):
+    out = Neighbourhood(documents=len(texts))
+    for (d, *_), row in zip(texts, sims):
         near = heapq.nlargest(NB_NEIGHBOURS, range(len(row)), key=row.__getitem__)   # ties: the better ranked
         mass = sum(row[j] for j in near)
-        part = NB_WEIGHT * sum(row[j] * top[j][1] for j in near) / mass if mass > 0 else 0.0
+        part = NB_WEIGHT * sum(row[j] * top[j] for j in near) / mass if mass > 0 else 0.0
         scores[d] += part
         out.parts[d] = part
     return out
 
 
-def _best(scores: dict[int, float]) -> list[tuple[int, float]]:
-    """The ``NB_DOCS`` best positive ``(document, score)``, best first (ties by document id)."""
-    if len(scores) > NB_DOCS:
-        cut = heapq.nlargest(NB_DOCS, scores.values())[-1]
-        pairs = [(-s, d) for d, s in scores.items() if s >= cut and s > 0]
-    else:
-        pairs = [(-s, d) for d, s in scores.items() if s > 0]
-    pairs.sort()
-    return [(d, -s) for s, d in pairs[:NB_DOCS]]
-
-
-def _bags(conn: Connection, doc_ids: list[int]) -> list[dict[str, float]]:
-    """Each document's words with their tf weight ``1 + ln tf`` (of its title and the start of its body),
-    kept per process for the next question (by document id, content hash and text length)."""
-    found = {}
+def _bags(texts: list[tuple[int, str, str, str]]) -> list[dict[str, float]]:
+    """Each document's words with their tf weight ``1 + ln tf`` (of its title and the opening of its body,
+    ``texts`` as :func:`kb_indexer.store.fulltext.heads` gives them), kept per process for the next question
+    (by that text itself: an edit, a rename or another knowledge base gives another text)."""
+    global _BAGS_WORDS
+    out = []
     cache = _BAGS
-    for d, title, content_hash, head in store.heads(conn, doc_ids, NB_MAX_CHARS):
-        key = (d, content_hash, len(title), len(head))
-        bag = cache.get(key) if content_hash is not None else None
+    for _, _, title, head in texts:
+        key = (title, head)
+        bag = cache.get(key)
         if bag is None:
             bag = {w: 1.0 + math.log(tf) for w, tf in _vector_counts(f"{title}\n{head}").items()}
-            if content_hash is not None:
-                global _BAGS_WORDS
-                if _BAGS_WORDS + len(bag) > _BAGS_MAX_WORDS:
-                    cache.clear()
-                    _BAGS_WORDS = 0
-                cache[key] = bag
-                _BAGS_WORDS += len(bag)
-        found[d] = bag
-    return [found.get(d, {}) for d in doc_ids]
+            if _BAGS_WORDS + len(bag) > _BAGS_MAX_WORDS:
+                cache.clear()
+                _BAGS_WORDS = 0
+            cache[key] = bag
+            _BAGS_WORDS += len(bag)
+        out.append(bag)
+    return out
 
 
-_BAGS: dict[tuple[int, str | None, int, int], dict[str, float]] = {}
-_BAGS_WORDS = 0               # words held by _BAGS
+_BAGS: dict[tuple[str, str], dict[str, float]] = {}
+_BAGS_WORDS = 0               # words held by _BAGS (beside at most 3,000 characters of text each)
 _BAGS_MAX_WORDS = 250_000     # about 25 MB: then it starts again
 
 

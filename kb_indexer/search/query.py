@@ -220,11 +220,12 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     feedback = spec.options.prf and method in ("fulltext", "hybrid") and n_docs >= prf.FB_MIN_DOCS and \
         (dense is None or prf.FB_WITH_VECTORS)
     dense_top = normalise_dense(dense.top, min(dense.top.values())) if dense is not None and dense.top else None
-    snippets, total, fb = _add_fulltext(conn, lexical_query, pool, spec.limit + penalised if spec.limit else 0,
-                                        spec.col_w, view, feedback, dense_top)
-    pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     regularise = method in ("fulltext", "hybrid") and (dense is None or neighbours.NB_WITH_VECTORS) and \
         n_docs >= neighbours.NB_MIN_DOCS
+    hits = max(spec.limit, neighbours.NB_DOCS) if regularise else spec.limit   # the neighbours' candidates
+    snippets, total, fb = _add_fulltext(conn, lexical_query, pool, hits + penalised if spec.limit else 0,
+                                        spec.col_w, view, feedback, dense_top)
+    pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights, hood = _fuse(pool, dense, spec.limit, conn if regularise else None)  # lowers
     ranked, docs = _rank(conn, candidates, spec.limit)
     if fb is not None:

@@ -125,15 +125,15 @@ def bodies(conn: Any, doc_ids: list[int]) -> dict[int, str]:
                              (json.dumps(doc_ids),)).fetchall())
 
 
-def heads(conn: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str | None, str]]:
-    """``(id, title, content hash, the first max_chars characters of the body)`` of those of ``doc_ids`` that
-    are documents, in one statement."""
+def heads(conn: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str, str]]:
+    """``(id, filepath, title, the first max_chars characters of the body)`` of those of ``doc_ids`` that are
+    documents, in one statement."""
     if not doc_ids:
         return []
     if is_postgres(conn):
         return list(_pg().heads(_raw(conn), doc_ids, max_chars))
     return [(r[0], r[1], r[2], r[3]) for r in conn.execute(
-        "SELECT d.id, coalesce(d.title, ''), d.content_hash, substr(coalesce(f.body, ''), 1, ?) FROM documents d "
+        "SELECT d.id, d.filepath, coalesce(d.title, ''), substr(coalesce(f.body, ''), 1, ?) FROM documents d "
         "LEFT JOIN documents_fts f ON f.rowid = d.id WHERE d.id IN (SELECT value FROM json_each(?))",
         (max_chars, json.dumps(doc_ids)))]
 

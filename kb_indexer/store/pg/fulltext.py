@@ -147,9 +147,9 @@ def bodies(raw: Any, doc_ids: list[int]) -> dict[int, str]:
     return {int(d): b for d, b in rows}
 
 
-def heads(raw: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str | None, str]]:
+def heads(raw: Any, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str, str]]:
     return [(int(r[0]), r[1], r[2], r[3]) for r in raw.execute(
-        "SELECT d.id, coalesce(d.title, ''), d.content_hash, left(coalesce(t.body, ''), %s) FROM documents d "
+        "SELECT d.id, d.filepath, coalesce(d.title, ''), left(coalesce(t.body, ''), %s) FROM documents d "
         "LEFT JOIN documents_text t ON t.document_id = d.id WHERE d.id = ANY(%s)", (max_chars, list(doc_ids)))]
 
 
