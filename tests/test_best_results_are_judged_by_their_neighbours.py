@@ -130,6 +130,24 @@ def test_a_renamed_document_is_read_again(empty_kb, large):
     assert after["airfoil-coolant-film-plenums.md"] == pytest.approx(max(after[f"blade{i}.md"] for i in range(6)), rel=0.2)
 
 
+def test_a_document_feedback_lifted_lifts_the_documents_like_it(empty_kb, large):
+    """Two pairs built alike (a document and one like it, in two vocabularies): feedback on one document of the
+    first pair lifts its twin above the second pair's, which tied with it before."""
+    pairs = {"b1.md": "film holes coolant airfoil plenum", "y1.md": "film holes coolant airfoil plenum",
+             "b2.md": "fins ducts radiator louvre manifold", "y2.md": "fins ducts radiator louvre manifold"}
+    synced(empty_kb, {**{p: f"# Notes\n\nTurbine blade cooling with {words}.\n" if p[0] == "b" else
+                         f"# Notes\n\nCooling with {words} here.\n" for p, words in pairs.items()},
+                      **{f"other{i}.md": f"# Plate {i}\n\nCooling of a flat plate, case {i}.\n" for i in range(6)}})
+    scores = {r["filepath"]: r["relevance_score"] for r in _ask(empty_kb)["results"]}
+    assert scores["y1.md"] == scores["y2.md"]
+    asked = empty_kb.query(QUESTION, options=QueryOptions(method="fulltext", limit=20))
+    empty_kb.learning.feedback(asked["query_id"], ["b1.md"], [], attempt_id=asked["attempt_id"])
+    assert empty_kb.learning.learn()["summary"]["associations"] == 1
+    after = {r["filepath"]: r for r in _ask(empty_kb)["results"]}
+    assert after["b1.md"]["score_parts"]["learned"] > 0 and after["y1.md"]["score_parts"]["learned"] == 0
+    assert after["y1.md"]["relevance_score"] > after["y2.md"]["relevance_score"]
+
+
 def test_small_knowledge_base_and_exact_matching_are_left_alone(kb, large, monkeypatch):
     out = _ask(kb, method="keyword")
     assert out["query"]["explain"]["neighbourhood"] is None

@@ -259,9 +259,9 @@ def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: lis
 
 def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connection | None = None
           ) -> tuple[dict[int, Candidate], dict[str, float], neighbours.Neighbourhood | None]:
-    """Every pool document's fused score (regularised by its neighbours' when ``regularise`` is the connection
-    to read their words from; learned boosts applied); Candidate objects for the best ``limit`` and those tied
-    with the last only."""
+    """Every pool document's fused score (learned boosts applied, then regularised by its neighbours' when
+    ``regularise`` is the connection to read their words from); Candidate objects for the best ``limit`` and
+    those tied with the last only."""
     parts = {"keyword": pool.tags.parts, "fulltext": fulltext.normalise(pool.bm25),
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
@@ -273,8 +273,8 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connect
             pool.cosine.clear()
             parts["dense"] = _dense_parts(refined, pool)
             scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
+    apply_learned(scores, pool.learned)   # then a document a learned association lifts lifts its neighbours too
     hood = neighbours.regularise(regularise, scores) if regularise is not None else None
-    apply_learned(scores, pool.learned)
     candidates = pool.candidates(select(scores, limit), parts, scores)
     if hood is not None:
         for d, c in candidates.items():
