@@ -80,33 +80,34 @@ def one_read(conn: Connection) -> ContextManager[None]:
 
 def search(conn: Connection, query: FtsQuery, limit: int,
            weights: tuple[float, ...] = DEFAULT_COLUMN_WEIGHTS,
-           tokens: int = SNIPPET_TOKENS) -> list[tuple[int, float, str]]:
+           tokens: int = SNIPPET_TOKENS, snippet_rows: int | None = None) -> list[tuple[int, float, str]]:
     """Best ``limit`` documents as ``(document id, bm25 score, snippet)``, higher score is better, plus any
     document that may tie with the last of them (FTS5 cuts ties arbitrarily; the caller orders them by
     filepath, so a result never depends on the limit).
 
     The rows are sorted before their snippets are made, so only the returned rows pay for one
-    (:func:`kb_indexer.store.fulltext.ranked` says how). One row more than ``limit`` tells whether the cut
-    falls inside a tie.
+    (:func:`kb_indexer.store.fulltext.ranked` says how; ``snippet_rows``: only the first so many may get one,
+    "" for the others). One row more than ``limit`` tells whether the cut falls inside a tie.
     """
     if not query or limit <= 0:
         return []
     fetch = limit + 1
-    rows = _ranked(conn, query, fetch, weights, tokens)
+    rows = _ranked(conn, query, fetch, weights, tokens, snippet_rows)
     if len(rows) <= limit:
         return rows
     boundary = rows[limit - 1][1] - tie_margin(rows[0][1])
     while len(rows) == fetch and rows[-1][1] >= boundary:   # the cut is inside a tie: look further
         fetch *= 2
-        rows = _ranked(conn, query, fetch, weights, tokens)
+        rows = _ranked(conn, query, fetch, weights, tokens, snippet_rows)
     return [r for r in rows if r[1] >= boundary]
 
 
 def _ranked(conn: Connection, query: FtsQuery, limit: int, weights: tuple[float, ...],
-            tokens: int) -> list[tuple[int, float, str]]:
+            tokens: int, snippet_rows: int | None = None) -> list[tuple[int, float, str]]:
     """The best ``limit`` rows with their snippets (made for the returned rows only)."""
-    rows = store.ranked(conn, query, limit, weights, tokens, SNIPPET_FTS_MAX_CHARS)
-    large = _large_snippets(conn, query, [r[0] for r in rows if r[2] is None], tokens)
+    rows = store.ranked(conn, query, limit, weights, tokens, SNIPPET_FTS_MAX_CHARS, snippet_rows)
+    made = rows if snippet_rows is None else rows[:snippet_rows]   # the rest: "" (made later if shown)
+    large = _large_snippets(conn, query, [r[0] for r in made if r[2] is None], tokens)
     return [(r[0], r[1], _clean_snippet(r[2]) if r[2] is not None else large.get(r[0], "")) for r in rows]
 
 

@@ -224,7 +224,7 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
         n_docs >= neighbours.NB_MIN_DOCS
     hits = max(spec.limit, neighbours.NB_DOCS) if regularise else spec.limit   # the neighbours' candidates
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, hits + penalised if spec.limit else 0,
-                                        spec.col_w, view, feedback, dense_top)
+                                        spec.col_w, view, feedback, dense_top, spec.limit + penalised or None)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
     candidates, channel_weights, hood = _fuse(pool, dense, spec.limit, conn if regularise else None)  # lowers
     ranked, docs = _rank(conn, candidates, spec.limit)
@@ -436,7 +436,8 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
 def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, limit: int, col_w: ColumnWeights,
                   view: sparse.View | None = None,
                   feedback: bool = False,
-                  dense: dict[int, float] | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
+                  dense: dict[int, float] | None = None,
+                  snippet_rows: int | None = None) -> tuple[dict[int, str], int, prf.Scored | None]:
     """Full-text hits (the best ``limit`` outside the pool and those tied with the last, every match for 0,
     plus the scores of the pool's documents); returns their snippets and how many documents the query
     finds in all.
@@ -469,7 +470,7 @@ def _add_fulltext(conn: Connection, fts_query: fulltext.FtsQuery, pool: Pool, li
         scores = fulltext.all_scores(conn, fts_query, col_w)
         return snippets, _add_all(pool, scores, limit, known, conn), None
     total = fulltext.count_found(conn, fts_query, known)
-    for d, score, snip in fulltext.search(conn, fts_query, limit, col_w):
+    for d, score, snip in fulltext.search(conn, fts_query, limit, col_w, snippet_rows=snippet_rows):
         pool.add(d)
         pool.bm25[d] = score
         if snip:

@@ -161,8 +161,9 @@ _SNIPPET_SQL = ("CASE WHEN length(body) > ? THEN NULL "
 
 
 def ranked(conn: Any, query: TextQuery, limit: int, weights: tuple[float, ...], tokens: int,
-           max_chars: int) -> list[tuple[int, float, str | None]]:
-    """The best ``limit`` documents, best first, as ``(document id, bm25, snippet or None)``.
+           max_chars: int, snippet_rows: int | None = None) -> list[tuple[int, float, str | None]]:
+    """The best ``limit`` documents, best first, as ``(document id, bm25, snippet or None)``; in the pass
+    below, snippets only for the first ``snippet_rows`` (None: all; the others' come later if needed).
 
     On SQLite, when the snippets' pass would be one scan of the matches (see :func:`snippets`), the best
     rows are sorted by ``bm25()`` and their snippets made in that pass: FTS5's own ``ORDER BY rank`` with
@@ -179,7 +180,8 @@ def ranked(conn: Any, query: TextQuery, limit: int, weights: tuple[float, ...], 
     sql = (f"SELECT rowid, {_rank_clause(weights)} AS score FROM documents_fts WHERE documents_fts MATCH ? "
            "ORDER BY score LIMIT ?")
     rows = conn.execute(sql, (query.match, limit)).fetchall()
-    snips = _snippets(conn, query, [r[0] for r in rows], tokens, max_chars, True) if rows else {}
+    wanted = [r[0] for r in rows[:snippet_rows]] if snippet_rows is not None else [r[0] for r in rows]
+    snips = _snippets(conn, query, wanted, tokens, max_chars, True) if wanted else {}
     return [(r[0], -r[1], snips.get(r[0])) for r in rows]
 
 
