@@ -225,8 +225,9 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     hits = max(spec.limit, neighbours.NB_DOCS) if regularise else spec.limit   # the neighbours' candidates
     snippets, total, fb = _add_fulltext(conn, lexical_query, pool, hits + penalised if spec.limit else 0,
                                         spec.col_w, view, feedback, dense_top, spec.limit + penalised or None)
-    pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # a not-helpful mark
-    candidates, channel_weights, hood = _fuse(pool, dense, spec.limit, conn if regularise else None)  # lowers
+    pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # (a not-helpful mark
+    candidates, channel_weights, hood = _fuse(pool, dense, spec.limit,                 # lowers a document too)
+                                              conn if regularise else None)
     ranked, docs = _rank(conn, candidates, spec.limit)
     if fb is not None:
         for d in fb.lifted([c.doc_id for c in ranked if c.bm25 is not None]):
