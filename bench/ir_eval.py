@@ -191,7 +191,7 @@ def run_bm25s(corpus, queries, limit: int):
     return runs, len(queries) / (time.perf_counter() - t)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield",
                    help="BEIR-format folder (corpus.jsonl, queries.jsonl, qrels.tsv)")
@@ -216,49 +216,71 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embed", default=None, metavar="BACKEND",
                    help="embed the KB with this backend (e.g. local) so semantic and hybrid use vectors")
     p.add_argument("--embed-model", default=None)
-    args = p.parse_args(argv)
+    return p
+
+
+def _embed(kb, queries, args):
+    """Embed the KB as ``--embed`` says: (the vectors' own runs, the embedding options)."""
+    from kb_indexer.llm.config import EmbedOptions
+
+    embed_opts = EmbedOptions(backend=args.embed, model=args.embed_model)
+    res = kb.embeddings.embed(embed=embed_opts)
+    print(f"embed ({res['backend']} {res['model']}, {res['dim']} dims): {res['chunks']} chunks of "
+          f"{res['embedded']} documents in {res['seconds']:.1f}s ({res['chunks'] / res['seconds']:.1f} "
+          f"chunks/s, {res['requests']} requests)", file=sys.stderr)
+    dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
+    print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
+    return dense, embed_opts
+
+
+def _kbindex_rows(kb, queries, qrels, args, column_weights, embed_opts) -> list[tuple]:
+    """A row per method and variant: (name, nDCG@10, R@100, queries/s, queries/s with the stale check)."""
+    rows = []
+    variants = [(v.strip(), fb.strip(), nb.strip()) for v in args.prf.split(",") if v.strip()
+                for fb in args.vector_feedback.split(",") if fb.strip()
+                for nb in args.neighbours.split(",") if nb.strip()]
+    for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        for variant, fb, nb in variants:
+            with prf_settings(variant), vector_feedback(fb), neighbour_settings(nb):
+                warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
+                options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights,
+                                       prf=variant not in ("default", "off"))
+                # warm caches (question vectors)
+                run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
+                runs, qps = run_kbindex(kb, queries, options, False, embed_opts)
+                _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
+            nd, rc = evaluate(runs, qrels)
+            name = f"kbindex {m}" + (" (default)" if m == "auto" else "") + \
+                ("" if variant == "default" else f" prf={variant}") + \
+                ("" if fb == "default" else f" vfb={fb}") + ("" if nb == "default" else f" nb={nb}")
+            rows.append((name, nd, rc, qps, qps_stale))
+    return rows
+
+
+def _print_table(rows: list[tuple]) -> None:
+    base = next((nd for name, nd, *_ in rows if name == "bm25s (baseline)"), None)
+    width = max([20] + [len(r[0]) for r in rows])
+    print(f"{'system':<{width}} {'nDCG@10':>8} {'× bm25s':>8} {'R@100':>7} {'queries/s':>10} {'q/s +stale check':>17}")
+    for name, nd, rc, qps, qps2 in rows:
+        extra = f"{qps2:>17.0f}" if qps2 is not None else f"{'-':>17}"
+        shown = f"{qps:>10.0f}" if qps is not None else f"{'-':>10}"
+        ratio = f"{nd / base:>8.3f}" if base else f"{'-':>8}"
+        print(f"{name:<{width}} {nd:>8.4f} {ratio} {rc:>7.4f} {shown} {extra}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if not (args.data / "corpus.jsonl").is_file():
         print(f"no corpus.jsonl in {args.data}", file=sys.stderr)
         return 1
     corpus, queries, qrels = load(args.data)
-    column_weights = None
-    if args.column_weights:
-        column_weights = tuple(float(x) for x in args.column_weights.split(","))
+    column_weights = tuple(float(x) for x in args.column_weights.split(",")) if args.column_weights else None
     with tempfile.TemporaryDirectory(prefix="kbindex-ir-") as tmp:
-        root = args.keep or Path(tmp)
-        kb, n_docs, sync_secs = build_kb(corpus, root)
+        kb, n_docs, sync_secs = build_kb(corpus, args.keep or Path(tmp))
         print(f"{args.data.name}: {n_docs} documents indexed by sync in {sync_secs:.2f}s; "
               f"{len(queries)} queries; limit {args.limit}", file=sys.stderr)
-        rows = []
-        dense = None
-        embed_opts = None
-        if args.embed:
-            from kb_indexer.llm.config import EmbedOptions
-
-            embed_opts = EmbedOptions(backend=args.embed, model=args.embed_model)
-            res = kb.embeddings.embed(embed=embed_opts)
-            print(f"embed ({res['backend']} {res['model']}, {res['dim']} dims): {res['chunks']} chunks of "
-                  f"{res['embedded']} documents in {res['seconds']:.1f}s ({res['chunks'] / res['seconds']:.1f} "
-                  f"chunks/s, {res['requests']} requests)", file=sys.stderr)
-            dense, per_q = dense_runs(kb, queries, args.limit, embed_opts)
-            print(f"embedding one question: {per_q * 1000:.1f} ms", file=sys.stderr)
-        for m in [m.strip() for m in args.methods.split(",") if m.strip()]:
-            variants = [(v.strip(), fb.strip(), nb.strip()) for v in args.prf.split(",") if v.strip()
-                        for fb in args.vector_feedback.split(",") if fb.strip()
-                        for nb in args.neighbours.split(",") if nb.strip()]
-            for variant, fb, nb in variants:
-                with prf_settings(variant), vector_feedback(fb), neighbour_settings(nb):
-                    warm = queries if embed_opts is not None and m in ("semantic", "hybrid", "auto") else queries[:20]
-                    options = QueryOptions(method=m, limit=args.limit, column_weights=column_weights,
-                                           prf=variant not in ("default", "off"))
-                    # warm caches (question vectors)
-                    run_kbindex(kb, warm, options.replace(record=False), False, embed_opts)
-                    runs, qps = run_kbindex(kb, queries, options, False, embed_opts)
-                    _, qps_stale = run_kbindex(kb, queries, options, True, embed_opts)
-                nd, rc = evaluate(runs, qrels)
-                name = f"kbindex {m}" + (" (default)" if m == "auto" else "") + ("" if variant == "default" else f" prf={variant}") + \
-                    ("" if fb == "default" else f" vfb={fb}") + ("" if nb == "default" else f" nb={nb}")
-                rows.append((name, nd, rc, qps, qps_stale))
+        dense, embed_opts = _embed(kb, queries, args) if args.embed else (None, None)
+        rows = _kbindex_rows(kb, queries, qrels, args, column_weights, embed_opts)
         t = time.perf_counter()
         info = None
         for _ in range(20):
@@ -268,19 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         kb.close()
     if not args.no_bm25s:
         runs, qps = run_bm25s(corpus, queries, args.limit)
-        nd, rc = evaluate(runs, qrels)
-        rows.append(("bm25s (baseline)", nd, rc, qps, None))
+        rows.append(("bm25s (baseline)", *evaluate(runs, qrels), qps, None))
         if dense is not None:
             rows.append(("vectors alone", *evaluate(dense, qrels), None, None))
             rows.append(("RRF60 bm25s+vectors", *evaluate(rrf(runs, dense, limit=args.limit), qrels), None, None))
-    base = next((nd for name, nd, *_ in rows if name == "bm25s (baseline)"), None)
-    width = max([20] + [len(r[0]) for r in rows])
-    print(f"{'system':<{width}} {'nDCG@10':>8} {'× bm25s':>8} {'R@100':>7} {'queries/s':>10} {'q/s +stale check':>17}")
-    for name, nd, rc, qps, qps2 in rows:
-        extra = f"{qps2:>17.0f}" if qps2 is not None else f"{'-':>17}"
-        shown = f"{qps:>10.0f}" if qps is not None else f"{'-':>10}"
-        ratio = f"{nd / base:>8.3f}" if base else f"{'-':>8}"
-        print(f"{name:<{width}} {nd:>8.4f} {ratio} {rc:>7.4f} {shown} {extra}")
+    _print_table(rows)
     print(f"stale check: {stale_ms:.2f} ms per call over {info['files']} files (stale={info['stale']}); "
           f"{recorded} attempts recorded", file=sys.stderr)
     return 0

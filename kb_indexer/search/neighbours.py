@@ -1,9 +1,9 @@
 """Score regularisation: a document among the best results is judged by its neighbours too.
 
 Relevant documents tend to resemble one another more than they resemble the other documents a question's
-words happen to match (the cluster hypothesis). So, once the candidates are fused (and learned associations applied), each of the ``NB_DOCS``
-best is compared with the others by its words, and its score moves towards the scores of the
-``NB_NEIGHBOURS`` most similar of them (Diaz, "Regularizing ad hoc retrieval scores", CIKM 2005):
+words happen to match (the cluster hypothesis). So, once the candidates are fused (and learned associations
+applied), each of the ``NB_DOCS`` best is compared with the others by its words, and its score moves towards
+the scores of the ``NB_NEIGHBOURS`` most similar of them (Diaz, "Regularizing ad hoc retrieval scores", CIKM 2005):
 
     score'(D) = (1 - NB_WEIGHT) x score(D) + NB_WEIGHT x sum_N sim(D, N) x score(N) / sum_N sim(D, N)
 
