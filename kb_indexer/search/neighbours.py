@@ -63,8 +63,8 @@ NB_WITH_VECTORS = False
 
 @dataclass
 class Neighbourhood:
-    """What regularisation did: the documents compared, and each one's part from its neighbours (in the
-    fused score's scale)."""
+    """What regularisation did: the documents compared, and each one's part from its neighbours (a part of its
+    relevance score: regularisation comes last)."""
 
     documents: int = 0
     parts: dict[int, float] = field(default_factory=dict)
