@@ -50,6 +50,19 @@ on CACM, and short of +0.02). The same with documents marked not helpful subtrac
 weight (Rocchio): Cranfield seeds 1-5 +0.0188 [+0.0129, +0.0277] vs +0.0156 (without it: +0.0184); held-out
 seeds 1-3 (a second look, same runs): CISI +0.0044 vs +0.0015, CACM +0.0240 vs +0.0250: not kept either.
 Asked-again questions, seeds 1-5: +0.237 to +0.244 with these variants, +0.226 with this rule.
+
+With neighbours (search/neighbours.py) after this rule, Cranfield seeds 1-5, unseen half, this rule +0.0125
+(2026-11-26, each variant a prototype run beside it): a ranking setting learned from all feedback (neighbour
+weight 0-0.6, 3 or 5 neighbours, PRF on or off: the one ranking the helpful documents best over the feedback
+questions, learned boosts off) +0.0176, but re-ranking offline over 10 splits, held-out CACM -0.0135 (26
+feedback questions pick a worse setting; +0.0028 on Cranfield once a paired t >= 2 is required); co-helpful
+documents (one among the question's 10 best lifts the others helpful for the same past question) B 0.1
++0.0137, 0.2 +0.0130, 0.5 +0.0003; result overlap (a past question whose recorded 10 best share >= 5 with the
+question's first 10 lends its helpful documents 0.3 x the overlap, the larger of that and this rule) +0.0160,
+held-out CISI +0.0009 vs +0.0008 and CACM +0.0133 vs +0.0154; a multiplicative boost (score x (1 + c x
+boost)) c 1 +0.0076, c 3 +0.0061. The ceiling (every document helpful for a feedback question and relevant
+to the new one moved to the top) is +0.179: 60-70% of unseen questions have one among ~330 helpful
+documents; choosing which is the gap, and these signals overlap (each +0.008-0.013 alone).
 """
 
 from __future__ import annotations
