@@ -19,7 +19,6 @@ Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 from __future__ import annotations
 
 import os
-import sqlite3
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
@@ -36,7 +35,7 @@ from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question
 from kb_indexer.store import meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
-from kb_indexer.store.errors import OperationalError, from_sqlite, translate, translating
+from kb_indexer.store.errors import OperationalError, translate, translating
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import init_db, schema_version

@@ -18,7 +18,6 @@ pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp])
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from mcp_types import INVALID_PARAMS, PaginatedRequestParams  # noqa: E402
 
-from kb_indexer.api import KnowledgeBase  # noqa: E402
 from tests.conftest import REPO, kbindex_exe  # noqa: E402
 from tests.helpers import write_skills  # noqa: E402
 from tests.mcp_client import session  # noqa: E402

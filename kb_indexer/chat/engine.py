@@ -45,7 +45,6 @@ from kb_indexer.chat.source import Source, open_source
 from kb_indexer.chat.tools import MAX_TOOL_ROUNDS, TOOLS, describe_call, run_tool
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.llm.base import LLMError, LLMModelNotFound, LLMUnavailable, Message, Tool, ToolCall
-from kb_indexer.llm.structured import LLMClient
 
 if TYPE_CHECKING:
     from kb_indexer.results import FeedbackResult, SkillsSyncResult, StoredMessage

@@ -16,9 +16,6 @@ from kb_indexer.mcp.paging import clip, make_cursor, parse_cursor
 if TYPE_CHECKING:
     from kb_indexer.api import KnowledgeBase
 
-if TYPE_CHECKING:
-    from kb_indexer.api import KnowledgeBase
-
 PAGE = 100
 SKILL_TEMPLATE = "skill://{name}/SKILL.md"
 DOC_TEMPLATE = "kb://{+path}"

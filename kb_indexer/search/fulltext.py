@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 import re
-import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ContextManager

@@ -51,7 +51,7 @@ range (dividing by the best cosine scored 0.41 here but depends on the range).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
     from kb_indexer.results import Evidence as EvidenceOut, ScoreParts

@@ -16,7 +16,6 @@ term's document frequency from an ``fts5vocab`` view, which walks every position
 
 from __future__ import annotations
 
-import sqlite3
 
 from kb_indexer.search.fulltext import FtsQuery, build_query
 from kb_indexer.search.sparse import View

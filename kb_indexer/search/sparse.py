@@ -20,7 +20,6 @@ from kb_indexer.store import fulltext
 from kb_indexer.store import sparse as store
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
-from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection
 
 K1, B, IDF_FLOOR = store.K1, store.B, store.IDF_FLOOR

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kb_indexer.config import DbTarget

@@ -13,7 +13,6 @@ import errno
 import functools
 import os
 import sqlite3
-from pathlib import Path
 from typing import Any, Callable
 
 from kb_indexer.errors import (BadDatabaseError, BusyError, DiskFullError, KbError, ReadOnlyError, StorageError,
