@@ -4,7 +4,9 @@ Text is NFKC-normalised and lower-cased, split into words as :mod:`kb_indexer.se
 text is data: punctuation and query syntax are separators), joined words are split (``spotify-player``,
 ``snake_case`` and ``App.tsx`` give their parts), stopwords and one-letter words are dropped, and the
 Snowball English stemmer folds plurals and ``-ing``/``-ed`` forms (``deploying``, ``deployed`` and
-``deployments`` are ``deploy``; ``start`` never becomes ``art``). Runs of CJK characters (Han, kana, Hangul), which are written without
+``deployments`` are ``deploy``; ``start`` never becomes ``art``), after the words British and American English
+spell apart are folded to one spelling (``summarise`` and ``summarize``, ``colour`` and ``color``:
+:func:`one_spelling`; skill descriptions are mostly written the American way, messages either way). Runs of CJK characters (Han, kana, Hangul), which are written without
 spaces between words, become overlapping character bigrams, so a Chinese or Korean message can match a
 description in the same script.
 """
@@ -21,7 +23,7 @@ import snowballstemmer  # every match stems its message; 1.5 ms to import (PySte
 from kb_indexer.search.terms import STOPWORDS, is_stopword, split_term
 
 #: Bumped whenever the tokens change: stored tokens of another version are recomputed.
-VERSION = 2
+VERSION = 3
 
 # Chat filler that says nothing about which skill is needed (on top of the search stopwords).
 CHAT_STOPWORDS = frozenset("""
@@ -44,10 +46,45 @@ def _cjk_bigrams(run: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball English (Porter 2) stem of a word (``meetings`` and ``meeting`` are ``meet``; ``news``
-    stays ``news``): the same function on both sides of a match. Non-ASCII and short words stay as they are."""
+    stays ``news``), British and American spellings folded first (:func:`one_spelling`): the same function on both sides of a
+    match. Non-ASCII and short words stay as they are."""
     if not word.isascii() or not word.isalpha() or len(word) <= 3:
         return word
-    return _english().stemWord(word)
+    return _english().stemWord(one_spelling(word))
+
+
+# One spelling for the words British and American English spell apart, applied to both sides of a match.
+# -ize/-yze forms become -ise/-yse (not the other way: "advertise", "supervise", "exercise" are spelt -ise by
+# both, and their "advertisement" and "supervision" must still match them); -our roots and their derived words
+# ("colourful", "favourite") lose the u; the -re, -ogue, -ence and -mme words, and the doubled l of
+# "travelled" and "modelling", take the American form (lists: "four", "genre" and "programmer" stay).
+_IZE = re.compile(r"^([a-z]{3,})(iz|yz)(e|ed|es|ing|er|ers|ation|ations|ational|able)$")
+_OUR = re.compile(r"^(colo|flavo|behavio|favo|hono|humo|labo|neighbo|rumo|harbo|vapo|savo|endeavo|armo|odo|parlo|"
+                  r"vigo|rigo|tumo)ur")
+_DOUBLE_L = re.compile(r"^(travel|cancel|model|label|level|fuel|signal|channel|tunnel|counsel)l(ed|ing|er|ers|or|ors)$")
+_WORDS = {b: a for pair in """
+centre:center centres:centers centred:centered metre:meter metres:meters theatre:theater theatres:theaters
+fibre:fiber fibres:fibers litre:liter litres:liters calibre:caliber catalogue:catalog catalogues:catalogs
+dialogue:dialog dialogues:dialogs analogue:analog licence:license licences:licenses defence:defense
+offence:offense programme:program programmes:programs
+""".split() for b, a in [pair.split(":")]}
+
+
+def one_spelling(word: str) -> str:
+    """``word`` (lower case) in the one spelling both dialects fold to: ``summarize`` and ``summarise`` give
+    ``summarise``, ``analyzed`` ``analysed``, ``organizations`` ``organisations``; ``colours`` gives ``colors``,
+    ``favourite`` ``favorite``, ``cancelled`` ``canceled``, ``centre`` ``center``. Other words are returned
+    as they are."""
+    m = _IZE.match(word)
+    if m:
+        return m.group(1) + ("is" if m.group(2) == "iz" else "ys") + m.group(3)
+    m = _OUR.match(word)
+    if m:
+        return m.group(1) + "r" + word[m.end():]
+    m = _DOUBLE_L.match(word)
+    if m:
+        return m.group(1) + m.group(2)
+    return _WORDS.get(word, word)
 
 
 class _Stemmer(Protocol):
