@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, echo, emit, emit_json
+from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.api import SECTIONS, count_line
 from kb_indexer.defaults import MAX_DEPTH, MAX_LIMIT
@@ -130,8 +130,11 @@ def feedback(
             if not sys.stdin.isatty():
                 raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")
             helpful, not_helpful = _interactive(k, query_id)
-        emit(k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id), format,
-             rows="recorded", columns=("filepath", "helpful", "attempt_id"))
+        result = k.learning.feedback(query_id, helpful or [], not_helpful or [], notes, attempt_id)
+        if result.get("not_in_results"):
+            warn(f"query {query_id} never returned " + ", ".join(result["not_in_results"])
+                 + " (recorded all the same; `kbindex history " + str(query_id) + " --format json` lists what it returned)")
+        emit(result, format, rows="recorded", columns=("filepath", "helpful", "attempt_id"))
 
 
 def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]:
