@@ -61,3 +61,17 @@ def test_an_invisible_question_or_a_blank_keyword_is_bad_usage_and_not_recorded(
     with pytest.raises(UsageError):
         kb.query(question, keywords)
     assert kb.conn.execute("SELECT count(*) FROM queries").fetchone()[0] == before
+
+
+def test_keywords_alone_need_no_question_argument(run, cli, kb):
+    res = run("query", "--keywords", "alphago", "--db", kb.db_path, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = res.json()
+    assert out["query"]["question"] == "" and out["query"]["keywords"] == ["alphago"] and out["results"]
+    assert cli("query", "-k", "alphago", "-k", "Monte Carlo", "--db", kb.db_path, "--format", "json").exit_code == 0
+
+
+def test_no_question_and_no_keyword_is_bad_usage(run, kb):
+    res = run("query", "--db", kb.db_path, "--format", "json")
+    assert res.returncode == 2 and res.error()["code"] == "usage" and res.stdout == ""
+    assert run("history", "--db", kb.db_path, "--format", "json").json()["queries"] == []

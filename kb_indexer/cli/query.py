@@ -82,10 +82,11 @@ RerankOpt = Annotated[Optional[str], typer.Option(
 
 @app.command()
 def query(
-    args: Annotated[list[str], typer.Argument(
+    args: Annotated[Optional[list[str]], typer.Argument(
         help="The question (quote it). With --keywords, further arguments are more keywords, as in "
-             "`--keywords AlphaGo \"Monte Carlo\"`; without, they are joined into the question.",
-        show_default=False, metavar="QUESTION [KEYWORD]...")],
+             "`--keywords AlphaGo \"Monte Carlo\"`; without, they are joined into the question. "
+             "It may be left out when --keywords is given.",
+        show_default=False, metavar="[QUESTION] [KEYWORD]...")] = None,
     keywords: Annotated[Optional[list[str]], typer.Option(
         "--keywords", "-k", help="Keywords to search for (default: known keywords found in the question).",
         show_default=False)] = None,
