@@ -138,3 +138,15 @@ def test_similar_with_llm_keeps_real_score(games):
     out = similar_in_context(games.conn, "RL", rels, "game AI and competitions", client=client)
     assert out["llm"]["used"] is True
     assert [(i["context_match_score"]) for i in out["similar_keywords"]] == [0.92]
+
+
+@pytest.mark.parametrize("flag", ["--context", "-c"])
+def test_similar_takes_query_s_context_flag_too(games, cli, run, flag):
+    args = ("similar", "RL", flag, "game AI and competitions", "--llm-backend", "none",
+            "--db", str(games.db_path), "-f", "json")
+    res = cli(*args)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["user_context"] == "game AI and competitions" and data["similar_keywords"][0]["keyword"] == "AlphaGo"
+    out = run(*args)
+    assert out.returncode == 0 and out.json()["similar_keywords"] == data["similar_keywords"]

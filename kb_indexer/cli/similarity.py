@@ -22,8 +22,9 @@ def similar(
     keyword: Annotated[str, typer.Argument(help="A keyword.")],
     type: Annotated[Optional[str], typer.Option("--type", "-t", help=TYPES_HELP)] = None,
     user_context: Annotated[Optional[str], typer.Option(
-        "--user-context", help="Keep only relations whose context fits this description (scored by the LLM "
-        "in one cached call; lexical overlap when no LLM answers).")] = None,
+        "--user-context", "--context", "-c", help="Keep only relations whose context fits this description "
+        "(scored by the LLM in one cached call; lexical overlap when no LLM answers). --context and -c, as in "
+        "`kbindex query`, are the same option.")] = None,
     context_threshold: Annotated[float, typer.Option(
         "--context-threshold", min=0.0, max=1.0,
         help="Minimum context_match_score (0..1) with --user-context.")] = DEFAULT_CONTEXT_THRESHOLD,
