@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 from kb_indexer.config import DbArg, DbTarget, DbUrl, default_kb_root, find_db, stored_root_form, stored_root_path
 from kb_indexer.errors import KbError, NotFoundError, NotInitialisedError, UsageError
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
-                               check_utf8, parse_json)
+                               check_unit_arg, check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
 from kb_indexer.search.expansion import parse_weight_options
@@ -388,6 +388,7 @@ class KnowledgeBase:
         _check_type(sim_type)
         _keywords([check_text_arg(keyword1, "keyword1"), check_text_arg(keyword2, "keyword2")])
         _text(context, "context")
+        check_unit_arg(score, "score")
         with transaction(self.conn):
             ids = KeywordIds(self.conn)
             sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,

@@ -191,6 +191,13 @@ def check_strings(value: Any, name: str, *, optional: bool = False) -> list[str]
     return list(value)
 
 
+def check_unit_arg(value: Any, name: str) -> float:
+    """A number from 0 to 1, such as a score or a threshold (a bool, NaN or anything else is refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
+    return float(value)
+
+
 def check_int_arg(value: Any, name: str, low: int, high: int = MAX_ID) -> int:
     """A whole number from ``low`` to ``high`` (a bool or a float is refused)."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

@@ -71,12 +71,13 @@ def test_bad_keywords_json_is_refused_without_writes(proj, run, case):
     (["relate", "a", "b", "--type", "cousin", "--context", "c"], "unknown similarity type"),
     (["relate", "a", "b", "--type", "synonym", "--context", "c", "--score", "1.5"], "between 0 and 1"),
     (["relate", "a", "b", "--type", "synonym", "--context", "c", "--score", "-0.1"], "between 0 and 1"),
+    (["relate", "a", "b", "--type", "synonym", "--context", "c", "--score", "nan"], "between 0 and 1"),
     (["relate", "RL", " rl", "--type", "synonym", "--context", "c"], "itself"),
     (["relate", "a", "b", "--type", "synonym", "--context", "  "], "context"),
 ])
 def test_bad_relations_are_refused_without_writes(proj, run, args, text):
     before = snapshot(proj)
-    usage = text == "unknown similarity type"  # an invalid option value: usage, exit 2 (as in similar, query)
+    usage = text in ("unknown similarity type", "between 0 and 1")  # an invalid option value: usage, exit 2
     check_error(run(*args, "--format", "json", cwd=proj), code_in=(2,) if usage else (1,), text=text)
     assert snapshot(proj) == before
 

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Literal, Mapping
 
 from kb_indexer.errors import UsageError
-from kb_indexer.limits import check_context, check_text_arg, check_utf8
+from kb_indexer.limits import check_context, check_text_arg, check_unit_arg, check_utf8
 from kb_indexer.defaults import (DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_LIMIT, DEFAULT_MIN_WEIGHT,
                                        MAX_DEPTH, MAX_LIMIT)
 
@@ -142,8 +142,7 @@ def _check_int(value: object, low: int, high: int, message: str) -> None:
 
 
 def _check_unit(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise UsageError(f"{name} must be between 0 and 1, got {value!r}")
+    check_unit_arg(value, name)
 
 
 def _min_weight(min_weight: float, threshold: float | None) -> float:
