@@ -132,7 +132,8 @@ def _batch(source: Iterator[T], head: list[Any]) -> Iterator[T]:
 
 def _scope(conn: Connection, root: Path, directory: str | None) -> tuple[Path, str]:
     if not root.is_dir():
-        raise NotFoundError(f"Knowledge-base root does not exist: {root}")
+        raise NotFoundError(f"Knowledge-base root does not exist: {root} (create it, or point the index at your "
+                            "notes with `kbindex init --kb DIR`, or give --kb DIR)")
     if directory is None:
         return root, ""
     base = (root / to_relative(root, directory)).resolve()
