@@ -126,3 +126,26 @@ def test_docs_command_table_lists_every_skills_command_and_option():
                 assert param.opts[0] in row, (name, param.opts[0])
     skills = " ".join((REPO / "docs" / "skills.md").read_text(encoding="utf-8").split())
     assert "not in the installed package" in skills and "`warning: ...`" in skills
+
+
+def test_load_of_a_session_with_nothing_loaded_says_so_on_stderr(cli, run, setup):
+    db, root = setup
+    assert cli("skills", "sync", root, "--db", db).exit_code == 0
+    assert cli("skills", "match", "hello, how are you?", "--no-llm", "--session", "s1", "--db", db).exit_code == 0
+    for res in (cli("skills", "load", "--session", "s1", "--db", db),):
+        assert res.exit_code == 0 and res.stdout.strip() == ""
+        assert "no skill is loaded in session 's1'" in res.stderr
+    out = run("skills", "load", "--session", "s1", "--db", db)
+    assert out.returncode == 0 and out.stdout.strip() == "" and "no skill is loaded" in out.stderr
+    assert cli("skills", "match", "switch the samsung tv off", "--no-llm", "--session", "s1", "--db", db).exit_code == 0
+    loaded = cli("skills", "load", "--session", "s1", "--db", db)
+    assert "samsung-smart-tv" in loaded.stdout and "no skill is loaded" not in loaded.stderr
+
+
+def test_the_table_footer_leaves_out_empty_fields(cli, setup):
+    db, root = setup
+    assert cli("skills", "sync", root, "--db", db).exit_code == 0
+    res = cli("skills", "match", "switch the samsung tv off", "--no-llm", "--db", db)
+    assert res.exit_code == 0
+    footer = res.stdout.strip().splitlines()[-1]
+    assert "method: keyword" in footer and "session:" not in footer and "fallback_reason:" not in footer

@@ -129,7 +129,7 @@ def emit(data: Any, fmt: Format | str, *, rows: str | None = None, columns: Sequ
         for item in items:
             table.add_row(*[_cell(item.get(c)) for c in cols])
         console.print(table)
-        extra = {k: v for k, v in data.items() if k != rows and not isinstance(v, (list, dict))}
+        extra = {k: v for k, v in data.items() if k != rows and v is not None and not isinstance(v, (list, dict))}
         if extra:
             console.print(_cell("  ".join(f"{k}: {_str(v)}" for k, v in extra.items())))
         return

@@ -153,4 +153,7 @@ def skills_load(
     for s in data["left_out"]:
         warn(f"skill {s['name']} left out: " + ("over the token budget" if s["reason"] == "budget"
                                                  else s["reason"]))
+    if not data["skills"] and not data["left_out"]:
+        warn(f"no skill is loaded in session {session!r}: nothing to inject (`kbindex skills match MESSAGE "
+             "--session ID` loads the skills a message needs)")
     echo(data["markdown"])
