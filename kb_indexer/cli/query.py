@@ -63,8 +63,8 @@ MethodOpt = Annotated[Method, typer.Option(
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=0, max=MAX_LIMIT,
                                    help="At most this many results (0: all); the JSON's total counts "
                                         "every document found.")]
-ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show each result's score parts and the "
-                                      "expansion details.")]
+ExplainOpt = Annotated[bool, typer.Option("--explain", help="Show each result's score parts (a table column; "
+                                      "with --format json every part and the expansion details too).")]
 PrfOpt = Annotated[bool, typer.Option("--prf", help="Pseudo-relevance feedback: add the most telling words of "
                                      "the best full-text matches (knowledge bases of 500+ documents).")]
 SyncOpt = Annotated[bool, typer.Option("--sync", help="Sync the knowledge base first (otherwise a changed KB "
@@ -113,7 +113,7 @@ def query(
     if keywords:
         keywords = list(keywords) + list(extra)
     elif extra:
-        question = " ".join(args)
+        question = " ".join([question, *extra])
     check_question(question, keywords)    # before --sync writes anything
     options = QueryOptions(context=context, expand_depth=expand_depth, min_weight=min_weight,
                            context_threshold=context_threshold, types=tuple(types) if types else None,

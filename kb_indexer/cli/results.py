@@ -34,4 +34,24 @@ def emit_result(data: Mapping[str, Any], fmt: ResultFormat, kind: str) -> None:
         echo((render_query if kind == "query" else render_search)(data))
         return
     columns = RESULT_COLUMNS if kind == "query" else ("filepath", "title", "matched_keywords", "user_keywords")
+    results = data.get("results") or []
+    if fmt is ResultFormat.table and any("score_parts" in r for r in results):   # --explain: the parts too
+        data = {**data, "results": [{**r, "score_parts": parts_text(r["score_parts"])} for r in results]}
+        columns = (*columns, "score_parts")
     emit(data, fmt.value, rows="results", columns=columns)
+
+
+def parts_text(parts: Mapping[str, Any]) -> str:
+    """A result's score parts on one line, as they add up: "(keyword 0.6 x 1.000 + fulltext 0.4 x 0.893 + learned
+    0.082) / scale 1.082 + neighbours 0.010"."""
+    weights = parts.get("weights") or {}
+    terms = [f"{c} {weights[c]:g} x {parts.get(c, 0.0):.3f}" for c in ("keyword", "fulltext", "dense")
+             if weights.get(c)]
+    if parts.get("learned"):
+        terms.append(f"learned {parts['learned']:.3f}")
+    text = " + ".join(terms) or "0"
+    if parts.get("scale", 1.0) != 1.0:
+        text = f"({text}) / scale {parts['scale']:.3f}"
+    if "neighbours" in parts:
+        text += f" + neighbours {parts['neighbours']:.3f}"
+    return text

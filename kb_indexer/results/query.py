@@ -43,7 +43,8 @@ class Evidence(TypedDict):
 
 
 class ScoreParts(TypedDict):
-    """A hit's score by channel (``explain``)."""
+    """A hit's score by channel (``explain``): ``relevance_score`` = (sum over channels of ``weights[c]`` x the
+    channel's part, + ``learned``) / ``scale`` + ``neighbours`` (never below 0; a ``--rerank`` stage reorders after)."""
     keyword: float
     fulltext: float
     dense: float
@@ -51,6 +52,7 @@ class ScoreParts(TypedDict):
     learned: float
     bm25: float | None
     weights: dict[str, float]
+    scale: float   # 1 + the largest learned boost, over 1 - the neighbours' weight when neighbours ran; else 1
     evidence: list[Evidence]
     neighbours: NotRequired[float]   # the part of the score its neighbours among the best results gave
 

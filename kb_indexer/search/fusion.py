@@ -89,6 +89,7 @@ class Candidate:
     score: float = 0.0
     feedback: bool = False  # the full-text score includes pseudo-relevance feedback words it matches
     neighbours: float | None = None   # the score's part from its neighbours (search/neighbours.py; None: not run)
+    scale: float = 1.0      # what the weighted parts plus ``learned`` are divided by (see :func:`explain`)
 
     @property
     def sources(self) -> list[str]:
@@ -129,18 +130,20 @@ def fuse(docs: Iterable[int], keyword: dict[int, float], ft_norm: dict[int, floa
     return scores, out
 
 
-def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> None:
+def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> float:
     """Add learned association boosts (from ``kbindex learn``) to the fused scores.
 
     A helpful mark for this question lifts a document, a not-helpful mark lowers it; scores
     are divided by 1 + the largest boost so that relevance stays in [0, 1] and order is kept.
+    Returns that divisor (1.0 when no boost applies), which ``--explain`` shows as ``scale``.
     """
     boosts = {d: b for d, b in learned.items() if b and d in scores}
     if not boosts:
-        return
+        return 1.0
     scale = 1.0 + max(0.0, max(boosts.values()))
     for d in scores:
         scores[d] = max(0.0, (scores[d] + boosts.get(d, 0.0)) / scale)
+    return scale
 
 
 def explain(c: Candidate, weights: dict[str, float]) -> ScoreParts:
@@ -152,6 +155,7 @@ def explain(c: Candidate, weights: dict[str, float]) -> ScoreParts:
         "learned": round(c.learned, 4),
         "bm25": None if c.bm25 is None else round(c.bm25, 6),
         "weights": weights,
+        "scale": round(c.scale, 6),
         "evidence": [_evidence(e) for e in c.evidence],
     }
     if c.neighbours is not None:

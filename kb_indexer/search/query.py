@@ -274,11 +274,14 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connect
             pool.cosine.clear()
             parts["dense"] = _dense_parts(refined, pool)
             scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
-    apply_learned(scores, pool.learned)   # then a document a learned association lifts lifts its neighbours too
-    hood = neighbours.regularise(regularise, scores) if regularise is not None else None
+    scale = apply_learned(scores, pool.learned)   # then a document a learned association lifts lifts its neighbours
+    hood = neighbours.regularise(regularise, scores) if regularise is not None else None   # too
     candidates = pool.candidates(select(scores, limit), parts, scores)
     if hood is not None:
-        for d, c in candidates.items():
+        scale /= 1.0 - neighbours.NB_WEIGHT   # every score keeps 1 - NB_WEIGHT of its own
+    for d, c in candidates.items():
+        c.scale = scale
+        if hood is not None:
             c.neighbours = hood.parts.get(d, 0.0)
     return candidates, channel_weights, hood
 
