@@ -87,3 +87,12 @@ def test_llm_relations_are_validated_against_the_group(kbase):
     llm = [s for s in out["suggestions"] if s["source"] == "llm"]
     assert [(s["keyword1"], s["keyword2"], s["type"]) for s in llm] == [("RL", "agents", "synonym")]
     assert len(fake.calls) == 2 and out["llm"]["used"] is True  # the first answer was repaired
+
+
+def test_co_occurrence_alone_scores_below_a_person_s_relations(kbase):
+    from kb_indexer.enrich.suggest import CO_MAX
+
+    co = [s for s in kbase.enrich.suggest_similarities(min_score=0.0)["suggestions"] if s["source"] == "co-occurrence"]
+    e = co[0]["evidence"]   # the best: two keywords on exactly the same documents (Jaccard 1)
+    assert e["shared_documents"] == e["documents_a"] == e["documents_b"] and co[0]["score"] == CO_MAX == 0.6
+    assert max(s["score"] for s in co) <= CO_MAX

@@ -8,7 +8,8 @@ Sources, each suggestion with a context sentence, a score and its evidence:
 * ``initials`` -- an upper-case keyword of the index that spells the initials of a multi-word keyword:
   abbreviation, 0.6 (a guess: "ML" could be "machine learning" or "maximum likelihood").
 * ``co-occurrence`` -- two keywords that tag mostly the same documents (>= MIN_SHARED of them):
-  related_concept, scored by their Jaccard overlap.
+  related_concept, scored by their Jaccard overlap, at most CO_MAX (a guess like ``initials``: below the
+  relations a person writes, which it must not outrank in an expansion).
 * ``llm`` -- synonyms, abbreviations and broader/narrower terms the LLM finds in groups of the most used
   keywords (one structured call per group; none without an LLM backend).
 
@@ -30,6 +31,7 @@ from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection
 
 MIN_SHARED = 2            # documents two keywords must tag together
+CO_MAX = 0.6              # the best score co-occurrence alone gives
 MAX_COOCCURRENCE_DF = 0.05  # keywords on more of the documents are too common to relate this way
 LLM_KEYWORDS = 120        # the most used keywords shown to the LLM
 LLM_GROUP = 40            # keywords per LLM call
@@ -137,7 +139,7 @@ def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
         jaccard = n / (df[a] + df[b] - n)
         context = _co_context(conn, first_doc[(a, b)], names[a], names[b]) or \
             f"{names[a]} and {names[b]} tag {n} of the same documents"
-        out.append(suggestion(names[a], names[b], "related_concept", context, min(0.9, jaccard), "co-occurrence",
+        out.append(suggestion(names[a], names[b], "related_concept", context, min(CO_MAX, jaccard), "co-occurrence",
                               {"shared_documents": n, "documents_a": df[a], "documents_b": df[b]}))
     return out
 
