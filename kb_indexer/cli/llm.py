@@ -23,8 +23,10 @@ from kb_indexer.errors import KbError
 from kb_indexer.llm.config import LLMOptions, check_timeout
 
 LlmBackendOpt = Annotated[Optional[str], typer.Option(
-    "--llm-backend", help="LLM backend: ollama (default, local), gemini, openai (any OpenAI-compatible "
-    "server) or none (env KBINDEX_LLM_BACKEND).", show_default=False)]
+    "--llm-backend", help="LLM backend: ollama, gemini, openai (any OpenAI-compatible server) or none (env "
+    "KBINDEX_LLM_BACKEND). Optional LLM steps (query --context, similar --user-context, skills match, enrich) use "
+    "one only when it is chosen; chat and doctor default to ollama.",
+    show_default=False)]
 LlmModelOpt = Annotated[Optional[str], typer.Option(
     "--llm-model", help="Model name (env KBINDEX_LLM_MODEL; default depends on the backend).", show_default=False)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM answer cache.")]

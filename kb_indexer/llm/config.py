@@ -11,7 +11,7 @@ the ``.env`` gets only an API key from that same file, never one from the real e
 Environment variables:
 
 =========================  ==================================================
-``KBINDEX_LLM_BACKEND``    ``ollama`` (default), ``gemini``, ``openai`` or ``none``
+``KBINDEX_LLM_BACKEND``    ``ollama`` (default where an LLM is needed), ``gemini``, ``openai`` or ``none``
 ``KBINDEX_LLM_MODEL``      the model (default depends on the backend)
 ``KBINDEX_LLM_TIMEOUT``    seconds one LLM call may take in all, retries included (default 60)
 ``KBINDEX_LLM_RETRIES``    retries on 429/5xx/connection errors (default 2)
