@@ -80,6 +80,11 @@ def report_documents(result: Mapping[str, Any]) -> None:
         warn(f"{reason}: statistical keywords (--no-llm says so without this warning)")
 
 
+def table_width() -> int:
+    """The columns a table on stdout gets: the terminal's, or 240 when piped."""
+    return _console().width
+
+
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console  # lazy: rich, only for table output (a JSON run never imports it)
     stream = sys.stderr if stderr else sys.stdout
