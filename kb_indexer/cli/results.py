@@ -24,6 +24,7 @@ ResultFormatOpt = Annotated[ResultFormat, typer.Option(
     help="json (for agents), table, or markdown (a block to inject into a prompt).")]
 
 RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
+SEARCH_COLUMNS = ("filepath", "title", "matched_keywords", "user_keywords")
 NARROW, MEDIUM = 100, 140   # terminal columns below which the table leaves columns out (the JSON has all)
 
 
@@ -34,11 +35,12 @@ def emit_result(data: Mapping[str, Any], fmt: ResultFormat, kind: str) -> None:
 
         echo((render_query if kind == "query" else render_search)(data))
         return
-    columns = RESULT_COLUMNS if kind == "query" else ("filepath", "title", "matched_keywords", "user_keywords")
+    columns: tuple[str, ...] = RESULT_COLUMNS if kind == "query" else SEARCH_COLUMNS
     if fmt is ResultFormat.table:   # a narrow terminal: fewer columns, so that paths are not cut mid-word
         width = table_width()
-        drop = {"title", "matched_keywords", "user_keywords"} if width < NARROW else {"title"} if width < MEDIUM \
-            else set()
+        drop = {"title"} if width < MEDIUM else set()
+        if width < NARROW and kind == "query":
+            drop.add("matched_keywords")
         columns = tuple(c for c in columns if c not in drop)
     results = data.get("results") or []
     if fmt is ResultFormat.table and any("score_parts" in r for r in results):   # --explain: the parts too
