@@ -42,6 +42,17 @@ def write_skills(root: Path, skills: dict[str, str | tuple[str, str]]) -> Path:
     return root
 
 
+def synced_skills(handle, folder: Path, skills: dict[str, str | tuple[str, str]]):
+    """``handle`` (a KnowledgeBase) after writing ``skills`` under ``folder`` and a clean ``skills sync``."""
+    assert handle.skills.sync([str(write_skills(folder, skills))])["errors"] == []
+    return handle
+
+
+def matched_names(out: dict) -> list[str]:
+    """The names of the skills a ``skills match`` result matched, in order."""
+    return [m["name"] for m in out["matched"]]
+
+
 def skills_index(tmp_path: Path, skills: dict[str, str | tuple[str, str]]) -> Path:
     """A closed index at ``tmp_path/kbindex.db`` with ``skills`` written under ``tmp_path/skills`` and synced."""
     from kb_indexer.api import KnowledgeBase

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import write_skills
+from helpers import write_skills, matched_names as names
 
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.skills.terms import tokens
@@ -32,9 +32,6 @@ def k(small, tmp_path):
     assert handle.skills.sync([str(root)])["errors"] == []
     return handle
 
-
-def names(out: dict) -> list[str]:
-    return [m["name"] for m in out["matched"]]
 
 
 def test_direct_request_matches_with_reason_and_result_shape(k):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fake_llm import FakeBackend
-from helpers import skills_index
+from helpers import skills_index, matched_names as names
 from kb_indexer.llm.base import LLMTimeout, LLMUnavailable
 from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.structured import LLMClient
@@ -45,9 +45,6 @@ def _match(db, message, *answers, **kw):
         client, fake = _client(kb, *answers)
         return kb.skills.match(message, use_llm=True, client=client, **kw), fake
 
-
-def names(out):
-    return [m["name"] for m in out["matched"]]
 
 
 def test_valid_answer_is_the_llm_result_with_reasons(env):

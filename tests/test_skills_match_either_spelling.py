@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from helpers import write_skills
+from helpers import write_skills, matched_names as names, synced_skills
 
 from kb_indexer.skills.terms import VERSION, one_spelling, stem, tokens
 
@@ -21,13 +21,8 @@ SKILLS = {
 
 @pytest.fixture
 def k(small, tmp_path):
-    handle, _ = small
-    assert handle.skills.sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
-    return handle
+    return synced_skills(small[0], tmp_path / "skills", SKILLS)
 
-
-def names(out: dict) -> list[str]:
-    return [m["name"] for m in out["matched"]]
 
 
 @pytest.mark.parametrize("british, american", [

@@ -5,11 +5,10 @@ many skills share needs more than a distinctive word."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from helpers import write_skills
+from helpers import write_skills, matched_names as names
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.skills import match
@@ -34,9 +33,6 @@ def k(small: tuple[KnowledgeBase, Path], tmp_path: Path) -> KnowledgeBase:
     assert handle.skills.sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
     return handle
 
-
-def names(out: dict[str, Any]) -> list[str]:
-    return [m["name"] for m in out["matched"]]
 
 
 @pytest.mark.parametrize("message", ["who founded Stripe?", "why is it called Stripe",

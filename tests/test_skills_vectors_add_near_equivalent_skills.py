@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import write_skills
+from helpers import matched_names as names, synced_skills
 
 from kb_indexer.skills.vectors import model_problem
 
@@ -30,13 +30,8 @@ MESSAGE = "extract the tables from this pdf report"
 
 @pytest.fixture
 def k(small, tmp_path):
-    handle, _ = small
-    assert handle.skills.sync([str(write_skills(tmp_path / "skills", SKILLS))])["errors"] == []
-    return handle
+    return synced_skills(small[0], tmp_path / "skills", SKILLS)
 
-
-def names(out: dict) -> list[str]:
-    return [m["name"] for m in out["matched"]]
 
 
 def test_without_vectors_only_the_keyword_match(k):

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from helpers import write_skills
+from helpers import write_skills, matched_names as names
 
 from kb_indexer.skills.vectors import model_problem
 from tests.conftest import REPO
@@ -42,9 +42,6 @@ def k(small, tmp_path):
     handle.skills_root = root
     return handle
 
-
-def names(out: dict) -> list[str]:
-    return [m["name"] for m in out["matched"]]
 
 
 def test_without_vectors_the_match_is_keyword_only_and_says_why(k):
