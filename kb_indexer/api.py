@@ -157,6 +157,8 @@ def _exists(db_path: DbTarget) -> bool:
 class KnowledgeBase:
     _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
 
+    paths_from_cwd = True   # a relative path may name a file from the working directory (a command line's)
+
     def __init__(self, conn: Connection, db_path: DbTarget, kb_root: Path):
         self.conn = conn
         self.db_path = db_path
@@ -296,8 +298,8 @@ class KnowledgeBase:
         return result
 
     def stored_path(self, path: str) -> str:
-        """``path`` (absolute, or relative to the working directory or the KB root) as the index stores it."""
-        return to_relative(self.kb_root, path, must_exist=False)
+        """``path`` (absolute, or relative to the working directory unless ``paths_from_cwd`` is False, or the KB root)."""
+        return to_relative(self.kb_root, path, must_exist=False, from_cwd=self.paths_from_cwd)
 
     def list_docs(self, offset: int = 0, limit: int | None = None) -> ListDocsResult:
         """The indexed documents by path; ``offset``/``limit`` (None: all) give one page of them."""

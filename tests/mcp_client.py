@@ -19,11 +19,15 @@ def server_params(db, *extra: str) -> StdioServerParameters:
                                                                   if k.startswith("KBINDEX_")}})
 
 
-def session(db, body):
-    """Run ``body(session)`` against a fresh `kbindex mcp` over stdio; its result."""
+def session(db, body, cwd=None):
+    """Run ``body(session)`` against a fresh `kbindex mcp` over stdio (started in ``cwd``); its result."""
+    params = server_params(db)
+    if cwd is not None:
+        params.cwd = cwd
+
     async def main():
         with open(os.devnull, "w") as errlog:
-            async with stdio_client(server_params(db), errlog=errlog) as (read, write):
+            async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as s:
                     await s.initialize()
                     return await body(s)

@@ -21,16 +21,16 @@ def is_inside(root: Path, path: Path) -> bool:
         return False
 
 
-def to_relative(kb_root: Path, path: str | os.PathLike[str], *, must_exist: bool = True) -> str:
+def to_relative(kb_root: Path, path: str | os.PathLike[str], *, must_exist: bool = True, from_cwd: bool = True) -> str:
     """Map a user-given path to the stored form: relative to the KB root, POSIX style.
 
-    A relative path is tried against the current directory, then against the
-    KB root; the first existing candidate that resolves inside the root wins.
-    A path is refused only when every existing candidate resolves (symlinks
-    included) outside the root.
+    A relative path is tried against the current directory (unless ``from_cwd`` is False: paths an MCP client
+    sends are relative to the root, whatever the server's working directory), then against the KB root; the
+    first existing candidate that resolves inside the root wins. A path is refused only when every existing
+    candidate resolves (symlinks included) outside the root.
     """
     try:
-        rel = _to_relative(kb_root, path, must_exist)
+        rel = _to_relative(kb_root, path, must_exist, from_cwd)
     except OSError as exc:  # a file name too long for the file system, say: no such file can be in the KB
         raise ValidationError(f"File not found: {path} ({exc.strerror or type(exc).__name__})",
                               code="not_found") from None
@@ -42,10 +42,10 @@ def to_relative(kb_root: Path, path: str | os.PathLike[str], *, must_exist: bool
     return rel
 
 
-def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool) -> str:
+def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool, from_cwd: bool) -> str:
     root = kb_root.resolve()
-    raw = Path(path).expanduser()
-    candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, root / raw]
+    raw = Path(path).expanduser() if from_cwd else Path(path)
+    candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, root / raw] if from_cwd else [root / raw]
     for cand in candidates:
         if os.path.islink(cand) and not cand.exists():
             _refuse_broken_link(cand, path)

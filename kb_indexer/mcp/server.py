@@ -58,10 +58,19 @@ IDEMPOTENT_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False
 
 
 @contextlib.contextmanager
+def _index(db: DbArg) -> Iterator[KnowledgeBase]:
+    """The index for one request. A client's paths are relative to the knowledge-base root (as the paths it is
+    given), never to the server's working directory."""
+    with KnowledgeBase.open(db) as kb:
+        kb.paths_from_cwd = False
+        yield kb
+
+
+@contextlib.contextmanager
 def _opened(db: DbArg) -> Iterator[KnowledgeBase]:
-    """The index for one request; a kbindex error becomes a tool error (the message, not a traceback)."""
+    """The index for one tool call; a kbindex error becomes a tool error (the message, not a traceback)."""
     try:
-        with KnowledgeBase.open(db) as kb:
+        with _index(db) as kb:
             yield kb
     except KbError as exc:
         raise ToolError(str(exc)) from exc
@@ -282,7 +291,7 @@ class KbMCPServer(MCPServer):
         return (await anyio.to_thread.run_sync(self._resource_page, None))[0]
 
     def _resource_page(self, cursor: str | None) -> tuple[list[MCPResource], str | None]:
-        with KnowledgeBase.open(self._db) as kb:
+        with _index(self._db) as kb:
             page, nxt = resources.list_page(kb, cursor)
         return [MCPResource(**r) for r in page], nxt
 
@@ -292,7 +301,7 @@ class KbMCPServer(MCPServer):
 
     def _read(self, uri: str) -> str:
         try:
-            with KnowledgeBase.open(self._db) as kb:
+            with _index(self._db) as kb:
                 return resources.read(kb, uri)
         except KbError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
