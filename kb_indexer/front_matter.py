@@ -104,8 +104,16 @@ def _as_text(yaml: Any, node: Any) -> Any:
     for key, value in node.value:
         if not isinstance(key, yaml.ScalarNode):
             raise yaml.MarkedYAMLError(None, None, "a key must be text, not a list or mapping", key.start_mark)
-        out[_as_text(yaml, key)] = _as_text(yaml, value)
+        text = _as_text(yaml, key)
+        if text in out:
+            raise _twice(yaml, text, key)
+        out[text] = _as_text(yaml, value)
     return out
+
+
+def _twice(yaml: Any, key: Any, node: Any) -> Exception:
+    """A key written twice in one mapping: YAML says keys are unique, and which value was meant is a guess."""
+    return yaml.MarkedYAMLError(None, None, f"the key {key!r} is written twice", node.start_mark)
 
 
 def _yaml_message(exc: Exception) -> str:
@@ -119,13 +127,19 @@ _LOADERS: dict[bool, Any] = {}
 
 
 def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[Hashable, Any]:
-    """The safe constructor's mapping, refusing two keys written differently that are one key once read
-    (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently). A key written
-    twice the same way is YAML's usual last-one-wins."""
+    """The safe constructor's mapping, refusing a key written twice (PyYAML would keep the last value
+    silently; YAML says keys are unique) and two keys written differently that are one key once read
+    (``1`` and ``true``, ``1`` and ``1.0``: Python's dict would keep one value silently)."""
     import yaml  # lazy: PyYAML, only for texts with a front-matter block
 
+    seen: set[tuple[str, str]] = set()
+    for k, _ in node.value:
+        if isinstance(k, yaml.ScalarNode):
+            if (k.tag, k.value) in seen:
+                raise _twice(yaml, k.value, k)
+            seen.add((k.tag, k.value))
     mapping = yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
-    written = {(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    written = seen
     if len(mapping) < len(written):
         first = next(k for k, _ in node.value if isinstance(k, yaml.ScalarNode))
         raise yaml.MarkedYAMLError(None, None, "two keys are the same key once read (e.g. 1 and true, or 1 "

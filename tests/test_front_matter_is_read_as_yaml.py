@@ -109,6 +109,8 @@ def test_an_unclosed_block_is_reported_and_the_text_indexed_as_markdown(small):
     ("title: Part 1: zebra\ntags: [a]\n", 2, "mapping values are not allowed"),
     ("title: zebra\ntags: [a, b\n", 4, "expected ',' or ']'"),
     ("- zebra\n- a list\n", None, "not a mapping of keys to values"),
+    ("keywords: [zebra]\ntitle: One\nkeywords: [other]\n", 4, "the key 'keywords' is written twice"),
+    ("title: zebra\ntitle: Second\n", 3, "the key 'title' is written twice"),
 ])
 def test_an_invalid_block_is_an_error_and_the_document_is_indexed_without_it(small, block, line, problem):
     handle, _ = small

@@ -100,3 +100,8 @@ def test_crlf_and_cr_line_ends_become_lf(eol):
     s = parse(text.replace("\n", eol))
     assert s.body == "# Notes\n\nStep one.\nStep two." and "\r" not in s.body
     assert s.description == "One.\nTwo." and s.metadata == {"extra": "x\ny\n"}
+
+
+def test_a_key_written_twice_is_an_error_not_the_last_value():
+    with pytest.raises(SkillParseError, match="the key 'description' is written twice"):
+        parse_skill("---\nname: twice\ndescription: first\ndescription: second\n---\nBody\n".encode("utf-8"))
