@@ -29,6 +29,10 @@ DEFAULT_MAX_DOC_BYTES = 4 * 1024 * 1024
 MAX_JSON_FILE_BYTES = 512 * 1024 * 1024
 # A .env file larger than this is ignored, with a warning (it holds a few settings).
 MAX_ENV_FILE_BYTES = 64 * 1024
+# A query's question longer than this is refused (as a skill message: a question, not a document), and so
+# is a query with more keywords than MAX_QUERY_KEYWORDS.
+MAX_QUERY_CHARS = 20_000
+MAX_QUERY_KEYWORDS = 100
 # A user context (``similar --user-context``, ``query --context``) longer than this is refused: it describes
 # the user's situation in a sentence or a paragraph, and goes whole into every LLM prompt.
 MAX_CONTEXT_CHARS = 4000

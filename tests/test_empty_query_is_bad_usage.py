@@ -75,3 +75,28 @@ def test_no_question_and_no_keyword_is_bad_usage(run, kb):
     res = run("query", "--db", kb.db_path, "--format", "json")
     assert res.returncode == 2 and res.error()["code"] == "usage" and res.stdout == ""
     assert run("history", "--db", kb.db_path, "--format", "json").json()["queries"] == []
+
+
+@pytest.mark.parametrize("question, keywords, message", [
+    ("alphago " * 3_000, None, "at most 20,000 are allowed"),
+    ("alphago\x00 tree", None, "NUL"),
+    ("alphago", [f"k{i}" for i in range(101)], "at most 100"),
+])
+def test_an_oversized_or_nul_question_is_bad_usage_and_not_recorded(kb, question, keywords, message):
+    with pytest.raises(UsageError, match=message):
+        kb.query(question, keywords)
+    assert _recorded(kb) == 0
+    kb.query("alphago " * 2_000, [f"k{i}" for i in range(100)])   # at the limits: fine
+    assert _recorded(kb) == 1
+
+
+def test_the_mcp_tool_refuses_an_oversized_question(kb):
+    pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
+    from tests.test_mcp_server import _session
+
+    async def body(s):
+        return await s.call_tool("kb_query", {"question": "alphago " * 3_000})
+
+    result = _session(kb.db_path, body)
+    assert result.is_error and "at most 20,000" in result.content[0].text
+    assert _recorded(kb) == 0
