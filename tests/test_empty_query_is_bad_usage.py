@@ -79,10 +79,9 @@ def test_no_question_and_no_keyword_is_bad_usage(run, kb):
 
 @pytest.mark.parametrize("question, keywords, message", [
     ("alphago " * 3_000, None, "at most 20,000 are allowed"),
-    ("alphago\x00 tree", None, "NUL"),
     ("alphago", [f"k{i}" for i in range(101)], "at most 100"),
 ])
-def test_an_oversized_or_nul_question_is_bad_usage_and_not_recorded(kb, question, keywords, message):
+def test_an_oversized_question_is_bad_usage_and_not_recorded(kb, question, keywords, message):
     with pytest.raises(UsageError, match=message):
         kb.query(question, keywords)
     assert _recorded(kb) == 0
