@@ -83,6 +83,12 @@ def status(
     format: FormatOpt = Format.table,
 ) -> None:
     """Whether a model server answers (and its models); how to start one when none does."""
+    if url is not None:
+        from kb_indexer.llm.config import url_problem   # one rule for a server's URL (.env, flags, here)
+
+        problem = url_problem(url)
+        if problem:
+            raise UsageError(f"--url {url!r} cannot name a server: {problem}")
     report = lm.probe(url or lm.DEFAULT_OPENAI_BASE_URL, 2.0)
     if not report["running"]:
         report["hint"] = lm.START_HINT

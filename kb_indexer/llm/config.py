@@ -168,7 +168,7 @@ def _api_key(backend: str, url_var: str | None, env: Any, dotenv: EnvFile,
     return None, f"{withheld} is set in the environment but withheld: {reason} ({remedy})"
 
 
-def _url_problem(url: str) -> str | None:
+def url_problem(url: str) -> str | None:
     """Why ``url`` cannot name a server (None: it can): http(s), a host, a port in range, nothing unprintable."""
     if any(c.isspace() or not c.isprintable() for c in url):
         return "it contains whitespace or a control character"
@@ -199,7 +199,7 @@ def _endpoint(backend: str, env: Any, dotenv: EnvFile, sources: dict[str, str]) 
         base_url = (raw or DEFAULT_OPENAI_BASE_URL).rstrip("/")
     else:
         base_url = raw
-    problem = _url_problem(base_url) if raw and base_url else None
+    problem = url_problem(base_url) if raw and base_url else None
     if problem:
         where = dotenv.path if url_var in dotenv.applied else "the environment"
         return {"url_error": f"{url_var} (from {where}) is not a usable server URL: {problem}: {raw!r}"}

@@ -1,0 +1,26 @@
+"""`kbindex model status --url` refuses a URL that cannot name a server (a control character, a broken IPv6
+host, another scheme, a port out of range, a space) as bad usage, with the rule the LLM settings use, before
+anything is probed; a good URL of a server that is not there is reported as not running."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("http://127.0.0.1:1/\x1b[2J", "control character"),
+    ("http://[::1", "IPv6"),
+    ("ftp://x", "http or https"),
+    ("http://127.0.0.1:99999", "out of range"),
+    ("http://a b", "whitespace"),
+])
+def test_a_bad_url_is_bad_usage(run, cli, url, problem):
+    res = run("model", "status", "--url", url, "--format", "json")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.error()["code"] == "usage" and problem in res.error()["message"]
+    assert cli("model", "status", "--url", url, "--format", "json").exit_code == 2
+
+
+def test_a_good_url_with_no_server_is_not_running(run):
+    res = run("model", "status", "--url", "http://127.0.0.1:1/v1", "--format", "json")
+    assert res.returncode == 0 and res.json()["running"] is False and res.json()["hint"]
