@@ -113,7 +113,8 @@ def _as_text(yaml: Any, node: Any) -> Any:
 
 def _twice(yaml: Any, key: Any, node: Any) -> Exception:
     """A key written twice in one mapping: YAML says keys are unique, and which value was meant is a guess."""
-    return yaml.MarkedYAMLError(None, None, f"the key {key!r} is written twice", node.start_mark)
+    error: Exception = yaml.MarkedYAMLError(None, None, f"the key {key!r} is written twice", node.start_mark)
+    return error
 
 
 def _yaml_message(exc: Exception) -> str:
