@@ -126,3 +126,12 @@ def test_a_missing_remembered_dir_keeps_its_skills(small, two):
     out = k.skills.sync()
     assert out["removed"] == [] and out["skills"] == 4 - 1    # dup of b was a duplicate, never indexed
     assert any(e["file"] == str(b) and "kept" in e["message"] for e in out["errors"])
+
+
+def test_a_filesystem_root_is_refused_and_not_remembered(small, cli, run):
+    handle, _ = small
+    with pytest.raises(UsageError, match="filesystem root"):
+        handle.skills.sync(["/"])
+    assert handle.conn.execute("SELECT count(*) FROM skill_dirs").fetchone()[0] == 0
+    res = run("skills", "sync", "/", "--db", getattr(handle.db_path, "url", handle.db_path), "--format", "json")
+    assert res.returncode == 2 and "filesystem root" in res.error()["message"]

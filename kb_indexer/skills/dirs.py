@@ -68,7 +68,10 @@ def resolve_dirs(conn: Connection, given: list[str], forget: list[str] | None = 
     for d in given:
         if not Path(d).expanduser().is_dir():
             raise NotFoundError(f"Skills directory not found: {d}")
-        given_res.append(resolved(d))
+        r = resolved(d)
+        if os.path.dirname(r) == r:   # a skill is never read from a filesystem root (skills.source): not synced
+            raise UsageError(f"{d} is a filesystem root: give the folder that holds the skill folders")
+        given_res.append(r)
     known = remembered(conn)
     sources = {stored(r[0]) for r in conn.execute("SELECT DISTINCT source_dir FROM skills")}
     gone: list[str] = []
