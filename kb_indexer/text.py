@@ -24,10 +24,11 @@ def clean_display(value: str) -> str:
 # What a terminal would act on rather than show: ESC sequences (CSI; OSC, DCS, SOS, PM and APC strings up to
 # their terminator; two-character ESC sequences) and their 8-bit C1 forms, then any other C0/C1 control
 # (tab and newline kept; a CR of a CRLF becomes the newline), DEL, and the bidirectional embedding,
-# override and isolate characters (U+202A-U+202E, U+2066-U+2069) that make text read in another order.
+# override and isolate characters (U+202A-U+202E, U+2066-U+2069) and marks (U+200E, U+200F, U+061C) that make
+# text read in another order.
 _TERMINAL_STRINGS = re.compile(r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)")
 _TERMINAL_SEQUENCES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|\x1b[ -/]*[0-~]?")
-_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_safe(value: str) -> str:

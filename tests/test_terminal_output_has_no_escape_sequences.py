@@ -17,12 +17,13 @@ CLEAR = "\x1b[2J"
 TITLE_OSC = "\x1b]0;pwned\x07"
 C1_CSI = "\x9b31m"
 BIDI = "\u202e"
-EVIL = f"{CLEAR}{TITLE_OSC}{C1_CSI}{BIDI}"
+MARKS = "\u200e\u200f\u061c"   # left-to-right, right-to-left and Arabic letter marks
+EVIL = f"{CLEAR}{TITLE_OSC}{C1_CSI}{BIDI}{MARKS}"
 
 
 def assert_clean(text: str) -> None:
     bad = sorted({f"U+{ord(c):04X}" for c in text
-                  if c == "\x1b" or "\x80" <= c <= "\x9f" or c in "\x07\x00\u202e\u2066"})
+                  if c == "\x1b" or "\x80" <= c <= "\x9f" or c in "\x07\x00\u202e\u2066" or c in MARKS})
     assert not bad, f"terminal controls in the output: {bad}\n{text!r}"
 
 
@@ -124,3 +125,15 @@ def test_a_chat_answer_with_escapes_in_a_terminal_never_reaches_it(evil_kb, chat
         raw = term.raw.decode("utf-8", "replace")
     for sequence in (CLEAR, "\x1b]0;pwned", "\x9b", BIDI):
         assert sequence not in raw, f"{sequence!r} reached the terminal"
+
+
+def test_a_line_break_in_a_file_name_keeps_the_markdown_block_s_shape(small, run):
+    handle, kbdir = small
+    (kbdir / "nl\nname.md").write_text("# Gliders\n\nGliders soar on thermals.\n", encoding="utf-8")
+    assert handle.sync()["errors"] == []
+    res = run("query", "gliders thermals", "--format", "markdown", "--db", handle.db_path)
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stdout.splitlines() if ln.startswith("**Path:**")]
+    assert line.startswith("**Path:** nl\\nname.md | **Title:** Gliders")
+    out = run("query", "gliders thermals", "--format", "json", "--db", handle.db_path).json()
+    assert out["results"][0]["filepath"] == "nl\nname.md"

@@ -31,6 +31,12 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
 
 
+def _path(path: str) -> str:
+    """A path on its line: a line break in a file name is written as an escape (``\\n``), so the block keeps its
+    shape for the agent reading it (a name is never joined or cut: the JSON has it as it is)."""
+    return path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r") if "\n" in path or "\r" in path else path
+
+
 _HEADING_MARK = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)\s*")
 
 
@@ -57,7 +63,7 @@ def _block(lines: list[str], search_line: str, items: list[dict[str, Any]]) -> s
         lines += ["No matching documents.", ""]
     for i, item in enumerate(items, 1):
         lines.append(f"### Result {i} - {_pct(item['score'])}% match ({', '.join(item['sources']) or '-'})")
-        meta = [f"**Path:** {item['filepath']}"]
+        meta = [f"**Path:** {_path(item['filepath'])}"]
         if item.get("title"):
             meta.append(f"**Title:** {_one_line(item['title'])}")
         if item.get("keywords"):
