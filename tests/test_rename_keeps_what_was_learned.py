@@ -278,3 +278,28 @@ def test_git_mv_then_sync_through_the_command_keeps_every_learned_item(proj, run
     text = run("sync", cwd=proj)
     assert text.returncode == 0 and "mdp.md -> mdp2.md" in text.stdout
     assert json.loads(run("learned", "list", "--all", "-f", "json", cwd=proj).stdout)["count"] == before["count"]
+
+
+def test_a_rename_with_an_edit_says_what_learning_it_drops(kb, run):
+    learned = [i for i in _teach(kb) if i["status"] == "active"]
+    on_target = sum(1 for i in learned if i["detail"].get("filepath") == TARGET)
+    assert on_target
+    text = (kb.kb_root / TARGET).read_text(encoding="utf-8")
+    (kb.kb_root / "mdp.md").write_text(text + "\nOne more line.\n", encoding="utf-8")
+    (kb.kb_root / TARGET).unlink()
+    res = kb.sync()
+    assert (res["renamed"], res["added"], res["removed"]) == (0, 1, 1)
+    [warning] = [w for w in res["warnings"] if w["file"] == TARGET]
+    assert f"removed with {on_target} learned item" in warning["message"]
+    assert "only when its text is unchanged" in warning["message"]
+
+
+def test_a_plain_rename_and_a_removal_without_learning_say_nothing(kb):
+    taught = {i["detail"].get("filepath") for i in _teach(kb)}
+    untaught = next(p for p in ("supervised-learning-basics.md", "unsupervised-learning.md", "reward-shaping.md")
+                    if p not in taught)
+    os.rename(kb.kb_root / TARGET, kb.kb_root / "mdp.md")
+    (kb.kb_root / untaught).unlink()
+    res = kb.sync()
+    assert res["renamed"] == 1 and res["removed"] >= 1
+    assert not [w for w in res["warnings"] if "learned item" in w["message"]]

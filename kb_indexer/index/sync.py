@@ -296,12 +296,30 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
 
 
 def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
+    for rel, n in sorted(_learned_about(conn, gone).items()):   # said, not silent (a rename with edits, say)
+        stats["warnings"].append({"file": rel, "message": f"removed with {n} learned item{'s' * (n != 1)} about it "
+                                  "(its feedback stays under this path; a renamed document keeps what was learned "
+                                  "only when its text is unchanged)"})
     for batch in _batches(gone, conn):
         with transaction(conn):
             for rel in batch:
                 conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
                 stats["removed"] += 1
         stats["batches"] += 1
+
+
+def _learned_about(conn: Connection, gone: list[str]) -> dict[str, int]:
+    """How many active learned items each of the ``gone`` documents has (those without: left out)."""
+    if not gone:
+        return {}
+    counts = plain_rows(conn, "SELECT document_id, COUNT(*) FROM learned_items WHERE status = 'active' "
+                              "AND document_id IS NOT NULL GROUP BY document_id")
+    leaving, out = set(gone), {}
+    for doc_id, n in counts:
+        row = conn.execute("SELECT filepath FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is not None and row[0] in leaving:
+            out[row[0]] = int(n)
+    return out
 
 
 def _record_rejected(conn: Connection, prefix: str, rejected: dict[str, str]) -> None:
