@@ -99,3 +99,4 @@ def test_the_mcp_tool_refuses_an_oversized_question(kb):
     result = _session(kb.db_path, body)
     assert result.is_error and "at most 20,000" in result.content[0].text
     assert _recorded(kb) == 0
+

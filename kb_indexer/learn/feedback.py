@@ -58,7 +58,7 @@ def history_list(conn: Connection, limit: int = 10, now: datetime | None = None)
     items = []
     for r in rows:
         ages = _ages(r["last_attempted_at"], now)
-        items.append({"query_id": r["id"], "question": r["question"], "context": r["context"],
+        items.append({"query_id": r["id"], "question": r["question"], "context": r["context"] or None,
                       "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
                       "last_attempted_at": r["last_attempted_at"], **ages,
                       "summary": summary_line(r["question"], r["attempts"], ages["age"])})
@@ -71,7 +71,7 @@ def history_detail(conn: Connection, query_id: int, now: datetime | None = None)
     attempts = [dict(_attempt_dict(r, full=True), **_ages(r["created_at"], now)) for r in conn.execute(
         "SELECT * FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
     ages = _ages(q["last_attempted_at"], now)
-    return {"query_id": q["id"], "question": q["question"], "context": q["context"], "created_at": q["created_at"],
+    return {"query_id": q["id"], "question": q["question"], "context": q["context"] or None, "created_at": q["created_at"],
             "last_attempted_at": q["last_attempted_at"], **ages,
             "summary": summary_line(q["question"], len(attempts), ages["age"]), "attempts": attempts,
             "feedback": feedback_rows(conn, query_id)}

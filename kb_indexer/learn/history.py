@@ -132,7 +132,7 @@ def get_attempt(conn: Connection, attempt_id: int) -> dict[str, Any] | None:
                      "WHERE a.id = ?", (attempt_id,)).fetchone()
     if r is None:
         return None
-    return {"attempt_id": r["id"], "query_id": r["query_id"], "question": r["question"], "context": r["context"],
+    return {"attempt_id": r["id"], "query_id": r["query_id"], "question": r["question"], "context": r["context"] or None,
             "keywords": _load(r["keywords"], []), "expand_depth": r["expand_depth"], "threshold": r["threshold"],
             "method": r["method"], "result_count": r["result_count"], "top_results": _load(r["top_results"], []),
             "expansions": _load(r["expansions"], []), "options": _load(r["options"], {}),
