@@ -13,6 +13,7 @@ import typer
 from kb_indexer.cli.app import FormatOpt, app
 from kb_indexer.cli.output import Format, emit, warn
 from kb_indexer.errors import KbError, UsageError
+from kb_indexer.llm.config import url_problem
 from kb_indexer.mcp.access import is_loopback   # one loopback rule for both servers
 from kb_indexer import model_server as lm
 
@@ -84,9 +85,7 @@ def status(
 ) -> None:
     """Whether a model server answers (and its models); how to start one when none does."""
     if url is not None:
-        from kb_indexer.llm.config import url_problem   # one rule for a server's URL (.env, flags, here)
-
-        problem = url_problem(url)
+        problem = url_problem(url)   # one rule for a server's URL (.env, flags, here)
         if problem:
             raise UsageError(f"--url {url!r} cannot name a server: {problem}")
     report = lm.probe(url or lm.DEFAULT_OPENAI_BASE_URL, 2.0)
