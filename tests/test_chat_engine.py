@@ -272,6 +272,18 @@ def test_free_mode_explains_only_real_knowledge_base_requests(text, asks):
     assert bool(_KB_REQUEST.search(text)) is asks
 
 
+def test_a_follow_up_after_a_very_long_message_is_searched_and_answered(kbchat):
+    from kb_indexer.limits import MAX_QUERY_CHARS
+
+    eng, _ = kbchat("Read it.", "Because.", window=200_000)
+    long = "alphago " * 4_000                                                   # 32,000 characters
+    assert list(eng.turn(long))[-1].kind == "done"
+    question = eng._retrieval_question("and why?")
+    assert question.startswith("alphago") and question.endswith("and why?") and len(question) < MAX_QUERY_CHARS
+    events = list(eng.turn("and why?"))
+    assert [e.kind for e in events][-1] == "done" and "retrieval" in kinds(events)
+
+
 def test_a_message_longer_than_the_skill_matcher_takes_is_answered(kbchat):
     eng, fake = kbchat("Read it all.", window=100_000)
     long = " ".join(f"line{i} of a pasted log" for i in range(5000))           # ~100k characters

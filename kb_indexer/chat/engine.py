@@ -251,7 +251,10 @@ class ChatEngine:
         if not _FOLLOW_UP.match(norm):
             return norm
         previous = [m for m in self.history() if m["role"] == "user"]
-        return f"{previous[-1]['normalised'] or previous[-1]['content']} {norm}" if previous else norm
+        if not previous:
+            return norm
+        before = (previous[-1]["normalised"] or previous[-1]["content"])[:MAX_QUERY_CHARS]   # the start of it too
+        return f"{before} {norm}"
 
     def _head(self) -> str:
         return SYSTEM_KB.format(name=self.source.name) if self.source.mode == "kb" else SYSTEM_FREE
