@@ -36,8 +36,16 @@ def test_both_spellings_give_one_stem(british, american):
     assert stem(british) == stem(american)
 
 
+@pytest.mark.parametrize("word, root", [("tokenise", "token"), ("tokenize", "token"), ("normalise", "normal"),
+                                        ("normalize", "normal"), ("visualise", "visual"), ("visualize", "visual"),
+                                        ("optimise", "optimal"), ("customise", "custom"), ("criticise", "critic")])
+def test_either_spelling_of_an_ize_verb_still_matches_its_root(word, root):
+    assert stem(word) == stem(root)
+
+
 @pytest.mark.parametrize("word, derived", [("advertise", "advertisement"), ("supervise", "supervision"),
-                                           ("exercise", "exercises")])
+                                           ("exercise", "exercises"), ("surprise", "surprisingly"),
+                                           ("otherwise", "otherwise")])
 def test_words_spelt_alike_keep_matching_their_derived_forms(word, derived):
     assert stem(word) == stem(derived)
 
@@ -55,6 +63,15 @@ def test_a_british_message_matches_an_american_description(k):
 def test_an_american_message_matches_a_british_description(k):
     assert names(k.skills.match("show me my favorite colors", use_llm=False)) \
         == ["palette-maker"]
+
+
+def test_a_message_with_the_root_word_matches_an_ize_description(small, tmp_path):
+    k = synced_skills(small[0], tmp_path / "more", {
+        "data-viz": "Visualize spreadsheets and datasets as interactive charts.",
+        "text-cleanup": "Normalize whitespace and unicode in text files."})
+    assert names(k.skills.match("make a visual of this spreadsheet", use_llm=False)) == ["data-viz"]
+    assert names(k.skills.match("text is not in normal form", use_llm=False)) == ["text-cleanup"]
+    assert names(k.skills.match("visualise this spreadsheet", use_llm=False)) == ["data-viz"]
 
 
 def test_a_word_spelt_alike_still_matches(k):

@@ -54,11 +54,19 @@ def stem(word: str) -> str:
 
 
 # One spelling for the words British and American English spell apart, applied to both sides of a match.
-# -ize/-yze forms become -ise/-yse (not the other way: "advertise", "supervise", "exercise" are spelt -ise by
-# both, and their "advertisement" and "supervision" must still match them); -our roots and their derived words
-# ("colourful", "favourite") lose the u; the -re, -ogue, -ence and -mme words, and the doubled l of
-# "travelled" and "modelling", take the American form (lists: "four", "genre" and "programmer" stay).
-_IZE = re.compile(r"^([a-z]{3,})(iz|yz)(e|ed|es|ing|er|ers|ation|ations|ational|able)$")
+# British -ise/-yse forms become -ize/-yze, so that the stemmer takes the suffix off as it does for American
+# ones ("tokenise", "tokenize" and "token" are one word), except the words both dialects spell -ise
+# ("advertise", "supervise", "exercise", "-wise": their "advertisement" and "supervision" must still match);
+# -our roots and their derived words ("colourful", "favourite") lose the u; the -re, -ogue, -ence and -mme
+# words, and the doubled l of "travelled" and "modelling", take the American form (lists: "four", "genre" and
+# "programmer" stay).
+_ISE = re.compile(r"^([a-z]{3,})(is|ys)(e|ed|es|ing|er|ers|ation|ations|ational|able)$")
+_BOTH_ISE = frozenset("""
+advertise advise appraise apprise chastise circumcise comprise compromise concise cruise bruise demise despise
+devise disguise enterprise excise exercise expertise franchise improvise incise merchandise mortise paradise
+porpoise praise precise premise promise reprise revise sunrise supervise surmise surprise televise tortoise
+treatise turquoise chemise valise
+""".split())
 _OUR = re.compile(r"^(colo|flavo|behavio|favo|hono|humo|labo|neighbo|rumo|harbo|vapo|savo|endeavo|armo|odo|parlo|"
                   r"vigo|rigo|tumo)ur")
 _DOUBLE_L = re.compile(r"^(travel|cancel|model|label|level|fuel|signal|channel|tunnel|counsel)l(ed|ing|er|ers|or|ors)$")
@@ -71,13 +79,16 @@ offence:offense programme:program programmes:programs
 
 
 def one_spelling(word: str) -> str:
-    """``word`` (lower case) in the one spelling both dialects fold to: ``summarize`` and ``summarise`` give
-    ``summarise``, ``analyzed`` ``analysed``, ``organizations`` ``organisations``; ``colours`` gives ``colors``,
-    ``favourite`` ``favorite``, ``cancelled`` ``canceled``, ``centre`` ``center``. Other words are returned
-    as they are."""
-    m = _IZE.match(word)
+    """``word`` (lower case) in the one spelling both dialects fold to, the American one: ``summarise``
+    gives ``summarize``, ``analysed`` ``analyzed``, ``organisations`` ``organizations``, ``colours``
+    ``colors``, ``favourite`` ``favorite``, ``cancelled`` ``canceled``, ``centre`` ``center``; ``advertise``
+    and ``otherwise`` stay. Other words are returned as they are."""
+    m = _ISE.match(word)
     if m:
-        return m.group(1) + ("is" if m.group(2) == "iz" else "ys") + m.group(3)
+        base = m.group(1) + m.group(2) + "e"
+        if base in _BOTH_ISE or base.endswith("wise"):
+            return word
+        return m.group(1) + ("iz" if m.group(2) == "is" else "yz") + m.group(3)
     m = _OUR.match(word)
     if m:
         return m.group(1) + "r" + word[m.end():]
