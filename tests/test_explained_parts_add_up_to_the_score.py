@@ -1,5 +1,5 @@
 """`--explain` gives what makes each result's score: relevance_score = (sum of weights[c] x part[c] over the
-channels, + learned) / scale + neighbours, with learned boosts (the divisor that keeps scores in [0, 1]),
+channels + learned, never below 0) / scale + neighbours, with learned boosts (the divisor that keeps scores in [0, 1]),
 with the neighbours step, with both, and with vectors; and the table output shows the parts too."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.test_best_results_are_judged_by_their_neighbours import DOCS, QUESTIO
 def recomputed(r: dict) -> float:
     p = r["score_parts"]
     fused = sum(p["weights"].get(c, 0.0) * p[c] for c in ("keyword", "fulltext", "dense"))
-    return max(0.0, (fused + p["learned"]) / p["scale"] + p.get("neighbours", 0.0))
+    return max(0.0, fused + p["learned"]) / p["scale"] + p.get("neighbours", 0.0)
 
 
 def check(out: dict) -> None:
@@ -99,3 +99,16 @@ def test_the_table_shows_the_parts_with_explain(kb, run):
     assert "score_parts" not in plain.stdout and "score_parts" in explained.stdout
     top = next(line for line in explained.stdout.splitlines() if "cool3.md" in line)
     assert "(fulltext 1 x 1.000 + learned 0." in top and ") / scale 1." in top
+
+
+def test_a_document_pushed_to_zero_by_feedback_adds_up_with_neighbours(kb, monkeypatch):
+    monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 0)
+    for _ in range(4):
+        res = kb.query(QUESTION, options=QueryOptions(limit=0))
+        kb.learning.feedback(res["query_id"], [], ["a-kitchen.md"], attempt_id=res["attempt_id"])
+    kb.learning.learn()
+    out = _ask(kb, method="fulltext")
+    check(out)
+    kitchen = next(r for r in out["results"] if r["filepath"] == "a-kitchen.md")["score_parts"]
+    fused = sum(kitchen["weights"].get(c, 0.0) * kitchen[c] for c in ("keyword", "fulltext", "dense"))
+    assert fused + kitchen["learned"] < 0      # the clip at 0 comes before the neighbours' part

@@ -43,8 +43,8 @@ class Evidence(TypedDict):
 
 
 class ScoreParts(TypedDict):
-    """A hit's score by channel (``explain``): ``relevance_score`` = (sum over channels of ``weights[c]`` x the
-    channel's part, + ``learned``) / ``scale`` + ``neighbours`` (never below 0; a ``--rerank`` stage reorders after)."""
+    """A hit's score by channel (``explain``): ``relevance_score`` = max(0, sum over channels of ``weights[c]`` x
+    the channel's part + ``learned``) / ``scale`` + ``neighbours`` (with ``--rerank``: ``fused_score``)."""
     keyword: float
     fulltext: float
     dense: float
