@@ -30,6 +30,7 @@ _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 # Every level of nesting needs one of these: fewer of them in a block bound its depth.
 _NESTING = "[{-?:"
 _NULL_TAG = "tag:yaml.org,2002:null"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class FrontMatterError(ValueError):
@@ -134,13 +135,13 @@ def _distinct_keys_mapping(self: Any, node: Any, deep: bool = False) -> dict[Has
     import yaml  # lazy: PyYAML, only for texts with a front-matter block
 
     seen: set[tuple[str, str]] = set()
-    for k, _ in node.value:
-        if isinstance(k, yaml.ScalarNode):
+    for k, _ in node.value:   # as written (a merge key's mapping is merged below: its keys may be overridden)
+        if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG:
             if (k.tag, k.value) in seen:
                 raise _twice(yaml, k.value, k)
             seen.add((k.tag, k.value))
     mapping = yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
-    written = seen
+    written = {(k.tag, k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
     if len(mapping) < len(written):
         first = next(k for k, _ in node.value if isinstance(k, yaml.ScalarNode))
         raise yaml.MarkedYAMLError(None, None, "two keys are the same key once read (e.g. 1 and true, or 1 "

@@ -105,3 +105,8 @@ def test_crlf_and_cr_line_ends_become_lf(eol):
 def test_a_key_written_twice_is_an_error_not_the_last_value():
     with pytest.raises(SkillParseError, match="the key 'description' is written twice"):
         parse_skill("---\nname: twice\ndescription: first\ndescription: second\n---\nBody\n".encode("utf-8"))
+
+
+def test_a_key_a_merged_mapping_also_has_is_an_override_not_a_repeat():
+    s = parse("---\nname: merged\n<<: {description: from the merge}\ndescription: written here\n---\nBody\n")
+    assert s.name == "merged" and s.description == "written here"
