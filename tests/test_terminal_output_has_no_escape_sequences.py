@@ -137,3 +137,11 @@ def test_a_line_break_in_a_file_name_keeps_the_markdown_block_s_shape(small, run
     assert line.startswith("**Path:** nl\\nname.md | **Title:** Gliders")
     out = run("query", "gliders thermals", "--format", "json", "--db", handle.db_path).json()
     assert out["results"][0]["filepath"] == "nl\nname.md"
+
+
+def test_markdown_paths_are_unambiguous():
+    from kb_indexer.search.markdown import _path
+
+    assert _path("nl\nname.md") == "nl\\nname.md" and _path("nl\\nname.md") == "nl\\\\nname.md"
+    assert _path("a\u2028b\x85c\rd.md") == "a\\u2028b\\x85c\\rd.md" and _path("plain/doc.md") == "plain/doc.md"
+    assert len(_path("x\u2029y\x0bz.md").splitlines()) == 1

@@ -32,9 +32,15 @@ def _one_line(text: Any) -> str:
 
 
 def _path(path: str) -> str:
-    """A path on its line: a line break in a file name is written as an escape (``\\n``), so the block keeps its
-    shape for the agent reading it (a name is never joined or cut: the JSON has it as it is)."""
-    return path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r") if "\n" in path or "\r" in path else path
+    """A path on its line, unambiguous: a backslash is written twice and a line break (any character
+    ``str.splitlines`` breaks at) as an escape, so the block keeps its shape for the agent reading it (the JSON
+    has the name as it is)."""
+    return path.translate(_PATH_ESCAPES)
+
+
+_PATH_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\v": "\\v", "\f": "\\f", "\x1c": "\\x1c",
+                               "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028",
+                               "\u2029": "\\u2029"})
 
 
 _HEADING_MARK = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)\s*")
