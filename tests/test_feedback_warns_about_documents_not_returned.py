@@ -1,5 +1,5 @@
 """`kbindex feedback` on a document the query never returned records it, and says so on stderr in every
-format (the JSON also lists it in ``not_in_results``); a returned document gets no warning."""
+format (the JSON also lists it in ``not_in_results``, as MCP kb_feedback does); a returned document gets no warning."""
 
 from __future__ import annotations
 
@@ -45,3 +45,27 @@ def test_the_in_process_cli_warns_too(asked, cli, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "never returned alphago-architecture.md" in res.stderr
     assert "experience-based-learning.md" not in res.stderr.split("never returned", 1)[1]
+
+
+DOCS = {"beta.md": "# Root beta\n\nThe root beta document about gliders.\n",
+        "sub/beta.md": "# Sub beta\n\nThe sub beta document about gliders.\n"}
+
+
+def test_kb_feedback_says_which_marked_files_the_query_never_returned(empty_kb):
+    pytest.importorskip("mcp", reason="the MCP SDK (the optional extra kbindex[mcp]) is not installed")
+    from tests.helpers import synced
+    from tests.mcp_client import data, session
+
+    kb = synced(empty_kb, DOCS)
+
+    async def body(s):
+        asked = data(await s.call_tool("kb_query", {"question": "beta gliders", "limit": 1}))
+        shown = [r["filepath"] for r in asked["results"]]
+        other = next(p for p in DOCS if p not in shown)
+        marked = data(await s.call_tool("kb_feedback", {"query_id": asked["query_id"], "helpful": [other]}))
+        good = data(await s.call_tool("kb_feedback", {"query_id": asked["query_id"], "helpful": shown}))
+        return other, marked, good
+
+    other, marked, good = session(kb.db_path, body)
+    assert marked["recorded"] == 1 and marked["not_in_results"] == [other]
+    assert good["recorded"] == 1 and "not_in_results" not in good

@@ -40,3 +40,4 @@ def test_a_server_started_in_a_subfolder_reads_and_marks_the_root_file(kb):
 def test_the_command_line_still_reads_a_path_from_the_working_directory(kb, run):
     res = run("show", "beta.md", "--db", kb.db_path, "--format", "json", cwd=kb.kb_root / "sub")
     assert res.returncode == 0 and res.json()["filepath"] == "sub/beta.md"
+

@@ -177,7 +177,10 @@ def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
 def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: list[str]) -> outputs.FeedbackOut:
     with _opened(db) as kb:
         out = kb.learning.feedback(query_id, helpful, not_helpful)
-    return {"query_id": out["query_id"], "recorded": len(out.get("recorded") or [])}
+    result: outputs.FeedbackOut = {"query_id": out["query_id"], "recorded": len(out.get("recorded") or [])}
+    if out.get("not_in_results"):
+        result["not_in_results"] = out["not_in_results"]
+    return result
 
 
 def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> outputs.SkillsOut:

@@ -65,6 +65,7 @@ class McpSimilarResult(TypedDict):
 class McpFeedbackResult(TypedDict):
     query_id: int
     recorded: int
+    not_in_results: NotRequired[list[str]]   # marked files the query never returned (recorded all the same)
 
 
 class Skill(TypedDict):  # a skills_match item: the fields of MatchedSkill an agent needs, description clipped
