@@ -37,3 +37,10 @@ def test_json_keeps_every_field_whatever_the_width(kb, cli, monkeypatch):
 def test_piped_output_has_every_column(kb, run):
     res = run("query", QUESTION, "--db", kb.db_path, "-n", "3")
     assert res.returncode == 0 and "title" in _header(res.stdout)
+
+
+def test_the_explain_column_takes_its_room_first(kb, cli, monkeypatch):
+    monkeypatch.setattr("kb_indexer.cli.results.table_width", lambda: 170)
+    plain = _header(cli("query", QUESTION, "--db", kb.db_path, "-n", "3").stdout)
+    explained = _header(cli("query", QUESTION, "--db", kb.db_path, "-n", "3", "--explain").stdout)
+    assert "title" in plain and "title" not in explained and "score_parts" in explained

@@ -25,6 +25,7 @@ ResultFormatOpt = Annotated[ResultFormat, typer.Option(
 
 RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
 SEARCH_COLUMNS = ("filepath", "title", "matched_keywords", "user_keywords")
+PARTS_WIDTH = 50             # what the --explain column needs of the width
 NARROW, MEDIUM = 100, 140   # terminal columns below which the table leaves columns out (the JSON has all)
 
 
@@ -36,14 +37,15 @@ def emit_result(data: Mapping[str, Any], fmt: ResultFormat, kind: str) -> None:
         echo((render_query if kind == "query" else render_search)(data))
         return
     columns: tuple[str, ...] = RESULT_COLUMNS if kind == "query" else SEARCH_COLUMNS
+    results = data.get("results") or []
+    parts = fmt is ResultFormat.table and any("score_parts" in r for r in results)   # --explain: the parts too
     if fmt is ResultFormat.table:   # a narrow terminal: fewer columns, so that paths are not cut mid-word
-        width = table_width()
+        width = table_width() - (PARTS_WIDTH if parts else 0)
         drop = {"title"} if width < MEDIUM else set()
         if width < NARROW and kind == "query":
             drop.add("matched_keywords")
         columns = tuple(c for c in columns if c not in drop)
-    results = data.get("results") or []
-    if fmt is ResultFormat.table and any("score_parts" in r for r in results):   # --explain: the parts too
+    if parts:
         data = {**data, "results": [{**r, "score_parts": parts_text(r["score_parts"])} for r in results]}
         columns = (*columns, "score_parts")
     emit(data, fmt.value, rows="results", columns=columns)
