@@ -6,11 +6,6 @@ from __future__ import annotations
 import json
 import stat
 
-import pytest
-
-pytest.importorskip("prompt_toolkit", reason="prompt_toolkit (a dependency of kbindex's chat) is not installed")
-pytest.importorskip("rich", reason="rich (a dependency of kbindex's chat) is not installed")
-
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 

@@ -11,11 +11,6 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("prompt_toolkit", reason="prompt_toolkit (a dependency of kbindex's chat) is not installed")
-pytest.importorskip("rich", reason="rich (a dependency of kbindex's chat) is not installed")
-
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.chat.source import open_source
 from kb_indexer.chat.terminal import open_history

@@ -8,9 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("httpx", reason="httpx (the HTTP client of kbindex's LLM backends) is not installed")
-
 from fake_llm import FakeBackend
 
 from kb_indexer.errors import UsageError
