@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -124,16 +125,21 @@ def pytest_collection_modifyitems(config, items):
 
 _MISSING = re.compile(r"No module named '([\w.]+)'")
 _OURS = frozenset(("kb_indexer", "tests", "helpers", "conftest", "bench"))
+# What `pip install -e '.[dev]'` installs (pyproject.toml), by import name: with all of them present the
+# environment is complete, and a module that cannot be imported is a defect, not a skip.
+_DEV_IMPORTS = ("typer", "rich", "dotenv", "ollama", "httpx", "yaml", "snowballstemmer", "prompt_toolkit", "numpy",
+                "bm25s", "mcp", "psycopg", "tokenizers", "threadpoolctl")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
-    """A test module that cannot import a package kbindex depends on (not installed: a bare ``pytest`` outside
-    the dev environment) is skipped, naming the package, rather than failing collection; the one rule for every
-    module. A module of kbindex or of the tests that is missing still fails (that is a defect)."""
+    """In an environment without kbindex's dependencies (a bare ``pytest`` outside the dev environment), a test
+    module that cannot import a package is skipped, naming the package, rather than failing collection: the one
+    rule for every module. In the dev environment, and for a missing module of kbindex or of the tests, a
+    failure stays a failure."""
     outcome = yield
     report = outcome.get_result()
-    if not report.failed or not isinstance(collector, pytest.Module):
+    if not report.failed or not isinstance(collector, pytest.Module) or _dev_environment():
         return
     found = _MISSING.search(str(report.longrepr))
     top = found.group(1).split(".")[0] if found else None
@@ -141,6 +147,11 @@ def pytest_make_collect_report(collector):
         return
     report.outcome = "skipped"
     report.longrepr = (str(collector.path), 0, f"Skipped: {top} is not installed (pip install -e '.[dev]')")
+
+
+@functools.lru_cache(maxsize=1)
+def _dev_environment() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in _DEV_IMPORTS)
 
 
 @pytest.fixture
