@@ -50,6 +50,11 @@ def stored(path: str) -> str:
     return resolved(path)
 
 
+def is_filesystem_root(path: str) -> bool:
+    """Whether ``path`` is ``/`` (or a drive's root): never a skills directory, neither synced nor read."""
+    return os.path.dirname(path) == path
+
+
 def env_dirs() -> list[str]:
     raw = os.environ.get(ENV_VAR, "")
     return list(dict.fromkeys(resolved(p) for p in raw.split(os.pathsep) if p.strip()))
@@ -69,7 +74,7 @@ def resolve_dirs(conn: Connection, given: list[str], forget: list[str] | None = 
         if not Path(d).expanduser().is_dir():
             raise NotFoundError(f"Skills directory not found: {d}")
         r = resolved(d)
-        if os.path.dirname(r) == r:   # a skill is never read from a filesystem root (skills.source): not synced
+        if is_filesystem_root(r):
             raise UsageError(f"{d} is a filesystem root: give the folder that holds the skill folders")
         given_res.append(r)
     known = remembered(conn)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kb_indexer.beneath import SUPPORTED, open_folder
 from kb_indexer.errors import ValidationError
-from kb_indexer.skills.dirs import env_dirs
+from kb_indexer.skills.dirs import env_dirs, is_filesystem_root
 from kb_indexer.skills.sync import SkillFileRefused, read_opened, require_skill
 from kb_indexer.store.dbapi import Connection
 
@@ -38,7 +38,7 @@ def path_problem(folder: str, source_dir: str, given: set[str]) -> str | None:
     for path in (source_dir, folder):
         if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
             return f"its stored path {path!r} is not an absolute, normalised path"
-    if os.path.dirname(source_dir) == source_dir:
+    if is_filesystem_root(source_dir):
         return f"its stored skills directory {source_dir!r} is a filesystem root"
     if source_dir not in given:
         return (f"its stored skills directory {source_dir!r} is not one of the skills directories given "

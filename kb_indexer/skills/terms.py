@@ -6,9 +6,9 @@ text is data: punctuation and query syntax are separators), joined words are spl
 Snowball English stemmer folds plurals and ``-ing``/``-ed`` forms (``deploying``, ``deployed`` and
 ``deployments`` are ``deploy``; ``start`` never becomes ``art``), after the words British and American English
 spell apart are folded to one spelling (``summarise`` and ``summarize``, ``colour`` and ``color``:
-:func:`one_spelling`; skill descriptions are mostly written the American way, messages either way). Runs of CJK characters (Han, kana, Hangul), which are written without
-spaces between words, become overlapping character bigrams, so a Chinese or Korean message can match a
-description in the same script.
+:func:`one_spelling`; skill descriptions are mostly written the American way, messages either way). Runs of
+CJK characters (Han, kana, Hangul), which are written without spaces between words, become overlapping
+character bigrams, so a Chinese or Korean message can match a description in the same script.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _cjk_bigrams(run: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball English (Porter 2) stem of a word (``meetings`` and ``meeting`` are ``meet``; ``news``
-    stays ``news``), British and American spellings folded first (:func:`one_spelling`): the same function on both sides of a
-    match. Non-ASCII and short words stay as they are."""
+    stays ``news``), British and American spellings folded first (:func:`one_spelling`): the same function on
+    both sides of a match. Non-ASCII and short words stay as they are."""
     if not word.isascii() or not word.isalpha() or len(word) <= 3:
         return word
     return _english().stemWord(one_spelling(word))
