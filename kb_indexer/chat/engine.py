@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 RETRIEVE = 5
 CHAT_TIMEOUT = 300.0         # seconds one answer may take, unless --llm-timeout / KBINDEX_LLM_TIMEOUT say
 MAX_MATCH_CHARS = 20_000     # skills are matched on the start of a longer message
-MAX_QUERY_CHARS = 2_000      # and retrieval searches the start of it
+RETRIEVAL_CHARS = 2_000      # and retrieval searches the start of it
 # A follow-up ("and the networks?", "why?", "what about DQN") is searched with the previous user message.
 _FOLLOW_UP = re.compile(r"^\W*(and|or|but|also|then|so|what about|how about|it|its|it's|that|this|these|those|"
                         r"they|them|why|how come|more|same|which one)\b", re.IGNORECASE)
@@ -247,13 +247,13 @@ class ChatEngine:
     def _retrieval_question(self, norm: str) -> str:
         """A follow-up ("and the networks?", "why?") is searched together with the previous user message;
         any other message on its own ("what is q learning")."""
-        norm = norm[:MAX_QUERY_CHARS]
+        norm = norm[:RETRIEVAL_CHARS]
         if not _FOLLOW_UP.match(norm):
             return norm
         previous = [m for m in self.history() if m["role"] == "user"]
         if not previous:
             return norm
-        before = (previous[-1]["normalised"] or previous[-1]["content"])[:MAX_QUERY_CHARS]   # the start of it too
+        before = (previous[-1]["normalised"] or previous[-1]["content"])[:RETRIEVAL_CHARS]   # the start of it too
         return f"{before} {norm}"
 
     def _head(self) -> str:
