@@ -43,9 +43,20 @@ def _ages(iso: str | None, now: datetime) -> dict[str, Any]:
     return {"age_seconds": seconds, "age": age_phrase(seconds)}
 
 
-def summary_line(question: str, attempts: int, age: str | None) -> str:
-    """The design's history line: ``"How does AlphaGo work?" (2 attempts, 1 hour ago)``."""
-    return f'"{question}" ({attempts} attempt{"" if attempts == 1 else "s"}{", " + age if age else ""})'
+def summary_line(question: str, attempts: int, age: str | None, keywords: list[str] | None = None) -> str:
+    """The design's history line: ``"How does AlphaGo work?" (2 attempts, 1 hour ago)``; a query with no
+    question names its first attempt's ``keywords``: ``keywords RL, DQN (1 attempt, just now)``."""
+    asked = "keywords " + ", ".join(keywords) if not question and keywords else f'"{question}"'
+    return f'{asked} ({attempts} attempt{"" if attempts == 1 else "s"}{", " + age if age else ""})'
+
+
+def _keyword_list(raw: str | None) -> list[str]:
+    """An attempt's stored keywords (a JSON list of strings; anything else: none)."""
+    try:
+        words = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(w) for w in words] if isinstance(words, list) else []
 
 
 def history_list(conn: Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
@@ -53,7 +64,8 @@ def history_list(conn: Connection, limit: int = 10, now: datetime | None = None)
     now = now or datetime.now(timezone.utc)
     rows = conn.execute(
         "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
-        "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback "
+        "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback, "
+        "(SELECT a.keywords FROM query_attempts a WHERE a.query_id = q.id ORDER BY a.id LIMIT 1) AS keywords "
         "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit,)).fetchall()
     items = []
     for r in rows:
@@ -61,7 +73,7 @@ def history_list(conn: Connection, limit: int = 10, now: datetime | None = None)
         items.append({"query_id": r["id"], "question": r["question"], "context": r["context"] or None,
                       "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
                       "last_attempted_at": r["last_attempted_at"], **ages,
-                      "summary": summary_line(r["question"], r["attempts"], ages["age"])})
+                      "summary": summary_line(r["question"], r["attempts"], ages["age"], _keyword_list(r["keywords"]))})
     return {"queries": items, "count": len(items)}
 
 
@@ -73,7 +85,8 @@ def history_detail(conn: Connection, query_id: int, now: datetime | None = None)
     ages = _ages(q["last_attempted_at"], now)
     return {"query_id": q["id"], "question": q["question"], "context": q["context"] or None, "created_at": q["created_at"],
             "last_attempted_at": q["last_attempted_at"], **ages,
-            "summary": summary_line(q["question"], len(attempts), ages["age"]), "attempts": attempts,
+            "summary": summary_line(q["question"], len(attempts), ages["age"],
+                                    attempts[0]["keywords"] if attempts else None), "attempts": attempts,
             "feedback": feedback_rows(conn, query_id)}
 
 

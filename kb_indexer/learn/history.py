@@ -1,7 +1,8 @@
 """Recording every ``kbindex query`` in ``queries`` / ``query_attempts``.
 
 A *query* is a distinct ``(question, context)`` pair (context ``''`` when none
-was given); each run of it adds an *attempt*. Attempt columns:
+was given); each run of it adds an *attempt*. A query with keywords and no question (``query -k RL``) is
+a query of its own each time: two of them with other keywords are not one question asked twice. Attempt columns:
 
 - ``keywords``: JSON list of the user keywords of the attempt, as given with
   ``--keywords``, else the known keywords found in the question
@@ -41,17 +42,23 @@ from kb_indexer.store.dbapi import Connection
 TOP_RESULTS = 10
 
 
+#: The recorded query a question is asked again on: the same question and context; a query with no question
+#: (keywords only) is never asked again.
+_SAME_QUESTION = "question = ? AND question <> '' AND context = ?"
+
+
 def _one_question(conn: Connection, question: str, ctx: str) -> None:
     one_at_a_time(conn, f"query\x1f{question}\x1f{ctx}")
 
 
 def get_or_create_query(conn: Connection, question: str, context: str | None) -> int:
-    """The id of the ``(question, context)`` query, created if new; marks it attempted now. Inside the
-    caller's transaction; two processes asking the same question at once make one query."""
+    """The id of the ``(question, context)`` query, created if new (always, for no question: keywords
+    only); marks it attempted now. Inside the caller's transaction; two processes asking the same question
+    at once make one query."""
     ctx = context or ""
     now = now_iso()
     _one_question(conn, question, ctx)
-    row = conn.execute("SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1",
+    row = conn.execute(f"SELECT id FROM queries WHERE {_SAME_QUESTION} ORDER BY id LIMIT 1",
                        (question, ctx)).fetchone()
     if row is not None:
         conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
@@ -88,7 +95,7 @@ def add_attempt(conn: Connection, query_id: int, **attempt: Any) -> int:
 # get_or_create_query and add_attempt in one statement (PostgreSQL: data-modifying WITH), after the question's
 # lock: the query found is marked attempted, or one is created, and the attempt is written on it.
 _RECORD_SQL = (
-    "WITH found AS (SELECT id FROM queries WHERE question = ? AND context = ? ORDER BY id LIMIT 1), "
+    f"WITH found AS (SELECT id FROM queries WHERE {_SAME_QUESTION} ORDER BY id LIMIT 1), "
     "touched AS (UPDATE queries SET last_attempted_at = ? WHERE id = (SELECT id FROM found) RETURNING id), "
     "created AS (INSERT INTO queries (question, context, created_at, last_attempted_at) SELECT ?, ?, ?, ? "
     "WHERE NOT EXISTS (SELECT 1 FROM found) RETURNING id), "
