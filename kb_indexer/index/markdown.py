@@ -160,6 +160,22 @@ def _read_front_matter(text: str, out: ParsedMarkdown) -> str:
     return body
 
 
+def without_code_blocks(text: str) -> str:
+    """``text`` without its fenced code blocks (fences included): its prose. A block closes at a fence of the
+    same kind (a ``~~~`` line inside a ````` block is code); an unclosed one runs to the end."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        m = _FENCE.match(line.strip())
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None:
+            fence = None if m and m.group(1) == fence else fence
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def parse_markdown(text: str) -> ParsedMarkdown:
     """Front matter (see :mod:`kb_indexer.front_matter`), title, summary and body. A block that cannot be
     read, or a key kbindex reads with a value of the wrong type, is ``front_matter_error``: the document is
