@@ -63,6 +63,14 @@ held-out CISI +0.0009 vs +0.0008 and CACM +0.0133 vs +0.0154; a multiplicative b
 boost)) c 1 +0.0076, c 3 +0.0061. The ceiling (every document helpful for a feedback question and relevant
 to the new one moved to the top) is +0.179: 60-70% of unseen questions have one among ~330 helpful
 documents; choosing which is the gap, and these signals overlap (each +0.008-0.013 alone).
+
+Three more families, tried in a plain BM25 sandbox first (Snowball stems, Cranfield seeds 1-5, unseen half,
+feedback as bench/feedback_eval.py's; this rule there, weight 0.5: +0.0185): per-term weights learned from
+feedback (a question term that helpful documents hold more often than not-helpful ones weighs more,
+Robertson/Sparck Jones odds, clipped) +0.0061 at best; past helpful questions indexed as a field of their
+documents (document expansion) +0.0110, and +0.0144 beside this rule; a logistic ranker over this rule's
+similarity, the document's own score and rank, fitted leave-one-out on the feedback questions, +0.0159. None
+beat this rule, so none was built into the query path (2026-11-26).
 """
 
 from __future__ import annotations
