@@ -21,6 +21,7 @@ misbehaves that way:
 ``wrong_schema`` a valid envelope whose answer does not match the schema
 ``endless``    200 with a body that never ends, as fast as it can
 ``trickle``    200, one byte every 0.2 s
+``slowheaders`` the status line, then a header one byte every 0.2 s (the headers never end)
 =============  ===========================================================
 
 Not in the suite: ``redirect`` answers 307 to ``FaultServer(redirect_to=URL)`` + the same path (a
@@ -58,8 +59,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FAULTS = ("ok", "stall", "http500", "http429", "truncated", "nonjson", "envelope", "wrong_schema", "endless",
-          "trickle")
-QUICK_FAULTS = ("ok", "stall", "http429", "nonjson", "envelope", "endless", "trickle")
+          "trickle", "slowheaders")
+QUICK_FAULTS = ("ok", "stall", "http429", "nonjson", "envelope", "endless", "trickle", "slowheaders")
 PROTOCOLS = ("ollama", "openai", "gemini")
 MODEL = "stress-model:1"
 MAX_STALL = 120.0             # no handler waits longer than this, whatever happens
@@ -234,8 +235,21 @@ class FaultServer:
             self._stream(h, b'{"message": {"role": "assistant", "content": "' + b"a" * 65536, 0.0)
         elif fault == "trickle":
             self._stream(h, b"{", TRICKLE_GAP)
+        elif fault == "slowheaders":
+            self._slow_headers(h)
         else:
             self._send(h, 404, {"error": f"unknown fault {fault!r}"})
+
+    def _slow_headers(self, h: BaseHTTPRequestHandler) -> None:
+        """A status line, then a header that never ends, one byte every ``TRICKLE_GAP`` s (each within any
+        read timeout), bounded by ``MAX_STALL`` and the server's stop."""
+        h.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        started = time.monotonic()
+        while not self.stop.is_set() and time.monotonic() - started < MAX_STALL:
+            h.wfile.write(b"a")
+            h.wfile.flush()
+            self.stop.wait(TRICKLE_GAP)
+        h.close_connection = True
 
     def _stream(self, h: BaseHTTPRequestHandler, piece: bytes, gap: float) -> None:
         """A body that does not end: ``piece`` again and again (every ``gap`` s), bounded by

@@ -8,9 +8,14 @@ OpenAI-compatible backend's) and enforces a :class:`Budget`:
 
 * every request gets at most the time left until the deadline as its connect,
   write and read timeouts, and none starts after the deadline;
-* while a response body is read, a watchdog shuts the socket down when the
-  deadline passes (so a trickle or an endless body ends on time), and the
-  body is refused once it exceeds ``max_bytes``.
+* from the moment a request is sent until its body is read, a watchdog shuts
+  the socket down when the deadline passes: a server that trickles its status
+  line or headers (each byte within the read timeout), a body or an endless
+  body ends on time. The socket is taken from httpcore's ``trace`` extension
+  as the connection is made, so a request under a deadline asks for
+  ``Connection: close`` (a new connection each time: a kept-alive one is made
+  before the request and its socket would not be seen);
+* the body is refused once it exceeds ``max_bytes``.
 
 Failures are :class:`~kb_indexer.llm.base.LLMTimeout` and
 :class:`~kb_indexer.llm.base.LLMBadResponse`, which the callers turn into
@@ -65,17 +70,47 @@ def _limit_timeouts(request: httpx.Request, left: float) -> None:
     request.extensions["timeout"] = current
 
 
+class _Watchdog:
+    """Shuts a request's socket down when the deadline passes (``left`` seconds from now), from before the
+    request is sent until its response is closed. :meth:`trace` is the request's ``trace`` extension: it
+    keeps the connection's network stream as httpcore makes it (TCP, then TLS)."""
+
+    _MADE = ("connect_tcp.complete", "connect_unix_socket.complete", "start_tls.complete")
+
+    def __init__(self, left: float, chained: Any = None):
+        self.stream: Any = None
+        self._chained = chained
+        self._timer = threading.Timer(max(0.0, left), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name.endswith(self._MADE) and info.get("return_value") is not None:
+            self.stream = info["return_value"]
+        if self._chained is not None:
+            self._chained(name, info)
+
+    def _fire(self) -> None:
+        try:
+            sock = self.stream.get_extra_info("socket") if self.stream is not None else None
+        except Exception:  # pragma: no cover - a stream without a socket
+            sock = None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
 class _GuardedStream(httpx.SyncByteStream):
-    def __init__(self, inner: Any, budget: Budget, url: Any, sock: socket.socket | None):
+    def __init__(self, inner: Any, budget: Budget, url: Any, watchdog: _Watchdog | None):
         self._inner = inner
         self._budget = budget
         self._url = url
-        self._timer: threading.Timer | None = None
-        left = budget.remaining()
-        if sock is not None and left is not None:
-            self._timer = threading.Timer(max(0.0, left), _shutdown, (sock,))
-            self._timer.daemon = True
-            self._timer.start()
+        self._watchdog = watchdog
 
     def __iter__(self) -> Iterator[bytes]:
         size = 0
@@ -96,18 +131,11 @@ class _GuardedStream(httpx.SyncByteStream):
             raise self._budget.timeout_error(self._url)
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         close = getattr(self._inner, "close", None)
         if close is not None:
             close()
-
-
-def _shutdown(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class GuardedTransport(httpx.BaseTransport):
@@ -119,25 +147,26 @@ class GuardedTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         left = self.budget.remaining()
+        watchdog = None
         if left is not None:
             if left <= 0:
                 raise self.budget.timeout_error(request.url)
             _limit_timeouts(request, left)
+            watchdog = _Watchdog(left, request.extensions.get("trace"))
+            request.extensions["trace"] = watchdog.trace
+            request.headers["Connection"] = "close"
         try:
             response = self._inner.handle_request(request)
-        except httpx.TimeoutException:
-            if self.budget.expired():
+        except (httpx.HTTPError, OSError):
+            if watchdog is not None:
+                watchdog.cancel()
+            if self.budget.expired():   # a read timeout, or the socket the watchdog shut down
                 raise self.budget.timeout_error(request.url) from None
             raise
-        sock = None
-        stream = response.extensions.get("network_stream")
-        if stream is not None:
-            try:
-                sock = stream.get_extra_info("socket")
-            except Exception:  # pragma: no cover - a transport without sockets
-                sock = None
+        if watchdog is not None and response.extensions.get("network_stream") is not None:
+            watchdog.stream = response.extensions["network_stream"]
         return httpx.Response(status_code=response.status_code, headers=response.headers,
-                              stream=_GuardedStream(response.stream, self.budget, request.url, sock),
+                              stream=_GuardedStream(response.stream, self.budget, request.url, watchdog),
                               extensions=response.extensions, request=request)
 
     def close(self) -> None:

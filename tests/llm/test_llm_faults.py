@@ -101,7 +101,9 @@ def test_embeddings_fail_cleanly_on_every_fault(server, monkeypatch, protocol, f
 CLI_CASES = [("ollama", "nonjson", "similar"), ("ollama", "envelope", "query"), ("ollama", "nonjson", "doctor"),
              ("ollama", "trickle", "similar"), ("openai", "endless", "query"), ("openai", "stall", "similar"),
              ("openai", "wrong_schema", "doctor"), ("ollama", "ok", "similar"), ("gemini", "trickle", "similar"),
-             ("gemini", "endless", "query"), ("gemini", "stall", "doctor"), ("gemini", "ok", "similar")]
+             ("gemini", "endless", "query"), ("gemini", "stall", "doctor"), ("gemini", "ok", "similar"),
+             # headers trickled a byte at a time (each within the read timeout): the whole request has the deadline
+             ("openai", "slowheaders", "doctor"), ("gemini", "slowheaders", "similar"), ("ollama", "slowheaders", "query")]
 COMMANDS = {
     "similar": ["similar", "reinforcement learning", "--user-context", "game playing agents"],
     "query": ["query", "agents for board games", "-k", "reinforcement learning", "--context", "game AI"],
