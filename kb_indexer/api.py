@@ -23,8 +23,9 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
-from kb_indexer.config import DbArg, DbTarget, DbUrl, default_kb_root, find_db, stored_root_form, stored_root_path
-from kb_indexer.errors import KbError, NotFoundError, NotInitialisedError, UsageError
+from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, foreign_root, named_db,
+                               stored_root_form, stored_root_path)
+from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
                                check_unit_arg, check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
@@ -33,7 +34,7 @@ from kb_indexer.search.expansion import parse_weight_options
 from kb_indexer.search.keyword import keyword_search
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question
-from kb_indexer.store import meta, open_db, transaction
+from kb_indexer.store import index_exists, meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, translate, translating
 from kb_indexer.store.engine import is_postgres
@@ -141,23 +142,12 @@ def render_search(result: Mapping[str, Any]) -> str:
     return render(result)
 
 
-def _exists(db_path: DbTarget) -> bool:
-    """Whether the index is there already: a file; on a server, whether kbindex's schema is."""
-    if not isinstance(db_path, DbUrl):
-        return db_path.is_file()
-    try:
-        probe = open_db(db_path)
-    except NotInitialisedError:
-        return False
-    probe.close()
-    return True
-
-
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase:
     _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
 
     paths_from_cwd = True   # a relative path may name a file from the working directory (a command line's)
+    confined = False   # found in a parent folder, nobody named it: no file outside its folder (config.foreign_root)
 
     def __init__(self, conn: Connection, db_path: DbTarget, kb_root: Path):
         self.conn = conn
@@ -213,7 +203,7 @@ class KnowledgeBase:
         """The indexer behind the document and export/import methods below."""
         # lazy: index.sync and its file readers stay off the cold search path
         from kb_indexer.index.api import IndexAPI
-        return IndexAPI(self.conn, self.kb_root, self.db_path)
+        return IndexAPI(self.conn, self.kb_root, self.db_path, self.confined)
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -235,7 +225,15 @@ class KnowledgeBase:
         kbindex.db)."""
         db_path = find_db(db)
         conn = open_db(db_path)
-        return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
+        root = cls._kb_root(conn, db_path, kb)
+        out = cls(conn, db_path, root)
+        if not kb and not os.environ.get("KBINDEX_KB") and not named_db(db):
+            out.confined = True
+            problem = foreign_root(db_path, root)
+            if problem:
+                conn.close()
+                raise KbError(problem, code="outside_kb")
+        return out
 
     @staticmethod
     def serving(db: DbArg = None) -> ContextManager[None]:
@@ -249,7 +247,7 @@ class KnowledgeBase:
              force: bool = False) -> tuple[KnowledgeBase, InitResult]:
         """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
         db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
-        existed = _exists(db_path)
+        existed = index_exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
         if existed and not kb and not os.environ.get("KBINDEX_KB"):
             # Re-running init keeps the stored root.

@@ -13,7 +13,7 @@ import typer
 from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import Format, echo
-from kb_indexer.config import DbTarget, DbUrl, find_db
+from kb_indexer.config import DbTarget, DbUrl, find_db, named_db
 from kb_indexer.errors import KbError
 from kb_indexer.mcp.client_config import hint, render
 from kb_indexer.mcp.early import answer_first_line
@@ -88,10 +88,11 @@ def mcp(
     db_path = find_db(db)
     if not isinstance(db_path, DbUrl) and not db_path.is_file():
         raise KbError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)", code="no_index")
+    served = db_path if named_db(db) else None   # found, not named: each request finds it (and confines it) again
     if transport is Transport.stdio:
-        _serve_stdio(db_path)
+        _serve_stdio(served)
         return
-    _serve_http(db_path, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
+    _serve_http(served, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
 
 
 def _print_config(client: str, db: Optional[str], given: list[str]) -> None:
@@ -106,7 +107,7 @@ def _print_config(client: str, db: Optional[str], given: list[str]) -> None:
     sys.stdout.write(render(client, db_path))
 
 
-def _serve_stdio(db_path: DbTarget) -> None:
+def _serve_stdio(db_path: DbTarget | None) -> None:
     """The first line of stdin is read (and an initialize request answered) before the SDK is imported."""
     first_line, answered = answer_first_line(__version__)
     try:

@@ -576,3 +576,14 @@ def open_db(path: DbTarget) -> Connection:
     if len(applied) < len(MIGRATIONS):
         migrate(conn)
     return conn
+
+
+def index_exists(path: DbTarget) -> bool:
+    """Whether the index is there already: a file; on a server, whether kbindex's schema is."""
+    if not isinstance(path, DbUrl):
+        return path.is_file()
+    try:
+        open_db(path).close()
+    except NotInitialisedError:
+        return False
+    return True
