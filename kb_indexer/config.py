@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 from typing import Union
+from urllib.parse import unquote
 
 DB_FILENAME = "kbindex.db"
 DEFAULT_KB_DIRNAME = "knowledge-base"
@@ -59,6 +60,22 @@ def redact(url: str) -> str:
     """``url`` with its password (``user:PASSWORD@`` or ``password=...``) shown as ``***``."""
     return re.sub(_PASSWORD, lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", url,
                   flags=re.IGNORECASE)  # compiled on first use (re caches it): not on the SQLite path
+
+
+def redact_message(text: str, url: str) -> str:
+    """A message about ``url`` (a driver's error) with that URL's password hidden: wherever the URL shows
+    (:func:`redact`), and wherever the password itself does, as written or percent-decoded (a driver that
+    cannot parse a URL quotes pieces of it: ``invalid percent-encoded token: "S3cret%zzPW"``)."""
+    out = redact(text)
+    secrets = [m.group(1) for m in re.finditer(r"(?:^|[?&])password=([^&]+)", url, flags=re.IGNORECASE)]
+    userinfo = re.match(r"^[a-z][a-z0-9+.-]*://([^@/?#]*)@", url, flags=re.IGNORECASE)
+    if userinfo and ":" in userinfo.group(1):
+        secrets.append(userinfo.group(1).split(":", 1)[1])
+    for secret in secrets:
+        for form in {secret, unquote(secret)}:
+            if form:
+                out = out.replace(form, "***")
+    return out
 
 
 def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | None = None) -> DbTarget:

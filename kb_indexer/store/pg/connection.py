@@ -19,7 +19,7 @@ import psycopg
 from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
-from kb_indexer.config import DbUrl
+from kb_indexer.config import DbUrl, redact_message
 from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalError
 from kb_indexer.store.pg.dialect import translate
 
@@ -101,8 +101,9 @@ class PgConnection:
     def open(cls, target: DbUrl) -> "PgConnection":
         try:
             raw = psycopg.connect(target.url, **connect_kwargs())
-        except psycopg.Error as exc:
-            raise _mapped(exc) from None  # psycopg's message names the server, never the password
+        except psycopg.Error as exc:   # libpq may quote the URL, or a piece of it, in its message: hidden
+            mapped = _mapped(exc)
+            raise type(mapped)(redact_message(str(mapped), target.url), mapped.sqlstate) from None
         configure(raw)
         return cls(raw, target)
 
