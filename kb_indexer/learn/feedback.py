@@ -46,7 +46,7 @@ def _ages(iso: str | None, now: datetime) -> dict[str, Any]:
 def summary_line(question: str, attempts: int, age: str | None, keywords: list[str] | None = None) -> str:
     """The design's history line: ``"How does AlphaGo work?" (2 attempts, 1 hour ago)``; a query with no
     question names its first attempt's ``keywords``: ``keywords RL, DQN (1 attempt, just now)``."""
-    asked = "keywords " + ", ".join(keywords) if not question and keywords else f'"{question}"'
+    asked = "keywords " + ", ".join(map(str, keywords)) if not question and keywords else f'"{question}"'
     return f'{asked} ({attempts} attempt{"" if attempts == 1 else "s"}{", " + age if age else ""})'
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Callable
@@ -78,6 +79,12 @@ _KB_PATHS = {("documents", "filepath"), ("query_feedback", "filepath")}
 # symlink) but is otherwise held to the same rules.
 _OTHER_PATHS = {("documents", "keywords_file"), ("similarity_files", "file"), ("similarity_file_entries", "file")}
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# Columns kbindex reads as JSON, with the shape they must have: (container, type of each item or None).
+_JSON_COLUMNS: dict[tuple[str, str], tuple[type, type | None]] = {
+    ("query_attempts", "keywords"): (list, str), ("query_attempts", "top_results"): (list, dict),
+    ("query_attempts", "expansions"): (list, dict), ("query_attempts", "options"): (dict, None),
+    ("learned_items", "detail"): (dict, None), ("learned_items", "feedback_ids"): (list, int)}
+_NUMERIC_TYPES = ("INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")
 
 
 def _path_problem(value: Any, *, relative: bool) -> str | None:
@@ -86,8 +93,8 @@ def _path_problem(value: Any, *, relative: bool) -> str | None:
         return "must be a non-empty string"
     if len(value) > MAX_PATH_CHARS:
         return f"is {len(value)} characters long (at most {MAX_PATH_CHARS})"
-    if any(ord(c) < 32 for c in value):
-        return "contains a control character (NUL, newline, ...)"
+    if "\x00" in value:   # any other character a file name may have, sync indexes it: an export keeps it
+        return "contains a NUL character"
     if "\\" in value:
         return "contains a backslash (stored paths use '/')"
     if _DRIVE.match(value):
@@ -122,10 +129,32 @@ def _value_problem(value: Any) -> str | None:
     return f"must be a string, number or null, not {type(value).__name__}"
 
 
-def _check_row(table: str, row: dict[str, Any], i: int) -> None:
-    """Every value storable, every path a clean path inside the knowledge base; refused before any write."""
+def _json_problem(value: Any, shape: tuple[type, type | None]) -> str | None:
+    """Why ``value`` is not the JSON text of ``shape`` (None if it is, or is null)."""
+    if value is None:
+        return None
+    container, item = shape
+    try:
+        data = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        data = None
+    if not isinstance(data, container):
+        return f"must be the JSON text of {'a list' if container is list else 'an object'}"
+    if item is not None and isinstance(data, list) and not all(isinstance(x, item) and not isinstance(x, bool)
+                                                               for x in data):
+        return f"must list only {item.__name__} values"
+    return None
+
+
+def _check_row(table: str, row: dict[str, Any], i: int, numeric: set[str]) -> None:
+    """Every value storable and of its column's kind (a number in a numeric column, the JSON kbindex reads
+    in a JSON column), every path a clean path inside the knowledge base; refused before any write."""
     for col, value in row.items():
         problem = _value_problem(value)
+        if problem is None and col in numeric and isinstance(value, str):
+            problem = "must be a number (or null)"
+        if problem is None and (table, col) in _JSON_COLUMNS:
+            problem = _json_problem(value, _JSON_COLUMNS[(table, col)])
         if problem is None and (table, col) in _KB_PATHS | _OTHER_PATHS and value is not None:
             problem = _path_problem(value, relative=(table, col) in _KB_PATHS)
         if problem:
@@ -235,6 +264,7 @@ def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> l
     allowed = set(names) | ({"body"} if table == "documents" else set())
     # Primary keys (ids) are required too: other rows (and history, learned items) refer to them.
     required = {c["name"] for c in cols if (c["notnull"] and c["dflt_value"] is None) or c["pk"]}
+    numeric = {c["name"] for c in cols if any(t in str(c.get("type") or "").upper() for t in _NUMERIC_TYPES)}
     for i, row in enumerate(rows):
         extra = set(row) - allowed
         if extra:
@@ -242,7 +272,7 @@ def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> l
         missing = required - set(row)
         if missing:
             raise ValidationError(f"Export table {table!r} row {i} lacks: {', '.join(sorted(missing))}")
-        _check_row(table, row, i)
+        _check_row(table, row, i, numeric)
     return names
 
 

@@ -19,16 +19,16 @@ def tables(conn: PgConnection) -> list[str]:
 
 
 def columns(conn: PgConnection, table: str) -> list[dict[str, Any]]:
-    """Like SQLite's ``PRAGMA table_info``: name, notnull, dflt_value, pk (the hidden rowid left out)."""
+    """Like SQLite's ``PRAGMA table_info``: name, notnull, dflt_value, pk, type (the hidden rowid left out)."""
     rows = conn.raw.execute(
         "SELECT a.attname, a.attnotnull, pg_get_expr(d.adbin, d.adrelid), "
-        "COALESCE(a.attnum = ANY(i.indkey), false), a.attidentity "
+        "COALESCE(a.attnum = ANY(i.indkey), false), a.attidentity, format_type(a.atttypid, a.atttypmod) "
         "FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
         "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         (table,)).fetchall()
     return [{"name": r[0], "notnull": int(r[1]), "dflt_value": r[2] or ("identity" if r[4] else None),
-             "pk": int(r[3])} for r in rows if r[0] != ROWID]
+             "pk": int(r[3]), "type": r[5]} for r in rows if r[0] != ROWID]
 
 
 def order_column(conn: PgConnection, table: str) -> str:
