@@ -88,6 +88,7 @@ def test_missing_explicit_keywords_file_is_an_error_not_a_silent_loss(small, tmp
     res = handle.sync()
     assert [e["file"] for e in res["errors"]] == ["a.md"]
     assert "keywords file" in res["errors"][0]["message"].lower()
+    assert "a.md keeps its indexed version (later edits are not indexed)" in res["errors"][0]["message"]
     assert _keywords(handle, "a.md") == ["k1"]          # the index keeps what it had
     assert handle.stale()["stale"] is False              # reported once; not a warning on every query
     with pytest.raises(ValidationError, match="(?i)keywords file .* is missing"):

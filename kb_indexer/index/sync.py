@@ -279,8 +279,10 @@ def _store_read(conn: Connection, ids: KeywordIds, doc: LoadedDocument, known: K
 
 def _file_failed(root: Path, rel: str, known: Known | None, message: str, stats: Report, rejected: dict[str, str],
                  vanished: set[str]) -> None:
-    """A stored document that became unreadable keeps its index rows until it is fixed or deleted."""
-    stats["errors"].append({"file": rel, "message": message})
+    """A stored document that became unreadable keeps its index rows until it is fixed or deleted (the
+    message says so: its edits are not indexed meanwhile)."""
+    kept = f"; {rel} keeps its indexed version (later edits are not indexed) until this is fixed" if known else ""
+    stats["errors"].append({"file": rel, "message": message + kept})
     if not os.path.exists(root / rel):
         vanished.add(rel)  # deleted meanwhile, or a dangling symlink: not in the KB any more
         return
