@@ -22,7 +22,13 @@ read_only          1     the index (or its folder) cannot be written
 disk_full          1     the disk (or a quota) is full
 io_error           1     the disk or filesystem failed reading or writing the index
 write_failed       1     ``export --output`` could not write its file
+missing_extra      1     a feature needs an optional extra that is not installed
 llm_*              1     an LLM backend failed where no fallback applies
+rerank_*           1     ``query --rerank URL``: the endpoint failed or answered badly
+embedding_mismatch 1     the query's vectors are of another size than the index's
+already_running    1     ``model serve``: a server already answers there
+model_server_failed 1    ``model serve``: the server exited
+doctor_problems    1     ``llm doctor`` found problems
 internal           1     a bug in kbindex: please report it
 =================  ====  ===========================================================
 """

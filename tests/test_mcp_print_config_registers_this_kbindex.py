@@ -82,6 +82,6 @@ def test_a_server_url_is_given_without_its_password(run, tmp_path):
 
 def test_no_index_is_an_error_and_http_options_are_refused(run, tmp_path):
     missing = run("mcp", "--print-config", "claude", "--db", tmp_path / "none.db", "--format", "json")
-    assert missing.returncode == 1 and missing.stdout == "" and missing.error()["code"] == "no_index"
+    assert missing.returncode == 1 and missing.stdout == "" and missing.error()["code"] == "not_initialised"
     mixed = run("mcp", "--print-config", "claude", "--port", "9000", "--db", tmp_path / "none.db")
     assert mixed.returncode == 2

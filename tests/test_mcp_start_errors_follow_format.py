@@ -14,7 +14,7 @@ def test_a_missing_index_is_a_json_error_under_format_json(run, tmp_path):
     assert r.returncode == 1
     assert r.stdout == ""
     err = r.error()
-    assert err["code"] == "no_index" and str(missing) in err["message"]
+    assert err["code"] == "not_initialised" and str(missing) in err["message"]
 
 
 def test_a_missing_index_is_one_line_of_text_by_default(run, tmp_path):

@@ -14,7 +14,7 @@ from kb_indexer import __version__
 from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import Format, echo
 from kb_indexer.config import DbTarget, DbUrl, find_db, named_db
-from kb_indexer.errors import KbError
+from kb_indexer.errors import KbError, NotInitialisedError
 from kb_indexer.mcp.client_config import hint, render
 from kb_indexer.mcp.early import answer_first_line
 
@@ -87,7 +87,7 @@ def mcp(
     # printed by the CLI's error handler: terminal-safe text, or a JSON object under --format json).
     db_path = find_db(db)
     if not isinstance(db_path, DbUrl) and not db_path.is_file():
-        raise KbError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)", code="no_index")
+        raise NotInitialisedError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)")
     served = db_path if named_db(db) else None   # found, not named: each request finds it (and confines it) again
     if transport is Transport.stdio:
         _serve_stdio(served)
@@ -102,7 +102,7 @@ def _print_config(client: str, db: Optional[str], given: list[str]) -> None:
                                  param_hint="'--print-config'")
     db_path = find_db(db)
     if not isinstance(db_path, DbUrl) and not db_path.is_file():
-        raise KbError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)", code="no_index")
+        raise NotInitialisedError(f"no index at {db_path} (create one with `kbindex init`, or pass --db)")
     echo(hint(client, db_path), err=True)
     sys.stdout.write(render(client, db_path))
 

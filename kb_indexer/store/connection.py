@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator, cast
 
 from kb_indexer.config import DbTarget, DbUrl
-from kb_indexer.errors import BadDatabaseError, NotInitialisedError, StorageError
+from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError, StorageError
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
 from kb_indexer.store.errors import (BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError,
@@ -72,8 +72,8 @@ def _connect_postgres(url: DbUrl) -> Connection:
         # lazy: psycopg (the optional postgres extra) is imported only for a PostgreSQL index
         from kb_indexer.store.pg.connection import PgConnection
     except ImportError as exc:
-        raise StorageError(f"{url} is a PostgreSQL server, and the PostgreSQL engine needs psycopg: "
-                           "pip install 'kbindex[postgres]'") from exc
+        raise KbError(f"{url} is a PostgreSQL server, and the PostgreSQL engine needs psycopg: "
+                      "pip install 'kbindex[postgres]'", code="missing_extra") from exc
     try:
         return PgConnection.connect(url)
     except PgError as exc:
@@ -91,8 +91,8 @@ def pooling(target: DbTarget) -> Iterator[None]:
     try:
         from kb_indexer.store.pg.pool import pooled  # lazy: psycopg_pool, only on the PostgreSQL engine
     except ImportError as exc:
-        raise StorageError(f"{target} is a PostgreSQL server, and the PostgreSQL engine needs psycopg and "
-                           "psycopg_pool: pip install 'kbindex[postgres]'") from exc
+        raise KbError(f"{target} is a PostgreSQL server, and the PostgreSQL engine needs psycopg and "
+                      "psycopg_pool: pip install 'kbindex[postgres]'", code="missing_extra") from exc
     with pooled(target):
         yield
 

@@ -559,7 +559,8 @@ def _init_sqlite(path: Path, force: bool) -> tuple[Connection, list[str]]:
 def open_db(path: DbTarget) -> Connection:
     """Open an initialised index, upgrading it in place if it is older than this kbindex."""
     if isinstance(path, DbUrl):
-        return _pg().open_db(connect(path))  # type: ignore[no-any-return]
+        conn = connect(path)   # first: without psycopg (the postgres extra) it says what to install
+        return _pg().open_db(conn)  # type: ignore[no-any-return]
     conn = connect(path)
     try:
         applied = _applied(conn)
