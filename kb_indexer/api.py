@@ -23,9 +23,10 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
-from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, foreign_root, named_db,
+from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
+from kb_indexer.roots import foreign_root, remember
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
                                check_unit_arg, check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
@@ -147,7 +148,6 @@ class KnowledgeBase:
     _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
 
     paths_from_cwd = True   # a relative path may name a file from the working directory (a command line's)
-    confined = False   # found in a parent folder, nobody named it: no file outside its folder (config.foreign_root)
 
     def __init__(self, conn: Connection, db_path: DbTarget, kb_root: Path):
         self.conn = conn
@@ -203,7 +203,7 @@ class KnowledgeBase:
         """The indexer behind the document and export/import methods below."""
         # lazy: index.sync and its file readers stay off the cold search path
         from kb_indexer.index.api import IndexAPI
-        return IndexAPI(self.conn, self.kb_root, self.db_path, self.confined)
+        return IndexAPI(self.conn, self.kb_root, self.db_path)
 
     # -- opening -------------------------------------------------------------------------
     @staticmethod
@@ -226,14 +226,11 @@ class KnowledgeBase:
         db_path = find_db(db)
         conn = open_db(db_path)
         root = cls._kb_root(conn, db_path, kb)
-        out = cls(conn, db_path, root)
-        if not kb and not os.environ.get("KBINDEX_KB") and not named_db(db):
-            out.confined = True
-            problem = foreign_root(db_path, root)
-            if problem:
-                conn.close()
-                raise KbError(problem, code="outside_kb")
-        return out
+        problem = None if kb or os.environ.get("KBINDEX_KB") or named_db(db) else foreign_root(cast(Path, db_path), root)
+        if problem:   # found (it may have come with a cloned repository) and naming a root elsewhere: see roots.py
+            conn.close()
+            raise KbError(problem, code="outside_kb")
+        return cls(conn, db_path, root)
 
     @staticmethod
     def serving(db: DbArg = None) -> ContextManager[None]:
@@ -258,6 +255,8 @@ class KnowledgeBase:
             except Exception:
                 pass
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
+        if kb or os.environ.get("KBINDEX_KB"):   # a root you set: found later from this folder, it is used (roots.py)
+            remember(db_path, kb_root)
         result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
@@ -282,11 +281,13 @@ class KnowledgeBase:
         return self._index.remove(path)
 
     def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
-             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None,
+             force: bool = False) -> SyncResult:
         """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
         failure does not undo the sync: it is reported in the result's ``embed`` object (``error``).
-        ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`)."""
-        result = self._index.sync(directory, progress)
+        ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`). A sync
+        that finds none of the indexed documents removes them only with ``force`` (else ``would_remove_all``)."""
+        result = self._index.sync(directory, progress, force)
         if embed:
             try:
                 result["embed"] = self.embeddings.embed(embed=embed_options, progress=embed_progress)

@@ -97,28 +97,9 @@ def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | N
 
 def named_db(db: object = None) -> bool:
     """Whether the index is named (``db``, else ``KBINDEX_DB``) rather than found by :func:`find_db` in the
-    working folder or a parent. A found one may have come with a cloned repository: it names no file outside
-    its own folder (:func:`foreign_root`, ``KnowledgeBase.confined``)."""
+    working folder or a parent. A found one may have come with a cloned repository: the knowledge-base root
+    it names is checked (:func:`kb_indexer.roots.foreign_root`)."""
     return bool(db) or bool(os.environ.get("KBINDEX_DB"))
-
-
-def outside_own_folder(db_path: DbTarget, path: Path) -> bool:
-    """Whether ``path`` (links resolved) lies outside the folder of the index file ``db_path``."""
-    if isinstance(db_path, DbUrl):
-        return False
-    folder = db_path.parent.resolve()
-    target = path.resolve()
-    return target != folder and folder not in target.parents
-
-
-def foreign_root(db_path: DbTarget, root: Path) -> str | None:
-    """Why a found index (not :func:`named_db`) may not use its stored knowledge-base ``root`` (None: it may):
-    the root lies outside the index's folder."""
-    if not outside_own_folder(db_path, root):
-        return None
-    return (f"The index {db_path} was found in this folder or a parent, and it names a knowledge-base root outside "
-            f"its own folder: {root}. kbindex reads and writes files there only when you say so: pass --kb {root} "
-            f"(or set KBINDEX_KB), or name the index with --db {db_path} (or KBINDEX_DB)")
 
 
 def default_kb_root(db_path: DbTarget) -> Path:

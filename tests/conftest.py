@@ -33,6 +33,7 @@ def _isolate_env(monkeypatch, tmp_path):
                 "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))   # roots remembered by init (roots.py)
     # Every process a test starts imports this checkout's kb_indexer, whatever is installed.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)

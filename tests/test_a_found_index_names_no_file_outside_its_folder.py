@@ -1,12 +1,11 @@
 """An index kbindex finds by itself (a ``kbindex.db`` in the working folder or a parent, named by nobody) may have
-come with a cloned repository: it names no file outside its own folder. A knowledge-base root stored there that
-lies outside is refused (``outside_kb``, with what to pass to allow it), so ``sync`` neither indexes nor
-``enrich`` writes files there; nor are `add --keywords` files outside that folder read. Naming the index
-(``--db``) or the root (``--kb``) allows both, as before."""
+come with a cloned repository: a knowledge-base root stored in it that lies outside its own folder is used only
+when it was set for it with ``init --kb`` on this machine (remembered outside every index). Otherwise it is refused
+(``outside_kb``, with what to pass to allow it), so ``sync`` neither indexes nor ``enrich`` writes files there.
+Naming the index (``--db``) or the root (``--kb``) allows it, as before."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
@@ -56,28 +55,37 @@ def test_the_api_refuses_it_too_and_a_root_inside_is_used(cloned, monkeypatch):
     project, victim = cloned
     monkeypatch.chdir(project / "kb")
     with KnowledgeBase.open() as kb:            # found in a parent, its root inside its folder
-        assert kb.confined and kb.sync()["added"] == 1
+        assert kb.sync()["added"] == 1
     _set(project / "kbindex.db", "UPDATE meta SET value = ? WHERE key = 'kb_root'", str(victim))
     with pytest.raises(KbError) as err:
         KnowledgeBase.open()
     assert err.value.code == "outside_kb" and str(victim) in err.value.message
     with KnowledgeBase.open(project / "kbindex.db") as kb:   # named: as before
-        assert not kb.confined and kb.kb_root == victim
+        assert kb.kb_root == victim
 
 
-def test_a_keywords_file_outside_the_found_index_folder_is_not_read(cloned, run, tmp_path):
-    project, _ = cloned
-    outside = tmp_path / "elsewhere.json"
-    outside.write_text(json.dumps({"filepath": "a.md", "summary": "from outside", "keywords": ["leaked"]}),
-                       encoding="utf-8")
-    assert run("sync", "--format", "json", cwd=project).returncode == 0
-    _set(project / "kbindex.db", "UPDATE documents SET keywords_file = ? WHERE filepath = 'a.md'", str(outside))
-    (project / "kb" / "a.md").write_text("# A\n\nalpha notes, edited\n", encoding="utf-8")
-    for args in (["sync"], ["update", "a.md"]):
-        res = run(*args, "--format", "json", cwd=project)
-        assert res.returncode == 1 and res.error()["code"] == "outside_kb", res.stderr
-        assert "elsewhere.json" in res.error()["message"] and "--db" in res.error()["message"]
-    shown = run("show", "a.md", "--db", project / "kbindex.db", "--format", "json", cwd=project).json()
-    assert shown["summary"] != "from outside"
-    named = run("sync", "--db", project / "kbindex.db", "--format", "json", cwd=project)   # named: read
-    assert named.returncode == 0 and named.json()["updated"] == 1, named.stderr
+def test_a_root_set_here_with_init_is_used_when_found(tmp_path, run, monkeypatch):
+    notes, here = tmp_path / "notes", tmp_path / "work"
+    notes.mkdir()
+    here.mkdir()
+    (notes / "n.md").write_text("# N\n\nzebracorn notes\n", encoding="utf-8")
+    assert run("init", "--kb", notes, cwd=here).returncode == 0
+    res = run("sync", "--format", "json", cwd=here)
+    assert res.returncode == 0 and res.json()["added"] == 1, res.stderr
+    assert run("query", "zebracorn", "--format", "json", cwd=here).json()["total"] == 1
+    roots = tmp_path / "xdg-state" / "kbindex" / "roots.json"
+    assert roots.stat().st_mode & 0o077 == 0 and str(notes.resolve()) in roots.read_text(encoding="utf-8")
+    # another index in another folder naming the same root was not set here: refused until it is
+    other = tmp_path / "other"
+    other.mkdir()
+    KnowledgeBase.init(other / "kbindex.db", other / "kb")[0].close()
+    _set(other / "kbindex.db", "UPDATE meta SET value = ? WHERE key = 'kb_root'", str(notes))
+    assert run("sync", "--format", "json", cwd=other).error()["code"] == "outside_kb"
+    assert run("init", "--kb", notes, cwd=other).returncode == 0      # set here now: remembered
+    assert run("sync", "--format", "json", cwd=other).returncode == 0
+
+
+def test_a_root_inside_the_index_folder_is_not_remembered(tmp_path, run):
+    (tmp_path / "p" / "kb").mkdir(parents=True)
+    assert run("init", "--kb", "kb", cwd=tmp_path / "p").returncode == 0
+    assert not (tmp_path / "xdg-state" / "kbindex" / "roots.json").exists()

@@ -120,6 +120,9 @@ def sync(
     no_llm: Annotated[bool, typer.Option("--no-llm", help="With --enrich: the statistical extractor only.")] = False,
     llm_backend: Annotated[Optional[str], typer.Option("--llm-backend", help="With --enrich: the LLM backend "
                                                        "(as `kbindex enrich`).", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Remove the indexed documents even when none of them is "
+                                        "found (else refused: a wrong --kb or an unmounted folder would remove "
+                                        "everything, with what was learned).")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""
@@ -129,11 +132,11 @@ def sync(
         if enrich:
             result = k.enrich.sync(directory, progress.callback("Indexing", lines=False), use_llm=not no_llm,
                                    llm=LLMOptions(backend=llm_backend), embed=embed, embed_options=opts,
-                                   embed_progress=embedding)
+                                   embed_progress=embedding, force=force)
             report_documents(result.get("enrich") or {})
         else:
             result = k.sync(directory, progress.callback("Indexing", lines=False), embed=embed, embed_options=opts,
-                            embed_progress=embedding)
+                            embed_progress=embedding, force=force)
     for err in result["errors"]:
         warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     for warning in result["warnings"]:

@@ -45,7 +45,8 @@ class Syncing(Protocol):
     kb_root: Path
 
     def sync(self, directory: str | None = None, progress: Progress | None = None, *, embed: bool = False,
-             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult: ...
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None,
+             force: bool = False) -> SyncResult: ...
 
 
 class LlmEnricher:
@@ -133,13 +134,14 @@ class EnrichAPI:
 
     def sync(self, directory: str | None = None, progress: Progress | None = None, *, use_llm: bool = True,
              llm: LLMOptions | None = None, client: LLMClient | None = None, embed: bool = False,
-             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None) -> SyncResult:
-        """``sync`` (with its ``embed`` options), then enrich the documents that have no keywords
+             embed_options: EmbedOptions | None = None, embed_progress: Progress | None = None,
+             force: bool = False) -> SyncResult:
+        """``sync`` (with its ``embed`` and ``force`` options), then enrich the documents that have no keywords
         of a person, and the changed ones whose keywords were generated (only their generated keywords are
         refreshed)."""
         started = now_iso()
         result = self.kb.sync(directory, progress, embed=embed, embed_options=embed_options,
-                              embed_progress=embed_progress)
+                              embed_progress=embed_progress, force=force)
         prefix = "" if directory is None else to_relative(self.kb_root, directory).rstrip("/") + "/"
         prefix = "" if prefix in ("./", "/") else prefix
         rels = [fp for fp, updated, human, gen in self.conn.execute(

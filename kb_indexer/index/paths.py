@@ -6,9 +6,7 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from kb_indexer.config import DbTarget, outside_own_folder
 from kb_indexer.errors import ValidationError
 
 KEYWORDS_SUFFIX = ".keywords.json"
@@ -150,16 +148,3 @@ def explicit_keywords_file(kb_root: Path, rel: str, stored: str | None) -> Path 
         return None
     path = Path(stored)
     return path if path.is_absolute() else kb_root / path
-
-
-def foreign_keywords_files(conn: Any, kb_root: Path, db_path: DbTarget, only: str | None = None) -> list[tuple[str, str]]:
-    """``(document, keywords file)`` of every document (or of ``only``) whose `add --keywords` file lies outside
-    the folder of the index ``db_path`` (see ``KnowledgeBase.confined``)."""
-    sql = "SELECT filepath, keywords_file FROM documents WHERE keywords_file IS NOT NULL"
-    rows = conn.execute(sql + " AND filepath = ?", (only,)) if only is not None else conn.execute(sql)
-    out = []
-    for fp, stored in rows:
-        path = explicit_keywords_file(kb_root, fp, stored)
-        if path is not None and outside_own_folder(db_path, path):
-            out.append((fp, stored))
-    return out

@@ -143,7 +143,7 @@ def _scope(conn: Connection, root: Path, directory: str | None) -> tuple[Path, s
 
 
 def sync(conn: Connection, kb_root: Path, directory: str | None = None,
-         progress: Progress | None = None) -> Report:
+         progress: Progress | None = None, force: bool = False) -> Report:
     """Index the knowledge base incrementally; a bad file is reported in ``errors`` and skipped.
 
     New and changed documents are written in batches (each its own transaction), then deletions and the
@@ -151,10 +151,10 @@ def sync(conn: Connection, kb_root: Path, directory: str | None = None,
     interleave (:func:`exclusive`: on PostgreSQL, from any host).
     """
     with exclusive(conn, "sync"), bulk_writing(conn):
-        return _sync(conn, kb_root, directory, progress)
+        return _sync(conn, kb_root, directory, progress, force)
 
 
-def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Progress | None) -> Report:
+def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Progress | None, force: bool) -> Report:
     root = kb_root.resolve()
     base, prefix = _scope(conn, root, directory)
     started_ns = time.time_ns()
@@ -168,6 +168,8 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
+    if not force and existing and len(missing) == len(existing):
+        _refuse_wipe(root, existing, walk.files)
     renames = Renames(conn, missing, new_files=bool(todo))
     writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
     vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
@@ -192,6 +194,18 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
+
+
+def _refuse_wipe(root: Path, existing: dict[str, Known], on_disk: dict[str, str]) -> None:
+    """A sync that finds none of the indexed documents (a wrong ``--kb``, a folder not mounted, an index
+    re-pointed by ``init --kb``) would remove them all, with what was learned about them: refused, nothing
+    written, unless one of them only moved (its text is among the files found) or ``force``."""
+    texts = {known[3] for known in existing.values() if known[3]}
+    if any(text_hash(root, rel) in texts for rel in on_disk):
+        return   # moved: the renames pair them
+    raise KbError(f"None of the {len(existing)} indexed documents is in {root} (a wrong --kb, a folder that is not "
+                  f"mounted?): this sync would remove them all, with what was learned about them. Nothing was "
+                  f"changed. If they were deleted on purpose: kbindex sync --force", code="would_remove_all")
 
 
 def _changed(root: Path, on_disk: dict[str, str], existing: dict[str, Known]) -> list[str]:
