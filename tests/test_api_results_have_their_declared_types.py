@@ -71,7 +71,7 @@ def test_query_history_feedback_and_learning(kb, check):
     check(results.LearnedListResult, kb.learning.learned_list())
     check(results.QueryResult, kb.learning.refine(qid, ["reinforcement learning"]))
     check(results.LearnedRemoveResult, kb.learning.learned_remove(all_=True))
-    check(results.ClearHistoryResult, kb.learning.clear_history())
+    check(results.ClearHistoryResult, kb.learning.clear_history(all_=True))
 
 
 def test_database_cache_and_doctor(kb, check):

@@ -232,7 +232,12 @@ def test_history_and_clear_history(kb):
     detail = kb.learning.history(qid)
     assert detail["question"] == "first question" and len(detail["attempts"]) == 1
     kb.learning.feedback(qid, ["experience-based-learning.md"], [])
-    res = kb.learning.clear_history()
+    with pytest.raises(UsageError, match="before or all_=True"):   # nothing deleted by default
+        kb.learning.clear_history()
+    with pytest.raises(UsageError):
+        kb.learning.clear_history("2026-01-01", all_=True)
+    assert kb.learning.history()["count"] == 2
+    res = kb.learning.clear_history(all_=True)
     assert res == {"queries_removed": 2, "feedback_removed": 1, "before": None}
     assert kb.learning.history()["count"] == 0
 

@@ -98,7 +98,9 @@ def test_clear_history_before_date(proj, run):
     q(run, proj, "alphago")
     res = run("clear-history", "--before", "2000-01-01", "-f", "json", cwd=proj).json()
     assert res["queries_removed"] == 0
-    res = run("clear-history", "-f", "json", cwd=proj).json()
+    bare = run("clear-history", "-f", "json", cwd=proj)    # nothing deleted without --before or --all
+    assert bare.returncode == 2 and bare.error()["code"] == "usage" and "--all" in bare.error()["message"]
+    res = run("clear-history", "--all", "-f", "json", cwd=proj).json()
     assert res["queries_removed"] == 1
     assert run("clear-history", "--before", "yesterday", cwd=proj).returncode == 2
 

@@ -38,7 +38,7 @@ def test_the_table_shows_the_summary_not_the_key(kb, cli):
 
 def test_after_clear_history_the_terms_stand_in_for_the_question(kb):
     path, _ = _learned(kb)
-    kb.learning.clear_history()
+    kb.learning.clear_history(all_=True)
     item = next(i for i in kb.learning.learned_list()["learned"] if i["kind"] == "association")
     assert item["questions"] == []
     assert item["summary"].startswith(f"lifts {path} for questions with the terms ")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.both_engines
 WRITES = {
     "skills.sync": lambda kb, tmp: kb.skills.sync([str(tmp)]),
     "context.add": lambda kb, tmp: kb.context.add("s1", role="user", text="hello"),
-    "learning.clear_history": lambda kb, tmp: kb.learning.clear_history(),
+    "learning.clear_history": lambda kb, tmp: kb.learning.clear_history(all_=True),
     "enrich.documents": lambda kb, tmp: kb.enrich.documents(all_=True, use_llm=False, write=False),
     "embeddings.embed": lambda kb, tmp: kb.embeddings.embed(embed=_fake_embed()),
 }

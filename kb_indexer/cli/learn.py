@@ -229,8 +229,10 @@ def learned_remove(
 def clear_history(
     before: Annotated[Optional[str], typer.Option("--before", help="Only queries last asked before this date "
                                                   "(YYYY-MM-DD or ISO-8601; UTC unless an offset is given).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every recorded query, with its feedback (unprocessed "
+                                       "feedback too: run `kbindex learn` first to keep what it teaches).")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Delete recorded queries with their attempts and feedback (learned items stay)."""
+    """Delete recorded queries with their attempts and feedback (learned items stay): --before DATE or --all."""
     with open_kb(db, kb) as k:
-        emit(k.learning.clear_history(before), format, title="clear-history")
+        emit(k.learning.clear_history(before, all_=all_), format, title="clear-history")

@@ -89,7 +89,13 @@ class LearningAPI:
             check_id(i, "learned item id")
         return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
 
-    def clear_history(self, before: str | None = None) -> ClearHistoryResult:
+    def clear_history(self, before: str | None = None, *, all_: bool = False) -> ClearHistoryResult:
+        """Delete recorded queries (with their attempts and feedback, unprocessed feedback included) last asked
+        before ``before``, or every one with ``all_``; one of the two must be given (nothing is deleted by
+        default)."""
+        if (before is None) == (not all_):
+            raise UsageError("clear_history deletes the queries last asked before a date, or all of them: give "
+                             "before or all_=True, one of them (--before DATE or --all in the CLI)")
         return cast("ClearHistoryResult", clear_history(self.conn, before))
 
     def refine(self, query_id: int | None, keywords: list[str], *, last: bool = False,
