@@ -66,7 +66,7 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
         ExportResult,
         ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
         KeywordStatsResult, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, SearchResult, ShowResult,
-        SimilarResult, StaleResult, SyncResult, UnrelateResult,
+        SimilarResult, StaleNote, StaleResult, SyncResult, UnrelateResult,
     )
 
 __all__ = ["EmbedOptions", "KnowledgeBase", "LLMOptions", "QueryOptions", "check_question", "documented_error",
@@ -521,14 +521,19 @@ class KnowledgeBase:
         from kb_indexer.index.stale import check
         return cast("StaleResult", check(self.conn, self.kb_root, full=full))
 
-    def stale_warning(self) -> str | None:
-        """The one-line warning a query prints when files changed since the last sync (None: none did).
-        An agent querying a shared (PostgreSQL) index without the files is told once that nothing is checked."""
+    def stale_note(self) -> StaleNote | None:
+        """What a query says when files changed since the last sync (None: none did): a one-line ``message``
+        and the counts. An agent querying a shared (PostgreSQL) index without the files is told that nothing
+        is checked (``checked`` false)."""
         if is_postgres(self.conn) and not self.kb_root.is_dir():
-            return (f"the knowledge-base root {self.kb_root} is not on this machine: the stale check is skipped "
-                    "(results come from the shared index as last synced)")
+            return {"message": f"the knowledge-base root {self.kb_root} is not on this machine: the stale check is "
+                    "skipped (results come from the shared index as last synced)", "checked": False, "changed": 0,
+                    "added": 0, "removed": 0}
         from kb_indexer.index.stale import message  # lazy: as in stale()
-        return message(self.stale())
+        info = self.stale()
+        said = message(info)
+        return None if said is None else {"message": said, "checked": True, "changed": info.get("changed", 0),
+                                          "added": info.get("added", 0), "removed": info.get("removed", 0)}
 
     # -- LLM cache and doctor ------------------------------------------------------------
     def cache_stats(self) -> CacheStatsResult:

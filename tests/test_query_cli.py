@@ -99,10 +99,13 @@ def test_stale_warning_and_sync(cli, opts, kb):
     r = cli("query", "quokka zyxwv", "-f", "json", *opts)
     assert r.exit_code == 0
     assert "out of date" in r.stderr and "1 added" in r.stderr and "--sync" in r.stderr
-    assert json.loads(r.stdout)["count"] == 0              # not indexed yet; stdout is still the result
+    data = json.loads(r.stdout)
+    assert data["count"] == 0              # not indexed yet; stdout is still the result, and says why (agents)
+    assert data["stale"]["added"] == 1 and data["stale"]["checked"] is True and "out of date" in data["stale"]["message"]
     r = cli("query", "quokka zyxwv", "-f", "json", "--sync", *opts)
     assert r.exit_code == 0 and r.stderr == ""
     assert [x["filepath"] for x in json.loads(r.stdout)["results"]] == ["zz-quokka.md"]
+    assert json.loads(r.stdout)["stale"] is None
     r = cli("query", "quokka zyxwv", "-f", "json", *opts)
     assert r.stderr == ""
 

@@ -19,6 +19,7 @@ from kb_indexer.api import QueryOptions, check_question, parse_weight_options
 
 if TYPE_CHECKING:
     from kb_indexer.api import KnowledgeBase
+    from kb_indexer.results import StaleNote
 
 
 class Method(str, Enum):
@@ -120,9 +121,10 @@ def query(
                            weights=parse_weight_options(weight or []), method=method.value, limit=limit,
                            explain=explain, prf=prf)
     with open_kb(db, kb) as k:
-        _refresh(k, sync, not no_stale_check)
+        stale = _refresh(k, sync, not no_stale_check)
         data = k.query(question, keywords, options, llm=llm_options(llm_backend, llm_model, no_cache, llm_timeout),
                        embed=embed_options(embed_backend, embed_model), rerank=rerank)
+    data["stale"] = stale   # on stderr for people, and in the JSON for agents (null: up to date, or not checked)
     if data.get("rerank", {}).get("error"):
         warn(f"rerank skipped, fused order kept: {data['rerank']['error']}")
     if data.get("history_error"):  # on stderr for people, and kept in the JSON (with its code) for agents
@@ -134,13 +136,15 @@ def query(
     emit_result(data, format, "query")
 
 
-def _refresh(k: KnowledgeBase, sync: bool, stale_check: bool) -> None:
-    """``--sync`` first, or say on stderr that files changed since the last sync."""
+def _refresh(k: KnowledgeBase, sync: bool, stale_check: bool) -> StaleNote | None:
+    """``--sync`` first, or say on stderr (and return, for the JSON) that files changed since the last sync."""
     if sync:
         result = k.sync()
         for err in result["errors"]:
             warn(f"{'' if err.get('indexed') else 'skipped '}{err['file']}: {err['message']}")
     elif stale_check:
-        msg = k.stale_warning()
-        if msg:
-            warn(msg)
+        note = k.stale_note()
+        if note:
+            warn(note["message"])
+        return note
+    return None

@@ -23,7 +23,7 @@ from kb_indexer.results.index import (
     ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
     KeywordStatsResult, KeywordTag, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, Rename,
     ShowResult, SimilarKeyword, SimilarResult, SimilarityFilesReport, SparseIndexStats, SparseRefresh, VectorSearch,
-    StaleResult, SyncResult, TaggedDocument, UnrelateResult,
+    StaleNote, StaleResult, SyncResult, TaggedDocument, UnrelateResult,
 )
 from kb_indexer.results.query import (
     Evidence, Expansion, QueryEcho, QueryResult, RankedDocument, ScoreParts, SearchHit, SearchQuery,
@@ -71,6 +71,6 @@ __all__ = [
     "SkillRemoveResult", "SkillSessionResetResult", "SkillSessionResult", "SkillShowResult", "SkillSummary",
     "SkillVectorsReport", "SkillsDir", "SkillsEmbedResult", "SkillsListResult", "SkillsLlmReport",
     "SkillsLoadResult", "SkillsSyncResult",
-    "SparseIndexStats", "SparseRefresh", "VectorSearch", "StaleResult", "StoredMessage", "SuggestResult", "Suggestion",
+    "SparseIndexStats", "SparseRefresh", "VectorSearch", "StaleNote", "StaleResult", "StoredMessage", "SuggestResult", "Suggestion",
     "SuggestionEvidence", "SyncResult", "TaggedDocument", "UnrelateResult",
 ]

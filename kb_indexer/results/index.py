@@ -143,6 +143,15 @@ class KeywordsResult(TypedDict):
     count: int
 
 
+class StaleNote(TypedDict):
+    """What ``query`` says of an index out of date (``KnowledgeBase.stale_note``; the CLI's JSON ``stale``)."""
+    message: str
+    checked: bool          # false: the files are not on this machine (a shared index), nothing was compared
+    changed: int
+    added: int
+    removed: int
+
+
 class StaleResult(TypedDict):
     stale: bool
     checked: bool

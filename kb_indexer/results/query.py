@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kb_indexer.results.common import CacheCounts, JsonObject, LlmReport, NotRequired, TypedDict
+from kb_indexer.results.index import StaleNote
 
 
 class SearchQuery(TypedDict):
@@ -121,6 +122,7 @@ class QueryResult(TypedDict):
     query_id: NotRequired[int | None]
     attempt_id: NotRequired[int | None]
     history_error: NotRequired[str]
+    stale: NotRequired[StaleNote | None]     # the CLI's query: files changed since the last sync (else null)
     history_error_code: NotRequired[str]
     llm: NotRequired[LlmReport]
     cache: NotRequired[CacheCounts]
