@@ -23,7 +23,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
-from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db,
+from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, warn_shadowed,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember
@@ -254,6 +254,8 @@ class KnowledgeBase:
                 probe.close()
             except Exception:
                 pass
+        if not existed and not named_db(db):
+            warn_shadowed(db_path)   # an index in a parent folder that commands run here will no longer find
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
         if kb or os.environ.get("KBINDEX_KB"):   # a root you set: found later from this folder, it is used (roots.py)
             remember(db_path, kb_root)
@@ -523,17 +525,9 @@ class KnowledgeBase:
 
     def stale_note(self) -> StaleNote | None:
         """What a query says when files changed since the last sync (None: none did): a one-line ``message``
-        and the counts. An agent querying a shared (PostgreSQL) index without the files is told that nothing
-        is checked (``checked`` false)."""
-        if is_postgres(self.conn) and not self.kb_root.is_dir():
-            return {"message": f"the knowledge-base root {self.kb_root} is not on this machine: the stale check is "
-                    "skipped (results come from the shared index as last synced)", "checked": False, "changed": 0,
-                    "added": 0, "removed": 0}
-        from kb_indexer.index.stale import message  # lazy: as in stale()
-        info = self.stale()
-        said = message(info)
-        return None if said is None else {"message": said, "checked": True, "changed": info.get("changed", 0),
-                                          "added": info.get("added", 0), "removed": info.get("removed", 0)}
+        and the counts; on a shared (PostgreSQL) index without the files here, that nothing is checked."""
+        from kb_indexer.index.stale import note  # lazy: as in stale()
+        return note(self.conn, self.kb_root, self.stale)
 
     # -- LLM cache and doctor ------------------------------------------------------------
     def cache_stats(self) -> CacheStatsResult:

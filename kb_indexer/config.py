@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Union
 from urllib.parse import unquote
 
+from kb_indexer.notices import warn
+
 DB_FILENAME = "kbindex.db"
 DEFAULT_KB_DIRNAME = "knowledge-base"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -93,6 +95,17 @@ def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | N
         if candidate.is_file():
             return candidate
     return here / DB_FILENAME
+
+
+def warn_shadowed(db_path: DbTarget) -> None:
+    """Warn when an index in a parent folder of the new index file ``db_path`` would no longer be found by
+    commands run below that file's folder (the nearest one wins)."""
+    if isinstance(db_path, DbUrl) or db_path.parent.parent == db_path.parent:
+        return
+    found = find_db(start=db_path.parent.parent)
+    if isinstance(found, Path) and found.is_file():
+        warn(f"{found} is an index in a parent folder: commands run here now find {db_path} instead "
+             f"(pass --db {found} to use that one)")
 
 
 def named_db(db: object = None) -> bool:

@@ -18,7 +18,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kb_indexer.errors import KbError
 from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_of, stat_sig
@@ -26,6 +26,10 @@ from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 from kb_indexer.store import meta
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import is_postgres
+
+if TYPE_CHECKING:
+    from kb_indexer.results import StaleNote
 
 # meta key: {filepath: stat signature} of the markdown files the last sync rejected
 REJECTED_FILES_KEY = "rejected_files"
@@ -272,3 +276,16 @@ def message(info: Mapping[str, Any]) -> str | None:
     shown = f" (e.g. {', '.join(ex[:3])})" if ex else ""
     return (f"the index is out of date: {', '.join(parts)} since the last sync{shown}; "
             "run `kbindex sync` or pass --sync")
+
+
+def note(conn: Connection, kb_root: Path, stale: Callable[[], Mapping[str, Any]]) -> StaleNote | None:
+    """``KnowledgeBase.stale_note``: the :func:`message` of ``stale()`` with its counts, or, on a shared
+    (PostgreSQL) index whose files are not on this machine, that nothing is checked; None: up to date."""
+    if is_postgres(conn) and not kb_root.is_dir():
+        return {"message": f"the knowledge-base root {kb_root} is not on this machine: the stale check is skipped "
+                "(results come from the shared index as last synced)", "checked": False, "changed": 0,
+                "added": 0, "removed": 0}
+    info = stale()
+    said = message(info)
+    return None if said is None else {"message": said, "checked": True, "changed": info.get("changed", 0),
+                                      "added": info.get("added", 0), "removed": info.get("removed", 0)}
