@@ -179,7 +179,7 @@ def test_a_failed_add_writes_nothing(kbx):
 
 def test_an_input_file_that_does_not_exist(kbx, tmp_path):
     res = kbx("context", "add", "-s", "e", "-i", str(tmp_path / "missing.json"), "-f", "json")
-    assert res.code == 1 and res.error()["code"] == "invalid_input" and "missing.json" in res.error()["message"]
+    assert res.code == 1 and res.error()["code"] == "not_found" and "missing.json" in res.error()["message"]
 
 
 def test_build_warns_when_the_llm_fails_for_the_rolling_summary(empty_kb, run, tmp_path):

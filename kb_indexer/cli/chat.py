@@ -11,7 +11,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, app
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, llm_options
 from kb_indexer.cli.output import Format, echo, emit
-from kb_indexer.errors import UsageError
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 
 if TYPE_CHECKING:
     from kb_indexer.chat.engine import ChatEngine
@@ -43,8 +43,10 @@ def _one_prompt(file: Path | None, stdin_prompt: bool) -> str | None:
     if file is not None:
         try:
             text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:   # as every command: a file that does not exist is not_found (exit 1)
+            raise NotFoundError(f"no prompt file {file}") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the prompt file {file}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise ValidationError(f"cannot read the prompt file {file}: {getattr(exc, 'strerror', None) or exc}") from None
     elif stdin_prompt:
         text = sys.stdin.read()
     else:

@@ -11,7 +11,7 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
 from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
-from kb_indexer.errors import UsageError, ValidationError
+from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
 
 context_app = typer.Typer(help="Chat context: sessions, rolling summary, normalisation and compression.",
@@ -29,6 +29,8 @@ def read_json_input(path: Path) -> Any:
     name = "stdin" if str(path) == "-" else str(path)
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"no file {name}") from None
     except OSError as exc:
         raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
     if len(raw) > MAX_JSON_FILE_BYTES:
