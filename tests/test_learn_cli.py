@@ -49,6 +49,8 @@ def test_query_refine_history_feedback_learn_persist_across_processes(proj, run)
     learned = run("learned", "list", "-f", "json", cwd=proj).json()
     assert learned["count"] == len(dry["suggestions"])
     assert all(item["feedback_ids"] for item in learned["learned"])
+    table = run("learned", "list", cwd=proj, env={"COLUMNS": "200"}).stdout   # the table gives the reasons too
+    assert "reason" in table and learned["learned"][0]["reason"][:30] in table
     assert run("feedback", str(qid), "--show", "-f", "json", cwd=proj).json()["feedback"][0]["processed"] is True
 
     removed = run("learned", "remove", "--all", "-f", "json", cwd=proj).json()

@@ -211,7 +211,7 @@ def learned_list(
     """Learned items with their reason and the feedback rows behind them."""
     with open_kb(db, kb) as k:
         emit(k.learning.learned_list(kind, all_), format, rows="learned",
-             columns=("id", "kind", "status", "summary", "weight"))
+             columns=("id", "kind", "status", "summary", "reason", "weight"))
 
 
 @learned_app.command("remove")
