@@ -90,3 +90,10 @@ def test_sync_progress_bar_draws_on_stderr(small, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["added"] == 1      # stdout: only the result
     assert len(consoles) == 1 and consoles[0] is not None
     assert consoles[0].stderr is True and consoles[0].file is tty
+
+
+def test_numbers_in_tables_have_three_digits_and_large_ones_are_whole():
+    from kb_indexer.cli.output import _str
+
+    assert [_str(x) for x in (14500.3, 999.9, 123.456, 0.123456, 0.5, -2500.0)] == [
+        "14500", "1000", "123", "0.123", "0.5", "-2500"]   # a doctor's round trip said 1.45e+04 ms
