@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @app.command()
 def history(
     query_id: Annotated[Optional[int], typer.Argument(help="Show this query with its attempts and feedback.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many recent queries.")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many recent queries (0: all).")] = 10,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Recent queries, or one query's attempts and feedback."""
@@ -106,7 +106,9 @@ def refine(
 
 @app.command()
 def feedback(
-    query_id: Annotated[int, typer.Argument(help="The query (see `kbindex history`).")],
+    query_id: Annotated[Optional[int], typer.Argument(help="The query (see `kbindex history`; omit with --last).",
+                                                     show_default=False)] = None,
+    last: Annotated[bool, typer.Option("--last", help="The most recent query (as `refine --last`).")] = False,
     helpful: Annotated[Optional[list[str]], typer.Option("--helpful", help="A helpful document (repeatable).")] = None,
     not_helpful: Annotated[Optional[list[str]], typer.Option("--not-helpful", help="A document that did not help "
                                                              "(repeatable).")] = None,
@@ -119,7 +121,10 @@ def feedback(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Record which documents helped answer a query (learning happens later, in `kbindex learn`)."""
+    if last == (query_id is not None):
+        raise UsageError("give QUERY_ID or --last, one of them")
     with open_kb(db, kb) as k:
+        query_id = k.learning.last_query_id() if query_id is None else query_id
         if show:
             if helpful or not_helpful or interactive:
                 raise UsageError("--show cannot be combined with marks or --interactive")

@@ -55,9 +55,9 @@ class LearningAPI:
     def history(self, query_id: int, limit: int = 10) -> HistoryDetailResult: ...
 
     def history(self, query_id: int | None = None, limit: int = 10) -> HistoryResult:
-        """The recent queries (``query_id`` None; the ``limit`` latest), or one query with its attempts and
-        feedback."""
-        check_int_arg(limit, "limit", 1)
+        """The recent queries (``query_id`` None; the ``limit`` latest, 0: all, as for ``query``), or one query
+        with its attempts and feedback."""
+        check_int_arg(limit, "limit", 0)
         if query_id is not None:
             check_id(query_id, "query_id")
         return cast("HistoryResult", history_list(self.conn, limit) if query_id is None

@@ -66,7 +66,7 @@ def history_list(conn: Connection, limit: int = 10, now: datetime | None = None)
         "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
         "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback, "
         "(SELECT a.keywords FROM query_attempts a WHERE a.query_id = q.id ORDER BY a.id LIMIT 1) AS keywords "
-        "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit,)).fetchall()
+        "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit or MAX_ID,)).fetchall()
     items = []
     for r in rows:
         ages = _ages(r["last_attempted_at"], now)
