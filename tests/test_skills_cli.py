@@ -34,6 +34,7 @@ def test_sync_list_show_match_remove_as_json(cli, setup):
     out = json.loads(res.stdout)
     assert out["added"] == ["samsung-smart-tv", "weather"]
     assert [Path(e["file"]).parent.name for e in out["errors"]] == ["bad"]
+    assert "bad" in res.stderr and "warning:" in res.stderr   # on stderr under --format json too, as `sync`
     listed = json.loads(cli("skills", "list", "--db", db, "--format", "json").stdout)
     assert listed["count"] == 2 and listed["dirs"][0]["path"] == str(root)
     shown = json.loads(cli("skills", "show", "weather", "--db", db, "--format", "json").stdout)

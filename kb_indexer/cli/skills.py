@@ -28,11 +28,11 @@ def skills_sync(
     """Index the skills of the given and remembered directories (only changed files are read again)."""
     with open_kb(db, kb) as k:
         result = k.skills.sync(list(dirs or []), forget=list(forget or []))
+    for e in result["errors"]:   # on stderr in every format, as document sync does
+        warn(f"{e['file']}: {e['message']}")
     if format is Format.json:
         emit_json(result)
         return
-    for e in result["errors"]:
-        warn(f"{e['file']}: {e['message']}")
     echo(f"Skills: {result['skills']} indexed ({len(result['added'])} added, {len(result['updated'])} "
                      f"updated, {len(result['removed'])} removed, {result['unchanged']} unchanged, "
                      f"{len(result['errors'])} errors) from {len(result['dirs'])} directories\n")
