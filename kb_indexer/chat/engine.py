@@ -139,7 +139,8 @@ class ChatEngine:
     def check_llm(self, timeout: float = 5.0) -> None:
         """Raise a clear error when the LLM cannot answer (backend none, server down, model missing)."""
         config = self.client.config
-        fix = "or choose another with --llm-backend/--llm-model; `kbindex doctor` checks the set-up"
+        fix = ("or choose another with --llm-backend/--llm-model (a local model in one command: `kbindex model "
+               "serve`, then --llm-backend openai); `kbindex doctor` checks the set-up")
         start = {"ollama": "start it (`ollama serve`; OLLAMA_HOST names another host)",
                  "openai": "start the server or point KBINDEX_OPENAI_BASE_URL at it",
                  "gemini": "check GEMINI_API_KEY and the network"}.get(config.backend, "start it")
