@@ -1,7 +1,8 @@
 """A sync that finds none of the indexed documents (a one-off ``--kb`` to another folder, an unmounted disk, an
 index re-pointed by ``init --kb``) would remove every document with what was learned about it: it is refused
-(``would_remove_all``), nothing written; ``--force`` removes them. Moving every document (a folder renamed)
-is a rename, not a removal, and a sync that still finds one of them removes the others as before."""
+(``would_remove_all``), nothing written, when the root holds no document or when at least ``WIPE_MIN`` would go;
+``--force`` removes them. Moving every document (a folder renamed) is a rename, not a removal; a sync that still
+finds one of them removes the others as before, and a small knowledge base may replace its notes."""
 
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ def test_the_command_line_with_another_root(three, run, cli, tmp_path):
     assert _docs(handle) == 3
     forced = run("sync", "--db", handle.db_path, "--kb", other, "--force", "--format", "json")
     assert forced.returncode == 0 and forced.json()["removed"] == 3
+
+
+def test_a_root_of_other_documents_is_refused_but_a_small_kb_may_replace_its_notes(small):
+    handle, kbdir = small
+    from kb_indexer.index.sync import WIPE_MIN
+
+    for i in range(WIPE_MIN):
+        (kbdir / f"d{i}.md").write_text(f"# D{i}\n\nold note {i}\n", encoding="utf-8")
+    handle.sync()
+    for i in range(WIPE_MIN):
+        (kbdir / f"d{i}.md").unlink()
+        (kbdir / f"n{i}.md").write_text(f"# N{i}\n\nanother subject {i}\n", encoding="utf-8")
+    with pytest.raises(KbError, match="would remove them all"):
+        handle.sync()
+    assert handle.sync(force=True)["removed"] == WIPE_MIN
+    for i in range(1, WIPE_MIN):
+        (kbdir / f"n{i}.md").unlink()
+    handle.sync(force=True)
+    (kbdir / "n0.md").unlink()
+    (kbdir / "fresh.md").write_text("# Fresh\n\nnew start\n", encoding="utf-8")
+    res = handle.sync()      # one note replaced by another: as before
+    assert (res["removed"], res["added"]) == (1, 1)

@@ -168,7 +168,7 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
-    if not force and existing and len(missing) == len(existing):
+    if not force and existing and len(missing) == len(existing) and (not walk.files or len(existing) >= WIPE_MIN):
         _refuse_wipe(root, existing, walk.files)
     renames = Renames(conn, missing, new_files=bool(todo))
     writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
@@ -194,6 +194,11 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
+
+
+#: A sync that finds none of the indexed documents is refused when the root holds no document at all, or when it
+#: would remove at least this many (a one-note knowledge base whose note was replaced is not a wrong root).
+WIPE_MIN = 5
 
 
 def _refuse_wipe(root: Path, existing: dict[str, Known], on_disk: dict[str, str]) -> None:
