@@ -51,7 +51,7 @@ def test_similar_of_no_keyword_is_bad_usage(one_doc):
     _refused(lambda: one_doc.similar(None), "keyword")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("limit", [-1, 1.5, True]   # 0: all (as query -n 0))
+@pytest.mark.parametrize("limit", [-1, 1.5, True])   # 0: all (as query -n 0)
 def test_a_history_limit_out_of_range_is_refused(one_doc, limit):
     _refused(lambda: one_doc.learning.history(limit=limit), "limit")
 
