@@ -257,7 +257,7 @@ class KnowledgeBase:
         if not existed and not named_db(db):
             warn_shadowed(db_path)   # an index in a parent folder that commands run here will no longer find
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
-        if kb or os.environ.get("KBINDEX_KB"):   # a root you set: found later from this folder, it is used (roots.py)
+        if not existed or kb or os.environ.get("KBINDEX_KB"):   # a root set here (a new index, or --kb): roots.py
             remember(db_path, kb_root)
         result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}

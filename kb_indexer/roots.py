@@ -2,8 +2,8 @@
 
 A ``kbindex.db`` found in the working folder or a parent (named by neither ``--db`` nor ``KBINDEX_DB``) may have
 come with a cloned repository, and the root stored in it could name any folder. Such a root is used only when
-it lies in the index's own folder, or when you set it with ``kbindex init --kb DIR`` on this machine: ``init``
-remembers the pair here, in ``$XDG_STATE_HOME/kbindex/roots.json`` (``~/.local/state/kbindex/roots.json``), a
+it lies in the index's own folder (links resolved: a ``knowledge-base`` link to elsewhere leads outside), or when
+you set it on this machine: ``init`` creating the index, or ``init --kb DIR``, remembers the pair here, in ``$XDG_STATE_HOME/kbindex/roots.json`` (``~/.local/state/kbindex/roots.json``), a
 private file no index can write. Naming the root now (``--kb``, ``KBINDEX_KB``) or the index (``--db``) needs
 nothing remembered.
 """
@@ -70,7 +70,9 @@ def foreign_root(db_path: Path, root: Path) -> str | None:
     the index's folder and was not set for it with ``init --kb`` on this machine."""
     if not outside_own_folder(db_path, root) or remembered(db_path, root):
         return None
+    target = root.resolve()
+    shown = f"{root} (which leads to {target})" if target != root.absolute() else str(root)
     return (f"The index {db_path} was found in this folder or a parent, and it names a knowledge-base root outside "
-            f"its own folder that was not set here: {root}. kbindex reads and writes files there only when you say "
+            f"its own folder that was not set here: {shown}. kbindex reads and writes files there only when you say "
             f"so: pass --kb {root} (or set KBINDEX_KB), run `kbindex init --kb {root}` here once to remember it, or "
             f"name the index with --db {db_path} (or KBINDEX_DB)")

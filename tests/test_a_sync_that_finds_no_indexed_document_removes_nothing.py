@@ -82,3 +82,13 @@ def test_a_root_of_other_documents_is_refused_but_a_small_kb_may_replace_its_not
     (kbdir / "fresh.md").write_text("# Fresh\n\nnew start\n", encoding="utf-8")
     res = handle.sync()      # one note replaced by another: as before
     assert (res["removed"], res["added"]) == (1, 1)
+
+
+def test_emptying_one_folder_and_syncing_it_removes_its_notes(small):
+    handle, kbdir = small
+    for rel in ("a/a1.md", "a/a2.md", "b/b.md"):
+        (kbdir / rel).parent.mkdir(exist_ok=True)
+        (kbdir / rel).write_text(f"# {rel}\n\ntext\n", encoding="utf-8")
+    handle.sync()
+    (kbdir / "b" / "b.md").unlink()
+    assert handle.sync(str(kbdir / "b"))["removed"] == 1

@@ -45,4 +45,6 @@ def test_a_possessive_is_its_word():
 def test_the_prose_of_a_text_keeps_every_other_line():
     text = "a\n```\ncode\n~~~\nstill code\n```\nb\n  ~~~sh\nmore\n  ~~~\nc\n```\nunclosed"
     assert without_code_blocks(text) == "a\nb\nc"
+    assert without_code_blocks("a\n```\nx\n```python\ny\n```\nb") == "a\nb"   # an info string never closes
+    assert [p for p, _ in candidates("set $HOME/$USER paths")] == ["set", "home", "user", "paths"]
     assert [p for p, _ in candidates("Sutton's tests")] == ["sutton", "tests"]

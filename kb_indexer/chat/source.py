@@ -83,7 +83,7 @@ def open_source(db: DbArg, free: bool) -> tuple[KnowledgeBase, Source, str | Non
     if not free:
         path = find_db(db)
         if isinstance(path, DbUrl) or path.is_file():
-            kb = KnowledgeBase.open(db)   # db None: found again, and confined (KnowledgeBase.confined)
+            kb = KnowledgeBase.open(db)   # db None: found again, its root checked (roots.py)
             root = kb.kb_root
             name = root.name if root.is_dir() or isinstance(path, DbUrl) else path.stem
             return kb, Source("kb", name, path, root), None

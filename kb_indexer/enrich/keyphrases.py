@@ -69,8 +69,9 @@ _TOKEN = re.compile(r"\w[\w'’+#.-]*[\w+#]|\w|[^\w\s]")
 _PARTICIPLE = re.compile(r"^[a-z]{4,}(?<!e)ed$")  # "combined", "obtained": verbs, not noun-like (not "speed")
 # Adverbs ("appropriately", "carefully", "seemingly"): the -ly endings that are (almost) never a noun's.
 _ADVERB = re.compile(r"^[a-z]{3,}(?:ally|ately|ently|antly|ingly|ively|ously|fully|lessly|edly|ably|ibly)$")
-# TeX math: a $$...$$ display (over lines too) or an inline $...$ without a space inside either dollar ("$5 or $6": none)
-_MATH = re.compile(r"\$\$.+?\$\$|\$(?=[^\s$])[^$\n]*?(?<=[^\s$\\])\$(?!\d)", re.DOTALL)
+# TeX math: a $$...$$ display (over lines too) or an inline $...$ without a space inside either dollar and no word
+# right after it ("$5 or $6", "$HOME/$USER": none)
+_MATH = re.compile(r"\$\$.+?\$\$|\$(?=[^\s$])[^$\n]*?(?<=[^\s$\\])\$(?!\w)", re.DOTALL)
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s$", re.IGNORECASE)
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9&]{1,7}s?$")

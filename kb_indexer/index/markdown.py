@@ -161,16 +161,17 @@ def _read_front_matter(text: str, out: ParsedMarkdown) -> str:
 
 
 def without_code_blocks(text: str) -> str:
-    """``text`` without its fenced code blocks (fences included): its prose. A block closes at a fence of the
-    same kind (a ``~~~`` line inside a ````` block is code); an unclosed one runs to the end."""
+    """``text`` without its fenced code blocks (fences included): its prose. A block closes at a bare fence of
+    the same kind (a ``~~~`` or ```` ```python ```` line inside a ````` block is code); an unclosed one runs to
+    the end."""
     out: list[str] = []
     fence: str | None = None
     for line in text.splitlines():
         m = _FENCE.match(line.strip())
         if fence is None and m:
             fence = m.group(1)
-        elif fence is not None:
-            fence = None if m and m.group(1) == fence else fence
+        elif fence is not None:   # closed by a bare fence of the same kind (```python opens, never closes)
+            fence = None if m and line.strip() == fence else fence
         else:
             out.append(line)
     return "\n".join(out)

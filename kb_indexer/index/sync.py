@@ -168,7 +168,8 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
-    if not force and existing and len(missing) == len(existing) and (not walk.files or len(existing) >= WIPE_MIN):
+    if not force and not prefix and existing and len(missing) == len(existing) and (not walk.files
+                                                                                  or len(existing) >= WIPE_MIN):
         _refuse_wipe(root, existing, walk.files)
     renames = Renames(conn, missing, new_files=bool(todo))
     writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
@@ -196,8 +197,9 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     return stats
 
 
-#: A sync that finds none of the indexed documents is refused when the root holds no document at all, or when it
-#: would remove at least this many (a one-note knowledge base whose note was replaced is not a wrong root).
+#: A sync of the whole root that finds none of the indexed documents is refused when the root holds no document at
+#: all, or when it would remove at least this many (a one-note knowledge base whose note was replaced is not a wrong
+#: root; a folder of it emptied, ``sync DIR``, is not one either).
 WIPE_MIN = 5
 
 

@@ -10,13 +10,14 @@ One pool per server URL while :func:`pooled` runs; ``PgConnection.connect`` then
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from kb_indexer.config import DbUrl
+from kb_indexer.config import DbUrl, redact_message
 from kb_indexer.store.errors import PgOperationalError
 from kb_indexer.store.pg.connection import CONNECT_TIMEOUT_S, LENDERS, PgConnection, configure, connect_kwargs
 
@@ -37,6 +38,8 @@ def pooled(target: DbUrl) -> Iterator[None]:
         target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(), configure=configure,
         reset=_reset, check=ConnectionPool.check_connection, timeout=CHECKOUT_TIMEOUT_S,
         name="kbindex", open=False)
+    hide = _Redacting(target.url)   # the pool logs libpq's messages, which may quote the password
+    logging.getLogger("psycopg.pool").addFilter(hide)
     pool.open(wait=False)
     LENDERS[target.url] = lambda: _lend(pool, target)
     try:
@@ -44,6 +47,19 @@ def pooled(target: DbUrl) -> Iterator[None]:
     finally:
         LENDERS.pop(target.url, None)
         pool.close()
+        logging.getLogger("psycopg.pool").removeFilter(hide)
+
+
+class _Redacting(logging.Filter):
+    """A log record of the pool with the server URL's password hidden (:func:`kb_indexer.config.redact_message`)."""
+
+    def __init__(self, url: str):
+        super().__init__()
+        self.url = url
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact_message(record.getMessage(), self.url), None
+        return True
 
 
 def _lend(pool: ConnectionPool[Any], target: DbUrl) -> PgConnection:

@@ -1,6 +1,7 @@
 """An index kbindex finds by itself (a ``kbindex.db`` in the working folder or a parent, named by nobody) may have
-come with a cloned repository: a knowledge-base root stored in it that lies outside its own folder is used only
-when it was set for it with ``init --kb`` on this machine (remembered outside every index). Otherwise it is refused
+come with a cloned repository: a knowledge-base root stored in it that lies outside its own folder (links
+resolved) is used only when it was set for it on this machine: by ``init`` creating it, or ``init --kb``
+(remembered outside every index). Otherwise it is refused
 (``outside_kb``, with what to pass to allow it), so ``sync`` neither indexes nor ``enrich`` writes files there.
 Naming the index (``--db``) or the root (``--kb``) allows it, as before."""
 
@@ -89,3 +90,27 @@ def test_a_root_inside_the_index_folder_is_not_remembered(tmp_path, run):
     (tmp_path / "p" / "kb").mkdir(parents=True)
     assert run("init", "--kb", "kb", cwd=tmp_path / "p").returncode == 0
     assert not (tmp_path / "xdg-state" / "kbindex" / "roots.json").exists()
+
+
+def test_a_knowledge_base_link_made_here_works(tmp_path, run):
+    notes, proj = tmp_path / "notes", tmp_path / "proj"
+    notes.mkdir()
+    proj.mkdir()
+    (notes / "n.md").write_text("# N\n\nzebracorn notes\n", encoding="utf-8")
+    (proj / "knowledge-base").symlink_to(notes)        # a plain `init`: the default root, a link to elsewhere
+    assert run("init", cwd=proj).returncode == 0
+    res = run("sync", "--format", "json", cwd=proj)
+    assert res.returncode == 0 and res.json()["added"] == 1, res.stderr
+
+
+def test_a_link_that_came_with_the_index_is_refused_naming_its_target(tmp_path, run):
+    victim, proj = tmp_path / "victim", tmp_path / "proj"
+    victim.mkdir()
+    (victim / "secret.md").write_text("# S\n\nsecret\n", encoding="utf-8")
+    (proj / "knowledge-base").mkdir(parents=True)
+    KnowledgeBase.init(proj / "kbindex.db", proj / "knowledge-base")[0].close()   # made elsewhere: not remembered
+    (proj / "knowledge-base").rmdir()
+    (proj / "knowledge-base").symlink_to(victim)
+    res = run("sync", "--format", "json", cwd=proj)
+    assert res.returncode == 1 and res.error()["code"] == "outside_kb"
+    assert f"which leads to {victim.resolve()}" in res.error()["message"]
