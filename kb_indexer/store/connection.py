@@ -9,8 +9,15 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator, cast
 
+try:
+    import fcntl as _fcntl   # POSIX: the lock of a long job on SQLite (exclusive)
+    fcntl: Any = _fcntl
+except ImportError:   # Windows: the job runs unlocked
+    fcntl = None
+
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError, StorageError
+from kb_indexer.notices import warn
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
 from kb_indexer.store.errors import (BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError,
@@ -230,13 +237,39 @@ def savepoint(conn: Connection) -> Iterator[Connection]:
 @contextmanager
 def exclusive(conn: Connection, job: str) -> Iterator[None]:
     """Run a long job (``sync``, ``learn``) alone: on PostgreSQL under the job's advisory lock, so two
-    processes on any hosts never interleave it; on SQLite the write transactions already serialise it."""
+    processes on any hosts never interleave it; on SQLite under a lock on ``<index>-<job>.lock`` beside the
+    index (two syncs read the same starting state and both re-indexed what either added: the second now waits
+    for the first, saying so on stderr, and finds it done). A folder where no lock file can be made (read-only:
+    the job fails at its first write anyway), or a system without ``fcntl``, runs the job unlocked."""
     if not is_postgres(conn):
-        yield
+        with _file_lock(conn, job):
+            yield
         return
     from kb_indexer.store.pg.locks import advisory_lock  # lazy: psycopg, only on the PostgreSQL engine
     with advisory_lock(conn, job):  # type: ignore[arg-type]
         yield
+
+
+@contextmanager
+def _file_lock(conn: Connection, job: str) -> Iterator[None]:
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    try:
+        fd = os.open(f"{db_file}-{job}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644) \
+            if db_file and fcntl is not None else None
+    except OSError:
+        fd = None
+    if fd is None:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            warn(f"another kbindex {job} of this index is running: waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the file releases the lock
 
 
 # SQLite's page cache during a sync (KiB, as ``PRAGMA cache_size`` takes it negated; the default is 2 MB): a
