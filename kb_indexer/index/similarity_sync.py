@@ -281,7 +281,7 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any]) -> dict[s
             meta.delete(conn, REJECTED_KEY + str(path.resolve()))
         except (KbError, OSError) as exc:
             message = exc.message if isinstance(exc, KbError) else f"cannot read: {exc.strerror or exc}"
-            errors.append({"file": str(path), "message": message})
+            errors.append({"file": file_key(root, path), "message": message})   # as it is recorded
             if digest is not None:  # the stale check does not report it again until it changes
                 meta.put(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
