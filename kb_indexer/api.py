@@ -243,7 +243,7 @@ class KnowledgeBase:
     def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,
              force: bool = False) -> tuple[KnowledgeBase, InitResult]:
         """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
-        db_path = find_db(db) if db or os.environ.get("KBINDEX_DB") else Path.cwd().absolute() / "kbindex.db"
+        db_path = find_db(db) if named_db(db) else Path.cwd().absolute() / "kbindex.db"
         existed = index_exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
         if existed and not kb and not os.environ.get("KBINDEX_KB"):

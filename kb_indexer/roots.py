@@ -3,8 +3,8 @@
 A ``kbindex.db`` found in the working folder or a parent (named by neither ``--db`` nor ``KBINDEX_DB``) may have
 come with a cloned repository, and the root stored in it could name any folder. Such a root is used only when
 it lies in the index's own folder (links resolved: a ``knowledge-base`` link to elsewhere leads outside), or when
-you set it on this machine: ``init`` creating the index, or ``init --kb DIR``, remembers the pair here, in ``$XDG_STATE_HOME/kbindex/roots.json`` (``~/.local/state/kbindex/roots.json``), a
-private file no index can write. Naming the root now (``--kb``, ``KBINDEX_KB``) or the index (``--db``) needs
+you set it on this machine: ``init`` creating the index, or ``init --kb DIR``, remembers the pair here, in
+``$XDG_STATE_HOME/kbindex/roots.json`` (``~/.local/state/kbindex/roots.json``), a private file no index can write. Naming the root now (``--kb``, ``KBINDEX_KB``) or the index (``--db``) needs
 nothing remembered.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from kb_indexer.notices import warn
@@ -36,7 +35,7 @@ def _read(path: Path) -> dict[str, str]:
 
 
 def remembered(db_path: Path, root: Path) -> bool:
-    """Whether ``root`` was set for the index ``db_path`` with ``init --kb`` on this machine."""
+    """Whether ``root`` was set for the index ``db_path`` on this machine (:func:`remember`)."""
     return _read(roots_file()).get(str(db_path.resolve())) == str(root.resolve())
 
 
@@ -50,7 +49,10 @@ def remember(db_path: Path | object, root: Path) -> None:
     entries[str(db_path.resolve())] = str(root.resolve())
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".roots-", dir=path.parent)   # 0600, a new name: no link followed
+        tmp = path.with_name(f".roots-{os.getpid()}.tmp")   # private, created new (no link followed), then renamed
+        if os.path.lexists(tmp):   # left by a process killed mid-write that had this pid
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(entries, f, indent=1, sort_keys=True)
         os.replace(tmp, path)
@@ -67,7 +69,7 @@ def outside_own_folder(db_path: Path, path: Path) -> bool:
 
 def foreign_root(db_path: Path, root: Path) -> str | None:
     """Why a found index may not use its stored knowledge-base ``root`` (None: it may): the root lies outside
-    the index's folder and was not set for it with ``init --kb`` on this machine."""
+    the index's folder and was not set for it on this machine (:func:`remembered`)."""
     if not outside_own_folder(db_path, root) or remembered(db_path, root):
         return None
     target = root.resolve()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.api import KnowledgeBase
-from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db
+from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, named_db
 from kb_indexer.errors import UsageError
 
 FREE_NOTE = ("no knowledge base selected (no kbindex.db here or above): free mode, conversation and skills "
@@ -87,7 +87,7 @@ def open_source(db: DbArg, free: bool) -> tuple[KnowledgeBase, Source, str | Non
             root = kb.kb_root
             name = root.name if root.is_dir() or isinstance(path, DbUrl) else path.stem
             return kb, Source("kb", name, path, root), None
-        if db or os.environ.get("KBINDEX_DB"):
+        if named_db(db):
             raise UsageError(f"no index at {path}: create it with `kbindex init --db {path}` (or chat --free)")
     store = chat_store_path()
     private_file(store)

@@ -252,10 +252,10 @@ def exclusive(conn: Connection, job: str) -> Iterator[None]:
 
 @contextmanager
 def _file_lock(conn: Connection, job: str) -> Iterator[None]:
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
+    path = db_file(conn)
     try:
-        fd = os.open(f"{db_file}-{job}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644) \
-            if db_file and fcntl is not None else None
+        fd = os.open(f"{path}-{job}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644) \
+            if path and fcntl is not None else None
     except OSError:
         fd = None
     if fd is None:
@@ -310,14 +310,14 @@ def file_identity(conn: Connection) -> tuple[Any, ...] | None:
     (None for an in-memory index, or a file that cannot be stat'ed; the server for PostgreSQL)."""
     if is_postgres(conn):
         return ("postgres", getattr(conn, "target", None))
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2]
-    if not db_file:
+    path = db_file(conn)
+    if not path:
         return None
     try:
-        st = os.stat(db_file)
+        st = os.stat(path)
     except OSError:
         return None
-    return db_file, st.st_ino, st.st_dev
+    return path, st.st_ino, st.st_dev
 
 
 def inserted_id(cur: Any) -> int:
@@ -336,3 +336,8 @@ def plain_rows(conn: Connection, sql: str, parameters: Any = ()) -> Iterator[tup
         cur.row_factory = None
         return iter(cur.execute(sql, parameters))
     return iter(conn.execute(sql, parameters))
+
+
+def db_file(conn: Connection) -> str:
+    """The SQLite connection's main database file ("" for an in-memory one)."""
+    return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import db_file, transaction
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.dbapi import Connection
@@ -317,14 +317,14 @@ class Helper(Protocol):
 _HELPER_TOKENIZERS: dict[str, Tokenizer] = {}   # in a helper process: per index, its connection's tokenizer
 
 
-def postings_elsewhere(db_file: str, doc_ids: list[int], pair_names: list[str]) -> DocTerms:
+def postings_elsewhere(path: str, doc_ids: list[int], pair_names: list[str]) -> DocTerms:
     """``read_documents`` in a helper process, on its own read-only connection, kept with its tokenizer (the
     words it learnt) for the helper's next batch; token ids are the helper's own (``names`` maps them: a
     segment is written by name)."""
-    tokenizer = _HELPER_TOKENIZERS.get(db_file)
+    tokenizer = _HELPER_TOKENIZERS.get(path)
     if tokenizer is None:
-        conn = sqlite3.connect(f"{Path(db_file).absolute().as_uri()}?mode=ro", uri=True)
-        tokenizer = _HELPER_TOKENIZERS[db_file] = Tokenizer(conn)
+        conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True)
+        tokenizer = _HELPER_TOKENIZERS[path] = Tokenizer(conn)
     pairs = Pairs(tokenizer, [(a, b) for a, b in (n.split(" ") for n in pair_names)])
     return read_documents(tokenizer.conn, tokenizer, doc_ids, pairs)
 
@@ -340,7 +340,7 @@ def _fold_batch(conn: Connection, tokenizer: Tokenizer, pairs: Pairs, helper: He
     if st is None or not log:
         return 0
     ahead = _logged(conn, log[-1][0]) if helper is not None else []
-    later = (helper.submit(postings_elsewhere, _db_file(conn), sorted({r[1] for r in ahead}), pairs.names)
+    later = (helper.submit(postings_elsewhere, db_file(conn), sorted({r[1] for r in ahead}), pairs.names)
              if helper is not None and ahead else None)
     ids = sorted({r[1] for r in log})
     done = _store_folded(conn, st.fold_seq, ids, read_documents(conn, tokenizer, ids, pairs), pairs, log[-1][0])
@@ -353,10 +353,6 @@ def _fold_batch(conn: Connection, tokenizer: Tokenizer, pairs: Pairs, helper: He
         terms = read_documents(conn, tokenizer, ids, pairs)
     more = _store_folded(conn, log[-1][0], ids, terms, pairs, ahead[-1][0])
     return done + max(more, 0)
-
-
-def _db_file(conn: Connection) -> str:
-    return str(conn.execute("PRAGMA database_list").fetchone()[2])
 
 
 def _store_folded(conn: Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,

@@ -30,7 +30,7 @@ from typing import Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.safe_write import atomic_file
-from kb_indexer.store.connection import file_identity, transaction
+from kb_indexer.store.connection import db_file, file_identity, transaction
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.engine import is_postgres
@@ -268,11 +268,11 @@ def _cache_key(conn: Connection, model: EmbeddingModel) -> tuple[Any, ...] | Non
 def _sidecar(conn: Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
     """The file that may hold this exact packed matrix (None for an in-memory index or a server: a server's
     vectors stay on the server)."""
-    db_file = None if is_postgres(conn) else conn.execute("PRAGMA database_list").fetchone()[2]
-    if not db_file:
+    path = None if is_postgres(conn) else db_file(conn)
+    if not path:
         return None
     name = f"model{model.id}-gen{generation}-dim{model.dim}-{zlib.crc32(doc_ids):08x}.f32"
-    return Path(db_file + ".vectors") / name
+    return Path(path + ".vectors") / name
 
 
 def _size(path: Path) -> int:
