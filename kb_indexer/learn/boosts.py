@@ -71,6 +71,10 @@ Robertson/Sparck Jones odds, clipped) +0.0061 at best; past helpful questions in
 documents (document expansion) +0.0110, and +0.0144 beside this rule; a logistic ranker over this rule's
 similarity, the document's own score and rank, fitted leave-one-out on the feedback questions, +0.0159. None
 beat this rule, so none was built into the query path (2026-11-26).
+The boost of a similar question taken from the all-MiniLM-L6-v2 cosine of the two questions instead of their
+terms (``max(0, (cos - c) / (1 - c))``): sandbox Cranfield +0.0225 at c 0.4 (this rule +0.0185), but through the
+query path (bench/feedback_eval.py, seeds 1-5, this rule +0.0125 in the same session) c 0.3 +0.0054, 0.4 +0.0102,
+0.5 +0.0099: not built (2026-11-27).
 """
 
 from __future__ import annotations
