@@ -224,13 +224,14 @@ class KnowledgeBase:
         """Open the index ``db`` (a file, or a ``postgresql://`` URL; None: ``KBINDEX_DB``, else the nearest
         kbindex.db)."""
         db_path = find_db(db)
-        conn = open_db(db_path)
-        root = cls._kb_root(conn, db_path, kb)
-        problem = None if kb or os.environ.get("KBINDEX_KB") or named_db(db) else foreign_root(cast(Path, db_path), root)
-        if problem:   # found (it may have come with a cloned repository) and naming a root elsewhere: see roots.py
-            conn.close()
-            raise KbError(problem, code="outside_kb")
-        return cls(conn, db_path, root)
+
+        def check(conn: Connection) -> None:   # found (it may have come with a cloned repository) and naming a
+            problem = foreign_root(cast(Path, db_path), cls._kb_root(conn, db_path, None))   # root elsewhere:
+            if problem:                                                                   # see roots.py
+                raise KbError(problem, code="outside_kb")   # before open_db upgrades (writes) anything
+
+        conn = open_db(db_path, None if kb or os.environ.get("KBINDEX_KB") or named_db(db) else check)
+        return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @staticmethod
     def serving(db: DbArg = None) -> ContextManager[None]:

@@ -114,3 +114,18 @@ def test_a_link_that_came_with_the_index_is_refused_naming_its_target(tmp_path, 
     res = run("sync", "--format", "json", cwd=proj)
     assert res.returncode == 1 and res.error()["code"] == "outside_kb"
     assert f"which leads to {victim.resolve()}" in res.error()["message"]
+
+
+def test_a_refused_index_is_not_upgraded_first(cloned, run):
+    """The refusal comes before anything is written: an older index found with a foreign root is not migrated."""
+    project, victim = cloned
+    db = project / "kbindex.db"
+    _set(db, "UPDATE meta SET value = ? WHERE key = 'kb_root'", str(victim))
+    with sqlite3.connect(db) as conn:   # as an index written before the last migration
+        conn.execute("ALTER TABLE documents DROP COLUMN text_hash")
+        conn.execute("DELETE FROM _migrations WHERE name = 'm110_document_text_hash'")
+    res = run("query", "secret token", "--format", "json", cwd=project)
+    assert res.returncode == 1 and res.error()["code"] == "outside_kb", res.stderr
+    with sqlite3.connect(db) as conn:
+        assert "m110_document_text_hash" not in {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+        assert "text_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(documents)")}

@@ -556,8 +556,9 @@ def _init_sqlite(path: Path, force: bool) -> tuple[Connection, list[str]]:
     return conn, migrate(conn)
 
 
-def open_db(path: DbTarget) -> Connection:
-    """Open an initialised index, upgrading it in place if it is older than this kbindex."""
+def open_db(path: DbTarget, check: Callable[[Connection], None] | None = None) -> Connection:
+    """Open an initialised index, upgrading it in place if it is older than this kbindex. ``check`` (SQLite)
+    runs first, on the index as it is: what it raises refuses the index before anything is written."""
     if isinstance(path, DbUrl):
         conn = connect(path)   # first: without psycopg (the postgres extra) it says what to install
         return _pg().open_db(conn)  # type: ignore[no-any-return]
@@ -574,6 +575,12 @@ def open_db(path: DbTarget) -> Connection:
             raise BadDatabaseError(_foreign_message(path, tables))
         raise NotInitialisedError(f"{path} is not a kbindex database. Run `kbindex init` first.")
     refuse_newer(applied, MIGRATIONS)
+    if check is not None:
+        try:
+            check(conn)
+        except BaseException:
+            conn.close()
+            raise
     if len(applied) < len(MIGRATIONS):
         migrate(conn)
     return conn
