@@ -11,12 +11,16 @@ before learning, after a `learn --dry-run` (which must equal "before"), after le
 associations firing for the same question only (``NEIGHBOUR_MIN`` set out of reach: learning as it
 was before similar questions shared it), and after learning as shipped (similar questions too).
 All four come from the same index in the same run; the last lines give mean, min and max over seeds.
+``--base DIR`` starts every split from a copy of a KB built before, e.g. one that `bench/ir_eval.py --embed local
+--keep DIR` embedded (then ``--method auto`` runs hybrid, as `kbindex query` would there); each split line names
+the methods the queries ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,12 +35,14 @@ from kb_indexer.learn import boosts  # noqa: E402
 from bench.cranfield import DEFAULT_DATA, build_kb, doc_id, load, ndcg_at  # noqa: E402
 
 COLUMNS = ("before", "dry-run", "same-only", "after")
+METHODS: set[str] = set()   # the methods the measured queries ran
 
 
 def evaluate(kb, queries, qrels, method: str) -> float:
     scores = []
     for q in queries:
         res = kb.query(q["text"], options=QueryOptions(method=method, limit=10, record=False))
+        METHODS.add(res["query"]["method"])
         ranked = [doc_id(r["filepath"]) for r in res["results"]]
         scores.append(ndcg_at(ranked, qrels.get(q["_id"], {})))
     return statistics.mean(scores)
@@ -56,7 +62,7 @@ def give_feedback(kb, train, qrels, method: str) -> tuple[int, int]:
     return n_help, n_not
 
 
-def run_split(corpus, queries, qrels, seed: int, method: str) -> dict[str, Any]:
+def run_split(corpus, queries, qrels, seed: int, method: str, base: Path | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
     order = queries[:]
     rng.shuffle(order)
@@ -69,7 +75,9 @@ def run_split(corpus, queries, qrels, seed: int, method: str) -> dict[str, Any]:
             out[(name, column)] = evaluate(kb, qs, qrels, method)
 
     with tempfile.TemporaryDirectory() as tmp:
-        kb, _, _ = build_kb(corpus, Path(tmp))
+        if base is not None:   # a copy of a KB built (and embedded) before: each split starts from the same index
+            shutil.copytree(base, Path(tmp) / "kb")
+        kb, _, _ = build_kb(corpus, Path(tmp) / "kb")
         measure("before")
         t = time.perf_counter()
         out["helpful"], out["not_helpful"] = give_feedback(kb, halves["train"], qrels, method)
@@ -97,7 +105,7 @@ def print_split(r: dict[str, Any]) -> None:
           f"{r['not_helpful']} not helpful ({r['feedback_s']:.1f}s); learn: {s['total']} items in "
           f"{r['learn_s']:.2f}s ({s['associations']} associations, {s['keywords']} keywords, "
           f"{s['similarities']} similarities, {s['score_adjustments']} score adjustments); "
-          f"second learn: {r['again']} items; dry-run suggested {r['dry']}")
+          f"second learn: {r['again']} items; dry-run suggested {r['dry']}; methods run: {', '.join(sorted(METHODS))}")
     print(f"  {'nDCG@10':24s}" + "".join(f"{c:>10s}" for c in COLUMNS) + f"{'change':>10s}{'same-only':>10s}")
     for name, label in (("train", "(a) train, asked again"), ("test", "(b) unseen test half")):
         vals = [r[(name, c)] for c in COLUMNS]
@@ -112,6 +120,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seeds", default="13", help="comma-separated seeds of the random 50/50 splits")
     ap.add_argument("--method", default="auto")
+    ap.add_argument("--base", type=Path, default=None,
+                    help="start every split from a copy of this folder's KB (e.g. one `bench/ir_eval.py --embed local "
+                         "--keep DIR` built and embedded), instead of building a new one")
     args = ap.parse_args()
 
     corpus, queries, qrels = load(args.data)
@@ -119,7 +130,7 @@ def main() -> None:
           f"method {args.method}; 'change' = after - before, 'same-only' = same-question learning - before")
     runs = []
     for seed in [int(s) for s in args.seeds.split(",") if s.strip()]:
-        runs.append(run_split(corpus, queries, qrels, seed, args.method))
+        runs.append(run_split(corpus, queries, qrels, seed, args.method, args.base))
         print_split(runs[-1])
     print()
     print(f"over {len(runs)} splits (seeds {args.seeds}): mean [min, max] of the nDCG@10 change")
