@@ -148,7 +148,7 @@ def _boost(weight: float | None, size: int | None, shared: list[str], terms: lis
     if not weight:
         return "same", 0.0
     n_shared = len(shared)
-    size = size or n_shared
+    size = max(size or 0, n_shared)   # never fewer terms than it shares with the question (a crafted index)
     overlap = n_shared / (size + len(terms) - n_shared)
     if overlap >= ASSOC_MIN_OVERLAP:
         return "same", float(weight * overlap)

@@ -85,6 +85,12 @@ _JSON_COLUMNS: dict[tuple[str, str], tuple[type, type | None]] = {
     ("query_attempts", "expansions"): (list, dict), ("query_attempts", "options"): (dict, None),
     ("learned_items", "detail"): (dict, None), ("learned_items", "feedback_ids"): (list, int)}
 _NUMERIC_TYPES = ("INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")
+# Numbers kbindex computes with that cannot be negative (a question's size in terms).
+_NOT_NEGATIVE = {("learned_items", "size")}
+# The fields of a learned item's detail that kbindex reads (learned list, learn), by the kind of value they hold.
+_DETAIL_FIELDS: dict[str, str] = {"terms": "a list of strings", "filepath": "a string", "keyword": "a string",
+                                  "keyword1": "a string", "keyword2": "a string", "type": "a string",
+                                  "reason": "a string", "delta": "a number", "similarity_id": "an integer"}
 
 
 def _path_problem(value: Any, *, relative: bool) -> str | None:
@@ -146,6 +152,21 @@ def _json_problem(value: Any, shape: tuple[type, type | None]) -> str | None:
     return None
 
 
+def _detail_problem(value: str) -> str | None:
+    """Why a learned item's detail (the JSON text of an object) holds a field kbindex cannot read."""
+    detail = json.loads(value)
+    for name, kind in _DETAIL_FIELDS.items():
+        v = detail.get(name)
+        ok = v is None or (
+            isinstance(v, list) and all(isinstance(x, str) for x in v) if kind == "a list of strings" else
+            isinstance(v, str) if kind == "a string" else
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) if kind == "a number" else
+            isinstance(v, int) and not isinstance(v, bool))
+        if not ok:
+            return f"field {name!r} must be {kind}"
+    return None
+
+
 def _check_row(table: str, row: dict[str, Any], i: int, numeric: set[str]) -> None:
     """Every value storable and of its column's kind (a number in a numeric column, the JSON kbindex reads
     in a JSON column), every path a clean path inside the knowledge base; refused before any write."""
@@ -153,8 +174,12 @@ def _check_row(table: str, row: dict[str, Any], i: int, numeric: set[str]) -> No
         problem = _value_problem(value)
         if problem is None and col in numeric and isinstance(value, str):
             problem = "must be a number (or null)"
+        if problem is None and (table, col) in _NOT_NEGATIVE and isinstance(value, (int, float)) and value < 0:
+            problem = "must be 0 or more"
         if problem is None and (table, col) in _JSON_COLUMNS:
             problem = _json_problem(value, _JSON_COLUMNS[(table, col)])
+            if problem is None and (table, col) == ("learned_items", "detail") and value is not None:
+                problem = _detail_problem(value)
         if problem is None and (table, col) in _KB_PATHS | _OTHER_PATHS and value is not None:
             problem = _path_problem(value, relative=(table, col) in _KB_PATHS)
         if problem:
