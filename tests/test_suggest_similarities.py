@@ -96,3 +96,21 @@ def test_co_occurrence_alone_scores_below_a_person_s_relations(kbase):
     e = co[0]["evidence"]   # the best: two keywords on exactly the same documents (Jaccard 1)
     assert e["shared_documents"] == e["documents_a"] == e["documents_b"] and co[0]["score"] == CO_MAX == 0.6
     assert max(s["score"] for s in co) <= CO_MAX
+
+
+def test_documents_with_very_many_keywords_make_a_bounded_number_of_pairs(tmp_path):
+    """Every pair of a document's keywords was counted, and its context sentence looked up: two documents with
+    1,500 keywords each took 44 s, 3.4 GB and wrote 400 MB. A document contributes its MAX_PAIR_TAGS rarest
+    keywords to co-occurrence now."""
+    from kb_indexer.enrich.suggest import MAX_PAIR_TAGS
+
+    root = tmp_path / "kb"
+    many = [f"kw{i}" for i in range(400)]
+    for name in ("a.md", "b.md"):
+        write_doc(root, name, "# X\n\ntext\n", kw("x", *many))
+    handle, _ = KnowledgeBase.init(tmp_path / "kbindex.db", root)
+    assert handle.sync()["errors"] == []
+    co = [s for s in handle.enrich.suggest_similarities(min_score=0.0, use_llm=False)["suggestions"]
+          if s["source"] == "co-occurrence"]
+    handle.close()
+    assert 0 < len(co) <= MAX_PAIR_TAGS * (MAX_PAIR_TAGS - 1) // 2

@@ -9,7 +9,8 @@ Sources, each suggestion with a context sentence, a score and its evidence:
   abbreviation, 0.6 (a guess: "ML" could be "machine learning" or "maximum likelihood").
 * ``co-occurrence`` -- two keywords that tag mostly the same documents (>= MIN_SHARED of them):
   related_concept, scored by their Jaccard overlap, at most CO_MAX (a guess like ``initials``: below the
-  relations a person writes, which it must not outrank in an expansion).
+  relations a person writes, which it must not outrank in an expansion). A document pairs up only its
+  MAX_PAIR_TAGS rarest keywords (the pairs of hundreds of tags would grow as their square).
 * ``llm`` -- synonyms, abbreviations and broader/narrower terms the LLM finds in groups of the most used
   keywords (one structured call per group; none without an LLM backend).
 
@@ -33,6 +34,7 @@ from kb_indexer.store.dbapi import Connection
 MIN_SHARED = 2            # documents two keywords must tag together
 CO_MAX = 0.6              # the best score co-occurrence alone gives
 MAX_COOCCURRENCE_DF = 0.05  # keywords on more of the documents are too common to relate this way
+MAX_PAIR_TAGS = 40        # a document's rarest keywords that pair up (hundreds of tags: pairs grow as their square)
 LLM_KEYWORDS = 120        # the most used keywords shown to the LLM
 LLM_GROUP = 40            # keywords per LLM call
 _SHORT = r"[A-Z][A-Za-z0-9&]{0,8}[A-Z0-9]s?"
@@ -128,24 +130,28 @@ def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
     shared: Counter[tuple[int, int]] = Counter()
     first_doc: dict[tuple[int, int], int] = {}
     for doc_id, kids in tags.items():
-        for pair in combinations(sorted({k for k in kids if k in keep}), 2):
+        rarest = sorted({k for k in kids if k in keep}, key=lambda k: (df[k], k))[:MAX_PAIR_TAGS]
+        for pair in combinations(sorted(rarest), 2):
             shared[pair] += 1
             first_doc.setdefault(pair, doc_id)
     names = dict(conn.execute("SELECT id, display FROM keywords"))
+    bodies: dict[int, str] = {}
     out = []
     for (a, b), n in shared.items():
         if n < MIN_SHARED:
             continue
         jaccard = n / (df[a] + df[b] - n)
-        context = _co_context(conn, first_doc[(a, b)], names[a], names[b]) or \
+        doc = first_doc[(a, b)]
+        if doc not in bodies:
+            bodies[doc] = fulltext.body(conn, doc)
+        context = _co_context(bodies[doc], names[a], names[b]) or \
             f"{names[a]} and {names[b]} tag {n} of the same documents"
         out.append(suggestion(names[a], names[b], "related_concept", context, min(CO_MAX, jaccard), "co-occurrence",
                               {"shared_documents": n, "documents_a": df[a], "documents_b": df[b]}))
     return out
 
 
-def _co_context(conn: Connection, doc_id: int, a: str, b: str) -> str | None:
-    text = fulltext.body(conn, doc_id)
+def _co_context(text: str, a: str, b: str) -> str | None:
     low = text.lower()
     i = low.find(a.lower())
     while i >= 0:
