@@ -98,6 +98,7 @@ class _Rerank(BaseHTTPRequestHandler):
         pass
 
     trickle = False
+    bad_score: float | None = None   # sent for the first document (NaN, inf: what json.dumps writes for them)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -116,6 +117,8 @@ class _Rerank(BaseHTTPRequestHandler):
             return
         results = [{"index": i, "relevance_score": doc.lower().count("tree") - 3.0}
                    for i, doc in enumerate(body["documents"])]
+        if type(self).bad_score is not None:
+            results[0]["relevance_score"] = type(self).bad_score
         payload = json.dumps({"results": sorted(results, key=lambda r: -r["relevance_score"])}).encode()
         self.send_response(type(self).status)
         self.send_header("Content-Type", "application/json")
@@ -126,7 +129,7 @@ class _Rerank(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint(monkeypatch):
-    _Rerank.bodies, _Rerank.status, _Rerank.trickle = [], 200, False
+    _Rerank.bodies, _Rerank.status, _Rerank.trickle, _Rerank.bad_score = [], 200, False, None
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Rerank)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -213,3 +216,15 @@ def test_the_history_records_the_reranked_order_the_user_saw(kb, script):
     recorded = [r["filepath"] for r in attempt["top_results"]]
     assert recorded == shown[:len(recorded)]
     assert attempt["top_results"][0]["score"] == out["results"][0]["relevance_score"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["NaN", "Infinity"])
+def test_a_score_that_is_not_a_finite_number_is_a_bad_answer(kb, endpoint, bad):
+    """NaN or Infinity from the endpoint reached the results, so the JSON on stdout was not JSON, and the
+    history kept it."""
+    _Rerank.bad_score = bad
+    before = _fused(kb)
+    out = kb.query(QUESTION, rerank=endpoint)
+    assert out["rerank"]["used"] is False and "not a finite number" in out["rerank"]["error"]
+    assert [r["filepath"] for r in out["results"]] == before
+    json.dumps(out, allow_nan=False)

@@ -21,6 +21,8 @@ failed (the order is then the fused order, unchanged).
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -136,6 +138,9 @@ def _post_rerank(spec: RerankSpec, question: str, docs: list[str]) -> list[float
     except (ValueError, KeyError, TypeError) as exc:
         raise LLMError(f"the rerank endpoint {spec.url} sent an answer without results[].index and "
                        f"relevance_score ({type(exc).__name__})", code="rerank_bad_response") from None
+    if not all(math.isfinite(v) for v in raw.values()):
+        raise LLMError(f"the rerank endpoint {spec.url} sent a relevance_score that is not a finite number",
+                       code="rerank_bad_response")
     if sorted(raw) != list(range(len(docs))):
         raise LLMError(f"the rerank endpoint {spec.url} scored {len(raw)} of {len(docs)} documents",
                        code="rerank_bad_response")
