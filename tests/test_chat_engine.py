@@ -343,3 +343,19 @@ def test_a_tool_call_the_model_was_not_offered_is_never_run(tmp_path, chat_store
         assert eng.kb.learning.history(limit=5)["count"] == 0
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["NaN", "Infinity"])
+def test_a_tool_call_with_a_number_that_is_not_finite_stays_json(kbchat, bad):
+    """A model's tool call with ``"limit": NaN`` (or 1e400) was echoed as is, so `chat --format json` printed a
+    line no JSON parser reads. Such a number is null from the backend on (the tool then uses its default)."""
+    import json
+
+    eng, _ = kbchat(Completion(text="", tool_calls=[ToolCall("kb_query", {"question": "RL", "limit": bad,
+                                                                       "deep": [{"x": bad}]}, "c1")]), "Done.")
+    events = list(eng.turn("tell me about RL"))
+    call = next(e for e in events if e.kind == "tool_call").data
+    assert call["arguments"] == {"question": "RL", "limit": None, "deep": [{"x": None}]}
+    for e in events:
+        json.dumps(e.data, allow_nan=False)
+    assert next(e for e in events if e.kind == "tool_result").data["ok"] is True

@@ -24,7 +24,7 @@ from kb_indexer.text import terminal_safe
 
 
 def _json_line(out: TextIO, data: Any) -> None:
-    out.write(json.dumps(data, ensure_ascii=False) + "\n")
+    out.write(json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n")   # NaN is not JSON
     out.flush()
 
 

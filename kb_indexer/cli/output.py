@@ -30,7 +30,7 @@ class Format(str, Enum):
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)   # NaN is not JSON: an error, not output
 
 
 def emit_json(data: Any) -> None:

@@ -16,6 +16,7 @@ callers never see an SDK's or httpx's own exceptions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, runtime_checkable
 
@@ -146,11 +147,26 @@ def parse_retry_after(value: str | None) -> float | None:
 # -- data types ---------------------------------------------------------------------------
 
 
+def finite_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with every number that is not finite (NaN, Infinity, 1e400) as None: what a
+    model or server sends is echoed in kbindex's JSON, which must stay JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    return value
+
+
 @dataclass
 class ToolCall:
     name: str
     arguments: dict[str, Any]
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.arguments = finite_json(self.arguments)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}

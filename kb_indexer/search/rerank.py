@@ -22,7 +22,6 @@ failed (the order is then the fused order, unchanged).
 from __future__ import annotations
 
 import math
-
 import os
 from dataclasses import dataclass
 from typing import Any
