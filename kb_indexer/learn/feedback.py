@@ -11,6 +11,7 @@ from kb_indexer.limits import MAX_ID, check_id
 from kb_indexer.store.connection import together, transaction
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
+from kb_indexer.store.errors import IntegrityError
 
 
 def require_query(conn: Connection, query_id: int) -> Row:
@@ -161,15 +162,19 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
             unlinked.append(path)
         links[path] = att
         recorded.append({"filepath": path, "helpful": value, "attempt_id": att})
-    with together(conn, write=True):
-        for path, value in marks.items():
-            conn.execute(
-                "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed) "
-                "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT(query_id, filepath) DO UPDATE SET "
-                "attempt_id = excluded.attempt_id, helpful = excluded.helpful, "
-                "notes = COALESCE(excluded.notes, query_feedback.notes), processed = 0, "
-                "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
-                (query_id, links[path], path, int(value), notes))
+    try:
+        with together(conn, write=True):
+            for path, value in marks.items():
+                conn.execute(
+                    "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed) "
+                    "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT(query_id, filepath) DO UPDATE SET "
+                    "attempt_id = excluded.attempt_id, helpful = excluded.helpful, "
+                    "notes = COALESCE(excluded.notes, query_feedback.notes), processed = 0, "
+                    "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
+                    (query_id, links[path], path, int(value), notes))
+    except IntegrityError:   # deleted since the check (clear-history, import --force, sync in another process)
+        raise NotFoundError(f"No query with id {query_id} any more: it, its attempt or a document was removed while "
+                            "the feedback was recorded (see `kbindex history`)") from None
     out: dict[str, Any] = {"query_id": query_id, "recorded": recorded, "count": len(recorded)}
     if unlinked:
         out["not_in_results"] = unlinked
