@@ -239,7 +239,8 @@ def _register_tools(server: MCPServer, db: Any) -> None:
 def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
     """An argument the tool does not have (a typo such as ``limt``) is a tool error, not silently dropped:
     the SDK's argument model ignores extras, so the tool gets a subclass that forbids them, and its input
-    schema says so (``additionalProperties: false``)."""
+    schema says so (``additionalProperties: false``). The subclass is strict too: a value of another JSON
+    type than the schema's (``true`` for an integer) is a tool error, not converted."""
     # The SDK has no public hook for this: an SDK whose internals differ keeps its own (lenient) rule
     # rather than failing to start.
     manager = getattr(server, "_tool_manager", None)
@@ -250,7 +251,9 @@ def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
     base = metadata.arg_model
 
     class Strict(base):  # type: ignore[valid-type,misc]
-        model_config = ConfigDict(extra="forbid")   # merged with the base model's config by pydantic
+        # merged with the base model's config by pydantic; strict: each value of its own JSON type (a boolean,
+        # 1.0 or "1" is not a query id, a number is not a question)
+        model_config = ConfigDict(extra="forbid", strict=True)
 
     metadata.arg_model = Strict
     tool.parameters = {**tool.parameters, "additionalProperties": False}
