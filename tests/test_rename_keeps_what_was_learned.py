@@ -194,7 +194,7 @@ def test_more_vanished_copies_than_new_files_renames_one_and_removes_the_rest(sm
     assert res["renames"] == [{"from": "a.md", "to": "c.md"}]  # no same name: the first in path order
 
 
-def test_a_rename_with_an_edit_in_the_same_sync_is_a_removal_and_an_addition(small):
+def test_a_rename_with_an_edit_of_a_document_nothing_hangs_off_is_a_removal_and_an_addition(small):
     handle, kbdir = small
     write_doc(kbdir, "a.md", "# A\n\nfirst text\n")
     handle.sync()
@@ -280,18 +280,72 @@ def test_git_mv_then_sync_through_the_command_keeps_every_learned_item(proj, run
     assert json.loads(run("learned", "list", "--all", "-f", "json", cwd=proj).stdout)["count"] == before["count"]
 
 
-def test_a_rename_with_an_edit_says_what_learning_it_drops(kb, run):
+def test_a_rename_with_a_rewrite_says_what_learning_it_drops(kb, run):
     learned = [i for i in _teach(kb) if i["status"] == "active"]
     on_target = sum(1 for i in learned if i["detail"].get("filepath") == TARGET)
     assert on_target
     text = (kb.kb_root / TARGET).read_text(encoding="utf-8")
-    (kb.kb_root / "mdp.md").write_text(text + "\nOne more line.\n", encoding="utf-8")
+    half = text[: len(text) // 3]   # most of the text replaced: another document
+    (kb.kb_root / "mdp.md").write_text(half + "\nA new note about scheduling trains and crews.\n", encoding="utf-8")
     (kb.kb_root / TARGET).unlink()
     res = kb.sync()
     assert (res["renamed"], res["added"], res["removed"]) == (0, 1, 1)
     [warning] = [w for w in res["warnings"] if w["file"] == TARGET]
-    assert f"removed with {on_target} learned item" in warning["message"]
-    assert "only when its text is unchanged" in warning["message"]
+    assert warning["message"].startswith(f"{TARGET} removed with {on_target} learned item")
+    assert "when at least half of its text is unchanged" in warning["message"]
+
+
+def test_a_rename_with_an_edit_keeps_what_was_learned_and_the_feedback(kb, run):
+    """An editor's rename-and-save, or a `git pull` with a rename and an edit: the document keeps its id, its
+    learned items and its feedback when most of its text is unchanged (``similarity`` in ``renames``)."""
+    before = _by_id([i for i in _teach(kb) if i["status"] == "active"])
+    doc_id = _doc_id(kb.conn, TARGET)
+    text = (kb.kb_root / TARGET).read_text(encoding="utf-8")
+    (kb.kb_root / "ops").mkdir()
+    (kb.kb_root / "ops" / "mdp-notes.md").write_text(text.replace("Markov", "Markov (MDP)", 1)
+                                                     + "\nOne more line about zebracorn policies.\n", encoding="utf-8")
+    (kb.kb_root / TARGET).unlink()
+    res = kb.sync()
+    assert (res["renamed"], res["added"], res["removed"]) == (1, 0, 0)
+    [moved] = res["renames"]
+    assert moved["from"] == TARGET and moved["to"] == "ops/mdp-notes.md" and 0.5 <= moved["similarity"] < 1
+    assert _doc_id(kb.conn, "ops/mdp-notes.md") == doc_id
+    assert _by_id(kb.learning.learned_list()["learned"]) == before
+    paths = {r[0] for r in kb.conn.execute("SELECT filepath FROM query_feedback")}
+    assert "ops/mdp-notes.md" in paths and TARGET not in paths
+    assert [r["filepath"] for r in kb.query("zebracorn")["results"]][:1] == ["ops/mdp-notes.md"]
+    assert not [w for w in res["warnings"] if "learned item" in w["message"]]
+
+
+def test_the_most_alike_new_file_takes_an_edited_document(small):
+    """Two new files like a vanished document with feedback: the more alike takes it; the other is added."""
+    handle, kbdir = small
+    body = " ".join(f"word{i}" for i in range(60))
+    write_doc(kbdir, "a.md", f"# A\n\n{body}\n")
+    handle.sync()
+    res = handle.query("word1 word2")
+    handle.learning.feedback(res["query_id"], ["a.md"], [])
+    os.remove(kbdir / "a.md")
+    write_doc(kbdir, "b.md", f"# A\n\n{body} and a few more words\n")
+    write_doc(kbdir, "c.md", f"# A\n\n{body[: len(body) // 2]} then something else entirely here\n")
+    out = handle.sync()
+    assert [(r["from"], r["to"]) for r in out["renames"]] == [("a.md", "b.md")]
+    assert (out["renamed"], out["added"], out["removed"]) == (1, 1, 0)
+
+
+def test_an_unchanged_copy_goes_by_the_text_rule_not_the_edited_one(small):
+    """A vanished document whose exact text is in a new file is the text rule's, whatever else is alike."""
+    handle, kbdir = small
+    body = " ".join(f"word{i}" for i in range(60))
+    write_doc(kbdir, "a.md", f"# A\n\n{body}\n")
+    handle.sync()
+    res = handle.query("word1 word2")
+    handle.learning.feedback(res["query_id"], ["a.md"], [])
+    os.remove(kbdir / "a.md")
+    write_doc(kbdir, "b.md", f"# A\n\n{body} and more\n")
+    write_doc(kbdir, "z.md", f"# A\n\n{body}\n")
+    out = handle.sync()
+    assert out["renames"] == [{"from": "a.md", "to": "z.md"}]
 
 
 def test_a_plain_rename_and_a_removal_without_learning_say_nothing(kb):

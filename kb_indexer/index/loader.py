@@ -102,6 +102,14 @@ def text_hash(kb_root: Path, rel: str) -> str | None:
     return _text_digest(raw)
 
 
+def markdown_text(kb_root: Path, rel: str) -> str | None:
+    """The markdown text of ``rel`` as sync reads it (None: it cannot be read)."""
+    try:
+        return read_document_text(kb_root / rel, rel, root=kb_root)[0]
+    except (ValidationError, OSError):
+        return None
+
+
 def _text_digest(raw: bytes) -> str:
     return hashlib.sha1(raw + b"\0").hexdigest()
 

@@ -11,9 +11,14 @@ so run a plain ``sync`` after moving files between folders):
   indexed b.md gives b.md a's document and removes b's (as if b.md had been deleted); two files that swap
   names swap their documents (any permutation of texts among files alike). A changed path whose document
   went elsewhere and which takes none is a new document; one whose document stays (nobody took it) and
-  which takes none is updated in place, as before. A rename plus an edit in one sync is not detected: it is
-  a removal and an addition, as before. So is a document indexed by an older kbindex with a keywords file
-  and not read since (its text hash is not known yet).
+  which takes none is updated in place, as before. A document indexed by an older kbindex with a keywords
+  file and not read since (its text hash is not known yet) is a removal and an addition.
+- A rename plus an edit in one sync (an editor's rename-and-save, a ``git pull``): a vanished document that
+  something hangs off (an active learned item, or feedback) and whose text no new file has goes to the new
+  file (one the text rule leaves) whose text is most like its own: at least ``EDITED_MIN`` of their
+  three-word sequences shared (Jaccard), the most alike pairs first (:meth:`Renames.plan_edited`). It is
+  reported with its ``similarity``. A document nothing hangs off is a removal and an addition, as before;
+  so are all of them when more than ``EDITED_MAX`` such documents or new files are in one sync.
 - Order: changed paths choose first, then new files, each in path order; among several documents of the
   same text, the one with the same file name first, else the first in path order. New files left over are
   added; vanished documents left over are removed.
@@ -40,12 +45,20 @@ never removed before the batch that could rename it (a sync killed in between re
 from __future__ import annotations
 
 import json
+import re
 from posixpath import basename
 from typing import Any, Callable
 
+from kb_indexer.store import fulltext
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
 from kb_indexer.store.dbapi import Connection
+
+
+EDITED_MIN = 0.5     # the share of three-word sequences two texts must have in common to be one document edited
+EDITED_MAX = 2000    # vanished documents, and new files, beyond which a sync pairs no edited renames (pairs grow as
+                     # their product)
+_WORD = re.compile(r"\w+")
 
 
 class Renames:
@@ -60,13 +73,14 @@ class Renames:
                                 "(SELECT value FROM json_each(?)) ORDER BY filepath", (json.dumps(paths),))
             for path, text in rows:
                 self.by_text.setdefault(text, []).append(path)
-        self.done: list[dict[str, str]] = []  # {"from", "to"} in the order renamed
+        self.done: list[dict[str, Any]] = []  # {"from", "to"} (and "similarity": edited) in the order renamed
         self._pending: list[tuple[str, str]] = []  # renamed in this batch, paths not yet followed
         self._planned: dict[str, str] | None = None  # after :meth:`plan`: {new file: vanished path}
         self._moved_in: set[str] = set()  # paths :meth:`plan` gave another document
+        self._edited: dict[str, tuple[str, float]] = {}  # after :meth:`plan_edited`: {new file: (vanished, similarity)}
 
     def __bool__(self) -> bool:
-        return bool(self.by_text) or bool(self._moved_in)
+        return bool(self.by_text) or bool(self._moved_in) or bool(self._edited)
 
     def take(self, conn: Connection, new_path: str, text_hash: str | None) -> bool:
         """Give ``new_path`` the document of a vanished file with this text (False: none); True also for a
@@ -74,7 +88,10 @@ class Renames:
         if new_path in self._moved_in:
             self._moved_in.discard(new_path)
             return True
-        if self._planned is not None:
+        edited = self._edited.pop(new_path, None)
+        if edited is not None:
+            old: str | None = edited[0]
+        elif self._planned is not None:
             old = self._planned.pop(new_path, None)
         else:
             candidates = self.by_text.get(text_hash or "")
@@ -82,7 +99,7 @@ class Renames:
         if old is None:
             return False
         move_document(conn, old, new_path)
-        self.done.append({"from": old, "to": new_path})
+        self.done.append({"from": old, "to": new_path, **({"similarity": edited[1]} if edited else {})})
         self._pending.append((old, new_path))
         return True
 
@@ -117,6 +134,40 @@ class Renames:
         left = set(now) | set(now.values())
         return {rel: row for rel, row in existing.items() if rel not in left}, len(displaced)
 
+    def plan_edited(self, conn: Connection, new_files: list[str], hash_of: Callable[[str], str | None],
+                    text_of: Callable[[str], str | None]) -> None:
+        """Pair renames with edits (see the module's rules): ``new_files`` are the files the batches will read
+        as new, ``hash_of`` and ``text_of`` their text hash and markdown text (None: unreadable). Call after
+        :meth:`plan`; :meth:`take` then moves each paired document in its batch."""
+        used = {d["from"] for d in self.done} | set((self._planned or {}).values())
+        vanished = sorted(self.vanished - used)
+        if not vanished or not new_files or len(vanished) > EDITED_MAX or len(new_files) > EDITED_MAX:
+            return
+        hashes = {rel: hash_of(rel) for rel in new_files}
+        found = set(hashes.values())
+        olds = {path: doc_id for path, doc_id, text in _with_something_learned(conn, vanished)
+                if text not in found}   # its text is in a new file: the text rule's
+        pending = self._planned if self._planned is not None else {}
+        news = [rel for rel in new_files if hashes[rel] is not None and rel not in pending
+                and (self._planned is not None or hashes[rel] not in self.by_text)]
+        if not olds or not news:
+            return
+        bodies = fulltext.bodies(conn, list(olds.values()))
+        old_words = {path: _shingles(bodies.get(doc_id, "")) for path, doc_id in olds.items()}
+        scored = []
+        for rel in news:
+            words = _shingles(text_of(rel) or "")
+            for path, theirs in old_words.items():
+                if words and theirs:
+                    sim = len(words & theirs) / len(words | theirs)
+                    if sim >= EDITED_MIN:
+                        scored.append((-sim, rel, path))
+        taken: set[str] = set()
+        for neg, rel, path in sorted(scored):
+            if rel not in self._edited and path not in taken:
+                self._edited[rel] = (path, round(-neg, 3))
+                taken.add(path)
+
     def settle(self, existing: dict[str, tuple[Any, ...]], on_disk: dict[str, str], rejected: dict[str, str],
                rejected_before: dict[str, str], stats: dict[str, Any]) -> set[str]:
         """After the last batch: the vanished paths sync must not remove (renamed, or held back; see
@@ -134,6 +185,21 @@ class Renames:
         if self._pending:
             follow_paths(conn, dict(self._pending))
             self._pending.clear()
+
+
+def _with_something_learned(conn: Connection, paths: list[str]) -> list[tuple[str, int, str | None]]:
+    """(path, id, text hash) of the documents at ``paths`` with an active learned item or feedback."""
+    return [(str(p), int(i), t) for p, i, t in conn.execute(
+        "SELECT d.filepath, d.id, d.text_hash FROM documents d WHERE d.filepath IN (SELECT value FROM json_each(?)) "
+        "AND (EXISTS (SELECT 1 FROM learned_items li WHERE li.document_id = d.id AND li.status = 'active') "
+        "OR EXISTS (SELECT 1 FROM query_feedback f WHERE f.filepath = d.filepath)) ORDER BY d.filepath",
+        (json.dumps(paths),))]
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    """The text's three-word sequences (lower case; a text of one or two words: that one sequence)."""
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i:i + 3]) for i in range(max(1, len(words) - 2))} if words else set()
 
 
 def _pick(candidates: list[str], new_path: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
-from kb_indexer.index.loader import LoadedDocument, load_document, text_hash
+from kb_indexer.index.loader import LoadedDocument, load_document, markdown_text, text_hash
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.reader import PARALLEL_MIN_DOCS, helper_process, keywords_source, read_all, worker_count
@@ -173,6 +173,8 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
         _refuse_wipe(root, existing, walk.files)
     renames = Renames(conn, missing, new_files=bool(todo))
     writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
+    renames.plan_edited(conn, [rel for rel in todo if rel not in writing], lambda rel: text_hash(root, rel),
+                        lambda rel: markdown_text(root, rel))
     vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
     kept = renames.settle(existing, walk.files, rejected, rejected_files(conn), stats)
     gone = sorted((missing | (vanished & set(existing))) - kept)
@@ -320,9 +322,9 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
 
 def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
     for rel, n in sorted(_learned_about(conn, gone).items()):   # said, not silent (a rename with edits, say)
-        stats["warnings"].append({"file": rel, "message": f"removed with {n} learned item{'s' * (n != 1)} about it "
-                                  "(its feedback stays under this path; a renamed document keeps what was learned "
-                                  "only when its text is unchanged)"})
+        stats["warnings"].append({"file": rel, "message": f"{rel} removed with {n} learned item{'s' * (n != 1)} "
+                                  "about it (its feedback stays under this path; a renamed document keeps what was "
+                                  "learned when at least half of its text is unchanged)"})
     for batch in _batches(gone, conn):
         with transaction(conn):
             for rel in batch:

@@ -35,7 +35,7 @@ class RemoveResult(TypedDict):
     filepath: str
 
 
-Rename = TypedDict("Rename", {"from": str, "to": str})
+Rename = TypedDict("Rename", {"from": str, "to": str, "similarity": NotRequired[float]})
 
 
 class SimilarityFilesReport(TypedDict):
