@@ -224,6 +224,13 @@ def test_person_keywords_win_over_learned_ones(kb, project):
     assert tags["game tree"] == "file", "undoing learning must not delete what a person wrote"
 
 
+def test_clear_history_in_the_cli_names_its_own_options(kb, run):
+    """The API's wording (``all_=True``) leaked into the command's error."""
+    res = run("clear-history", "--format", "json", cwd=kb.kb_root.parent)
+    assert res.returncode == 2 and res.error()["code"] == "usage"
+    assert "--before DATE or --all" in res.error()["message"] and "all_" not in res.error()["message"]
+
+
 def test_history_and_clear_history(kb):
     qid, _ = ask(kb, "first question", ["rl"], ["experience-based-learning.md"])
     ask(kb, "second question", [], [])

@@ -239,5 +239,8 @@ def clear_history(
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Delete recorded queries with their attempts and feedback (learned items stay): --before DATE or --all."""
+    if (before is None) == (not all_):
+        raise UsageError("clear-history deletes the queries last asked before a date, or all of them: give "
+                         "--before DATE or --all (one of them)")
     with open_kb(db, kb) as k:
         emit(k.learning.clear_history(before, all_=all_), format, title="clear-history")
