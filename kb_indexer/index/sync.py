@@ -136,7 +136,13 @@ def _scope(conn: Connection, root: Path, directory: str | None) -> tuple[Path, s
                             "notes with `kbindex init --kb DIR`, or give --kb DIR)")
     if directory is None:
         return root, ""
-    base = (root / to_relative(root, directory)).resolve()
+    try:
+        base = (root / to_relative(root, directory)).resolve()
+    except ValidationError as exc:
+        if exc.code != "not_found":
+            raise
+        raise ValidationError(f"Folder not found: {directory} (looked for in the working folder and in the "
+                              f"knowledge-base root {root})", code="not_found") from None
     if not base.is_dir():
         raise ValidationError(f"Not a directory: {directory}")
     return base, ("" if base == root else base.relative_to(root).as_posix() + "/")

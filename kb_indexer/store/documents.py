@@ -118,7 +118,7 @@ def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
 def require_document(conn: Connection, filepath: str) -> sqlite3.Row:
     row = get_document(conn, filepath)
     if row is None:
-        hint = ""
+        hint = " (`kbindex list-docs` lists the indexed documents; a new file is indexed by `kbindex sync`)"
         if not filepath.endswith(".md") and get_document(conn, filepath + ".md") is not None:
             hint = f" (did you mean {filepath}.md?)"
         raise NotFoundError(f"Document not in the index: {filepath}{hint}")

@@ -1,0 +1,18 @@
+"""A thing that is not there says where kbindex looked and what to do next (docs/agents.md promises a next step in
+every message): an unknown document names `list-docs` and `sync`, a mistyped folder for `sync` says it was looked
+for in the working folder and the knowledge-base root, an unknown keyword says no document carries it."""
+
+from __future__ import annotations
+
+
+def test_each_not_found_names_a_next_step(kb, run):
+    here = kb.kb_root.parent
+    show = run("show", "nope.md", "--format", "json", cwd=here)
+    assert show.returncode == 1 and show.error()["code"] == "not_found"
+    assert "kbindex list-docs" in show.error()["message"] and "kbindex sync" in show.error()["message"]
+    sync = run("sync", "wrok", "--format", "json", cwd=here)
+    assert sync.returncode == 1 and sync.error()["code"] == "not_found"
+    assert "Folder not found: wrok" in sync.error()["message"] and str(kb.kb_root.resolve()) in sync.error()["message"]
+    docs = run("docs", "nosuchkw", "--format", "json", cwd=here)
+    assert docs.returncode == 1 and docs.error()["code"] == "not_found"
+    assert "no document is tagged with it" in docs.error()["message"]
