@@ -16,3 +16,13 @@ def test_each_not_found_names_a_next_step(kb, run):
     docs = run("docs", "nosuchkw", "--format", "json", cwd=here)
     assert docs.returncode == 1 and docs.error()["code"] == "not_found"
     assert "no document is tagged with it" in docs.error()["message"]
+
+
+def test_a_file_outside_the_root_of_the_index_kbindex_db_names_says_so(kb, run, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "note.md").write_text("# Note\n\ntext\n", encoding="utf-8")
+    db = str(getattr(kb.db_path, "url", kb.db_path))
+    res = run("add", "note.md", "--format", "json", cwd=other, env={"KBINDEX_DB": db})
+    assert res.returncode == 1 and res.error()["code"] == "outside_kb"
+    assert f"KBINDEX_DB names: {db}" in res.error()["message"]

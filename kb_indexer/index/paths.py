@@ -56,7 +56,10 @@ def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool, 
             if is_inside(root, resolved):
                 return resolved.relative_to(root).as_posix()
             outside.append(cand)
-    refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}", code="outside_kb")
+    named = os.environ.get("KBINDEX_DB")   # the index in use may not be this folder's: say which one it is
+    refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}"
+                             + (f" (the root of the index KBINDEX_DB names: {named})" if named else ""),
+                             code="outside_kb")
     if must_exist:
         if outside or not is_inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
             raise refuse
