@@ -18,7 +18,7 @@ def test_each_not_found_names_a_next_step(kb, run):
     assert "no document is tagged with it" in docs.error()["message"]
 
 
-def test_a_file_outside_the_root_of_the_index_kbindex_db_names_says_so(kb, run, tmp_path, monkeypatch):
+def test_a_file_outside_the_root_of_the_index_kbindex_db_names_says_so(kb, run, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "note.md").write_text("# Note\n\ntext\n", encoding="utf-8")
