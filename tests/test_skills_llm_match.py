@@ -203,3 +203,22 @@ def test_candidates_after_a_fallback_are_what_was_sent(env):
     assert out["method"] == "keyword" and out["fallback_reason"]
     assert [c["name"] for c in out["candidates"]] != [c["name"] for c in keyword["candidates"]]
     assert out["candidates"] and all(f". {c['name']}:" in sent for c in out["candidates"])
+
+
+def test_the_fallback_names_the_model_the_server_named(env):
+    """A server's default model is known only once it answers: the fallback text named "default model" while the
+    JSON's llm.model named it."""
+    db, _ = env
+
+    class Named(FakeBackend):
+        def _next(self):
+            self.model = "smollm2-135m-instruct"   # as an OpenAI-compatible server names its model
+            return super()._next()
+
+    with _open(db) as kb:
+        config = resolve(LLMOptions(backend="fake", retries=0))
+        fake = Named([LLMTimeout("no answer in 5s")], model=None)
+        client = LLMClient(config, conn=kb.conn, backend=fake, sleep=lambda s: None)
+        out = kb.skills.match("turn the samsung tv off", use_llm=True, client=client)
+    assert out["llm"]["model"] == "smollm2-135m-instruct"
+    assert out["fallback_reason"].startswith("LLM fake (smollm2-135m-instruct) not used:")

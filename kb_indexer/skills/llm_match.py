@@ -148,10 +148,10 @@ def llm_step(conn: Any, index: Any, message: str, opts: Any, out: dict[str, Any]
         return
     own = client is None
     client = client if client is not None else LLMClient.from_options(llm, conn)
-    who = f"LLM {client.config.backend} ({client.model or 'default model'})"
     try:
         chosen = pick(client, message, pool, opts.top)
-    except LLMMatchFailed as exc:
+    except LLMMatchFailed as exc:   # the model named after the call: the server may have said which it is
+        who = f"LLM {client.config.backend} ({client.model or 'default model'})"
         out["fallback_reason"] = f"{who} not used: {exc.reason}; keyword result"
         out["prompt_tokens_estimate"] = exc.prompt_tokens_estimate
         out["candidates"] = pool   # what was sent
