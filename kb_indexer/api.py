@@ -208,11 +208,9 @@ class KnowledgeBase:
     # -- opening -------------------------------------------------------------------------
     @staticmethod
     def _kb_root(conn: Connection | None, db_path: DbTarget, kb: str | os.PathLike[str] | None) -> Path:
-        if kb:
-            return Path(kb).expanduser().absolute()
-        env = os.environ.get("KBINDEX_KB")
-        if env:
-            return Path(env).expanduser().absolute()
+        given = kb or os.environ.get("KBINDEX_KB")
+        if given:   # '..' taken as a shell's `cd` takes it: /p/proj/../notes is /p/notes
+            return Path(os.path.normpath(Path(given).expanduser().absolute()))
         if conn is not None:
             stored = meta.get(conn, "kb_root")
             if stored:

@@ -129,3 +129,14 @@ def test_a_refused_index_is_not_upgraded_first(cloned, run):
     with sqlite3.connect(db) as conn:
         assert "m110_document_text_hash" not in {r[0] for r in conn.execute("SELECT name FROM _migrations")}
         assert "text_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
+
+
+def test_a_relative_root_with_dot_dot_is_shown_and_stored_normalised(tmp_path, run):
+    """`init --kb ../notes` showed (and remembered) /…/work/../notes."""
+    notes, here = tmp_path / "notes", tmp_path / "work"
+    notes.mkdir()
+    here.mkdir()
+    res = run("init", "--kb", "../notes", "--format", "json", cwd=here)
+    assert res.returncode == 0, res.stderr
+    assert res.json()["kb_root"] == str(notes) and ".." not in res.stdout
+    assert run("sync", "--format", "json", cwd=here).returncode == 0

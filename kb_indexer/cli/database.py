@@ -44,7 +44,8 @@ def export(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
 ) -> None:
-    """Export everything (documents, keywords, similarities, history, feedback) as JSON."""
+    """Export the index (documents, keywords, similarities, learned items, history, feedback; not chat sessions) as
+    JSON."""
     with open_kb(db, kb) as k:
         data = k.export()
     if output is None:
