@@ -63,8 +63,16 @@ def add_document(conn: Connection, kb_root: Path, path: str, keywords_file: str 
         raise ValidationError(f"Keywords file not found: {keywords_file}", code="not_found")
     doc = load_document(kb_root, rel, kw_path)
     with transaction(conn):
+        same = _same(conn, doc)
         _, created = _store(conn, KeywordIds(conn), doc)
-    return _summary(doc, "added" if created else "updated")
+    return _summary(doc, "added" if created else "unchanged" if same else "updated")
+
+
+def _same(conn: Connection, doc: LoadedDocument) -> bool:
+    """Whether the index holds ``doc`` as read (text and keywords file alike): storing it changes nothing."""
+    row = conn.execute("SELECT content_hash, keywords_file FROM documents WHERE filepath = ?",
+                       (doc.filepath,)).fetchone()
+    return row is not None and row[0] == doc.content_hash and row[1] == doc.keywords_file
 
 
 def update_document(conn: Connection, kb_root: Path, path: str) -> Report:
@@ -80,8 +88,9 @@ def update_document(conn: Connection, kb_root: Path, path: str) -> Report:
         raise ValidationError(f"{rel} is {problem}" if problem.startswith("a ") else f"{rel}: {problem}")
     doc = load_document(kb_root, rel, keywords_source(kb_root, rel, row["keywords_file"]))
     with transaction(conn):
+        same = _same(conn, doc)
         _store(conn, KeywordIds(conn), doc)
-    return _summary(doc, "updated")
+    return _summary(doc, "unchanged" if same else "updated")
 
 
 def remove_document(conn: Connection, kb_root: Path, path: str) -> Report:

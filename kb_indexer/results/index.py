@@ -20,7 +20,7 @@ class InitResult(TypedDict):
 
 
 class DocumentResult(TypedDict):
-    """``add`` and ``update``."""
+    """``add`` and ``update``: ``action`` added, updated, or unchanged (the index held it as read)."""
     action: str
     filepath: str
     title: str | None
