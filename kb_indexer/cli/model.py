@@ -29,7 +29,8 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Loopback address to bind.")] = lm.DEFAULT_HOST,
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port (the openai backend's "
                                       "default URL is http://127.0.0.1:8080/v1).")] = lm.DEFAULT_PORT,
-    ctx: Annotated[int, typer.Option("--ctx", min=512, max=131072, help="Context window in tokens.")] = lm.DEFAULT_CTX,
+    ctx: Annotated[int, typer.Option("--ctx", min=512, max=131072, help="Context window in tokens (the window "
+                                     "chat assumes for the openai backend, unless --window).")] = lm.DEFAULT_CTX,
     embedding: Annotated[bool, typer.Option("--embedding", help="Also answer /v1/embeddings (mean-pooled).")] = False,
     threads: Annotated[Optional[int], typer.Option("--threads", min=1, max=256, show_default=False,
                                                    help="CPU threads (default: up to 4).")] = None,

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,14 @@ def test_status_and_doctor_say_how_to_start_one(run, tmp_path):
     assert doctor["local_model"]["running"] is False and doctor["local_model"]["url"] == url
     assert any("kbindex model serve" in p for p in doctor["problems"])
     assert json.dumps(doctor)   # the whole report is JSON
+
+
+def test_the_served_context_is_the_window_chat_assumes_for_the_openai_backend():
+    """`model serve` started SmolLM2 with 4,096 tokens of context while chat assumed 8,192 for the openai backend:
+    a long session could overflow the server before kbindex compressed it. Both are the model's own 8,192."""
+    from kb_indexer.context.window import resolve_window
+    from kb_indexer.model_server import DEFAULT_CTX, server_command
+
+    assert resolve_window(None, "openai")[0] == DEFAULT_CTX == 8192
+    command = server_command(Path("model.gguf"), "127.0.0.1", free_port())
+    assert command[command.index("--n_ctx") + 1] == "8192"
