@@ -78,6 +78,21 @@ def test_merging_never_loses_a_human_keyword_title_or_summary(kbase):
         assert k in again["keywords"] and k not in again["generated"]["keywords"]
 
 
+def test_a_persons_categories_keep_their_order_and_an_empty_one_stays(tmp_path):
+    """enrich rebuilt the categories from the keywords: a person's empty `"tools": []` was dropped."""
+    root = tmp_path / "knowledge-base"
+    write_doc(root, "mine.md", DOCS["rl.md"], kw("s", "policy gradients", categories={"tools": [],
+                                                                                     "methods": ["policy gradients"]}))
+    handle, _ = KnowledgeBase.init(tmp_path / "kbindex.db", root)
+    assert handle.sync()["errors"] == []
+    handle.enrich.documents(["mine.md"], use_llm=False)
+    cats = _file(handle, "mine.md")["categories"]
+    assert list(cats)[:2] == ["tools", "methods"] and cats["tools"] == [] and cats["methods"] == ["policy gradients"]
+    handle.enrich.documents(["mine.md"], use_llm=False, force=True)   # and on a forced run again
+    assert _file(handle, "mine.md")["categories"]["tools"] == []
+    handle.close()
+
+
 def test_front_matter_keywords_are_kept_as_a_persons(tmp_path):
     root = tmp_path / "kb"
     write_doc(root, "fm.md", "---\ntitle: Front\nkeywords: [alpha, beta]\n---\n# Heading\n\nGamma rays and "

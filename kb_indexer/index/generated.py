@@ -114,7 +114,7 @@ def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, fil
         if norm and norm not in taken:
             taken.add(norm)
             fresh.append((kw, cat))
-    categories: dict[str, list[str]] = {}
+    categories = _human_categories(old.get("categories"), old_gen)
     for kw, cat in human + fresh:
         if cat:
             categories.setdefault(cat, []).append(kw)
@@ -132,6 +132,15 @@ def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, fil
         "questions": list(gen.questions), "source_hash": gen.source_hash, "fallback": gen.fallback,
     }
     return out
+
+
+def _human_categories(old: Any, generated: set[str]) -> dict[str, list[str]]:
+    """The categories a person made, in their order, emptied to be filled again: each holding a keyword that was
+    not generated, or none at all (an empty category is a person's, kept as such)."""
+    if not isinstance(old, dict):
+        return {}
+    return {name: [] for name, kws in old.items() if isinstance(name, str) and isinstance(kws, list)
+            and (not kws or any(isinstance(k, str) and normalize_keyword(k) not in generated for k in kws))}
 
 
 def _choose(out: dict[str, Any], key: str, new: str | None, was_generated: bool) -> bool:
