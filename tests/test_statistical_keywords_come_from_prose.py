@@ -48,3 +48,14 @@ def test_the_prose_of_a_text_keeps_every_other_line():
     assert without_code_blocks("a\n```\nx\n```python\ny\n```\nb") == "a\nb"   # an info string never closes
     assert [p for p, _ in candidates("set $HOME/$USER paths")] == ["set", "home", "user", "paths"]
     assert [p for p, _ in candidates("Sutton's tests")] == ["sutton", "tests"]
+
+
+def test_a_two_letter_word_is_a_keyword_only_as_an_acronym():
+    """`enrich --no-llm` of the bundled reward-shaping note tagged it ``ng`` (of Andrew Ng) and ``true``."""
+    text = ("# Shaping\n\nAndrew Ng and colleagues showed potential-based shaping. Ng proved it keeps the optimal "
+            "policy; it is true for every MDP. Ng, Harada and Russell wrote it. The RL agent learns. RL agents "
+            "shape rewards. It is true that shaping helps.\n")
+    stats = CorpusStats.of([text, "an unrelated document about rivers", "another one about mountains"])
+    words = {k.keyword.lower() for k in extract(text, "Shaping", stats)}
+    assert "rl" in words and "shaping" in words
+    assert not words & {"ng", "true"}

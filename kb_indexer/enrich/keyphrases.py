@@ -56,7 +56,7 @@ related relatively respectively result resulting results said say says see seem 
 show significant significantly similar similarly since so still sufficient suggest suggests sure take
 taken takes therefore though thus together toward towards two three four five six seven eight nine ten
 typically unless upon use used useful uses using usually various way ways well whereas whether whose
-within without yet zero
+within without yet zero true false
 """.split())
 # Words that say what kind of text a document is, not what it is about ("Learning rate notes").
 _GENRE = frozenset("""
@@ -87,7 +87,8 @@ def tokens(text: str) -> list[str]:
 
 def _is_word(tok: str) -> bool:
     low = tok.lower()
-    return (bool(_HAS_LETTER.search(tok)) and low not in STOP and len(tok) > 1 and not _PARTICIPLE.search(low)
+    return (bool(_HAS_LETTER.search(tok)) and low not in STOP and (len(tok) > 2 or bool(_ACRONYM.match(tok)))
+            and not _PARTICIPLE.search(low)
             and not _ADVERB.search(low) and not tok.endswith("_"))   # "r_" of "r_{t+1}"
 
 
