@@ -16,9 +16,11 @@ so run a plain ``sync`` after moving files between folders):
 - A rename plus an edit in one sync (an editor's rename-and-save, a ``git pull``): a vanished document that
   something hangs off (an active learned item, or feedback) and whose text no new file has goes to the new
   file (one the text rule leaves) whose text is most like its own: at least ``EDITED_MIN`` of their
-  three-word sequences shared (Jaccard), the most alike pairs first (:meth:`Renames.plan_edited`). It is
-  reported with its ``similarity``. A document nothing hangs off is a removal and an addition, as before;
-  so are all of them when more than ``EDITED_MAX`` such documents or new files are in one sync.
+  three-word sequences shared (Jaccard, bodies without front matter), the most alike pairs first
+  (:meth:`Renames.plan_edited`). It is reported with its ``similarity``. A document nothing hangs off is a
+  removal and an addition, as before; so are all of them when more than ``EDITED_MAX`` vanished documents
+  or new files are in one sync. The cut is high because notes written from one template share much of
+  their text: a new note made from a removed one's template can still be taken for it (``renames`` says so).
 - Order: changed paths choose first, then new files, each in path order; among several documents of the
   same text, the one with the same file name first, else the first in path order. New files left over are
   added; vanished documents left over are removed.
@@ -49,13 +51,14 @@ import re
 from posixpath import basename
 from typing import Any, Callable
 
+from kb_indexer.index.markdown import parse_markdown
 from kb_indexer.store import fulltext
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
 from kb_indexer.store.dbapi import Connection
 
 
-EDITED_MIN = 0.5     # the share of three-word sequences two texts must have in common to be one document edited
+EDITED_MIN = 0.7     # the share of three-word sequences two texts must have in common to be one document edited
 EDITED_MAX = 2000    # vanished documents, and new files, beyond which a sync pairs no edited renames (pairs grow as
                      # their product)
 _WORD = re.compile(r"\w+")
@@ -143,25 +146,41 @@ class Renames:
         vanished = sorted(self.vanished - used)
         if not vanished or not new_files or len(vanished) > EDITED_MAX or len(new_files) > EDITED_MAX:
             return
+        learned = _with_something_learned(conn, vanished)   # first: most syncs stop here, reading nothing more
+        if not learned:
+            return
         hashes = {rel: hash_of(rel) for rel in new_files}
         found = set(hashes.values())
-        olds = {path: doc_id for path, doc_id, text in _with_something_learned(conn, vanished)
-                if text not in found}   # its text is in a new file: the text rule's
-        pending = self._planned if self._planned is not None else {}
+        olds = {path: doc_id for path, doc_id, text in learned if text not in found}   # else the text rule's
+        pending = set(self._planned or {}) | self._moved_in   # files plan() gave a document already
         news = [rel for rel in new_files if hashes[rel] is not None and rel not in pending
                 and (self._planned is not None or hashes[rel] not in self.by_text)]
-        if not olds or not news:
-            return
+        if olds and news:
+            self._pair_edited(conn, olds, news, text_of)
+
+    def _pair_edited(self, conn: Connection, olds: dict[str, int], news: list[str],
+                     text_of: Callable[[str], str | None]) -> None:
+        """The most alike pairs first (Jaccard of three-word sequences >= ``EDITED_MIN``), each side once; the
+        shared sequences are counted through an index of the old texts' (no pair without one in common)."""
         bodies = fulltext.bodies(conn, list(olds.values()))
-        old_words = {path: _shingles(bodies.get(doc_id, "")) for path, doc_id in olds.items()}
+        sizes: dict[str, int] = {}
+        index: dict[tuple[str, ...], list[str]] = {}
+        for path, doc_id in olds.items():
+            words = _shingles(bodies.get(doc_id, ""))
+            sizes[path] = len(words)
+            for w in words:
+                index.setdefault(w, []).append(path)
         scored = []
         for rel in news:
-            words = _shingles(text_of(rel) or "")
-            for path, theirs in old_words.items():
-                if words and theirs:
-                    sim = len(words & theirs) / len(words | theirs)
-                    if sim >= EDITED_MIN:
-                        scored.append((-sim, rel, path))
+            words = _shingles(parse_markdown(text_of(rel) or "").body)
+            shared: dict[str, int] = {}
+            for w in words:
+                for path in index.get(w, ()):
+                    shared[path] = shared.get(path, 0) + 1
+            for path, n in shared.items():
+                sim = n / (len(words) + sizes[path] - n)
+                if sim >= EDITED_MIN:
+                    scored.append((-sim, rel, path))
         taken: set[str] = set()
         for neg, rel, path in sorted(scored):
             if rel not in self._edited and path not in taken:

@@ -336,10 +336,12 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
 
 
 def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
-    for rel, n in sorted(_learned_about(conn, gone).items()):   # said, not silent (a rename with edits, say)
-        stats["warnings"].append({"file": rel, "message": f"{rel} removed with {n} learned item{'s' * (n != 1)} "
-                                  "about it (its feedback stays under this path; a renamed document keeps what was "
-                                  "learned when at least half of its text is unchanged)"})
+    for rel, (n, marks) in sorted(_hanging_off(conn, gone).items()):   # said, not silent (a rename with edits)
+        what = " and ".join(x for x in (f"{n} learned item{'s' * (n != 1)}" if n else "",
+                                        f"{marks} feedback mark{'s' * (marks != 1)}" if marks else "") if x)
+        stats["warnings"].append({"file": rel, "message": f"{rel} removed with {what} about it (the feedback stays "
+                                  "under this path; a renamed document keeps both when its text is unchanged, or "
+                                  "mostly: see `renames`)"})
     for batch in _batches(gone, conn):
         with transaction(conn):
             for rel in batch:
@@ -348,18 +350,22 @@ def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
         stats["batches"] += 1
 
 
-def _learned_about(conn: Connection, gone: list[str]) -> dict[str, int]:
-    """How many active learned items each of the ``gone`` documents has (those without: left out). One
-    statement per 500 documents, and none when nothing was learned."""
-    if not gone or conn.execute("SELECT 1 FROM learned_items WHERE status = 'active' LIMIT 1").fetchone() is None:
+def _hanging_off(conn: Connection, gone: list[str]) -> dict[str, tuple[int, int]]:
+    """{path: (active learned items, feedback marks)} of the ``gone`` documents that have any. One statement
+    per 500 documents, and none when nothing was learned or marked."""
+    if not gone or (conn.execute("SELECT 1 FROM learned_items WHERE status = 'active' LIMIT 1").fetchone() is None
+                    and conn.execute("SELECT 1 FROM query_feedback LIMIT 1").fetchone() is None):
         return {}
-    out: dict[str, int] = {}
+    out: dict[str, tuple[int, int]] = {}
     for i in range(0, len(gone), 500):
         part = gone[i:i + 500]
-        out.update((rel, int(n)) for rel, n in conn.execute(
-            "SELECT d.filepath, COUNT(*) FROM learned_items li JOIN documents d ON d.id = li.document_id "
-            f"WHERE li.status = 'active' AND d.filepath IN ({', '.join('?' * len(part))}) GROUP BY d.filepath",
-            part))
+        marks = ", ".join("?" * len(part))
+        for rel, n, f in conn.execute(
+                "SELECT d.filepath, (SELECT COUNT(*) FROM learned_items li WHERE li.document_id = d.id AND "
+                "li.status = 'active'), (SELECT COUNT(*) FROM query_feedback q WHERE q.filepath = d.filepath) "
+                f"FROM documents d WHERE d.filepath IN ({marks})", part):
+            if n or f:
+                out[rel] = (int(n), int(f))
     return out
 
 
