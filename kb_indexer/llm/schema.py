@@ -10,6 +10,7 @@ Supported keywords: ``type`` (a name or a list), ``properties``, ``required``,
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -67,7 +68,7 @@ def _type_ok(value: Any, t: str) -> bool:
     if t == "integer":
         return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if t == "number":
-        return isinstance(value, (int, float))
+        return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
     return False
 
 
@@ -159,16 +160,31 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     # strict=False: a raw newline or tab inside a string (small models write multi-line summaries so)
     # is taken as the character it is, not refused
     try:
-        return json.loads(raw, strict=False), None
-    except json.JSONDecodeError as exc:
+        return _loads(raw), None
+    except ValueError as exc:   # JSONDecodeError, or a number that is not finite (NaN, Infinity, 1e400)
         first_error = f"invalid JSON ({exc})"
     start, end = raw.find("{"), raw.rfind("}")
     if 0 <= start < end:
         try:
-            return json.loads(raw[start:end + 1], strict=False), None
-        except json.JSONDecodeError:
+            return _loads(raw[start:end + 1]), None
+        except ValueError:
             pass
     return None, first_error
+
+
+def _loads(raw: str) -> Any:
+    return json.loads(raw, strict=False, parse_constant=_not_a_number, parse_float=_finite)
+
+
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
 
 
 def schema_text(schema: dict[str, Any]) -> str:

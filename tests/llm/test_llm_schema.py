@@ -76,3 +76,19 @@ def test_a_raw_newline_inside_a_string_is_accepted():
     assert error is None and value == {"summary": "User prefers Korean.\nThey chose PPO."}
     value, error = parse_json('{"summary": ')
     assert value is None and error.startswith("invalid JSON (")
+
+
+@pytest.mark.parametrize("text", ['{"score": NaN}', '{"score": Infinity}', '{"score": -Infinity}',
+                                  '{"score": 1e400}', 'Sure: {"score": NaN}'])
+def test_a_number_that_is_not_finite_is_not_json(text):
+    """Python's json takes NaN, Infinity and 1e400 (as inf): an LLM's "score": NaN passed the schema and crashed
+    the command when its JSON was printed. It is an invalid answer now (repaired once, else the fallback)."""
+    value, error = parse_json(text)
+    assert value is None and error
+
+
+def test_a_number_schema_wants_a_finite_number():
+    schema = {"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}},
+              "required": ["score"], "additionalProperties": False}
+    assert validate({"score": float("nan")}, schema) and validate({"score": float("inf")}, schema)
+    assert validate({"score": 0.5}, schema) == []
