@@ -38,16 +38,19 @@ def test_an_unknown_argument_is_a_tool_error(kb):
 
 
 def test_an_argument_of_another_json_type_is_a_tool_error(kb):
-    """``query_id: true`` recorded feedback on query 1 (the SDK's lenient model took a boolean, or 1.0, for an
-    integer); ``limit: "5"`` and ``question: 5`` passed the same way. Each is a tool error now, nothing recorded."""
+    """``query_id: true`` recorded feedback on query 1 (the SDK's lenient model took a boolean for an integer);
+    ``limit: "5"`` and ``question: 5`` passed the same way. Each is a tool error now, nothing recorded; 2.0 is an
+    integer, as JSON Schema says."""
     async def body(s):
         first = _data(await s.call_tool("kb_query", {"question": "markov decision process"}))
         path = first["results"][0]["filepath"]
-        bad = [await s.call_tool("kb_feedback", {"query_id": v, "helpful": [path]}) for v in (True, 1.0, "1")]
-        bad += [await s.call_tool("kb_query", {"question": "mdp", "limit": v}) for v in (True, 2.0, "5")]
+        bad = [await s.call_tool("kb_feedback", {"query_id": v, "helpful": [path]}) for v in (True, 1.5, "1")]
+        bad += [await s.call_tool("kb_query", {"question": "mdp", "limit": v}) for v in (True, 2.5, "5")]
         bad.append(await s.call_tool("kb_query", {"question": 5}))
+        whole = await s.call_tool("kb_query", {"question": "mdp", "limit": 2.0})   # an integer in JSON Schema
         good = await s.call_tool("kb_feedback", {"query_id": first["query_id"], "helpful": [path]})
-        return bad, good
-    bad, good = _session(kb.db_path, body)
+        return bad, whole, good
+    bad, whole, good = _session(kb.db_path, body)
     assert all(r.is_error for r in bad), [r.content[0].text for r in bad if not r.is_error]
+    assert not whole.is_error and len(_data(whole)["results"]) <= 2
     assert not good.is_error and _data(good)["recorded"] == 1

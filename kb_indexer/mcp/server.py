@@ -18,7 +18,7 @@ import json
 from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
 
 import anyio.to_thread
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -250,10 +250,21 @@ def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
         return
     base = metadata.arg_model
 
+    integers = {name for name, field in base.model_fields.items() if field.annotation is int}
+
     class Strict(base):  # type: ignore[valid-type,misc]
-        # merged with the base model's config by pydantic; strict: each value of its own JSON type (a boolean,
-        # 1.0 or "1" is not a query id, a number is not a question)
+        # merged with the base model's config by pydantic; strict: each value of its own JSON type (a boolean
+        # or "1" is not a query id, a number is not a question)
         model_config = ConfigDict(extra="forbid", strict=True)
+
+        @model_validator(mode="before")
+        @classmethod
+        def _whole_numbers(cls, data: Any) -> Any:
+            """10.0 is an integer in JSON Schema (the input schema's "integer"): taken as 10."""
+            if isinstance(data, dict):
+                return {k: int(v) if k in integers and type(v) is float and v.is_integer() else v
+                        for k, v in data.items()}
+            return data
 
     metadata.arg_model = Strict
     tool.parameters = {**tool.parameters, "additionalProperties": False}
