@@ -48,6 +48,8 @@ def test_defaults_are_those_of_the_defaults_module():
     ({"min_weight": 0.5, "threshold": 0.2}, "are the same setting (threshold is its older name); give one"),
     ({"method": "vector"}, "Unknown method 'vector'; expected one of: auto, keyword, fulltext, semantic, hybrid"),
     ({"types": ("bogus",)}, "Unknown similarity type 'bogus'"),
+    ({"types": 5}, "types must be similarity type names, got 5"),   # was a TypeError: internal
+    ({"types": [1]}, "types must be similarity type names"),
     ({"weights": {"contrast": 1.5}}, "Weight for contrast must be a number between 0 and 1"),
     ({"weights": {"cousin": 0.5}}, "Unknown similarity type 'cousin' in weights"),
     ({"column_weights": (1.0, 2.0)}, "column_weights must be 4 numbers"),
@@ -56,6 +58,10 @@ def test_a_bad_option_is_refused_when_built_with_its_message(bad, message):
     with pytest.raises(UsageError) as exc:
         QueryOptions(**bad)
     assert message in exc.value.message and exc.value.exit_code == 2
+
+
+def test_types_may_be_any_iterable_of_names():
+    assert QueryOptions(types={"synonym": 1}.keys()).types == QueryOptions(types=["synonym"]).types == ("synonym",)
 
 
 def test_options_are_frozen_and_normalised_once():

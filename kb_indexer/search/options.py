@@ -159,9 +159,11 @@ def _types(types: Iterable[str] | None) -> tuple[str, ...] | None:
     """The similarity types named (comma-separated names split), sorted; None for all."""
     if isinstance(types, str):
         types = [types]
-    if types is not None and (not isinstance(types, (list, tuple, set, frozenset))
-                              or not all(isinstance(t, str) for t in types)):
-        raise UsageError(f"types must be similarity type names, got {types!r}")
+    if types is not None:   # any iterable of names (a list, a dict's keys); a number or a mapping is not one
+        names = list(types) if isinstance(types, Iterable) and not isinstance(types, (bytes, Mapping)) else None
+        if names is None or not all(isinstance(t, str) for t in names):
+            raise UsageError(f"types must be similarity type names, got {types!r}")
+        types = names
     from kb_indexer.search.expansion import resolve_types  # lazy: the API re-exports QueryOptions; kbindex
     chosen = resolve_types(types)                          # search's cold start does not need expansion
     return tuple(sorted(chosen)) if chosen else None
