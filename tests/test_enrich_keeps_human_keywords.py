@@ -79,17 +79,23 @@ def test_merging_never_loses_a_human_keyword_title_or_summary(kbase):
 
 
 def test_a_persons_categories_keep_their_order_and_an_empty_one_stays(tmp_path):
-    """enrich rebuilt the categories from the keywords: a person's empty `"tools": []` was dropped."""
+    """enrich rebuilt the categories from the keywords: a person's empty `"gear": []` was dropped."""
     root = tmp_path / "knowledge-base"
-    write_doc(root, "mine.md", DOCS["rl.md"], kw("s", "policy gradients", categories={"tools": [],
+    write_doc(root, "mine.md", DOCS["rl.md"], kw("s", "policy gradients", categories={"gear": [],
                                                                                      "methods": ["policy gradients"]}))
     handle, _ = KnowledgeBase.init(tmp_path / "kbindex.db", root)
     assert handle.sync()["errors"] == []
     handle.enrich.documents(["mine.md"], use_llm=False)
     cats = _file(handle, "mine.md")["categories"]
-    assert list(cats)[:2] == ["tools", "methods"] and cats["tools"] == [] and cats["methods"] == ["policy gradients"]
-    handle.enrich.documents(["mine.md"], use_llm=False, force=True)   # and on a forced run again
-    assert _file(handle, "mine.md")["categories"]["tools"] == []
+    assert list(cats)[:2] == ["gear", "methods"] and cats["gear"] == [] and cats["methods"] == ["policy gradients"]
+    data = _file(handle, "mine.md")
+    made = set(data["generated"]["categories"])
+    assert made and not made & {"gear", "methods"}
+    data["categories"]["gear"] = [data["generated"]["keywords"][0]]   # a generated keyword filed in gear
+    (handle.kb_root / "mine.keywords.json").write_text(json.dumps(data), encoding="utf-8")
+    handle.enrich.documents(["mine.md"], use_llm=False, force=True)   # gear is the person's: it stays
+    again = _file(handle, "mine.md")["categories"]
+    assert "gear" in again and list(again)[:2] == ["gear", "methods"]
     handle.close()
 
 

@@ -5,10 +5,12 @@ generated::
 
     "generated": {"method": "statistical" | "llm", "backend": ..., "model": ...,
                   "keywords": ["slipstream", ...], "title": false, "summary": true,
-                  "questions": [...], "source_hash": "<sha1 of the document>", "fallback": null}
+                  "questions": [...], "source_hash": "<sha1 of the document>", "fallback": null,
+                  "categories": ["concepts", ...]}
 
 Everything else in the file is a person's: a keyword not listed in ``generated.keywords`` is never
-dropped, renamed or re-categorised, and a title or summary not marked generated is kept. A later run
+dropped, renamed or re-categorised, a title or summary not marked generated is kept, and so is a category
+not listed in ``generated.categories`` (the ones enrich made), an empty one too. A later run
 replaces only the generated parts (so a changed document gets fresh keywords). To adopt a generated
 keyword, delete it from ``generated.keywords``: from then on it is yours. The loader stores generated
 keywords with source ``generated`` (a lower tag weight, see :mod:`kb_indexer.store.documents`).
@@ -114,7 +116,8 @@ def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, fil
         if norm and norm not in taken:
             taken.add(norm)
             fresh.append((kw, cat))
-    categories = _human_categories(old.get("categories"), old_gen)
+    categories = _human_categories(old.get("categories"), old_gen, old_mark.get("categories"))
+    kept = set(categories)
     for kw, cat in human + fresh:
         if cat:
             categories.setdefault(cat, []).append(kw)
@@ -130,15 +133,20 @@ def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, fil
         "method": gen.method, "backend": gen.backend, "model": gen.model,
         "keywords": [kw for kw, _ in fresh], "title": title_generated, "summary": summary_generated,
         "questions": list(gen.questions), "source_hash": gen.source_hash, "fallback": gen.fallback,
+        "categories": sorted(set(categories) - kept),   # the categories this run made (a person's are kept)
     }
     return out
 
 
-def _human_categories(old: Any, generated: set[str]) -> dict[str, list[str]]:
-    """The categories a person made, in their order, emptied to be filled again: each holding a keyword that was
-    not generated, or none at all (an empty category is a person's, kept as such)."""
+def _human_categories(old: Any, generated: set[str], made: Any) -> dict[str, list[str]]:
+    """The categories a person made, in their order, emptied to be filled again: every one an earlier run did
+    not make (``made``: the marker's list); with a marker from before that list, each holding a keyword that
+    was not generated, or none at all (an empty category is a person's, kept as such)."""
     if not isinstance(old, dict):
         return {}
+    if isinstance(made, list):
+        return {name: [] for name, kws in old.items() if isinstance(name, str) and isinstance(kws, list)
+                and name not in made}
     return {name: [] for name, kws in old.items() if isinstance(name, str) and isinstance(kws, list)
             and (not kws or any(isinstance(k, str) and normalize_keyword(k) not in generated for k in kws))}
 
