@@ -317,15 +317,23 @@ def test_a_rename_with_an_edit_keeps_what_was_learned_and_the_feedback(kb, run):
     assert not [w for w in res["warnings"] if "learned item" in w["message"]]
 
 
-def test_the_most_alike_new_file_takes_an_edited_document(small):
-    """Two new files like a vanished document with feedback: the more alike takes it; the other is added."""
+BODY = " ".join(f"word{i}" for i in range(60))
+
+
+@pytest.fixture
+def a_removed(small):
+    """a.md indexed, marked helpful once, then deleted (before the next sync)."""
     handle, kbdir = small
-    body = " ".join(f"word{i}" for i in range(60))
-    write_doc(kbdir, "a.md", f"# A\n\n{body}\n")
+    write_doc(kbdir, "a.md", f"# A\n\n{BODY}\n")
     handle.sync()
-    res = handle.query("word1 word2")
-    handle.learning.feedback(res["query_id"], ["a.md"], [])
+    _with_feedback(handle, "word1 word2", "a.md")
     os.remove(kbdir / "a.md")
+    return handle, kbdir, BODY
+
+
+def test_the_most_alike_new_file_takes_an_edited_document(a_removed):
+    """Two new files like a vanished document with feedback: the more alike takes it; the other is added."""
+    handle, kbdir, body = a_removed
     write_doc(kbdir, "b.md", f"# A\n\n{body} and a few more words\n")
     write_doc(kbdir, "c.md", f"# A\n\n{body[: len(body) // 2]} then something else entirely here\n")
     out = handle.sync()
@@ -333,15 +341,9 @@ def test_the_most_alike_new_file_takes_an_edited_document(small):
     assert (out["renamed"], out["added"], out["removed"]) == (1, 1, 0)
 
 
-def test_an_unchanged_copy_goes_by_the_text_rule_not_the_edited_one(small):
+def test_an_unchanged_copy_goes_by_the_text_rule_not_the_edited_one(a_removed):
     """A vanished document whose exact text is in a new file is the text rule's, whatever else is alike."""
-    handle, kbdir = small
-    body = " ".join(f"word{i}" for i in range(60))
-    write_doc(kbdir, "a.md", f"# A\n\n{body}\n")
-    handle.sync()
-    res = handle.query("word1 word2")
-    handle.learning.feedback(res["query_id"], ["a.md"], [])
-    os.remove(kbdir / "a.md")
+    handle, kbdir, body = a_removed
     write_doc(kbdir, "b.md", f"# A\n\n{body} and more\n")
     write_doc(kbdir, "z.md", f"# A\n\n{body}\n")
     out = handle.sync()
