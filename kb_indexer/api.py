@@ -23,7 +23,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
 
-from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, warn_shadowed,
+from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember
@@ -208,7 +208,7 @@ class KnowledgeBase:
     # -- opening -------------------------------------------------------------------------
     @staticmethod
     def _kb_root(conn: Connection | None, db_path: DbTarget, kb: str | os.PathLike[str] | None) -> Path:
-        given = kb or os.environ.get("KBINDEX_KB")
+        given = named_root(kb)
         if given:   # '..' taken as a shell's `cd` takes it: /p/proj/../notes is /p/notes
             return Path(os.path.normpath(Path(given).expanduser().absolute()))
         if conn is not None:
@@ -228,7 +228,7 @@ class KnowledgeBase:
             if problem:                                                                   # see roots.py
                 raise KbError(problem, code="outside_kb")   # before open_db upgrades (writes) anything
 
-        conn = open_db(db_path, None if kb or os.environ.get("KBINDEX_KB") or named_db(db) else check)
+        conn = open_db(db_path, None if named_root(kb) or named_db(db) else check)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @staticmethod
@@ -245,7 +245,7 @@ class KnowledgeBase:
         db_path = find_db(db) if named_db(db) else Path.cwd().absolute() / "kbindex.db"
         existed = index_exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
-        if existed and not kb and not os.environ.get("KBINDEX_KB"):
+        if existed and not named_root(kb):
             # Re-running init keeps the stored root.
             try:
                 probe = open_db(db_path)
@@ -256,7 +256,7 @@ class KnowledgeBase:
         if not existed and not named_db(db):
             warn_shadowed(db_path)   # an index in a parent folder that commands run here will no longer find
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
-        if not existed or kb or os.environ.get("KBINDEX_KB"):   # a root set here (a new index, or --kb): roots.py
+        if not existed or named_root(kb):   # a root set here (a new index, or --kb): roots.py
             remember(db_path, kb_root)
         result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}

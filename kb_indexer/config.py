@@ -115,6 +115,11 @@ def named_db(db: object = None) -> bool:
     return bool(db) or bool(os.environ.get("KBINDEX_DB"))
 
 
+def named_root(kb: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
+    """The knowledge-base root named for this call (``kb``, else ``KBINDEX_KB``); None: the index's own."""
+    return kb or os.environ.get("KBINDEX_KB") or None
+
+
 def default_kb_root(db_path: DbTarget) -> Path:
     """``knowledge-base/`` beside the index file (for a server: in the current directory)."""
     base = Path.cwd().absolute() if isinstance(db_path, DbUrl) else db_path.parent

@@ -55,6 +55,7 @@ from kb_indexer.index.markdown import parse_markdown
 from kb_indexer.store import fulltext
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.document_paths import follow_paths, move_document
+from kb_indexer.store.documents import hanging_off
 from kb_indexer.store.dbapi import Connection
 
 
@@ -146,12 +147,13 @@ class Renames:
         vanished = sorted(self.vanished - used)
         if not vanished or not new_files or len(vanished) > EDITED_MAX or len(new_files) > EDITED_MAX:
             return
-        learned = _with_something_learned(conn, vanished)   # first: most syncs stop here, reading nothing more
+        learned = hanging_off(conn, vanished)   # first: most syncs stop here, reading nothing more
         if not learned:
             return
         hashes = {rel: hash_of(rel) for rel in new_files}
         found = set(hashes.values())
-        olds = {path: doc_id for path, doc_id, text in learned if text not in found}   # else the text rule's
+        # a document whose text a new file has is the text rule's
+        olds = {path: doc_id for path, (doc_id, text, _, _) in learned.items() if text not in found}
         pending = set(self._planned or {}) | self._moved_in   # files plan() gave a document already
         news = [rel for rel in new_files if hashes[rel] is not None and rel not in pending
                 and (self._planned is not None or hashes[rel] not in self.by_text)]
@@ -204,15 +206,6 @@ class Renames:
         if self._pending:
             follow_paths(conn, dict(self._pending))
             self._pending.clear()
-
-
-def _with_something_learned(conn: Connection, paths: list[str]) -> list[tuple[str, int, str | None]]:
-    """(path, id, text hash) of the documents at ``paths`` with an active learned item or feedback."""
-    return [(str(p), int(i), t) for p, i, t in conn.execute(
-        "SELECT d.filepath, d.id, d.text_hash FROM documents d WHERE d.filepath IN (SELECT value FROM json_each(?)) "
-        "AND (EXISTS (SELECT 1 FROM learned_items li WHERE li.document_id = d.id AND li.status = 'active') "
-        "OR EXISTS (SELECT 1 FROM query_feedback f WHERE f.filepath = d.filepath)) ORDER BY d.filepath",
-        (json.dumps(paths),))]
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -21,7 +22,8 @@ from kb_indexer.index.walk import scan
 from kb_indexer.store import meta
 from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, plain_rows, transaction
 from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
-from kb_indexer.store.documents import KeywordIds, delete_document, get_document, upsert_document, write_fts_rows
+from kb_indexer.store.documents import (KeywordIds, delete_document, get_document, hanging_off, upsert_document,
+                                       write_fts_rows)
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import is_postgres
 
@@ -183,13 +185,14 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     stats["unchanged"] = len(walk.files) - len(todo)
     rejected: dict[str, str] = {}
     missing = set(existing) - set(walk.files) - walk.unreadable
+    hash_of = functools.cache(functools.partial(text_hash, root))   # a file's text hash is read once per sync
     if not force and not prefix and existing and len(missing) == len(existing) and (not walk.files
                                                                                   or len(existing) >= WIPE_MIN):
-        _refuse_wipe(root, existing, walk.files)
+        _refuse_wipe(root, existing, walk.files, hash_of)
     renames = Renames(conn, missing, new_files=bool(todo))
-    writing, stats["removed"] = renames.plan(conn, existing, todo, lambda rel: text_hash(root, rel))
-    renames.plan_edited(conn, [rel for rel in todo if rel not in writing], lambda rel: text_hash(root, rel),
-                        lambda rel: markdown_text(root, rel))
+    writing, stats["removed"] = renames.plan(conn, existing, todo, hash_of)
+    renames.plan_edited(conn, [rel for rel in todo if rel not in writing], hash_of,
+                        functools.partial(markdown_text, root))
     vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
     kept = renames.settle(existing, walk.files, rejected, rejected_files(conn), stats)
     gone = sorted((missing | (vanished & set(existing))) - kept)
@@ -220,12 +223,13 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
 WIPE_MIN = 5
 
 
-def _refuse_wipe(root: Path, existing: dict[str, Known], on_disk: dict[str, str]) -> None:
+def _refuse_wipe(root: Path, existing: dict[str, Known], on_disk: dict[str, str],
+                 hash_of: Callable[[str], str | None]) -> None:
     """A sync that finds none of the indexed documents (a wrong ``--kb``, a folder not mounted, an index
     re-pointed by ``init --kb``) would remove them all, with what was learned about them: refused, nothing
     written, unless one of them only moved (its text is among the files found) or ``force``."""
     texts = {known[3] for known in existing.values() if known[3]}
-    if any(text_hash(root, rel) in texts for rel in on_disk):
+    if any(hash_of(rel) in texts for rel in on_disk):
         return   # moved: the renames pair them
     raise KbError(f"None of the {len(existing)} indexed documents is in {root} (a wrong --kb, a folder that is not "
                   f"mounted?): this sync would remove them all, with what was learned about them. Nothing was "
@@ -336,7 +340,7 @@ def _reject(root: Path, rel: str, stored_keywords_file: str | None, rejected: di
 
 
 def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
-    for rel, (n, marks) in sorted(_hanging_off(conn, gone).items()):   # said, not silent (a rename with edits)
+    for rel, (_, _, n, marks) in sorted(hanging_off(conn, gone).items()):   # said, not silent (a rename with edits)
         what = " and ".join(x for x in (f"{n} learned item{'s' * (n != 1)}" if n else "",
                                         f"{marks} feedback mark{'s' * (marks != 1)}" if marks else "") if x)
         stats["warnings"].append({"file": rel, "message": f"{rel} removed with {what} about it (the feedback stays "
@@ -348,25 +352,6 @@ def _delete_documents(conn: Connection, gone: list[str], stats: Report) -> None:
                 conn.execute("DELETE FROM documents WHERE filepath = ?", (rel,))
                 stats["removed"] += 1
         stats["batches"] += 1
-
-
-def _hanging_off(conn: Connection, gone: list[str]) -> dict[str, tuple[int, int]]:
-    """{path: (active learned items, feedback marks)} of the ``gone`` documents that have any. One statement
-    per 500 documents, and none when nothing was learned or marked."""
-    if not gone or (conn.execute("SELECT 1 FROM learned_items WHERE status = 'active' LIMIT 1").fetchone() is None
-                    and conn.execute("SELECT 1 FROM query_feedback LIMIT 1").fetchone() is None):
-        return {}
-    out: dict[str, tuple[int, int]] = {}
-    for i in range(0, len(gone), 500):
-        part = gone[i:i + 500]
-        marks = ", ".join("?" * len(part))
-        for rel, n, f in conn.execute(
-                "SELECT d.filepath, (SELECT COUNT(*) FROM learned_items li WHERE li.document_id = d.id AND "
-                "li.status = 'active'), (SELECT COUNT(*) FROM query_feedback q WHERE q.filepath = d.filepath) "
-                f"FROM documents d WHERE d.filepath IN ({marks})", part):
-            if n or f:
-                out[rel] = (int(n), int(f))
-    return out
 
 
 def _record_rejected(conn: Connection, prefix: str, rejected: dict[str, str]) -> None:

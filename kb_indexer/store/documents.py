@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any, Iterable, cast
 
@@ -327,3 +328,18 @@ def document_keywords(conn: Connection, doc_id: int) -> list[dict[str, Any]]:
 
 def get_body(conn: Connection, doc_id: int) -> str:
     return fulltext.body(conn, doc_id)
+
+
+def hanging_off(conn: Connection, paths: list[str]) -> dict[str, tuple[int, str | None, int, int]]:
+    """``{path: (id, text hash, active learned items, feedback marks)}`` of the documents at ``paths`` that
+    something a person did hangs off (a learned item or feedback): what a removal would lose, what a rename
+    with an edit carries over. No statement but two cheap ones when nothing was learned or marked."""
+    if not paths or (conn.execute("SELECT 1 FROM learned_items WHERE status = 'active' LIMIT 1").fetchone() is None
+                     and conn.execute("SELECT 1 FROM query_feedback LIMIT 1").fetchone() is None):
+        return {}
+    rows = conn.execute(
+        "SELECT d.filepath, d.id, d.text_hash, (SELECT COUNT(*) FROM learned_items li WHERE li.document_id = d.id "
+        "AND li.status = 'active'), (SELECT COUNT(*) FROM query_feedback q WHERE q.filepath = d.filepath) "
+        "FROM documents d WHERE d.filepath IN (SELECT value FROM json_each(?)) ORDER BY d.filepath",
+        (json.dumps(paths),))
+    return {str(p): (int(i), t, int(n), int(f)) for p, i, t, n, f in rows if n or f}
