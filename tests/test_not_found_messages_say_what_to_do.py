@@ -26,3 +26,19 @@ def test_a_file_outside_the_root_of_the_index_kbindex_db_names_says_so(kb, run, 
     res = run("add", "note.md", "--format", "json", cwd=other, env={"KBINDEX_DB": db})
     assert res.returncode == 1 and res.error()["code"] == "outside_kb"
     assert f"KBINDEX_DB names: {db}" in res.error()["message"]
+
+
+def test_the_outside_root_message_hides_the_password_of_kbindex_db(tmp_path, monkeypatch):
+    import pytest
+
+    from kb_indexer.errors import ValidationError
+    from kb_indexer.index.paths import to_relative
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (tmp_path / "elsewhere.md").write_text("# x\n", encoding="utf-8")
+    monkeypatch.setenv("KBINDEX_DB", "postgresql://team:S3cr3t-Pw!xyz@127.0.0.1:5432/kbindex")
+    with pytest.raises(ValidationError) as refused:
+        to_relative(root, tmp_path / "elsewhere.md")
+    assert refused.value.code == "outside_kb"
+    assert "S3cr3t" not in str(refused.value) and "postgresql://team:***@127.0.0.1:5432/kbindex" in str(refused.value)

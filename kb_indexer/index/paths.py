@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
+from kb_indexer.config import redact
 from kb_indexer.errors import ValidationError
 
 KEYWORDS_SUFFIX = ".keywords.json"
@@ -58,7 +59,7 @@ def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool, 
             outside.append(cand)
     named = os.environ.get("KBINDEX_DB")   # the index in use may not be this folder's: say which one it is
     refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}"
-                             + (f" (the root of the index KBINDEX_DB names: {named})" if named else ""),
+                             + (f" (the root of the index KBINDEX_DB names: {redact(named)})" if named else ""),
                              code="outside_kb")
     if must_exist:
         if outside or not is_inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
