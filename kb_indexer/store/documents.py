@@ -259,9 +259,13 @@ def _pg_replace(conn: Connection, values: tuple[Any, ...], links: list[tuple[int
 
 
 _BY_PATH = "SELECT id FROM documents WHERE filepath = ?"
+#: A document's keyword row written again: a person's keyword replaces a learned row for the same keyword; a
+#: generated one (`kbindex enrich`, weaker) does not: the learned row keeps its weight and its item.
+_ON_CONFLICT = ("ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
+                "source = excluded.source, weight = excluded.weight, learned_id = NULL "
+                "WHERE NOT (document_keywords.source = 'learned' AND excluded.source = 'generated')")
 _RELINK_BY_PATH = ("INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) "
-                   f"SELECT ({_BY_PATH}), ?, ?, ?, ? ON CONFLICT(document_id, keyword_id) DO UPDATE SET "
-                   "category = excluded.category, source = excluded.source, weight = excluded.weight, learned_id = NULL")
+                   f"SELECT ({_BY_PATH}), ?, ?, ?, ? {_ON_CONFLICT}")
 
 
 _LINK = "INSERT INTO document_keywords (document_id, keyword_id, category, source, weight) VALUES (?, ?, ?, ?, ?)"
@@ -272,12 +276,10 @@ def _link_keywords(conn: Connection, rows: list[tuple[int, int, str | None, str,
     if created:  # nothing stored for the document yet: plain inserts (an upsert costs ~20% more at sync scale)
         conn.executemany(_LINK, list({r[1]: r for r in rows}.values()))
         return
-    # A person's keyword replaces a learned row for the same keyword.
     conn.executemany(_RELINK, rows)
 
 
-_RELINK = (_LINK + " ON CONFLICT(document_id, keyword_id) DO UPDATE SET category = excluded.category, "
-           "source = excluded.source, weight = excluded.weight, learned_id = NULL")
+_RELINK = f"{_LINK} {_ON_CONFLICT}"
 
 
 def write_fts_rows(conn: Connection, rows: list[tuple[int, str, str, str, str]]) -> None:
