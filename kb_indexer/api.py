@@ -287,7 +287,8 @@ class KnowledgeBase:
         """Index the KB incrementally; with ``embed``, then embed what changed (:meth:`embed`). An embedding
         failure does not undo the sync: it is reported in the result's ``embed`` object (``error``).
         ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`). A sync
-        that finds none of the indexed documents removes them only with ``force`` (else ``would_remove_all``)."""
+        that finds none of the indexed documents removes them only with ``force`` (else ``would_remove_all``);
+        so does one that finds a similarities file gone (else its relations stay, with a warning)."""
         result = self._index.sync(directory, progress, force)
         if embed:
             try:

@@ -1,8 +1,12 @@
-"""A similarities file that is deleted and restored brings its relations back (issue 8 item 1)."""
+"""A similarities file that is deleted and restored brings its relations back (issue 8 item 1). A sync of a
+checkout without the file (a team member's clone, a branch) keeps the relations only it lists, with the score
+changes learned on them, and says so; `sync --force` forgets them."""
 
 from __future__ import annotations
 
 import pytest
+
+from kb_indexer.store.connection import transaction
 
 pytestmark = pytest.mark.both_engines
 
@@ -17,10 +21,43 @@ def test_deleting_and_restoring_the_file_brings_its_relations_back(kb, project):
     assert before > 0
     saved = path.read_bytes()
     path.unlink()
-    kb.sync()
+    res = kb.sync(force=True)
+    assert res["similarities"]["removed"] == before and res["warnings"] == []
     assert _relation_count(kb) == 0
     assert kb.conn.execute("SELECT COUNT(*) FROM similarity_file_entries").fetchone()[0] == 0
     path.write_bytes(saved)
     res = kb.sync()
     assert res["similarities"]["files"] == 1
     assert _relation_count(kb) == before
+
+
+def test_a_sync_without_the_file_keeps_its_relations_and_says_how_to_forget_them(kb, project):
+    path = project / "similarities.json"
+    before = _relation_count(kb)
+    saved = path.read_bytes()
+    path.unlink()
+    res = kb.sync()
+    assert res["similarities"]["removed"] == 0 and _relation_count(kb) == before
+    [warning] = res["warnings"]
+    assert warning["file"] == "similarities.json"
+    assert f"the {before} relations only it lists are kept" in warning["message"]
+    assert "kbindex sync --force" in warning["message"]
+    stale = kb.stale()
+    assert stale["stale"] is True and any("similarities.json" in f for f in stale["similarities_changed"])
+    path.write_bytes(saved)
+    res = kb.sync()
+    assert res["warnings"] == [] and _relation_count(kb) == before and kb.stale()["stale"] is False
+
+
+def test_a_learned_score_change_survives_a_checkout_without_the_file(kb, project):
+    rel = kb.conn.execute("SELECT id, score FROM keyword_similarities ORDER BY id").fetchone()
+    with transaction(kb.conn):   # as `learn` adjusts a file's relation (kb_indexer.learn.apply._apply_score)
+        kb.conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ?", (rel[1] - 0.05, rel[0]))
+    path = project / "similarities.json"
+    saved = path.read_bytes()
+    path.unlink()
+    kb.sync()
+    path.write_bytes(saved)
+    kb.sync()
+    assert tuple(kb.conn.execute("SELECT id, score FROM keyword_similarities WHERE id = ?", (rel[0],)).fetchone()) \
+        == (rel[0], pytest.approx(rel[1] - 0.05))

@@ -190,7 +190,10 @@ def test_two_similarity_files_keep_shared_relations_and_deleted_file_is_forgotte
     handle.relate("LLM", "large language model", "abbreviation", "mine", 0.6)
     root_file.unlink()
     assert handle.stale()["stale"] is True and handle.stale()["similarities_changed"]
-    res = handle.sync()
+    kept = handle.sync()   # a checkout without the file: X stays, and the stale check still says so
+    assert kept["similarities"]["removed"] == 0 and "kbindex sync --force" in kept["warnings"][0]["message"]
+    assert set(_relations(handle)) == {X, Y, Z} and handle.stale()["stale"] is True
+    res = handle.sync(force=True)
     assert res["similarities"]["removed"] == 1
     final = _relations(handle)
     assert set(final) == {Y, Z}
@@ -325,7 +328,7 @@ def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch
         assert handle.sync()["similarities"]["removed"] == 1
         assert [tuple(r) for r in handle.conn.execute("SELECT id, score FROM keyword_similarities")] == [(rl, 0.9)]
         sims.unlink()
-        assert handle.sync()["similarities"]["removed"] == 1
+        assert handle.sync(force=True)["similarities"]["removed"] == 1
         assert handle.conn.execute("SELECT COUNT(*) FROM keyword_similarities").fetchone()[0] == 0
     finally:
         handle.close()

@@ -19,7 +19,7 @@ def test_a_restored_or_edited_file_does_not_bring_back_an_unrelated_relation(kb,
     saved = path.read_bytes()
     kb.unrelate("RL", "reinforcement learning", "abbreviation")
     path.unlink()
-    kb.sync()
+    kb.sync(force=True)
     path.write_bytes(saved)
     res = kb.sync()
     assert res["similarities"]["files"] == 1

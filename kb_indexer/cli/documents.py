@@ -122,7 +122,8 @@ def sync(
                                                        "(as `kbindex enrich`).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Remove the indexed documents even when none of them is "
                                         "found (else refused: a wrong --kb or an unmounted folder would remove "
-                                        "everything, with what was learned).")] = False,
+                                        "everything, with what was learned), and forget the relations of a "
+                                        "similarities.json that is gone (else kept, with a warning).")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Index the knowledge base incrementally: add new files, re-read changed ones, drop deleted ones."""

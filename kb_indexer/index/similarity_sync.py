@@ -256,8 +256,10 @@ def known_files(conn: Connection) -> set[str]:
         "SELECT origin_file FROM keyword_similarities WHERE origin_kind = 'file'")}
 
 
-def sync_similarities(conn: Connection, root: Path, errors: list[Any]) -> dict[str, Any]:
-    """Import changed similarities files, forget deleted ones (inside the caller's transaction)."""
+def sync_similarities(conn: Connection, root: Path, errors: list[Any], warnings: list[Any],
+                      force: bool) -> dict[str, Any]:
+    """Import changed similarities files, forget deleted ones (inside the caller's transaction). Without
+    ``force``, a deleted file that listed relations only it lists is kept, with a warning (see :func:`_forget`)."""
     out = {"files": 0, "imported": 0, "unchanged_files": 0, "removed": 0}
     current = similarity_files(root)
     hashes = set()
@@ -286,15 +288,33 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any]) -> dict[s
                 meta.put(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
     gone = (known_files(conn) | _recorded_files(conn)) - present
-    if gone:
-        ids, listings = KeywordIds(conn), _Listings(root)
-        for key in sorted(gone):
-            out["removed"] += _unlist(conn, ids, key, _listed_by(conn, key), listings)
-            # A forgotten file's entry records go with it: restored later, every entry is applied again.
-            conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
+    for key in sorted(gone):
+        if not _forget(conn, root, key, force, out, warnings):
+            hashes.add(hash_key(root.parent / key))   # still reported by the stale check until forgotten
     kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
     meta.delete(conn, *(key for key in meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY) if key not in kept))
     return out
+
+
+def _forget(conn: Connection, root: Path, key: str, force: bool, out: dict[str, Any], warnings: list[Any]) -> bool:
+    """A similarities file that is gone: the relations only it listed are removed (a person's or learning's stay,
+    see :func:`_unlist`). Not without ``force`` when there are any: a clone or checkout without the file (a
+    team member's, a branch) would take them away for everyone, with the score changes learned on them; they
+    are kept and a warning says so. Returns whether the file was forgotten."""
+    if not force:
+        only_here = [sid for sid in _listed_by(conn, key) if not conn.execute(
+            "SELECT 1 FROM similarity_files WHERE similarity_id = ? AND file != ?", (sid, key)).fetchone()
+            and conn.execute("SELECT 1 FROM keyword_similarities WHERE id = ? AND origin_kind = 'file'",
+                             (sid,)).fetchone()]
+        if only_here:
+            warnings.append({"file": key, "message": (
+                f"{key} is gone: the {len(only_here)} relations only it lists are kept (a checkout without it?). "
+                "If it was deleted on purpose: kbindex sync --force")})
+            return False
+    out["removed"] += _unlist(conn, KeywordIds(conn), key, _listed_by(conn, key), _Listings(root))
+    # A forgotten file's entry records go with it: restored later, every entry is applied again.
+    conn.execute("DELETE FROM similarity_file_entries WHERE file = ?", (key,))
+    return True
 
 
 def _remember_seen(conn: Connection, path: Path, sig: str, digest: str) -> None:

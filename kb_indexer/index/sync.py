@@ -206,7 +206,7 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
                         for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
-            stats["similarities"] = sync_similarities(conn, root, stats["errors"])
+            stats["similarities"] = sync_similarities(conn, root, stats["errors"], stats["warnings"], force)
     # large knowledge bases: the sparse full-text index (a large fold: with a helper process, unless reading
     # in this process was asked for)
     fulltext = (refresh_sparse(conn, progress, helper=helper_process)
