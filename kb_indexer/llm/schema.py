@@ -173,7 +173,10 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def _loads(raw: str) -> Any:
-    return json.loads(raw, strict=False, parse_constant=_not_a_number, parse_float=_finite)
+    try:
+        return json.loads(raw, strict=False, parse_constant=_not_a_number, parse_float=_finite)
+    except RecursionError:   # a few KB of nested brackets: an invalid answer like any other
+        raise ValueError("nested too deeply") from None
 
 
 def _not_a_number(name: str) -> Any:

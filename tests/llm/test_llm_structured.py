@@ -176,3 +176,14 @@ def test_only_a_refused_connection_is_unavailable_without_retries():
     assert connection_refused(refused) and not connection_refused(reset)
     assert LLMUnavailable.from_transport("cannot reach", refused).retryable is False
     assert LLMUnavailable.from_transport("cannot reach", reset).retryable is True
+
+
+def test_an_answer_nested_thousands_deep_is_invalid_and_repaired(empty_kb):
+    deep = '{"tags": ' + "[" * 5000 + "]" * 5000 + "}"
+    client, fake, _ = make_client(empty_kb.conn, deep, {"tags": ["a"]})
+    result = client.structured("tagging", MESSAGES, SCHEMA, max_tokens=50)
+    assert result.data == {"tags": ["a"]} and result.repaired and result.attempts == 2
+    assert "nested too deeply" in fake.calls[1]["messages"][-1]["content"]
+    again, _, _ = make_client(empty_kb.conn, deep, deep, no_cache=True)
+    with pytest.raises(LLMBadResponse):
+        again.structured("tagging", MESSAGES, SCHEMA, max_tokens=50)
