@@ -71,6 +71,8 @@ def load_front_matter(block: str, *, typed: bool = False, where: str = "front ma
             data = None if node is None else _as_text(yaml, node)
     except yaml.YAMLError as exc:
         raise FrontMatterError(_yaml_message(exc)) from None
+    except (ValueError, OverflowError) as exc:   # a typed value PyYAML cannot build: 2001-13-45, !!int abc
+        raise FrontMatterError(f"a value in the {where} cannot be read: {str(exc)[:200]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

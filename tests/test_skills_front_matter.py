@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -110,3 +111,20 @@ def test_a_key_written_twice_is_an_error_not_the_last_value():
 def test_a_key_a_merged_mapping_also_has_is_an_override_not_a_repeat():
     s = parse("---\nname: merged\n<<: {description: from the merge}\ndescription: written here\n---\nBody\n")
     assert s.name == "merged" and s.description == "written here"
+
+
+@pytest.mark.parametrize("line", ["created: 2001-13-45", "n: !!int abc", "n: !!float abc", "n: 1" + "0" * 5000])
+def test_a_value_yaml_cannot_build_is_this_skills_error(line):
+    with pytest.raises(SkillParseError, match="cannot be read"):
+        parse(f"---\nname: bad\ndescription: d\n{line}\n---\nbody\n")
+
+
+def test_skills_sync_lists_the_bad_skill_and_syncs_the_others(empty_kb, tmp_path):
+    for name, extra in (("good", ""), ("bad", "created: 2001-13-45\n")):
+        (tmp_path / "skills" / name).mkdir(parents=True)
+        (tmp_path / "skills" / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: the {name} one\n{extra}---\nbody\n", encoding="utf-8")
+    result = empty_kb.skills.sync([str(tmp_path / "skills")])
+    [error] = result["errors"]
+    assert "bad" in json.dumps(error) and "cannot be read" in json.dumps(error)
+    assert [s["name"] for s in empty_kb.skills.all()["skills"]] == ["good"]
