@@ -429,3 +429,17 @@ def test_a_pair_another_fold_does_not_know_is_not_covered(small, monkeypatch):
         a.close()
     view = _assert_same_as_fts5(handle.conn, ["shock wave"])
     assert "shock wave" not in view.covered
+
+
+def test_a_token_longer_than_fts5_keeps_is_indexed_and_asked(sparse_kb):
+    """FTS5 cuts a token at 32,768 bytes, here inside a character (11,000 CJK characters in a row): sync, a
+    later sync and a query of that run still work (the sparse index reads the cut token)."""
+    handle, kbdir = sparse_kb
+    write_doc(kbdir, "cjk.md", "# Kanji wall\n\n" + "漢" * 11000 + "\n")
+    result = handle.sync()
+    assert result["errors"] == [] and result["added"] == 1 and result["fulltext_index"]["built"]
+    handle.query("漢" * 11000, options=QueryOptions(record=False))   # no error (FTS5 finds nothing either)
+    hits = handle.query("kanji wall", options=QueryOptions(record=False))["results"]
+    assert [h["filepath"] for h in hits] == ["cjk.md"]
+    write_doc(kbdir, "more.md", "# More\n\nboundary layer\n")
+    assert handle.sync()["errors"] == []

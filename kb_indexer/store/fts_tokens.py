@@ -69,9 +69,11 @@ class Tokenizer:
                                   [(i + 1, c.decode("ascii") if isinstance(c, bytes) else c)
                                    for i, c in enumerate(todo)])
             found: dict[int, list[str]] = {}
-            for doc, term in self.conn.execute("SELECT doc, term FROM temp.kb_sparse_tok_vocab "
+            # as bytes: FTS5 cuts a token at 32,768 bytes, maybe inside a character (11,000 CJK characters in
+            # a row); the cut character is dropped, here as for every text tokenised so
+            for doc, term in self.conn.execute("SELECT doc, CAST(term AS BLOB) FROM temp.kb_sparse_tok_vocab "
                                                "ORDER BY doc, offset"):
-                found.setdefault(doc, []).append(term)
+                found.setdefault(doc, []).append(bytes(term).decode("utf-8", "ignore"))
             # a fresh table next time: deleting rows from an FTS5 table tokenises them again
             self.conn.execute("DROP TABLE temp.kb_sparse_tok_vocab")
             self.conn.execute("DROP TABLE temp.kb_sparse_tok")
