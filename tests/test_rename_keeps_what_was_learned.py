@@ -417,3 +417,34 @@ def test_a_new_note_from_the_same_template_is_not_taken_for_a_removed_one(small)
     assert (res["renames"], res["added"], res["removed"]) == ([], 1, 1)
     [warning] = [w for w in res["warnings"] if w["file"] == "meet-0301.md"]
     assert "1 feedback mark" in warning["message"]
+
+
+def test_a_copy_of_a_note_being_edited_does_not_take_its_document(small):
+    """`cp a.md copy.md`, then an edit of a.md: a.md keeps its document, feedback and learned items; the copy is
+    a new document (a planted copy of a note's old text cannot take what was learned about it)."""
+    handle, kbdir = small
+    text = "# Rewards\n\n" + " ".join(f"reward shaping term{i}" for i in range(40)) + "\n"
+    write_doc(kbdir, "a.md", text)
+    write_doc(kbdir, "other.md", "# Other\n\nunrelated words\n")
+    handle.sync()
+    _with_feedback(handle, "reward shaping", "a.md")
+    doc_id = _doc_id(handle.conn, "a.md")
+    shutil.copyfile(kbdir / "a.md", kbdir / "zz-copy.md")
+    with open(kbdir / "a.md", "a", encoding="utf-8") as fh:
+        fh.write("\nExtra paragraph.\n")
+    res = handle.sync()
+    assert res["renames"] == [] and (res["added"], res["updated"], res["removed"]) == (1, 1, 0)
+    assert _doc_id(handle.conn, "a.md") == doc_id
+    assert [r[0] for r in handle.conn.execute("SELECT filepath FROM query_feedback")] == ["a.md"]
+
+
+def test_a_note_rewritten_after_its_text_was_copied_away_lets_the_document_follow_its_text(small):
+    """The same files on disk, but a.md now holds another note: the document goes with its text to the copy."""
+    handle, kbdir = small
+    write_doc(kbdir, "a.md", "# Rewards\n\n" + " ".join(f"reward shaping term{i}" for i in range(40)) + "\n")
+    handle.sync()
+    doc_id = _doc_id(handle.conn, "a.md")
+    shutil.copyfile(kbdir / "a.md", kbdir / "z.md")
+    write_doc(kbdir, "a.md", "# Rockets\n\nsomething else entirely about rockets and fuel\n")
+    res = handle.sync()
+    assert res["renames"] == [{"from": "a.md", "to": "z.md"}] and _doc_id(handle.conn, "z.md") == doc_id

@@ -9,9 +9,11 @@ so run a plain ``sync`` after moving files between folders):
   gone, or when the file is still there with another text (a changed path). The file taking the document is
   a new file, or a changed path whose new text is another document's old text: ``mv a.md b.md`` over an
   indexed b.md gives b.md a's document and removes b's (as if b.md had been deleted); two files that swap
-  names swap their documents (any permutation of texts among files alike). A changed path whose document
-  went elsewhere and which takes none is a new document; one whose document stays (nobody took it) and
-  which takes none is updated in place, as before. A document indexed by an older kbindex with a keywords
+  names swap their documents (any permutation of texts among files alike). A changed path that takes no
+  document and still holds ``EDITED_MIN`` of its old three-word sequences keeps its document (an edit:
+  ``cp a.md copy.md`` then an edit of a.md leaves a's document at a.md; the copy is new). One that takes
+  none and holds another text (``mv a.md z.md``, then a new a.md) lets its document follow its text, and is
+  a new document; one whose document nobody took is updated in place, as before. A document indexed by an older kbindex with a keywords
   file and not read since (its text hash is not known yet) is a removal and an addition.
 - A rename plus an edit in one sync (an editor's rename-and-save, a ``git pull``): a vanished document that
   something hangs off (an active learned item, or feedback) and whose text no new file has goes to the new
@@ -108,11 +110,13 @@ class Renames:
         return True
 
     def plan(self, conn: Connection, existing: dict[str, tuple[Any, ...]], todo: list[str],
-             text_of: Callable[[str], str | None]) -> tuple[dict[str, tuple[Any, ...]], int]:
+             text_of: Callable[[str], str | None], markdown_of: Callable[[str], str | None]
+             ) -> tuple[dict[str, tuple[Any, ...]], int]:
         """Pair the texts that moved when stored documents' files changed (see the module's rules), and move
         the documents involved at once, in one transaction. Returns ``existing`` as the batches must see it
         (a path that got another document, or lost its own, is read as a new file) and the number of
-        documents removed because another one took their path."""
+        documents removed because another one took their path. ``text_of``: a file's text hash; ``markdown_of``:
+        its markdown text."""
         old = {rel: existing[rel][3] for rel in todo if rel in existing and existing[rel][3]}
         if not old:
             return existing, 0
@@ -127,6 +131,7 @@ class Renames:
             if candidates:
                 pairs[rel] = _pick(candidates, rel)
                 pool[new[rel] or ""].remove(pairs[rel])
+        _keep_edited_in_place(conn, pairs, set(changed), markdown_of)
         now = {new_path: src for new_path, src in pairs.items() if new_path in existing or src not in self.vanished}
         self._planned = {new_path: src for new_path, src in pairs.items() if new_path not in now}
         displaced = sorted(set(now) & set(existing) - set(now.values()))  # documents whose path another took
@@ -212,6 +217,34 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
     """The text's three-word sequences (lower case; a text of one or two words: that one sequence)."""
     words = _WORD.findall(text.lower())
     return {tuple(words[i:i + 3]) for i in range(max(1, len(words) - 2))} if words else set()
+
+
+def _keep_edited_in_place(conn: Connection, pairs: dict[str, str], changed: set[str],
+                          text_of: Callable[[str], str | None]) -> None:
+    """Drop the pairs that would take a document from a file still there (a changed path) which takes no other
+    document itself and still holds most of its old text (``EDITED_MIN`` of its three-word sequences): ``cp
+    a.md copy.md`` then an edit of a.md keeps a's document (and what was learned about it) at a.md, and a
+    planted copy of a note's old text cannot take it from a note being edited. A note replaced by another
+    text (``mv a.md z.md`` and a new a.md) still goes with its text; so do moves and swaps, where the changed
+    path takes another document. Repeated, as a dropped pair can leave its taker taking nothing."""
+    kept: dict[str, bool] = {}
+    while True:
+        drop = [taker for taker, src in pairs.items() if src in changed and src not in pairs
+                and kept.setdefault(src, _still_there(conn, src, text_of))]
+        if not drop:
+            return
+        for taker in drop:
+            del pairs[taker]
+
+
+def _still_there(conn: Connection, path: str, text_of: Callable[[str], str | None]) -> bool:
+    """Whether the file at ``path`` still holds ``EDITED_MIN`` of its stored document's three-word sequences."""
+    row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (path,)).fetchone()
+    old = _shingles(fulltext.bodies(conn, [row[0]]).get(row[0], "")) if row else set()
+    if not old:
+        return False
+    new = _shingles(parse_markdown(text_of(path) or "").body)
+    return len(old & new) >= EDITED_MIN * len(old)
 
 
 def _pick(candidates: list[str], new_path: str) -> str:

@@ -190,9 +190,9 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
                                                                                   or len(existing) >= WIPE_MIN):
         _refuse_wipe(root, existing, walk.files, hash_of)
     renames = Renames(conn, missing, new_files=bool(todo))
-    writing, stats["removed"] = renames.plan(conn, existing, todo, hash_of)
-    renames.plan_edited(conn, [rel for rel in todo if rel not in writing], hash_of,
-                        functools.partial(markdown_text, root))
+    markdown_of = functools.partial(markdown_text, root)
+    writing, stats["removed"] = renames.plan(conn, existing, todo, hash_of, markdown_of)
+    renames.plan_edited(conn, [rel for rel in todo if rel not in writing], hash_of, markdown_of)
     vanished = _write_documents(conn, root, todo, writing, stats, rejected, progress, renames)
     kept = renames.settle(existing, walk.files, rejected, rejected_files(conn), stats)
     gone = sorted((missing | (vanished & set(existing))) - kept)
