@@ -448,3 +448,18 @@ def test_a_note_rewritten_after_its_text_was_copied_away_lets_the_document_follo
     write_doc(kbdir, "a.md", "# Rockets\n\nsomething else entirely about rockets and fuel\n")
     res = handle.sync()
     assert res["renames"] == [{"from": "a.md", "to": "z.md"}] and _doc_id(handle.conn, "z.md") == doc_id
+
+
+def test_a_long_note_is_compared_by_its_beginning(small, monkeypatch):
+    """Only the first SHINGLE_WORDS words are compared (a 4 MB note's sequences took 400 MB): a long note renamed
+    with an edit past them pairs with similarity 1."""
+    from kb_indexer.index import renames
+
+    monkeypatch.setattr(renames, "SHINGLE_WORDS", 50)
+    handle, kbdir = small
+    write_doc(kbdir, "long.md", "# Long\n\n" + " ".join(f"w{i}" for i in range(300)) + "\n")
+    handle.sync()
+    _with_feedback(handle, "w1 w2", "long.md")
+    os.remove(kbdir / "long.md")
+    write_doc(kbdir, "longer.md", "# Long\n\n" + " ".join(f"w{i}" for i in range(300)) + " and an edit\n")
+    assert handle.sync()["renames"] == [{"from": "long.md", "to": "longer.md", "similarity": 1.0}]
