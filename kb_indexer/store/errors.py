@@ -41,6 +41,10 @@ DatabaseError = (sqlite3.DatabaseError, PgError)
 IntegrityError = (sqlite3.IntegrityError, PgIntegrityError)
 OperationalError = (sqlite3.OperationalError, PgOperationalError)
 
+#: SQLSTATE of a statement the role may not run (``permission denied for table ...``): a member's role that may
+#: read the index but not write it, or not change its schema.
+INSUFFICIENT_PRIVILEGE = "42501"
+
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
 
 # Primary SQLite result codes (the low byte of an extended code).
@@ -116,6 +120,10 @@ def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
         return BusyError(f"{at_start} is busy ({exc}): nothing was written. Run the command again.")
     if state == "25006":
         return ReadOnlyError(f"{at_start} is read-only here ({exc}): nothing was written. Searches still work.")
+    if state == INSUFFICIENT_PRIVILEGE:
+        return ReadOnlyError(f"This database role may not write {where} ({exc}): nothing was written. Searches "
+                             "still work; writing needs a role granted INSERT, UPDATE and DELETE on its tables "
+                             "(docs/teams.md, Roles).")
     if state in ("53100", "53200"):
         return DiskFullError(f"The PostgreSQL server of {where} is out of disk or memory ({exc}). Nothing was "
                              "written.")

@@ -20,7 +20,7 @@ from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
 from kb_indexer.config import DbUrl, redact_message
-from kb_indexer.store.errors import PgError, PgIntegrityError, PgOperationalError
+from kb_indexer.store.errors import INSUFFICIENT_PRIVILEGE, PgError, PgIntegrityError, PgOperationalError
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
@@ -63,8 +63,11 @@ class _FloatLoader(Loader):
 
 
 def _mapped(exc: psycopg.Error) -> PgError:
+    """psycopg's error as kbindex's; a statement the role may not run is operational (as SQLite's read-only
+    index is): a query still answers, its history row lost."""
     kind = (PgIntegrityError if isinstance(exc, psycopg.IntegrityError)
-            else PgOperationalError if isinstance(exc, psycopg.OperationalError) else PgError)
+            else PgOperationalError if isinstance(exc, psycopg.OperationalError)
+            or getattr(exc, "sqlstate", None) in (INSUFFICIENT_PRIVILEGE, "25006") else PgError)
     return kind(str(exc).strip(), getattr(exc, "sqlstate", None))
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kb_indexer.errors import BadDatabaseError, NotInitialisedError
+from kb_indexer.errors import BadDatabaseError, NotInitialisedError, ReadOnlyError
 from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
+from kb_indexer.store.errors import INSUFFICIENT_PRIVILEGE, PgError
 from kb_indexer.store.pg.connection import PgConnection
 from kb_indexer.store.pg import fulltext_schema, vectors
 from kb_indexer.store.pg.locks import advisory_lock
@@ -396,7 +397,15 @@ def open_db(conn: PgConnection) -> PgConnection:
         conn.close()
         raise NotInitialisedError(f"{conn.target} has no kbindex index. Run `kbindex init --db URL` first.")
     if len(names) < len(MIGRATIONS):
-        migrate(conn)
+        try:
+            migrate(conn)
+        except PgError as exc:
+            if exc.sqlstate != INSUFFICIENT_PRIVILEGE:
+                raise
+            conn.close()
+            raise ReadOnlyError(f"{conn.target} was written by an older kbindex and needs an upgrade that this "
+                                f"database role may not make ({exc}). Nothing was changed. Run `kbindex init` once "
+                                "as the role that owns the index; then every member's kbindex works again.") from None
     return conn
 
 
