@@ -20,7 +20,7 @@ from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve, unknown_embed_backend
 from kb_indexer.llm.registry import make_backend
 from kb_indexer import model_server as local_model
-from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL, LLMConfig
+from kb_indexer.llm.settings import LLMConfig
 from kb_indexer.llm.structured import LLMClient
 from kb_indexer.store.connection import connect
 from kb_indexer.store.errors import DatabaseError
@@ -160,7 +160,7 @@ def _local_model_report(config: LLMConfig, llm: dict[str, Any], llm_problems: li
         report: dict[str, Any] = {"url": config.base_url, "running": bool(llm["reachable"]) and not llm["error"],
                                   "models": list(llm["models"])}
     else:
-        report = local_model.probe(DEFAULT_OPENAI_BASE_URL, LOCAL_PROBE_TIMEOUT)
+        report = local_model.probe(local_model.configured_url(), LOCAL_PROBE_TIMEOUT)
     if not report["running"]:
         report["hint"] = local_model.START_HINT
         if llm_problems and llm["backend"] != "none":

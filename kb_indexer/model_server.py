@@ -59,6 +59,18 @@ def model_file(given: str | os.PathLike[str] | None) -> Path:
     return path.absolute()
 
 
+def configured_url() -> str:
+    """The ``openai`` backend's server URL as every command reads it (``KBINDEX_OPENAI_BASE_URL``, the ``.env``
+    file), else the default: where `model status` and `doctor` look for a local model."""
+    from kb_indexer.errors import KbError
+    from kb_indexer.llm.config import LLMOptions, resolve  # lazy: the settings, when a command asks
+
+    try:
+        return resolve(LLMOptions(backend="openai")).base_url or DEFAULT_OPENAI_BASE_URL
+    except KbError:   # a bad setting: the commands that use it say so; here, the default
+        return DEFAULT_OPENAI_BASE_URL
+
+
 def base_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/v1"

@@ -24,3 +24,12 @@ def test_a_bad_url_is_bad_usage(run, cli, url, problem):
 def test_a_good_url_with_no_server_is_not_running(run):
     res = run("model", "status", "--url", "http://127.0.0.1:1/v1", "--format", "json")
     assert res.returncode == 0 and res.json()["running"] is False and res.json()["hint"]
+
+
+def test_without_url_it_looks_where_the_openai_backend_would(run):
+    """`model serve --port N` says to set KBINDEX_OPENAI_BASE_URL; `model status` and `doctor` then look there, not
+    at the default port (where someone else's server may answer)."""
+    env = {"KBINDEX_OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    assert run("model", "status", "--format", "json", env=env).json()["url"] == "http://127.0.0.1:1/v1"
+    doctor = run("doctor", "--format", "json", env={**env, "KBINDEX_LLM_BACKEND": "none"})
+    assert doctor.json()["local_model"]["url"] == "http://127.0.0.1:1/v1"

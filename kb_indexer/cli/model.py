@@ -81,7 +81,8 @@ def _wait(proc: "subprocess.Popen[Any]") -> int | None:
 @model_app.command("status")
 def status(
     url: Annotated[Optional[str], typer.Option("--url", help="The server's base URL (default: the openai "
-                                               "backend's, http://127.0.0.1:8080/v1).", show_default=False)] = None,
+                                               "backend's: KBINDEX_OPENAI_BASE_URL, else "
+                                               "http://127.0.0.1:8080/v1).", show_default=False)] = None,
     format: FormatOpt = Format.table,
 ) -> None:
     """Whether a model server answers (and its models); how to start one when none does."""
@@ -89,7 +90,7 @@ def status(
         problem = url_problem(url)   # one rule for a server's URL (.env, flags, here)
         if problem:
             raise UsageError(f"--url {url!r} cannot name a server: {problem}")
-    report = lm.probe(url or lm.DEFAULT_OPENAI_BASE_URL, 2.0)
+    report = lm.probe(url or lm.configured_url(), 2.0)
     if not report["running"]:
         report["hint"] = lm.START_HINT
     emit(report, format, title="kbindex model status")
