@@ -27,6 +27,7 @@ from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember
+from kb_indexer.store.kb_root import repointed
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
                                check_unit_arg, check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
@@ -241,18 +242,14 @@ class KnowledgeBase:
     @classmethod
     def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,
              force: bool = False) -> tuple[KnowledgeBase, InitResult]:
-        """Create or upgrade the index; another application's SQLite file is refused unless ``force``."""
+        """Create or upgrade the index; another application's SQLite file, or another root for an index holding
+        documents, is refused unless ``force``."""
         db_path = find_db(db) if named_db(db) else Path.cwd().absolute() / "kbindex.db"
         existed = index_exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
-        if existed and not named_root(kb):
-            # Re-running init keeps the stored root.
-            try:
-                probe = open_db(db_path)
-                kb_root = cls._kb_root(probe, db_path, None)
-                probe.close()
-            except Exception:
-                pass
+        if existed:   # re-running init keeps the stored root; --kb changes it for everyone, so not silently
+            kb_root = repointed(db_path, kb_root, lambda conn: cls._kb_root(conn, db_path, None),
+                                named=bool(named_root(kb)), force=force)   # --kb: not silently (store.kb_root)
         if not existed and not named_db(db):
             warn_shadowed(db_path)   # an index in a parent folder that commands run here will no longer find
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)

@@ -14,6 +14,8 @@ invalid_input      1     a file, argument or JSON value kbindex cannot accept
 not_found          1     a document, keyword, query or file that does not exist
 outside_kb         1     a path resolving outside the knowledge-base root
 not_empty          1     ``import`` into an index with content, without ``--force``
+would_remove_all   1     ``sync`` finding none of the indexed documents, without ``--force``
+would_repoint      1     ``init --kb`` pointing an index holding documents elsewhere, without ``--force``
 not_initialised    1     no index here: run ``kbindex init``
 bad_database       1     the file is damaged, not SQLite, or another application's database
 schema             1     the index was written by a newer kbindex
@@ -28,7 +30,7 @@ rerank_*           1     ``query --rerank URL``: the endpoint failed or answered
 embedding_mismatch 1     the query's vectors are of another size than the index's
 already_running    1     ``model serve``: a server already answers there
 model_server_failed 1    ``model serve``: the server exited
-doctor_problems    1     ``llm doctor`` found problems
+doctor_problems    1     ``doctor --strict`` found problems
 internal           1     a bug in kbindex: please report it
 =================  ====  ===========================================================
 """

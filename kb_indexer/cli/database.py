@@ -18,7 +18,8 @@ from kb_indexer.limits import parse_json
 def init(
     db: DbOpt = None, kb: KbOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Add kbindex's tables even to a SQLite file that holds "
-                                        "another application's tables.")] = False,
+                                        "another application's tables; point an index holding documents at "
+                                        "another --kb (everyone who uses it follows).")] = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Create the index (or upgrade an existing one in place)."""
