@@ -33,7 +33,8 @@ def test_an_unknown_argument_is_a_tool_error(kb):
         return tools, bogus, fine
     tools, bogus, fine = _session(kb.db_path, body)
     assert all(t.input_schema.get("additionalProperties") is False for t in tools)
-    assert bogus.is_error and "bogus" in bogus.content[0].text
+    assert bogus.is_error and "unknown argument 'bogus'" in bogus.content[0].text
+    assert "pydantic" not in bogus.content[0].text and "Strict" not in bogus.content[0].text
     assert _data(fine)["results"]
 
 
@@ -52,5 +53,9 @@ def test_an_argument_of_another_json_type_is_a_tool_error(kb):
         return bad, whole, good
     bad, whole, good = _session(kb.db_path, body)
     assert all(r.is_error for r in bad), [r.content[0].text for r in bad if not r.is_error]
+    texts = [r.content[0].text for r in bad]
+    assert "argument 'limit': input should be a valid integer, got \"5\"" in texts[5]
+    assert "argument 'question': input should be a valid string, got 5" in texts[6]
+    assert not [t for t in texts if "errors.pydantic.dev" in t or "validation error for" in t]
     assert not whole.is_error and len(_data(whole)["results"]) <= 2
     assert not good.is_error and _data(good)["recorded"] == 1

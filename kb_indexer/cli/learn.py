@@ -131,6 +131,8 @@ def feedback(
             emit(k.learning.feedback_show(query_id), format, rows="feedback",
                  columns=("filepath", "helpful", "attempt_id", "processed", "notes"))
             return
+        if not (helpful or not_helpful or interactive):
+            raise UsageError("give at least one document: --helpful PATH or --not-helpful PATH (or --interactive)")
         if interactive:
             if not sys.stdin.isatty():
                 raise UsageError("--interactive needs a terminal; use --helpful/--not-helpful instead")

@@ -18,7 +18,7 @@ def require_query(conn: Connection, query_id: int) -> Row:
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
     row: Row | None = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
     if row is None:
-        raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
+        raise NotFoundError(f"No query with id {query_id}: the ids are those queries returned (`kbindex history` lists them)")
     return row
 
 
@@ -131,7 +131,7 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     """Record helpful / not-helpful marks in one transaction; every file must be indexed. What is checked is
     read in one go and the marks written in another (on PostgreSQL: two round trips)."""
     if not helpful and not not_helpful:
-        raise UsageError("give at least one helpful or not-helpful document (--helpful / --not-helpful)")
+        raise UsageError("give at least one helpful or not-helpful document")
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
     attempt_ok = attempt_id is not None and isinstance(attempt_id, int) and 1 <= attempt_id <= MAX_ID
     marks, both = _marks(helpful, not_helpful, resolve_path)
@@ -144,7 +144,7 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     found, owners, attempts = query.fetchall(), owner.fetchall(), read.fetchall()   # every cursor read to its end
     missing = [p for p, cur in zip(marks, known) if not cur.fetchall()]
     if not found:
-        raise NotFoundError(f"No query with id {query_id} (see `kbindex history`)")
+        raise NotFoundError(f"No query with id {query_id}: the ids are those queries returned (`kbindex history` lists them)")
     if attempt_id is not None:
         check_id(attempt_id, "attempt id")
         if not owners or owners[0][0] != query_id:

@@ -18,7 +18,7 @@ import json
 from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
 
 import anyio.to_thread
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, ValidationError, model_validator
 from mcp.server import MCPServer
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -270,6 +270,23 @@ def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
     tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
+def argument_problems(exc: ValidationError) -> str:
+    """What is wrong with a tool call's arguments, one clause each: ``argument 'limit': should be an integer, got
+    "5"``; ``unknown argument 'limt'``; ``missing argument 'question'``."""
+    out = []
+    for err in exc.errors(include_url=False)[:10]:
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            out.append(f"unknown argument {name!r}")
+        elif err["type"] == "missing":
+            out.append(f"missing argument {name!r}")
+        else:
+            got = json.dumps(err.get("input"), default=str)
+            got = got if len(got) <= 40 else got[:37] + "..."
+            out.append(f"argument {name!r}: {err['msg'][0].lower()}{err['msg'][1:]}, got {got}")
+    return "; ".join(out) + " (the tool's input schema lists its arguments and their types)"
+
+
 class KbMCPServer(MCPServer):
     """MCPServer whose resources come from the index on each request (:mod:`kb_indexer.mcp.resources`):
     two resource templates, and ``resources/list`` in pages with a cursor. The blocking work (SQLite, files)
@@ -283,6 +300,16 @@ class KbMCPServer(MCPServer):
         """Hold for the server's life: on PostgreSQL, requests share a small pool of connections
         (:meth:`KnowledgeBase.serving`) instead of opening one each."""
         return KnowledgeBase.serving(self._db)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's call; arguments the tool's schema refuses are named one by one in plain words (the SDK
+        shows pydantic's report: model name, error types and a documentation URL)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError) or type(exc) is not ToolError:
+                raise
+            raise ToolError(f"Error executing tool {name}: {argument_problems(exc.__cause__)}") from exc.__cause__
 
     async def list_tools(self) -> list[MCPTool]:
         """The catalog with compacted schemas (see :func:`outputs.compact_schema`): it is read before every

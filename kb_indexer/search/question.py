@@ -41,5 +41,4 @@ def check_question(question: object, keywords: Iterable[str] | None) -> None:
         return
     if dedupe_keywords(keywords or []):
         return
-    raise UsageError("the question is empty: give a question (kbindex query \"how does AlphaGo work?\") "
-                     "or keywords (--keywords)")
+    raise UsageError("the question is empty: give a question (\"how does AlphaGo work?\") or keywords")
