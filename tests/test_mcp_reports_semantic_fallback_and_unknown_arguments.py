@@ -59,3 +59,14 @@ def test_an_argument_of_another_json_type_is_a_tool_error(kb):
     assert not [t for t in texts if "errors.pydantic.dev" in t or "validation error for" in t]
     assert not whole.is_error and len(_data(whole)["results"]) <= 2
     assert not good.is_error and _data(good)["recorded"] == 1
+
+
+def test_a_query_on_an_out_of_date_index_says_so(kb):
+    """As `kbindex query` says on stderr and in its JSON: a note added since the last sync is not searched."""
+    async def body(s):
+        fresh = _data(await s.call_tool("kb_query", {"question": "markov decision process"}))
+        (kb.kb_root / "new-note.md").write_text("# New\n\nmarkov chains again\n", encoding="utf-8")
+        return fresh, _data(await s.call_tool("kb_query", {"question": "markov decision process"}))
+    fresh, stale = _session(kb.db_path, body)
+    assert "stale" not in fresh
+    assert "kbindex sync" in stale["stale"] and "new-note.md" in stale["stale"]

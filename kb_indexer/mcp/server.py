@@ -136,12 +136,14 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     options = QueryOptions(method=method, limit=limit, context=context, record=not cursor)
     with _opened(db) as kb:
         out = kb.query(question, keywords, options)
+        stale = None if cursor else kb.stale_note()
     query_id = out.get("query_id") if not cursor else tag
     page, nxt = page_items([_compact(r) for r in out["results"]], offset)
     q = out["query"]
     return {"query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
             "method": q["method"], "total": out["total"], "results": page,
             **_query_fallback(method, out, context),
+            **({"stale": stale["message"]} if stale and stale["checked"] else {}),
             "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
 
 

@@ -33,6 +33,9 @@ class McpQueryResult(TypedDict):
     # What did not run as asked, "; "-joined: semantic/hybrid without vectors ("lexical (no vectors used):
     # why"), a context the LLM did not judge ("lexical: why"). Absent when everything ran as asked.
     fallback: NotRequired[str | None]
+    # Files changed since the last sync (the stale check's one-line message, as `kbindex query` says on stderr):
+    # the results may miss them. Absent when the index is up to date, on a continuation, or not checked.
+    stale: NotRequired[str]
     next_cursor: str | None
 
 
