@@ -136,7 +136,8 @@ def doctor(
     db: DbOpt = None,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, llm_timeout: LlmTimeoutOpt = None,
     no_roundtrip: Annotated[bool, typer.Option("--no-roundtrip", help="Do not send a test completion.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a problem is found.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a problem is found (the report then "
+                                        "goes with the error on stderr, in details.report).")] = False,
     format: FormatOpt = Format.table,
 ) -> None:
     """Check the LLM setup (backend, model, server or key, latency) and the index (location, schema)."""
@@ -145,11 +146,11 @@ def doctor(
 
     report = KnowledgeBase.doctor(db, llm_options(llm_backend, llm_model, False, llm_timeout),
                                   roundtrip=not no_roundtrip)
-    emit(report, format, render=_render_doctor)
-    if strict and not report["ok"]:
+    if strict and not report["ok"]:   # a failed command prints nothing on stdout: the report is in the error
         n = len(report["problems"])
         raise KbError(f"doctor found {n} problem{'s' if n != 1 else ''}: " + "; ".join(report["problems"]),
-                      code="doctor_problems", details={"problems": report["problems"]})
+                      code="doctor_problems", details={"problems": report["problems"], "report": report})
+    emit(report, format, render=_render_doctor)
     for p in report["problems"]:
         warn(p)
 

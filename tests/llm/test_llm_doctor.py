@@ -21,9 +21,10 @@ def test_nothing_reachable(run, tmp_path, closed_port):
     assert "warning:" in res.stderr and "Traceback" not in res.stderr
     strict = run("doctor", "--strict", "--format", "json", cwd=tmp_path,
                  env={"OLLAMA_HOST": f"127.0.0.1:{closed_port}"})
-    assert strict.returncode == 1 and json.loads(strict.stdout)["ok"] is False
-    error = strict.error()  # stderr is one JSON error object under --strict
+    assert strict.returncode == 1 and strict.stdout == ""   # a failed command prints nothing on stdout
+    error = strict.error()  # stderr is one JSON error object under --strict, the report in it
     assert error["code"] == "doctor_problems" and len(error["details"]["problems"]) == 2
+    assert error["details"]["report"]["ok"] is False and error["details"]["report"]["llm"]["backend"] == "ollama"
 
 
 def test_default_ollama_unreachable_still_reports(run, tmp_path):
