@@ -341,8 +341,8 @@ class KnowledgeBase:
         _text(check_text_arg(keyword, "keyword"), "keyword", keyword=True)
         row = self.conn.execute("SELECT * FROM keywords WHERE keyword = ?", (normalize_keyword(keyword),)).fetchone()
         if row is None:
-            raise NotFoundError(f"Unknown keyword: {keyword!r} (no document is tagged with it; `kbindex search` "
-                                "also finds related keywords)")
+            raise NotFoundError(f"Unknown keyword: {keyword!r} (no document is tagged with it; `kbindex query` "
+                                "also searches the full text)")
         return cast(Row, row)
 
     def docs(self, keyword: str) -> KeywordDocsResult:

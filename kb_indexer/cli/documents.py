@@ -49,7 +49,8 @@ def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt 
 
 @app.command()
 def remove(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
-    """Remove a document from the index (the file is left alone)."""
+    """Remove a document from the index (the file is left alone: while it is in the knowledge base, the next
+    `sync` indexes it again)."""
     with open_kb(db, kb) as k:
         emit(k.remove(file), format, title="remove")
 
