@@ -11,7 +11,7 @@ from kb_indexer import __version__
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import fulltext, meta
-from kb_indexer.store.connection import transaction
+from kb_indexer.store.connection import exclusive, transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
@@ -213,7 +213,9 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
     index layer's step that keeps unchanged similarities files synced: store does not import index).
     """
     known, plan = _validated(conn, data)
-    with transaction(conn):
+    # Every row is replaced: not while a sync or a learn runs (on PostgreSQL, read committed, a learn saw the
+    # imported documents' new ids mid-run and wrote learned items for ids gone: a foreign-key failure)
+    with exclusive(conn, "sync"), exclusive(conn, "learn"), transaction(conn):
         if not force and conn.execute("SELECT EXISTS (SELECT 1 FROM documents) OR EXISTS "
                                       "(SELECT 1 FROM keywords) OR EXISTS (SELECT 1 FROM queries)").fetchone()[0]:
             raise ValidationError("The index is not empty; import replaces everything. Pass --force to do so.",
