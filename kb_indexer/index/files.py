@@ -89,7 +89,7 @@ def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
                                 "indexed as a keyword")
             category_of.setdefault(norm, cat)
     return {
-        "filepath": data["filepath"].strip().replace("\\", "/"),
+        "filepath": data["filepath"].strip(),   # as written: a separator or a file name's own (loader.describes)
         "title": title.strip() if isinstance(title, str) and title.strip() else None,
         "summary": data["summary"].strip(),
         "keywords": [(kw, category_of.get(normalize_keyword(kw))) for kw in [*kws, *added]],

@@ -135,7 +135,9 @@ def describes(filepath: str, rel: str) -> bool:
     The exact relative path (``./`` prefixes and backslashes aside), or, as older files do, just the
     document's file name; anything else (``../x/doc.md``, ``other/doc.md``) is refused.
     """
-    value = filepath.strip().replace("\\", "/")
-    while value.startswith("./"):
-        value = value[2:]
-    return value == rel or ("/" not in value and value == PurePosixPath(rel).name)
+    for value in {filepath.strip(), filepath.strip().replace("\\", "/")}:   # a Windows separator, or a file
+        while value.startswith("./"):                                       # name's own backslash (POSIX)
+            value = value[2:]
+        if value == rel or ("/" not in value and value == PurePosixPath(rel).name):
+            return True
+    return False

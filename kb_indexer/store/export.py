@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from typing import Any, Callable
 
@@ -101,7 +102,7 @@ def _path_problem(value: Any, *, relative: bool) -> str | None:
         return f"is {len(value)} characters long (at most {MAX_PATH_CHARS})"
     if "\x00" in value:   # any other character a file name may have, sync indexes it: an export keeps it
         return "contains a NUL character"
-    if "\\" in value:
+    if "\\" in value and os.sep == "\\":   # a separator there; on POSIX a file name may hold one, and sync indexes it
         return "contains a backslash (stored paths use '/')"
     if _DRIVE.match(value):
         return "is a Windows drive path"
