@@ -251,3 +251,16 @@ def test_an_invalid_answer_costs_only_its_chunk(k):
     assert out["stats"]["stages"][0]["source"] == "llm"
     assert "Part 0: PPO over DQN." in out["messages"][1]["content"]
     assert out["stats"]["fallback"] and "failed" in out["stats"]["fallback"]
+
+
+def test_a_model_that_keeps_answering_badly_is_given_up_after_three_chunks(k):
+    """60 chunks against a model whose every answer is invalid took 53 calls, each up to the timeout: after
+    BAD_ANSWERS_MAX invalid answers in a row the rest get the extractive summary, said once."""
+    from kb_indexer.context.compress import BAD_ANSWERS_MAX
+
+    messages = conversation(120)
+    out, fake = compress(k, messages, 85, *["not json"] * 200)
+    assert len(fake.calls) == 2 * BAD_ANSWERS_MAX            # each chunk: its answer and one repair
+    assert out["stats"]["stages"][0]["source"] == "extractive"
+    assert out["stats"]["fallback"].count("failed") == 1      # said once, not once per chunk
+    assert out["messages"][-1] == messages[-1]

@@ -57,6 +57,11 @@ class CompressOptions:
     no_llm_reason: str | None = None
 
 
+#: Invalid (or too long) answers one after another after which a compression stops asking the LLM (an outage
+#: stops it at once): 60 chunks against a model that answers badly took 53 calls, each up to the timeout.
+BAD_ANSWERS_MAX = 3
+
+
 @dataclass
 class State:
     messages: list[dict[str, Any]]
@@ -70,6 +75,7 @@ class State:
     cache_hits: int = 0
     usage: list[dict[str, Any]] = field(default_factory=list)
     llm_failed: str | None = None
+    llm_bad_in_a_row: int = 0         # invalid answers one after another (BAD_ANSWERS_MAX: the LLM is given up)
 
 
 def skill_tokens(skill: dict[str, Any]) -> int:
@@ -286,12 +292,18 @@ def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int
 def _failed(st: State, exc: SummaryFailed) -> None:
     st.llm_calls += 1
     st.llm_failures += 1
+    st.llm_bad_in_a_row = 0 if exc.outage else st.llm_bad_in_a_row + 1
     if exc.outage:
         st.llm_failed = exc.reason
-    st.fallback.append(f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary")
+    elif st.llm_bad_in_a_row >= BAD_ANSWERS_MAX:   # a model that cannot do it: not asked for every chunk
+        st.llm_failed = f"{BAD_ANSWERS_MAX} invalid answers in a row"
+    note = f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary"
+    if note not in st.fallback:
+        st.fallback.append(note)
 
 
 def _count(st: State, info: dict[str, Any]) -> None:
+    st.llm_bad_in_a_row = 0
     if info["cached"]:
         st.cache_hits += 1
     else:
