@@ -33,6 +33,7 @@ MAX_ENV_FILE_BYTES = 64 * 1024
 # is a query with more keywords than MAX_QUERY_KEYWORDS.
 MAX_QUERY_CHARS = 20_000
 MAX_QUERY_KEYWORDS = 100
+MAX_FEEDBACK_MARKS = 1000  # documents marked in one `feedback` (a query shows at most a few hundred)
 # A user context (``similar --user-context``, ``query --context``) longer than this is refused: it describes
 # the user's situation in a sentence or a paragraph, and goes whole into every LLM prompt.
 MAX_CONTEXT_CHARS = 4000

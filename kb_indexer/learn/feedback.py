@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
-from kb_indexer.limits import MAX_ID, check_id
+from kb_indexer.limits import MAX_FEEDBACK_MARKS, MAX_ID, check_id
 from kb_indexer.store.connection import together, transaction
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
@@ -133,6 +133,9 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     if not helpful and not not_helpful:
         raise UsageError("give at least one helpful or not-helpful document")
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
+    if len(helpful) + len(not_helpful) > MAX_FEEDBACK_MARKS:
+        raise ValidationError(f"{len(helpful) + len(not_helpful)} documents marked at once: at most "
+                              f"{MAX_FEEDBACK_MARKS} in one feedback")
     attempt_ok = attempt_id is not None and isinstance(attempt_id, int) and 1 <= attempt_id <= MAX_ID
     marks, both = _marks(helpful, not_helpful, resolve_path)
     with together(conn):
@@ -152,8 +155,8 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     if both is not None:
         raise UsageError(f"{both} is marked both helpful and not helpful")
     if missing:
-        raise ValidationError("Not in the index: " + ", ".join(missing) + " (feedback is only for indexed documents)",
-                              code="not_found")
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise ValidationError(f"Not in the index: {shown} (feedback is only for indexed documents)", code="not_found")
     recorded, unlinked, links = [], [], {}
     for path, value in marks.items():
         att = attempt_id if attempt_id is not None else _attempt_for(attempts, path)
