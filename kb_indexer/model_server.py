@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from kb_indexer.errors import UsageError
+from kb_indexer.errors import KbError, UsageError
 from kb_indexer.llm.base import LLMError
+from kb_indexer.llm.config import LLMOptions, resolve
 from kb_indexer.llm.registry import make_backend
 from kb_indexer.llm.settings import DEFAULT_OPENAI_BASE_URL, LLMConfig
 
@@ -62,9 +63,6 @@ def model_file(given: str | os.PathLike[str] | None) -> Path:
 def configured_url() -> str:
     """The ``openai`` backend's server URL as every command reads it (``KBINDEX_OPENAI_BASE_URL``, the ``.env``
     file), else the default: where `model status` and `doctor` look for a local model."""
-    from kb_indexer.errors import KbError
-    from kb_indexer.llm.config import LLMOptions, resolve  # lazy: the settings, when a command asks
-
     try:
         return resolve(LLMOptions(backend="openai")).base_url or DEFAULT_OPENAI_BASE_URL
     except KbError:   # a bad setting: the commands that use it say so; here, the default
