@@ -203,11 +203,14 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     if method == "semantic" and dense is None:
         method = "hybrid"
     user, keywords_from, fts_query, known = _plan(conn, spec.question, spec.given, spec.choice)
+    user_norms = [n for _, n in user]
+    seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer, known)
+    untagged = _untagged(conn, expansions) if method != "semantic" else []
+    if untagged:   # a relation of words no document is tagged with: its documents are found by their text
+        fts_query = fulltext.build_query([*fts_query.terms, *(_phrase(k) for k in untagged)], MAX_TERMS)
     n_docs = _document_count(conn)
     view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
     fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
-    user_norms = [n for _, n in user]
-    seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer, known)
     boosts = learned(conn, spec.question) if learned is not None else {}
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
         if info["boost"] > 0:
@@ -239,6 +242,17 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info,
                   fb.feedback if fb is not None else None, hood)
+
+
+def _untagged(conn: Connection, expansions: list[Expansion]) -> list[str]:
+    """The expanded keywords no document is tagged with, in expansion order: searched in the full text too (in
+    a knowledge base nobody tagged, `relate k8s kubernetes` finds the notes that say Kubernetes)."""
+    if not expansions:
+        return []
+    kids = sorted({e.keyword_id for e in expansions})
+    tagged = {r[0] for r in conn.execute("SELECT DISTINCT keyword_id FROM document_keywords WHERE keyword_id IN "
+                                         "(SELECT value FROM json_each(?))", (json.dumps(kids),))}
+    return list(dict.fromkeys(e.keyword for e in expansions if e.keyword_id not in tagged))
 
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
