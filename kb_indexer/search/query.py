@@ -75,6 +75,17 @@ def _keyword_ids(conn: Connection, norms: list[str], known: dict[str, int] | Non
     return ids
 
 
+def _note_names(exact: list[Any]) -> list[str]:
+    """A markdown file named in the question (``retry-policy.md``) is most likely the note itself: the name
+    without its extension, as a phrase (the note's title, or its text), beside the whole name's."""
+    out = []
+    for ident in exact:
+        stem, dot, ext = ident.text.rpartition(".")
+        if ident.kind == "file name" and dot and ext.lower() in ("md", "markdown") and stem:
+            out.append(_phrase(stem.rsplit("/", 1)[-1]))
+    return out
+
+
 def _phrase(text: str) -> str:
     """A keyword or identifier as one full-text term (its parts, space-joined: a phrase)."""
     return " ".join(t for chunk in text.split() for t in split_term(chunk))
@@ -434,7 +445,7 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
         if not given:
             user = dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
         terms += [norm for _, _, _, norm in spans]
-        terms += [_phrase(i.text) for i in exact]
+        terms += [_phrase(i.text) for i in exact] + _note_names(exact)
     else:
         # known keywords as phrases, the other words as single terms
         starts = {s: norm for s, _, _, norm in spans}
@@ -446,7 +457,7 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
                 terms += content_terms([w])
         if choice.method == "hybrid":
             # identifier-like words (names included) once more as exact phrases: double query weight
-            terms += [_phrase(i.text) for i in exact]
+            terms += [_phrase(i.text) for i in exact] + _note_names(exact)
     terms += [_phrase(g) for g, _ in given]
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS), known
 
