@@ -67,5 +67,7 @@ def test_cli_limit_zero_total_and_the_note_on_stderr(found, run):
     assert res.json()["count"] == res.json()["total"] == TEXT_ONLY + TAGGED
     res = run("query", "vortex wing", "--db", found.db_path)
     assert res.returncode == 0 and f"showing {DEFAULT_LIMIT} of {TEXT_ONLY + TAGGED} documents" in res.stderr
+    chosen = run("query", "vortex wing", "-n", "3", "--db", found.db_path)   # a limit chosen is not news
+    assert chosen.returncode == 0 and "showing" not in chosen.stderr
     res = run("query", "vortex", "--limit", "-1", "--format", "json", "--db", found.db_path)
     assert res.returncode == 2

@@ -131,8 +131,8 @@ def query(
         warn(data["history_error"])
     warn_llm(data)
     warn_semantic(data)
-    if data["total"] > data["count"] and format is not ResultFormat.json:
-        warn_shown(data["count"], data["total"])
+    if data["total"] > data["count"] and format is not ResultFormat.json and limit == DEFAULT_LIMIT:
+        warn_shown(data["count"], data["total"])   # (a limit chosen with -n is not news)
     emit_result(data, format, "query")
 
 

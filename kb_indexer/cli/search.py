@@ -27,6 +27,6 @@ def search(
         raise UsageError("--or and --and are mutually exclusive")
     with open_kb(db, kb) as k:
         result = k.search(keywords, "and" if and_ else "or", limit)
-    if result["total"] > result["count"] and format is not ResultFormat.json:
+    if result["total"] > result["count"] and format is not ResultFormat.json and limit == SEARCH_DEFAULT_LIMIT:
         warn_shown(result["count"], result["total"])
     emit_result(result, format, "search")
