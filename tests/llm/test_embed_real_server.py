@@ -28,3 +28,13 @@ def test_embed_and_query_with_a_real_server(kb, llama_embed_server, monkeypatch)
     assert out["semantic"]["used"] is True and out["query"]["fallback"] is None
     assert out["results"] and all(0.0 <= r["similarity"] <= 1.0 for r in out["results"])
     assert any("semantic" in r["sources"] for r in out["results"])
+
+
+def test_a_server_started_for_chat_only_says_how_to_start_it_for_embeddings(kb, llama_server, monkeypatch):
+    from kb_indexer.errors import KbError
+
+    monkeypatch.setenv("KBINDEX_OPENAI_BASE_URL", llama_server)
+    monkeypatch.setenv("KBINDEX_LLM_RETRIES", "0")
+    with pytest.raises(KbError) as failed:
+        kb.embeddings.embed(embed=OPENAI, batch=8)
+    assert "kbindex model serve --embedding" in failed.value.message
