@@ -202,7 +202,7 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
         _record_rejected(conn, prefix, rejected)
         record_folders(conn, prefix, folders)
         used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
-    stats["errors"] += [{"file": o, "message": "keywords file without a markdown document beside it"}
+    stats["errors"] += [{"file": o, "message": _orphan_message(o, stats.get("renames") or [])}
                         for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
@@ -215,6 +215,16 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
+
+
+def _orphan_message(orphan: str, renames: list[dict[str, Any]]) -> str:
+    """Why a keywords file has no document, and what to do: its note renamed in this sync is named."""
+    moved = next((r["to"] for r in renames if default_keywords_rel(r["from"]) == orphan), None)
+    if moved:
+        return (f"keywords file left behind: its note was renamed to {moved}; rename this file to "
+                f"{default_keywords_rel(moved)} and set its filepath to {moved!r} (or delete it)")
+    return ("keywords file without a markdown document beside it (its note renamed? rename this file to match, "
+            "NAME.keywords.json beside NAME.md, and set its filepath; or delete it)")
 
 
 #: A sync of the whole root that finds none of the indexed documents is refused when the root holds no document at
