@@ -113,7 +113,10 @@ def test_front_matter_keywords_are_kept_as_a_persons(tmp_path):
 
 def test_generated_keywords_refresh_when_the_document_changes(kbase):
     kbase.enrich.documents(all_=True, use_llm=False)
-    assert kbase.enrich.documents(all_=True, use_llm=False)["unchanged"] == 4  # resumable: done documents are skipped
+    again = kbase.enrich.documents(all_=True, use_llm=False)
+    assert again["unchanged"] == 4  # resumable: done documents are skipped
+    assert {d["reason"] for d in again["documents"] if d["action"] == "unchanged"} == {
+        "enriched as it is now (by the statistical extractor; --force writes it again)"}   # how, and how to redo
     before = _file(kbase, "mine.md")
     doc = kbase.kb_root / "mine.md"
     doc.write_text("# My notes\n\nQuantum annealing and qubits replace rollouts in this note about annealing.\n",

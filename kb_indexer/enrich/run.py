@@ -149,10 +149,18 @@ def _read_all(root: Path, rels: list[str], explicit: set[str], settings: Setting
         if settings.missing_only and src.has_keywords:
             entries.append({"filepath": rel, "action": "skipped", "reason": "has keywords"})
         elif not settings.force and src.enriched_hash == src.source_hash:
-            entries.append({"filepath": rel, "action": "unchanged", "reason": "enriched as it is now"})
+            entries.append({"filepath": rel, "action": "unchanged", "reason": _unchanged_reason(src)})
         else:
             out[rel] = src
     return out
+
+
+def _unchanged_reason(src: Source) -> str:
+    """Enriched as it is now, and how (a run with an LLM after a --no-llm one changes nothing without --force)."""
+    mark = (src.existing or {}).get("generated")
+    method = mark.get("method") if isinstance(mark, dict) else None
+    how = f"by the {'LLM' if method == 'llm' else 'statistical extractor'}; " if method in ("llm", "statistical") else ""
+    return f"enriched as it is now ({how}--force writes it again)"
 
 
 def _entry(rel: str, action: str, gen: Generated, data: dict[str, Any], src: Source) -> dict[str, Any]:
