@@ -34,14 +34,20 @@ def _reset(raw: psycopg.Connection[Any]) -> None:
 @contextmanager
 def pooled(target: DbUrl) -> Iterator[None]:
     """While the block runs, ``PgConnection.connect`` serves ``target`` from a pool (opened here, closed at the end)."""
+    made: list[bool] = []   # a connection was made (until then, a request checks the server itself: _lend)
+
+    def made_one(raw: psycopg.Connection[Any]) -> None:
+        configure(raw)
+        made.append(True)
+
     pool: ConnectionPool[Any] = ConnectionPool(
-        target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(), configure=configure,
+        target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(), configure=made_one,
         reset=_reset, check=ConnectionPool.check_connection, timeout=CHECKOUT_TIMEOUT_S,
         name="kbindex", open=False)
     hide = _Redacting(target.url)   # the pool logs libpq's messages, which may quote the password
     logging.getLogger("psycopg.pool").addFilter(hide)
     pool.open(wait=False)
-    LENDERS[target.url] = lambda: _lend(pool, target)
+    LENDERS[target.url] = lambda: _lend(pool, target, bool(made))
     try:
         yield
     finally:
@@ -62,8 +68,12 @@ class _Redacting(logging.Filter):
         return True
 
 
-def _lend(pool: ConnectionPool[Any], target: DbUrl) -> PgConnection:
-    """A connection of ``pool``: ``close()`` gives it back."""
+def _lend(pool: ConnectionPool[Any], target: DbUrl, made: bool) -> PgConnection:
+    """A connection of ``pool``: ``close()`` gives it back. Until the pool has made a connection (a wrong
+    password, a server down), a connection is opened here first, so the server's own answer is the error at
+    once (the pool would wait ``CHECKOUT_TIMEOUT_S`` and only log it)."""
+    if not made:
+        PgConnection.open(target).close()   # raises the server's error (password hidden); else the pool serves
     try:
         raw = pool.getconn()
     except PoolTimeout as exc:
