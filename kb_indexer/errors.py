@@ -23,6 +23,7 @@ busy               1     another kbindex process held the write lock too long
 read_only          1     the index (or its folder) cannot be written
 disk_full          1     the disk (or a quota) is full
 io_error           1     the disk or filesystem failed reading or writing the index
+db_unavailable     1     a PostgreSQL server that cannot be reached or used (address, password, database)
 write_failed       1     ``export --output`` could not write its file
 missing_extra      1     a feature needs an optional extra that is not installed
 llm_*              1     an LLM backend failed where no fallback applies
@@ -99,6 +100,13 @@ class ReadOnlyError(KbError):
 
 class DiskFullError(KbError):
     code = "disk_full"
+
+
+class DbUnavailableError(KbError):
+    """A PostgreSQL server that cannot be reached or used: its address, the password, the database name, a
+    connection lost (not a disk failure: ``io_error`` is that)."""
+
+    code = "db_unavailable"
 
 
 class StorageError(KbError):

@@ -77,7 +77,7 @@ def test_an_unreachable_server_is_an_error_that_hides_the_password(run):
     res = run("list-docs", "--db", url, "-f", "json")
     assert res.returncode == 1
     assert res.stdout == ""
-    assert res.error()["code"] == "io_error"
+    assert res.error()["code"] == "db_unavailable"
     assert "s3cret-pw" not in res.stderr and "agent:***@127.0.0.1:1/kb" in res.stderr
 
 

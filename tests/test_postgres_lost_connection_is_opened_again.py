@@ -37,7 +37,7 @@ def test_a_write_on_a_dropped_connection_is_an_error_then_the_next_command_works
             with transaction(kb.conn):  # a write: its transaction cannot be retried on a new connection
                 meta.put(kb.conn, "probe", "1")
         mapped = translate(err.value, kb.db_path)
-        assert mapped is not None and mapped.code == "io_error" and "was lost during a write" in mapped.message
+        assert mapped is not None and mapped.code == "db_unavailable" and "was lost during a write" in mapped.message
         assert "***" in mapped.message or "@" not in mapped.message  # the URL is shown redacted
         with transaction(kb.conn):
             meta.put(kb.conn, "probe", "2")

@@ -15,8 +15,8 @@ import os
 import sqlite3
 from typing import Any, Callable
 
-from kb_indexer.errors import (BadDatabaseError, BusyError, DiskFullError, KbError, ReadOnlyError, StorageError,
-                               ValidationError)
+from kb_indexer.errors import (BadDatabaseError, BusyError, DbUnavailableError, DiskFullError, KbError,
+                               ReadOnlyError, StorageError, ValidationError)
 
 class PgError(Exception):
     """A PostgreSQL failure, as :class:`kb_indexer.store.pg.connection.PgConnection` raises it (psycopg's
@@ -128,7 +128,7 @@ def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
         return DiskFullError(f"The PostgreSQL server of {where} is out of disk or memory ({exc}). Nothing was "
                              "written.")
     if state.startswith(("08", "28", "3D", "57P")) or not state:
-        return StorageError(f"Cannot reach or use {where}: {exc}. Check the server, the URL and the credentials.")
+        return DbUnavailableError(f"Cannot reach or use {where}: {exc}. Check the server, the URL and the credentials.")
     return None
 
 
