@@ -204,8 +204,7 @@ class _PoolBroken(Exception):
 
 
 def _pooled(root: Path, todo: list[str], stored: dict[str, str | None], workers: int, seconds: float) -> Iterator[tuple[str, Read]]:
-    from concurrent.futures import ProcessPoolExecutor  # lazy: only a sync with reader processes
-    from concurrent.futures.process import BrokenProcessPool  # lazy: as above
+    from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor  # lazy: a sync with reader processes
 
     chunks = iter([todo[i:i + CHUNK_DOCS] for i in range(0, len(todo), CHUNK_DOCS)])
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))

@@ -292,8 +292,15 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any], warnings:
         if not _forget(conn, root, key, force, out, warnings):
             hashes.add(hash_key(root.parent / key))   # still reported by the stale check until forgotten
     kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
-    meta.delete(conn, *(key for key in meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY) if key not in kept))
+    own = _own_paths(root)   # another checkout's records (a team member's sync from elsewhere) are theirs
+    meta.delete(conn, *(key for key in meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY)
+                        if key not in kept and key.split(":", 1)[1] in own))
     return out
+
+
+def _own_paths(root: Path) -> set[str]:
+    """Where this root's similarities files are (:func:`similarity_files`), as the meta keys name them."""
+    return {str(p.resolve()) for p in (root.parent / SIMILARITY_FILENAME, root / SIMILARITY_FILENAME)}
 
 
 def _forget(conn: Connection, root: Path, key: str, force: bool, out: dict[str, Any], warnings: list[Any]) -> bool:
@@ -345,6 +352,7 @@ def similarities_changed(conn: Connection, root: Path) -> list[str]:
             continue
         if digest not in (stored.get(key), stored.get(REJECTED_KEY + str(path.resolve()))):
             out.append(str(path))
-    keys = {hash_key(p) for p in current}
-    out += sorted(k[len(HASH_KEY):] + " (deleted)" for k in stored if k.startswith(HASH_KEY) and k not in keys)
+    keys, own = {hash_key(p) for p in current}, _own_paths(root)
+    out += sorted(k[len(HASH_KEY):] + " (deleted)" for k in stored
+                  if k.startswith(HASH_KEY) and k not in keys and k[len(HASH_KEY):] in own)
     return out

@@ -1,4 +1,4 @@
-"""Has the knowledge base changed since the last sync? (cheap; no file is read)
+"""Has the knowledge base changed since the last sync? (cheap; a file is read only when its signature changed)
 
 Walks the KB root as ``sync`` does (:mod:`kb_indexer.index.walk`), and compares each
 file's stat signature (``"{mtime_ns}:{size}"``, plus ``"|{mtime_ns}:{size}"`` of
@@ -9,11 +9,14 @@ Files the last sync rejected (reported in its ``errors``) are not counted
 again until they change. ``similarities.json`` files are compared by content
 hash, as ``sync`` does; one that disappeared counts too. One ``stat`` per
 markdown file (two with a keywords file) and a few SQL queries: see
-``bench/ir_eval.py --stale`` for its cost.
+``bench/ir_eval.py --stale`` for its cost. A file whose signature changed is read
+(the first ``VERIFY_MAX`` of them) and counts only if its content did too: a
+checkout at another path (a team member's sync), a copy or a ``touch`` keep it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import time
@@ -144,6 +147,7 @@ def check(conn: Connection, kb_root: Path, examples: int = 5, *, full: bool = Fa
         info["files"] = total
     _explicit_keywords(conn, root, on_disk)
     added, removed, changed = _compare(conn, stored, on_disk)
+    changed = _content_changed(conn, root, changed)
     sims = similarities_changed(conn, root)
     return {
         "stale": bool(added or removed or changed or sims),
@@ -166,6 +170,34 @@ def _compare(conn: Connection, stored: dict[str, str],
     changed = sorted(p for p in on_disk.keys() & stored.keys()
                      if on_disk[p] != stored[p] and rejected.get(p) != on_disk[p])
     return added, removed, changed
+
+
+#: Files whose signature changed that the check reads to compare their content with the index (more count as
+#: changed unread: a check stays bounded whatever happened to the folder).
+VERIFY_MAX = 64
+
+
+def _content_changed(conn: Connection, root: Path, changed: list[str]) -> list[str]:
+    """Of the files whose stat signature changed, those whose content changed too (the first ``VERIFY_MAX`` are
+    read as sync reads them; the others count as changed)."""
+    if not changed:
+        return changed
+    from kb_indexer.index.loader import load_document  # lazy: markdown parsing, only when signatures changed
+
+    head = changed[:VERIFY_MAX]
+    stored = {p: (h, kf) for p, h, kf in conn.execute(
+        "SELECT filepath, content_hash, keywords_file FROM documents WHERE filepath IN (SELECT value FROM json_each(?))",
+        (json.dumps(head),)).fetchall()}
+    out = []
+    for rel in head:
+        digest, kw_file = stored.get(rel, (None, None))
+        try:
+            doc = load_document(root, rel, explicit_keywords_file(root, rel, kw_file), lenient=True)
+        except (KbError, OSError):
+            doc = None
+        if doc is None or doc.content_hash != digest:
+            out.append(rel)
+    return out + changed[VERIFY_MAX:]
 
 
 def _quick(conn: Connection, root: Path, state: dict[str, _Folder]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
