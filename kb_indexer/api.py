@@ -255,7 +255,8 @@ class KnowledgeBase:
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)
         if not existed or named_root(kb):   # a root set here (a new index, or --kb): roots.py
             remember(db_path, kb_root)
-        result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": not existed,
+        created = any(name.startswith("m001_") for name in applied)   # this call made the schema (not a racer)
+        result: InitResult = {"db": str(db_path), "kb_root": str(kb_root), "created": created,
                   "migrations_applied": applied, "kb_root_exists": kb_root.is_dir()}
         return cls(conn, db_path, kb_root), result
 

@@ -130,6 +130,8 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
         conn = connect(db_path)
     except Exception as exc:  # a KbError for an unusable file
         report["error"] = getattr(exc, "message", str(exc))
+        if isinstance(db_path, DbUrl):
+            report["exists"] = None   # a server not reached: whether the index is there is not known
         return report, [report["error"]]
     try:
         applied = _applied(conn)

@@ -81,6 +81,8 @@ def update_document(conn: Connection, kb_root: Path, path: str) -> Report:
     rel = to_relative(kb_root, path, must_exist=False)
     row = get_document(conn, rel)
     if row is None:
+        if Path(path).expanduser().exists():
+            to_relative(kb_root, path)   # a file outside the root is refused as `add` would refuse it (outside_kb)
         raise NotFoundError(f"Document not in the index: {rel} (use `kbindex add`)")
     problem = regular_file_problem(kb_root / rel)
     if problem is not None and problem.startswith("not found"):

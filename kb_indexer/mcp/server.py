@@ -140,11 +140,16 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     query_id = out.get("query_id") if not cursor else tag
     page, nxt = page_items([_compact(r) for r in out["results"]], offset)
     q = out["query"]
-    return {"query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
-            "method": q["method"], "total": out["total"], "results": page,
-            **_query_fallback(method, out, context),
-            **({"stale": stale["message"]} if stale and stale["checked"] else {}),
-            "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
+    result: outputs.QueryOut = {
+        "query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
+        "method": q["method"], "total": out["total"], "results": page,
+        "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
+    fallback = _query_fallback(method, out, context).get("fallback")
+    if fallback:
+        result["fallback"] = fallback
+    if stale and stale["checked"]:
+        result["stale"] = stale["message"]
+    return result
 
 
 def kb_get_impl(db: Any, path: str, cursor: Optional[str]) -> outputs.DocumentOut:

@@ -265,7 +265,7 @@ class CacheClearResult(TypedDict):
 
 class DoctorDatabase(TypedDict):
     path: str
-    exists: bool
+    exists: bool | None     # None: a server that could not be reached (whether it holds the index is not known)
     schema: SchemaVersion | None
     up_to_date: bool | None
     kb_root: str | None
