@@ -92,12 +92,16 @@ def json_object(resp: httpx.Response) -> dict[str, Any]:
 
 def sse_events(resp: httpx.Response, where: str, timeout: float) -> Iterator[dict[str, Any]]:
     """The JSON objects of a server-sent event stream (``data: {...}`` lines; ``data: [DONE]`` ends it).
-    Closes the response; a stalled or broken stream is an ``LLMTimeout`` / ``LLMUnavailable``."""
+    Closes the response; a stalled or broken stream is an ``LLMTimeout`` / ``LLMUnavailable``; a reply with no
+    event at all (a server that ignored ``stream`` and answered one JSON body) is an ``LLMBadResponse``."""
+    events, other = 0, ""
     try:
         for line in resp.iter_lines():
             if not line.startswith("data:"):
+                other = other or line.strip()
                 continue
             payload = line[5:].strip()
+            events += 1
             if payload == "[DONE]":
                 break
             try:
@@ -107,6 +111,8 @@ def sse_events(resp: httpx.Response, where: str, timeout: float) -> Iterator[dic
             if not isinstance(data, dict):
                 raise LLMBadResponse(f"bad stream event: {payload[:200]!r}")
             yield data
+        if not events and other:
+            raise LLMBadResponse(f"the server did not answer with an event stream: {other[:200]!r}")
     except httpx.TimeoutException:
         raise LLMTimeout(f"the stream from {where} stalled for {timeout:g}s") from None
     except httpx.TransportError as exc:

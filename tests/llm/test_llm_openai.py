@@ -165,6 +165,16 @@ def test_streamed_chat(http_server, client_for):
     assert http_server.posts(PATH)[0].json["stream"] is True
 
 
+def test_a_streamed_chat_answered_with_one_json_body_is_a_bad_response(http_server, client_for):
+    """A server that ignores `stream` and answers one JSON completion: chat said nothing and exited 0."""
+    from kb_indexer.llm.base import LLMBadResponse
+
+    http_server.expect(PATH, Reply(chunks=[json.dumps({"choices": [{"message": {"content": "hi"}}]}) + "\n"],
+                                   headers={"Content-Type": "application/json"}))
+    with pytest.raises(LLMBadResponse, match="did not answer with an event stream"):
+        list(client_for(http_server.url + "/v1").stream_chat([{"role": "user", "content": "hi"}]))
+
+
 def test_streamed_chat_error_before_first_chunk_is_retried(http_server, client_for):
     http_server.expect(PATH, Reply(503, {"error": {"message": "loading model"}}),
                        Reply(chunks=['data: {"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n',
