@@ -16,3 +16,9 @@ def warn(message: str) -> None:
     """``warning: <message>`` on stderr, terminal-safe, one line per call."""
     sys.stderr.write(terminal_safe(f"warning: {message}") + "\n")
     sys.stderr.flush()
+
+
+def note(message: str) -> None:
+    """``kbindex: <message>`` on stderr, terminal-safe: news that is not a warning (a server started, stopped)."""
+    sys.stderr.write(terminal_safe(f"kbindex: {message}") + "\n")
+    sys.stderr.flush()

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kb_indexer.cli.app import FormatOpt, app
-from kb_indexer.cli.output import Format, emit, warn
+from kb_indexer.cli.output import Format, emit
+from kb_indexer.notices import note
 from kb_indexer.errors import KbError, UsageError
 from kb_indexer.llm.config import url_problem
 from kb_indexer.mcp.access import is_loopback   # one loopback rule for both servers
@@ -48,7 +49,7 @@ def serve(
     if lm.probe(url, 0.5)["running"]:
         raise KbError(f"a model server already answers at {url} (`kbindex model status`)", code="already_running")
     use = "KBINDEX_LLM_BACKEND=openai" + ("" if url == lm.DEFAULT_OPENAI_BASE_URL else f" KBINDEX_OPENAI_BASE_URL={url}")
-    warn(f"serving {path.name} at {url} (Ctrl-C stops it); kbindex uses it with {use}")
+    note(f"serving {path.name} at {url} (Ctrl-C stops it); kbindex uses it with {use}")
     # The server's own log goes to stderr: stdout stays free (nothing is printed there).
     proc = subprocess.Popen(lm.server_command(path, host, port, ctx, embedding=embedding, threads=threads),
                             stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
@@ -72,7 +73,7 @@ def _wait(proc: "subprocess.Popen[Any]") -> int | None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        warn("model server stopped")
+        note("model server stopped")
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
