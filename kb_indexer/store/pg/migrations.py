@@ -340,8 +340,7 @@ def m003_pgvector(conn: PgConnection) -> None:
     if state.startswith("unavailable"):
         warn(f"pgvector is not available on this server ({state[len('unavailable: '):]}): semantic search "
              "reads every vector into the process; `db-stats` says which vector search the index uses. To use "
-             "it: a server administrator installs pgvector and runs CREATE EXTENSION vector in this database, "
-             "then `kbindex embed --all`")
+             "it: an administrator runs CREATE EXTENSION vector in this database, then `kbindex embed` once")
 
 
 @migration
