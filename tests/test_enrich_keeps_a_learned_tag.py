@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from kb_indexer.store.documents import GENERATED_TAG_WEIGHT
+
 pytestmark = pytest.mark.both_engines
 
 DOUGH = "# Neapolitan pizza dough\n\nFlour 00, 65% hydration, salt, a pinch of yeast. Knead, rest 24 hours.\n"
@@ -55,3 +57,14 @@ def test_a_person_writing_the_learned_keyword_takes_it_over(small):
     assert kb.sync()["errors"] == []
     source, weight, learned_id = _tag(kb, "pizza")
     assert (source, weight, learned_id) == ("file", 1.0, None)
+
+
+def test_undoing_the_learned_tag_gives_the_keywords_files_own_back(small):
+    """The learned tag kept the row; once it is undone, the next sync gives back the keyword `enrich` wrote."""
+    kb, root, _, learned_id = _learned_pizza(small)
+    kb.enrich.documents(all_=True, use_llm=False)
+    kb.learning.learned_remove([learned_id])
+    assert _tag(kb, "pizza") is None
+    assert kb.stale()["stale"] is True          # the document is read again by the next sync
+    kb.sync()
+    assert _tag(kb, "pizza") == ("generated", GENERATED_TAG_WEIGHT, None)

@@ -208,7 +208,7 @@ def _apply_one(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
 def _apply_keyword(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
     lid = _upsert_item(conn, item, document_id=item["document_id"], weight=item["weight"])
     if inactive(item):  # withdrawn: the learned tag goes, a person's tag stays
-        conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (lid,))
+        drop_learned_tag(conn, lid, item["document_id"])
     else:
         kid = ids.ensure(item["keyword"])
         conn.execute("INSERT INTO document_keywords (document_id, keyword_id, source, weight, learned_id) "
@@ -216,6 +216,16 @@ def _apply_keyword(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> N
                      "weight = excluded.weight, learned_id = excluded.learned_id WHERE document_keywords.source = 'learned'",
                      (item["document_id"], kid, item["weight"], lid))
     refresh_fts_keywords(conn, item["document_id"])
+
+
+def drop_learned_tag(conn: Connection, learned_id: int, doc_id: int | None) -> None:
+    """Delete a learned tag. Its document's keywords file may list the same keyword (written by `enrich`, which
+    leaves a learned tag in place): the document is read again by the next sync, which gives it back."""
+    gone = conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'",
+                        (learned_id,)).rowcount
+    if gone and doc_id is not None:
+        conn.execute("UPDATE documents SET content_hash = NULL, stat_sig = NULL WHERE id = ? "
+                     "AND keywords_file IS NOT NULL", (doc_id,))
 
 
 def _apply_similarity(conn: Connection, ids: KeywordIds, item: dict[str, Any]) -> None:
@@ -343,7 +353,7 @@ def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = 
             if r["kind"] == "association":
                 conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (r["id"],))
             elif r["kind"] == "keyword":
-                conn.execute("DELETE FROM document_keywords WHERE learned_id = ? AND source = 'learned'", (r["id"],))
+                drop_learned_tag(conn, r["id"], r["document_id"])
                 if r["document_id"] is not None:
                     refresh_fts_keywords(conn, r["document_id"])
             elif r["kind"] == "similarity" and r["similarity_id"] is not None:
