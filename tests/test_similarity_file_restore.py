@@ -61,3 +61,38 @@ def test_a_learned_score_change_survives_a_checkout_without_the_file(kb, project
     kb.sync()
     assert tuple(kb.conn.execute("SELECT id, score FROM keyword_similarities WHERE id = ?", (rel[0],)).fetchone()) \
         == (rel[0], pytest.approx(rel[1] - 0.05))
+
+
+def _checkout(base, name: str):
+    root = base / name
+    root.mkdir(parents=True)
+    (root / "a.md").write_text("# Kubernetes\n\nKubernetes pods crash.\n", encoding="utf-8")
+    (root / "similarities.json").write_text(
+        '{"similarities": [{"keyword1": "k8s", "keyword2": "kubernetes", "type": "abbreviation", '
+        '"context": "k8s is Kubernetes", "score": 1.0}, {"keyword1": "pod", "keyword2": "container group", '
+        '"type": "synonym", "context": "a pod", "score": 0.9}]}', encoding="utf-8")
+    return root
+
+
+def test_two_checkouts_with_other_folder_names_keep_their_relations(small, tmp_path):
+    """The similarities file inside each checkout's root has another name in the index (`kb/...`, `team-kb/...`):
+    the other checkout's listing is not "gone" for this one, so neither sync removes the other's, no warning
+    repeats, and `sync --force` (this checkout's files are the truth) still leaves this file's relations."""
+    from kb_indexer.api import KnowledgeBase
+
+    kb, _ = small
+    db = getattr(kb.db_path, "url", kb.db_path)
+    cron = KnowledgeBase.open(db, _checkout(tmp_path / "srv", "kb"))
+    bob = KnowledgeBase.open(db, _checkout(tmp_path / "bob", "team-kb"))
+    try:
+        assert cron.sync()["similarities"]["imported"] == 2
+        assert bob.sync()["warnings"] == []
+        again = cron.sync()
+        assert again["warnings"] == [] and again["similarities"]["removed"] == 0
+        assert _relation_count(cron) == 2
+        forced = cron.sync(force=True)
+        assert _relation_count(cron) == 2 and forced["warnings"] == []
+        assert cron.stale()["stale"] is False
+    finally:
+        cron.close()
+        bob.close()

@@ -50,10 +50,15 @@ REJECTED_KEY = "similarities_rejected:"   # digest of a file the last sync could
 SEEN_KEY = "similarities_seen:"   # "{mtime_ns}:{size} {digest}" of a file when sync last read it
 
 
+def _places(kb_root: Path) -> tuple[Path, Path]:
+    """Where a knowledge base's similarities files are: at the project root (beside the KB) and inside the KB root."""
+    return kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME
+
+
 def similarity_files(kb_root: Path) -> list[Path]:
-    """``similarities.json`` at the project root (beside the KB) and inside the KB root."""
+    """The similarities files there are (:func:`_places`)."""
     out: list[Path] = []
-    for cand in (kb_root.parent / SIMILARITY_FILENAME, kb_root / SIMILARITY_FILENAME):
+    for cand in _places(kb_root):
         if cand.is_file() and cand.resolve() not in [p.resolve() for p in out]:
             out.append(cand)
     return out
@@ -238,11 +243,14 @@ def adopt_unchanged_files(conn: Connection, root: Path) -> list[str]:
     return adopted
 
 
+#: The relations a file (``?``, twice) listed at its last import (``origin_file`` covers indexes older than the table).
+_LISTED_BY = ("SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
+              "SELECT id FROM keyword_similarities WHERE origin_kind = 'file' AND origin_file = ?")
+
+
 def _listed_by(conn: Connection, key: str) -> set[int]:
-    """Relations file ``key`` listed at its last import (``origin_file`` covers indexes older than the table)."""
-    return {r[0] for r in conn.execute(
-        "SELECT similarity_id FROM similarity_files WHERE file = ? UNION "
-        "SELECT id FROM keyword_similarities WHERE origin_kind = 'file' AND origin_file = ?", (key, key))}
+    """Relations file ``key`` listed at its last import."""
+    return {r[0] for r in conn.execute(_LISTED_BY, (key, key))}
 
 
 def _recorded_files(conn: Connection) -> set[str]:
@@ -287,9 +295,12 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any], warnings:
             if digest is not None:  # the stale check does not report it again until it changes
                 meta.put(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
-    gone = (known_files(conn) | _recorded_files(conn)) - present
-    for key in sorted(gone):
-        if not _forget(conn, root, key, force, out, warnings):
+    own = {file_key(root, p) for p in _places(root)}
+    for key in sorted((known_files(conn) | _recorded_files(conn)) - present):
+        if key not in own:   # another checkout's file (or this one's before a move): `--force` forgets it
+            if force:
+                _forget(conn, root, key, True, out, warnings)
+        elif not _forget(conn, root, key, force, out, warnings):
             hashes.add(hash_key(root.parent / key))   # still reported by the stale check until forgotten
     kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
     own = _own_paths(root)   # another checkout's records (a team member's sync from elsewhere) are theirs
@@ -299,8 +310,8 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any], warnings:
 
 
 def _own_paths(root: Path) -> set[str]:
-    """Where this root's similarities files are (:func:`similarity_files`), as the meta keys name them."""
-    return {str(p.resolve()) for p in (root.parent / SIMILARITY_FILENAME, root / SIMILARITY_FILENAME)}
+    """Where this root's similarities files are (:func:`_places`), as the meta keys name them."""
+    return {str(p.resolve()) for p in _places(root)}
 
 
 def _forget(conn: Connection, root: Path, key: str, force: bool, out: dict[str, Any], warnings: list[Any]) -> bool:
@@ -309,13 +320,13 @@ def _forget(conn: Connection, root: Path, key: str, force: bool, out: dict[str, 
     team member's, a branch) would take them away for everyone, with the score changes learned on them; they
     are kept and a warning says so. Returns whether the file was forgotten."""
     if not force:
-        only_here = [sid for sid in _listed_by(conn, key) if not conn.execute(
-            "SELECT 1 FROM similarity_files WHERE similarity_id = ? AND file != ?", (sid, key)).fetchone()
-            and conn.execute("SELECT 1 FROM keyword_similarities WHERE id = ? AND origin_kind = 'file'",
-                             (sid,)).fetchone()]
+        only_here = conn.execute(   # one statement (on PostgreSQL, one round trip whatever the file's size)
+            f"SELECT count(*) FROM keyword_similarities s WHERE s.origin_kind = 'file' AND s.id IN ({_LISTED_BY}) "
+            "AND NOT EXISTS (SELECT 1 FROM similarity_files f WHERE f.similarity_id = s.id AND f.file != ?)",
+            (key, key, key)).fetchone()[0]
         if only_here:
             warnings.append({"file": key, "message": (
-                f"{key} is gone: the {len(only_here)} relations only it lists are kept (a checkout without it?). "
+                f"{key} is gone: the {only_here} relations only it lists are kept (a checkout without it?). "
                 "If it was deleted on purpose: kbindex sync --force")})
             return False
     out["removed"] += _unlist(conn, KeywordIds(conn), key, _listed_by(conn, key), _Listings(root))
