@@ -14,6 +14,8 @@ import math
 import re
 from typing import Any
 
+from kb_indexer.limits import MAX_JSON_DEPTH, json_depth
+
 SUPPORTED = {"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
              "enum", "const", "minimum", "maximum", "minLength", "maxLength", "anyOf", "description", "title"}
 _TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
@@ -173,10 +175,15 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def _loads(raw: str) -> Any:
+    """The answer parsed; nested deeper than ``MAX_JSON_DEPTH`` (a few KB of brackets) is invalid like any bad
+    answer: parsed or not, such a value would break what reads it next (validation, the cache's JSON)."""
     try:
-        return json.loads(raw, strict=False, parse_constant=_not_a_number, parse_float=_finite)
-    except RecursionError:   # a few KB of nested brackets: an invalid answer like any other
+        value = json.loads(raw, strict=False, parse_constant=_not_a_number, parse_float=_finite)
+    except RecursionError:
         raise ValueError("nested too deeply") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    return value
 
 
 def _not_a_number(name: str) -> Any:

@@ -178,8 +178,9 @@ def test_only_a_refused_connection_is_unavailable_without_retries():
     assert LLMUnavailable.from_transport("cannot reach", reset).retryable is True
 
 
-def test_an_answer_nested_thousands_deep_is_invalid_and_repaired(empty_kb):
-    deep = '{"tags": ' + "[" * 5000 + "]" * 5000 + "}"
+@pytest.mark.parametrize("depth", [100, 951, 5000])   # parsed (100, 951: validation recursed) or not (5000)
+def test_an_answer_nested_thousands_deep_is_invalid_and_repaired(empty_kb, depth):
+    deep = '{"tags": ' + "[" * depth + "]" * depth + "}"
     client, fake, _ = make_client(empty_kb.conn, deep, {"tags": ["a"]})
     result = client.structured("tagging", MESSAGES, SCHEMA, max_tokens=50)
     assert result.data == {"tags": ["a"]} and result.repaired and result.attempts == 2
