@@ -40,7 +40,7 @@ def test_a_select_only_role_queries_and_its_writes_are_read_only(team_index, run
     qid = run("query", "reward shaping", "--db", team_index, "--format", "json", cwd=project).json()["query_id"]
     feedback = run("feedback", str(qid), "--helpful", "reward-shaping.md", "--db", reader, "--format", "json", cwd=project)
     assert feedback.returncode == 1 and feedback.error()["code"] == "read_only", feedback.stderr
-    assert "may not write" in feedback.error()["message"]
+    assert "not allowed" in feedback.error()["message"] and "INSERT, UPDATE and DELETE" in feedback.error()["message"]
 
 
 def test_an_upgrade_the_role_may_not_make_names_who_can(team_index, run, project):

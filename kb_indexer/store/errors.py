@@ -44,6 +44,9 @@ OperationalError = (sqlite3.OperationalError, PgOperationalError)
 #: SQLSTATE of a statement the role may not run (``permission denied for table ...``): a member's role that may
 #: read the index but not write it, or not change its schema.
 INSUFFICIENT_PRIVILEGE = "42501"
+#: SQLSTATEs of a statement that may not write here (a read-only transaction, a role's missing privilege):
+#: operational (a query still answers, its history row lost) and ``read_only``.
+READ_ONLY_STATES = ("25006", INSUFFICIENT_PRIVILEGE)
 
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
 
@@ -121,8 +124,8 @@ def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
     if state == "25006":
         return ReadOnlyError(f"{at_start} is read-only here ({exc}): nothing was written. Searches still work.")
     if state == INSUFFICIENT_PRIVILEGE:
-        return ReadOnlyError(f"This database role may not write {where} ({exc}): nothing was written. Searches "
-                             "still work; writing needs a role granted INSERT, UPDATE and DELETE on its tables "
+        return ReadOnlyError(f"This database role is not allowed this on {where} ({exc}): nothing was written. "
+                             "Searching needs SELECT on the index's tables, writing INSERT, UPDATE and DELETE too "
                              "(docs/teams.md, Roles).")
     if state in ("53100", "53200"):
         return DiskFullError(f"The PostgreSQL server of {where} is out of disk or memory ({exc}). Nothing was "

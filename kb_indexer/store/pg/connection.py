@@ -20,7 +20,7 @@ from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
 from kb_indexer.config import DbUrl, redact_message
-from kb_indexer.store.errors import INSUFFICIENT_PRIVILEGE, PgError, PgIntegrityError, PgOperationalError
+from kb_indexer.store.errors import READ_ONLY_STATES, PgError, PgIntegrityError, PgOperationalError
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
@@ -67,7 +67,7 @@ def _mapped(exc: psycopg.Error) -> PgError:
     index is): a query still answers, its history row lost."""
     kind = (PgIntegrityError if isinstance(exc, psycopg.IntegrityError)
             else PgOperationalError if isinstance(exc, psycopg.OperationalError)
-            or getattr(exc, "sqlstate", None) in (INSUFFICIENT_PRIVILEGE, "25006") else PgError)
+            or getattr(exc, "sqlstate", None) in READ_ONLY_STATES else PgError)
     return kind(str(exc).strip(), getattr(exc, "sqlstate", None))
 
 
