@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from kb_indexer import __version__
-from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, stored_root_path
+from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, redact_message, stored_root_path
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import Backend, LLMError, ProbeResult
 from kb_indexer.llm.config import LLMOptions, resolve, unknown_embed_backend
@@ -177,6 +177,10 @@ def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: boo
     config = resolve(opts or LLMOptions())
     llm, llm_problems = _llm_report(config, roundtrip, probe_timeout)
     local = _local_model_report(config, llm, llm_problems)
+    if config.base_url:   # a server URL with a password in it (http://user:pw@host): shown as ***
+        llm.update({k: redact_message(llm[k], config.base_url) for k in ("url", "error") if llm.get(k)})
+        local.update({k: redact_message(local[k], config.base_url) for k in ("url", "error") if local.get(k)})
+        llm_problems = [redact_message(p, config.base_url) for p in llm_problems]
     database, db_problems = _db_report(find_db(db))
     embed_problem = unknown_embed_backend()
     problems = llm_problems + ([embed_problem] if embed_problem else []) + db_problems

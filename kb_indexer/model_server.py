@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from kb_indexer.config import redact, redact_message
 from kb_indexer.errors import KbError, UsageError
 from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import LLMOptions, resolve
@@ -88,11 +89,11 @@ def server_command(model: Path, host: str, port: int, ctx: int = DEFAULT_CTX, *,
 def probe(url: str, timeout: float = 1.0) -> dict[str, Any]:
     """Whether an OpenAI-compatible server answers ``GET url/models`` within ``timeout`` in all (the openai
     backend's own probe: a trickling or endless answer is cut at the deadline), and its models."""
-    out: dict[str, Any] = {"url": url, "running": False, "models": []}
+    out: dict[str, Any] = {"url": redact(url), "running": False, "models": []}   # a password in it is not shown
     try:
         backend = make_backend(LLMConfig(backend="openai", model=None, timeout=timeout, retries=0, base_url=url))
     except LLMError as exc:
-        out["error"] = exc.message
+        out["error"] = redact_message(exc.message, url)
         return out
     try:
         result = backend.probe(timeout)
@@ -101,5 +102,5 @@ def probe(url: str, timeout: float = 1.0) -> dict[str, Any]:
     if result.reachable and not result.error:
         out["running"], out["models"] = True, list(result.models[:10])
     else:
-        out["error"] = result.error or "no OpenAI model list"
+        out["error"] = redact_message(result.error or "no OpenAI model list", url)
     return out

@@ -33,3 +33,12 @@ def test_without_url_it_looks_where_the_openai_backend_would(run):
     assert run("model", "status", "--format", "json", env=env).json()["url"] == "http://127.0.0.1:1/v1"
     doctor = run("doctor", "--format", "json", env={**env, "KBINDEX_LLM_BACKEND": "none"})
     assert doctor.json()["local_model"]["url"] == "http://127.0.0.1:1/v1"
+
+
+@pytest.mark.parametrize("backend", ["openai", "none"])
+def test_a_password_in_the_server_url_is_never_shown(run, backend):
+    env = {"KBINDEX_OPENAI_BASE_URL": "http://user:s3cret@127.0.0.1:1/v1", "KBINDEX_LLM_BACKEND": backend}
+    status = run("model", "status", "--format", "json", env=env)
+    doctor = run("doctor", "--format", "json", "--no-roundtrip", env=env)
+    for res in (status, doctor):
+        assert "s3cret" not in res.stdout + res.stderr and "user:***@127.0.0.1:1" in res.stdout
