@@ -263,4 +263,5 @@ def test_a_model_that_keeps_answering_badly_is_given_up_after_three_chunks(k):
     assert len(fake.calls) == 2 * BAD_ANSWERS_MAX            # each chunk: its answer and one repair
     assert out["stats"]["stages"][0]["source"] == "extractive"
     assert out["stats"]["fallback"].count("failed") == 1      # said once, not once per chunk
+    assert f"given up after {BAD_ANSWERS_MAX} invalid answers in a row" in out["stats"]["fallback"]
     assert out["messages"][-1] == messages[-1]

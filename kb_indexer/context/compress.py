@@ -267,8 +267,8 @@ def chunks(messages: list[dict[str, Any]], max_tokens: int) -> list[list[dict[st
 
 def _llm_history(st: State, older: list[dict[str, Any]], budget: int, level: int) -> str | None:
     """The LLM's summary, one call per chunk; a failed chunk gets the extractive summary. After an outage
-    (server down, timeout) later chunks get it too: a server that failed so is not waited for again; an
-    invalid or too-long answer only costs its own chunk. None if no chunk succeeded."""
+    (server down, timeout), or ``BAD_ANSWERS_MAX`` invalid or too-long answers in a row, later chunks get it
+    too: the LLM is not asked again. None if no chunk succeeded."""
     client = st.opts.client
     cap = client.config.max_tokens_cap
     size = max(256, min(st.opts.window // 2, int(cap / RATIOS[level] * 0.8)))
@@ -298,8 +298,11 @@ def _failed(st: State, exc: SummaryFailed) -> None:
     elif st.llm_bad_in_a_row >= BAD_ANSWERS_MAX:   # a model that cannot do it: not asked for every chunk
         st.llm_failed = f"{BAD_ANSWERS_MAX} invalid answers in a row"
     note = f"LLM {st.opts.client.config.backend} failed: {exc.reason}; extractive summary"
-    if note not in st.fallback:
-        st.fallback.append(note)
+    if note in st.fallback:   # said once; giving up is said on it
+        st.fallback.remove(note)
+    if st.llm_failed and not exc.outage:
+        note += f" (given up after {BAD_ANSWERS_MAX} invalid answers in a row)"
+    st.fallback.append(note)
 
 
 def _count(st: State, info: dict[str, Any]) -> None:

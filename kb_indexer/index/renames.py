@@ -181,7 +181,7 @@ class Renames:
                 index.setdefault(w, []).append(path)
         scored = []
         for rel in news:
-            words = _shingles(parse_markdown(text_of(rel) or "").body)
+            words = _file_shingles(text_of, rel)
             shared: dict[str, int] = {}
             for w in words:
                 for path in index.get(w, ()):
@@ -231,9 +231,14 @@ def _keep_edited_in_place(conn: Connection, pairs: dict[str, str], changed: set[
     text (``mv a.md z.md`` and a new a.md) still goes with its text; so do moves and swaps, where the changed
     path takes another document. Repeated, as a dropped pair can leave its taker taking nothing."""
     kept: dict[str, bool] = {}
+
+    def still_there(src: str) -> bool:   # each file read once, however many passes
+        if src not in kept:
+            kept[src] = _still_there(conn, src, text_of)
+        return kept[src]
+
     while True:
-        drop = [taker for taker, src in pairs.items() if src in changed and src not in pairs
-                and kept.setdefault(src, _still_there(conn, src, text_of))]
+        drop = [taker for taker, src in pairs.items() if src in changed and src not in pairs and still_there(src)]
         if not drop:
             return
         for taker in drop:
@@ -244,10 +249,12 @@ def _still_there(conn: Connection, path: str, text_of: Callable[[str], str | Non
     """Whether the file at ``path`` still holds ``EDITED_MIN`` of its stored document's three-word sequences."""
     row = conn.execute("SELECT id FROM documents WHERE filepath = ?", (path,)).fetchone()
     old = _shingles(fulltext.bodies(conn, [row[0]]).get(row[0], "")) if row else set()
-    if not old:
-        return False
-    new = _shingles(parse_markdown(text_of(path) or "").body)
-    return len(old & new) >= EDITED_MIN * len(old)
+    return bool(old) and len(old & _file_shingles(text_of, path)) >= EDITED_MIN * len(old)
+
+
+def _file_shingles(text_of: Callable[[str], str | None], rel: str) -> set[int]:
+    """The three-word sequences of a file's body (its markdown without front matter), as stored bodies are."""
+    return _shingles(parse_markdown(text_of(rel) or "").body)
 
 
 def _pick(candidates: list[str], new_path: str) -> str:

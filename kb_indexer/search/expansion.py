@@ -267,3 +267,21 @@ def expansion_map(seeds: list[tuple[str, int | None]], expansions: list[Expansio
     for e in expansions:
         out[e.user_keyword].append(e.keyword)
     return out
+
+
+#: An expansion this strong (a synonym or abbreviation of score >= 0.8, a close narrower term) that tags no
+#: document is searched in the full text too; weaker ones (broader, related: "machine learning" for
+#: "reinforcement learning") would bring documents of other topics.
+UNTAGGED_MIN_WEIGHT = 0.8
+
+
+def untagged(conn: Connection, expansions: list[Expansion]) -> list[str]:
+    """The strong expanded keywords no document is tagged with, in expansion order: searched in the full text
+    too (in a knowledge base nobody tagged, `relate k8s kubernetes` finds the notes that say Kubernetes)."""
+    strong = [e for e in expansions if e.weight >= UNTAGGED_MIN_WEIGHT]
+    if not strong:
+        return []
+    kids = sorted({e.keyword_id for e in strong})
+    tagged = {r[0] for r in conn.execute("SELECT DISTINCT keyword_id FROM document_keywords WHERE keyword_id IN "
+                                         "(SELECT value FROM json_each(?))", (json.dumps(kids),))}
+    return list(dict.fromkeys(e.keyword for e in strong if e.keyword_id not in tagged))

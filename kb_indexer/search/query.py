@@ -38,7 +38,8 @@ from kb_indexer.errors import KbError
 from kb_indexer.search import feedback as prf
 from kb_indexer.search import fulltext, neighbours, sparse
 from kb_indexer.search.context import ContextScorer
-from kb_indexer.search.expansion import HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights
+from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights,
+                                         untagged)
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, apply_learned, explain as explain_parts, fuse
 from kb_indexer.search.method import KnownKeywords, MethodChoice, choose_method
 from kb_indexer.search.options import QueryOptions
@@ -52,7 +53,7 @@ from kb_indexer.store.vectors import documents_without_vectors
 from kb_indexer.search.semantic import DENSE_DEPTH, DenseResult, DenseSource
 from kb_indexer.search.semantic import normalise as normalise_dense
 from kb_indexer.search.semantic import run as run_dense
-from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, parse_text, split_term
+from kb_indexer.search.terms import MAX_TERMS, content_terms, find_known_keywords, note_names, parse_text, phrase
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.connection import plain_rows
 from kb_indexer.store.dbapi import Connection
@@ -73,22 +74,6 @@ def _keyword_ids(conn: Connection, norms: list[str], known: dict[str, int] | Non
             "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))",
             (json.dumps(missing),))})
     return ids
-
-
-def _note_names(exact: list[Any]) -> list[str]:
-    """A markdown file named in the question (``retry-policy.md``) is most likely the note itself: the name
-    without its extension, as a phrase (the note's title, or its text), beside the whole name's."""
-    out = []
-    for ident in exact:
-        stem, dot, ext = ident.text.rpartition(".")
-        if ident.kind == "file name" and dot and ext.lower() in ("md", "markdown") and stem:
-            out.append(_phrase(stem.rsplit("/", 1)[-1]))
-    return out
-
-
-def _phrase(text: str) -> str:
-    """A keyword or identifier as one full-text term (its parts, space-joined: a phrase)."""
-    return " ".join(t for chunk in text.split() for t in split_term(chunk))
 
 
 # Functions the API layer passes in (search never imports learn): learned question -> document boosts, and
@@ -216,9 +201,9 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     user, keywords_from, fts_query, known = _plan(conn, spec.question, spec.given, spec.choice)
     user_norms = [n for _, n in user]
     seeds, expansions, pool = _keyword_channel(conn, spec, method, user_norms, context_scorer, known)
-    untagged = _untagged(conn, expansions) if method != "semantic" else []
-    if untagged:   # a relation of words no document is tagged with: its documents are found by their text
-        fts_query = fulltext.build_query([*fts_query.terms, *(_phrase(k) for k in untagged)], MAX_TERMS)
+    in_text = untagged(conn, expansions) if method != "semantic" else []
+    if in_text:   # a relation of words no document is tagged with: its documents are found by their text
+        fts_query = fulltext.build_query([*fts_query.terms, *(phrase(k) for k in in_text)], MAX_TERMS)
     n_docs = _document_count(conn)
     view = _sparse_view(conn, spec.col_w, n_docs, fts_query.terms) if fts_query else None
     fts_query, pruned = prune_common_terms(conn, fts_query, n_docs, view)
@@ -253,24 +238,6 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info,
                   fb.feedback if fb is not None else None, hood)
-
-
-#: An expansion this strong (a synonym or abbreviation of score >= 0.8, a close narrower term) that tags no
-#: document is searched in the full text too; weaker ones (broader, related: "machine learning" for
-#: "reinforcement learning") would bring documents of other topics.
-UNTAGGED_MIN_WEIGHT = 0.8
-
-
-def _untagged(conn: Connection, expansions: list[Expansion]) -> list[str]:
-    """The strong expanded keywords no document is tagged with, in expansion order: searched in the full text
-    too (in a knowledge base nobody tagged, `relate k8s kubernetes` finds the notes that say Kubernetes)."""
-    strong = [e for e in expansions if e.weight >= UNTAGGED_MIN_WEIGHT]
-    if not strong:
-        return []
-    kids = sorted({e.keyword_id for e in strong})
-    tagged = {r[0] for r in conn.execute("SELECT DISTINCT keyword_id FROM document_keywords WHERE keyword_id IN "
-                                         "(SELECT value FROM json_each(?))", (json.dumps(kids),))}
-    return list(dict.fromkeys(e.keyword for e in strong if e.keyword_id not in tagged))
 
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
@@ -452,7 +419,7 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
         if not given:
             user = dedupe_keywords([u for u, _ in user] + [i.text for i in exact])
         terms += [norm for _, _, _, norm in spans]
-        terms += [_phrase(i.text) for i in exact] + _note_names(exact)
+        terms += [phrase(i.text) for i in exact] + note_names(exact)
     else:
         # known keywords as phrases, the other words as single terms
         starts = {s: norm for s, _, _, norm in spans}
@@ -464,8 +431,8 @@ def _plan(conn: Connection, question: str, given: list[tuple[str, str]],
                 terms += content_terms([w])
         if choice.method == "hybrid":
             # identifier-like words (names included) once more as exact phrases: double query weight
-            terms += [_phrase(i.text) for i in exact] + _note_names(exact)
-    terms += [_phrase(g) for g, _ in given]
+            terms += [phrase(i.text) for i in exact] + note_names(exact)
+    terms += [phrase(g) for g, _ in given]
     return user, keywords_from, fulltext.build_query(terms, MAX_TERMS), known
 
 

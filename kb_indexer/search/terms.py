@@ -13,6 +13,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection
@@ -207,4 +208,21 @@ def find_known_keywords(conn: Connection, words: list[Word]) -> list[tuple[int, 
         if s >= pos:
             out.append((s, e, found[g], g))
             pos = e
+    return out
+
+
+def phrase(text: str) -> str:
+    """A keyword or identifier as one full-text term (its parts, space-joined: a phrase)."""
+    return " ".join(t for chunk in text.split() for t in split_term(chunk))
+
+
+def note_names(exact: list[Any]) -> list[str]:
+    """A markdown file named in the question (``retry-policy.md``: identifiers of kind "file name") is most likely
+    the note itself: the name without its extension, as a phrase (the note's title, or its text), beside the
+    whole name's."""
+    out = []
+    for ident in exact:
+        stem, dot, ext = ident.text.rpartition(".")
+        if ident.kind == "file name" and dot and ext.lower() in ("md", "markdown") and stem:
+            out.append(phrase(stem.rsplit("/", 1)[-1]))
     return out

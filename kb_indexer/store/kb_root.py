@@ -29,9 +29,9 @@ def repointed(db_path: DbTarget, new_root: Path, stored_of: Callable[[Connection
     if not named:
         return stored
     if holds_documents and not force and stored.resolve() != new_root.resolve():
-        raise KbError(f"The index {db_path} holds the documents of {stored}: `init --kb {new_root}` would point it "
-                      f"at {new_root} for everyone who uses it, and the next sync there would remove what that "
-                      f"folder does not hold. Nothing was changed. For one command, pass --kb {new_root} to that "
-                      f"command; to move the index there: kbindex init --kb {new_root} --force",
-                      code="would_repoint")
+        raise KbError(f"The index {db_path} holds the documents of {stored}: `init` with the root {new_root} (from "
+                      f"--kb or KBINDEX_KB) would point it there for everyone who uses it, and the next sync there "
+                      f"would remove what that folder does not hold. Nothing was changed. For one command, pass "
+                      f"--kb {new_root} to that command; to move the index there: kbindex init --kb {new_root} "
+                      "--force", code="would_repoint")
     return new_root
