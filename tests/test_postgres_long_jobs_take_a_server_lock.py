@@ -38,12 +38,20 @@ def server_kb(pg_url, project):
     return pg_url
 
 
-@pytest.mark.parametrize("job, args", [("sync", ["sync"]), ("learn", ["learn"])])
-def test_a_job_waits_while_another_process_holds_its_lock(server_kb, job, args):
+@pytest.mark.parametrize("job, args", [("sync", ["sync"]), ("learn", ["learn"]),
+                                       # import replaces every row: a learn running meanwhile wrote learned items
+                                       # for replaced document ids (a foreign-key failure): it takes both locks
+                                       ("sync", ["import", "DUMP", "--force"]), ("learn", ["import", "DUMP", "--force"])])
+def test_a_job_waits_while_another_process_holds_its_lock(server_kb, job, args, tmp_path):
     import psycopg
 
     from kb_indexer.store.pg.locks import _NAMESPACE, job_key
 
+    if "DUMP" in args:
+        dump = tmp_path / "export.json"
+        assert subprocess.run(kbindex_exe() + ["export", "--db", server_kb, "--output", str(dump)],
+                              capture_output=True).returncode == 0
+        args = [str(dump) if a == "DUMP" else a for a in args]
     holder = psycopg.connect(server_kb, autocommit=True)
     admin = psycopg.connect(server_kb, autocommit=True)
     holder.execute("SELECT pg_advisory_lock(%s::int, %s::int)", (_NAMESPACE, job_key(job)))
@@ -78,31 +86,3 @@ def test_two_syncs_at_once_index_each_document_once(server_kb):
     with KnowledgeBase.open(server_kb) as kb:
         assert kb.list_docs()["count"] == 18
 
-
-@pytest.mark.parametrize("job", ["sync", "learn"])
-def test_import_waits_while_a_sync_or_a_learn_runs(server_kb, tmp_path, job):
-    """`import` replaces every row: a learn running meanwhile wrote learned items for document ids the import
-    had just replaced (a foreign-key failure, reported as internal). It takes both jobs' locks."""
-    import psycopg
-
-    from kb_indexer.store.pg.locks import _NAMESPACE, job_key
-
-    dump = tmp_path / "export.json"
-    assert subprocess.run(kbindex_exe() + ["export", "--db", server_kb, "--output", str(dump)],
-                          capture_output=True).returncode == 0
-    holder = psycopg.connect(server_kb, autocommit=True)
-    admin = psycopg.connect(server_kb, autocommit=True)
-    holder.execute("SELECT pg_advisory_lock(%s::int, %s::int)", (_NAMESPACE, job_key(job)))
-    proc = subprocess.Popen(kbindex_exe() + ["import", str(dump), "--force", "--db", server_kb, "-f", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_until(lambda: _waiting_for(admin, job), f"`kbindex import` asking for the {job} lock")
-        assert proc.poll() is None
-        holder.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", (_NAMESPACE, job_key(job)))
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        holder.close()
-        admin.close()
-    assert proc.returncode == 0, err
