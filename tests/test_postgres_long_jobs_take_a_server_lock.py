@@ -41,7 +41,8 @@ def server_kb(pg_url, project):
 @pytest.mark.parametrize("job, args", [("sync", ["sync"]), ("learn", ["learn"]),
                                        # import replaces every row: a learn running meanwhile wrote learned items
                                        # for replaced document ids (a foreign-key failure): it takes both locks
-                                       ("sync", ["import", "DUMP", "--force"]), ("learn", ["import", "DUMP", "--force"])])
+                                       ("sync", ["import", "DUMP", "--force"]), ("learn", ["import", "DUMP", "--force"]),
+                                       ("embed", ["import", "DUMP", "--force"])])
 def test_a_job_waits_while_another_process_holds_its_lock(server_kb, job, args, tmp_path):
     import psycopg
 

@@ -26,6 +26,7 @@ from kb_indexer.llm.base import LLMError
 from kb_indexer.llm.config import EmbedOptions
 from kb_indexer.llm.embedding import EmbedClient
 from kb_indexer.store import fulltext, transaction
+from kb_indexer.store.connection import exclusive
 from kb_indexer.store import vectors as store
 from kb_indexer.store.dbapi import Connection
 
@@ -125,7 +126,14 @@ class _Batches:
 
 def embed_documents(conn: Connection, client: EmbedClient, *, everything: bool = False,
                     progress: Progress | None = None) -> dict[str, Any]:
-    """Embed what changed (everything with ``everything``); see the module docstring."""
+    """Embed what changed (everything with ``everything``); see the module docstring. Two embeds never
+    interleave, and an ``import`` (which replaces the documents) waits for one (:func:`exclusive`)."""
+    with exclusive(conn, "embed"):
+        return _embed_documents(conn, client, everything, progress)
+
+
+def _embed_documents(conn: Connection, client: EmbedClient, everything: bool,
+                     progress: Progress | None) -> dict[str, Any]:
     started = time.monotonic()
     if client.config.model is None:       # an OpenAI-compatible server's first model: ask it now
         ensure = getattr(client._calls.backend, "_ensure_model", None)

@@ -214,9 +214,9 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
     index layer's step that keeps unchanged similarities files synced: store does not import index).
     """
     known, plan = _validated(conn, data)
-    # Every row is replaced: not while a sync or a learn runs (on PostgreSQL, read committed, a learn saw the
-    # imported documents' new ids mid-run and wrote learned items for ids gone: a foreign-key failure)
-    with exclusive(conn, "sync"), exclusive(conn, "learn"), transaction(conn):
+    # Every row is replaced: not while a sync, a learn or an embed runs (on PostgreSQL, read committed, a learn
+    # saw the imported documents' new ids mid-run and wrote learned items for ids gone: a foreign-key failure)
+    with exclusive(conn, "sync"), exclusive(conn, "learn"), exclusive(conn, "embed"), transaction(conn):
         if not force and conn.execute("SELECT EXISTS (SELECT 1 FROM documents) OR EXISTS "
                                       "(SELECT 1 FROM keywords) OR EXISTS (SELECT 1 FROM queries)").fetchone()[0]:
             raise ValidationError("The index is not empty; import replaces everything. Pass --force to do so.",
