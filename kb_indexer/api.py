@@ -247,9 +247,9 @@ class KnowledgeBase:
         db_path = find_db(db) if named_db(db) else Path.cwd().absolute() / "kbindex.db"
         existed = index_exists(db_path)
         kb_root = cls._kb_root(None, db_path, kb)
-        if existed:   # re-running init keeps the stored root; --kb changes it for everyone, so not silently
+        if existed:   # re-running init keeps the stored root; --kb changes it for everyone: not silently
             kb_root = repointed(db_path, kb_root, lambda conn: cls._kb_root(conn, db_path, None),
-                                named=bool(named_root(kb)), force=force)   # --kb: not silently (store.kb_root)
+                                named=bool(named_root(kb)), force=force)
         if not existed and not named_db(db):
             warn_shadowed(db_path)   # an index in a parent folder that commands run here will no longer find
         conn, applied = init_db(db_path, stored_root_form(db_path, kb_root), force=force)

@@ -295,17 +295,17 @@ def sync_similarities(conn: Connection, root: Path, errors: list[Any], warnings:
             if digest is not None:  # the stale check does not report it again until it changes
                 meta.put(conn, REJECTED_KEY + str(path.resolve()), digest)
     present = {file_key(root, p) for p in current}
-    own = {file_key(root, p) for p in _places(root)}
+    own_keys = {file_key(root, p) for p in _places(root)}
     for key in sorted((known_files(conn) | _recorded_files(conn)) - present):
-        if key not in own:   # another checkout's file (or this one's before a move): `--force` forgets it
+        if key not in own_keys:   # another checkout's file (or this one's before a move): `--force` forgets it
             if force:
                 _forget(conn, root, key, True, out, warnings)
         elif not _forget(conn, root, key, force, out, warnings):
             hashes.add(hash_key(root.parent / key))   # still reported by the stale check until forgotten
     kept = hashes | {prefix + k[len(HASH_KEY):] for k in hashes for prefix in (REJECTED_KEY, SEEN_KEY)}
-    own = _own_paths(root)   # another checkout's records (a team member's sync from elsewhere) are theirs
+    own_paths = _own_paths(root)   # another checkout's records (a team member's sync from elsewhere) are theirs
     meta.delete(conn, *(key for key in meta.with_prefixes(conn, HASH_KEY, REJECTED_KEY, SEEN_KEY)
-                        if key not in kept and key.split(":", 1)[1] in own))
+                        if key not in kept and key.split(":", 1)[1] in own_paths))
     return out
 
 

@@ -14,11 +14,17 @@ from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.errors import IntegrityError
 
 
+def _no_query(query_id: int, since: str = "") -> NotFoundError:
+    """The one message for a query id that names no recorded query (``since``: why it is gone)."""
+    return NotFoundError(f"No query with id {query_id}{since}: the ids are those queries returned (`kbindex "
+                         "history` lists them)")
+
+
 def require_query(conn: Connection, query_id: int) -> Row:
     check_id(query_id, "query id")  # 2^63 and above: invalid_input, not an OverflowError from SQLite
     row: Row | None = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
     if row is None:
-        raise NotFoundError(f"No query with id {query_id}: the ids are those queries returned (`kbindex history` lists them)")
+        raise _no_query(query_id)
     return row
 
 
@@ -147,7 +153,7 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     found, owners, attempts = query.fetchall(), owner.fetchall(), read.fetchall()   # every cursor read to its end
     missing = [p for p, cur in zip(marks, known) if not cur.fetchall()]
     if not found:
-        raise NotFoundError(f"No query with id {query_id}: the ids are those queries returned (`kbindex history` lists them)")
+        raise _no_query(query_id)
     if attempt_id is not None:
         check_id(attempt_id, "attempt id")
         if not owners or owners[0][0] != query_id:
@@ -176,8 +182,8 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
                     "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
                     (query_id, links[path], path, int(value), notes))
     except IntegrityError:   # deleted since the check (clear-history, import --force, sync in another process)
-        raise NotFoundError(f"No query with id {query_id} any more: it, its attempt or a document was removed while "
-                            "the feedback was recorded (see `kbindex history`)") from None
+        raise _no_query(query_id, " any more (it, its attempt or a document was removed while the feedback was "
+                                  "recorded)") from None
     out: dict[str, Any] = {"query_id": query_id, "recorded": recorded, "count": len(recorded)}
     if unlinked:
         out["not_in_results"] = unlinked

@@ -46,7 +46,8 @@ OperationalError = (sqlite3.OperationalError, PgOperationalError)
 INSUFFICIENT_PRIVILEGE = "42501"
 #: SQLSTATEs of a statement that may not write here (a read-only transaction, a role's missing privilege):
 #: operational (a query still answers, its history row lost) and ``read_only``.
-READ_ONLY_STATES = ("25006", INSUFFICIENT_PRIVILEGE)
+READ_ONLY_TRANSACTION = "25006"
+READ_ONLY_STATES = (READ_ONLY_TRANSACTION, INSUFFICIENT_PRIVILEGE)
 
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
 
@@ -121,7 +122,7 @@ def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
     at_start = where[0].upper() + where[1:]
     if state in ("40P01", "55P03", "57014", "40001"):
         return BusyError(f"{at_start} is busy ({exc}): nothing was written. Run the command again.")
-    if state == "25006":
+    if state == READ_ONLY_TRANSACTION:
         return ReadOnlyError(f"{at_start} is read-only here ({exc}): nothing was written. Searches still work.")
     if state == INSUFFICIENT_PRIVILEGE:
         return ReadOnlyError(f"This database role is not allowed this on {where} ({exc}): nothing was written. "
