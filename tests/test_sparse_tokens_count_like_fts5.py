@@ -57,3 +57,22 @@ def test_pairs_are_found_where_fts5_sees_the_phrase():
     pairs = Pairs(tok, [t for t in tok.tokens(["heat transfer"]) if len(t) == 2])
     _, (docs, cols, _) = tok.count(texts, pairs)
     assert Counter(cols.tolist()) == {0: 1, 2: 2, 3: 1}
+
+
+def test_words_learnt_batch_after_batch_count_like_fts5():
+    """One tokenizer over many batches, as a fold reads them: new words of every length keep arriving (names,
+    codes) beside known ones, and each batch's counts are FTS5's own."""
+    rng = random.Random(13)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+    def word() -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.choice([1, 3, 7, 8, 9, 12, 15, 16, 17, 30])))
+
+    known = [word() for _ in range(500)] + EDGE
+    tok = Tokenizer(sqlite3.connect(":memory:"))
+    for _ in range(8):
+        texts = [[" ".join(rng.choice(known) if rng.random() < 0.7 else word() for _ in range(rng.randrange(0, 50)))
+                  for _ in range(2)] for _ in range(50)]
+        (docs, cols, tids, ns), _ = tok.count(texts)
+        assert Counter({(int(d), int(c), tok.names[int(t)]): int(n) for d, c, t, n in zip(docs, cols, tids, ns)}) \
+            == _fts5_counts(texts)

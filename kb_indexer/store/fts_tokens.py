@@ -39,6 +39,8 @@ class Tokenizer:
         self.names: list[str] = []            # token id -> token
         self._ids: dict[str, int] = {}        # token -> token id
         self._words8 = KeyTable()   # known words of <= 8 bytes (their keys: see _ascii_ids) -> token ids
+        self._words16 = KeyTable()  # known words of 9-16 bytes (a hash of their two keys) -> token ids
+        self._mid_keys: Any = ()    # token id -> the two keys of the word of 9-16 bytes it was learnt for
 
     def _learn(self, chunks: Iterable[str | bytes]) -> None:
         """Tokenise the chunks not cached yet, in one round trip through SQLite (a chunk of an ASCII text is
@@ -56,6 +58,11 @@ class Tokenizer:
             toks = tuple(found.get(i + 1, ()))
             self._tokens[c] = toks
             self._single[c] = self.token_id(toks[0]) if len(toks) == 1 else -1
+
+    def _word_ids(self, words: list[bytes]) -> list[int]:
+        """The token id of each of the distinct ``words`` (of ASCII texts: one token each), not cached here."""
+        found = self._tokenised(list(words))
+        return [self.token_id(found[i][0]) if len(found.get(i, ())) == 1 else -1 for i in range(1, len(words) + 1)]
 
     def _tokenised(self, todo: list[str | bytes]) -> dict[int, list[str]]:
         """``{1-based position in todo: its tokens}`` from a temporary FTS5 table, filled inside one savepoint: in
@@ -179,13 +186,50 @@ class Tokenizer:
         ids[short] = self._short_ids(head[short])
         mid = np.flatnonzero(~short & (lengths <= 16))
         tail = words8[starts[mid] + 8].astype(np.uint64) & keep[lengths[mid] - 8]
-        words, inverse = _distinct(head[mid], tail)
+        ids[mid] = self._mid_ids(head[mid], tail)
         long = np.flatnonzero(lengths > 16)
         longs = [joined[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist())]
-        self._learn(words + longs)
-        ids[mid] = np.asarray([self._single[w] for w in words], dtype=np.int64)[inverse] if words else 0
+        self._learn(longs)
         ids[long] = [self._single[w] for w in longs]
         return np.split(ids, np.searchsorted(starts, bounds[1:-1]))
+
+    def _mid_ids(self, hi: Any, lo: Any) -> Any:
+        """Token ids of words of 9-16 bytes given as their two keys (see ``_ascii_ids``): found in a table by a
+        hash of both keys, each hit checked against the keys its id was learnt with (a word whose hash another
+        word took is learnt again, never mistaken for it)."""
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+
+        hashed = hi * np.uint64(0x9E37_79B9_7F4A_7C15) ^ lo
+        ids, known = self._words16.find(hashed)
+        if len(self._mid_keys):
+            at = np.minimum(ids, len(self._mid_keys) - 1)
+            known &= (ids < len(self._mid_keys)) & (self._mid_keys[at, 0] == hi) & (self._mid_keys[at, 1] == lo)
+        else:
+            known[:] = False
+        if not known.all():   # words not seen before: learnt, then added to the table with their keys
+            todo = np.flatnonzero(~known)
+            words, inverse = _distinct(hi[todo], lo[todo])
+            new_ids = np.asarray(self._word_ids(words), dtype=np.int64)
+            ids[todo] = new_ids[inverse]
+            first = np.unique(inverse, return_index=True)[1]   # one position of each new word
+            self._remember_mid(new_ids, hi[todo][first], lo[todo][first], hashed[todo][first])
+        return ids
+
+    def _remember_mid(self, ids: Any, hi: Any, lo: Any, hashed: Any) -> None:
+        """Record new words of 9-16 bytes: the keys of each token id (by id), and their hashes in the table."""
+        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+
+        keep = ids >= 0
+        ids, hi, lo, hashed = ids[keep], hi[keep], lo[keep], hashed[keep]
+        if not len(ids):
+            return
+        if int(ids.max()) >= len(self._mid_keys):
+            grown = np.zeros((max(int(ids.max()) + 1, 2 * len(self._mid_keys)), 2), dtype=np.uint64)
+            if len(self._mid_keys):
+                grown[:len(self._mid_keys)] = self._mid_keys
+            self._mid_keys = grown
+        self._mid_keys[ids, 0], self._mid_keys[ids, 1] = hi, lo
+        self._words16.add(hashed, ids)
 
     def _short_ids(self, keys: Any) -> Any:
         """Token ids of words of up to 8 bytes given as their keys (see ``_ascii_ids``)."""
@@ -195,8 +239,7 @@ class Tokenizer:
         if not known.all():   # words not seen before: learnt, then added to the table
             new, at = np.unique(keys[~known], return_inverse=True)
             words = [int(k).to_bytes(8, "big").rstrip(b"\0") for k in new.tolist()]
-            self._learn(words)
-            new_ids = np.asarray([self._single[w] for w in words], dtype=np.int64)
+            new_ids = np.asarray(self._word_ids(words), dtype=np.int64)   # the table is their cache
             ids[~known] = new_ids[at.ravel()]
             self._words8.add(new, new_ids)
         return ids
