@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from kb_indexer import __version__
+from kb_indexer.cli import interrupted
 from kb_indexer.cli.output import Format, dumps, echo
 from kb_indexer.cli.registry import COMMANDS, load
 from kb_indexer.errors import KbError
@@ -96,8 +97,8 @@ class KbGroup(TyperGroup):
             # Not standalone, Typer *returns* the code of typer.Exit(n) (130 for Ctrl-C).
             rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
-            if code == 130:
-                sys.stderr.write("Interrupted.\n")
+            if code == interrupted.EXIT_CODE:
+                interrupted.report()
         except KbError as exc:
             report_error(exc.code, exc.message, exc.exit_code, _json_requested(argv, self), exc.details)
             code = exc.exit_code
@@ -105,7 +106,7 @@ class KbGroup(TyperGroup):
             code = exc.exit_code
         except typer.Abort:
             sys.stderr.write("Aborted.\n")
-            code = 130
+            code = interrupted.EXIT_CODE
         except typer.TyperException as exc:  # usage errors (exit 2) and the like
             if _json_requested(argv, self):
                 report_error("usage", exc.format_message(), exc.exit_code, True)
@@ -115,8 +116,7 @@ class KbGroup(TyperGroup):
                 echo(f"Error: {exc.format_message()}\n", err=True)
             code = exc.exit_code
         except KeyboardInterrupt:
-            sys.stderr.write("Interrupted.\n")
-            code = 130
+            code = interrupted.report()
         except BrokenPipeError:
             try:
                 sys.stdout = open(os.devnull, "w")
