@@ -146,10 +146,41 @@ def sync(
     embedded: Mapping[str, Any] = result.get("embed") or {}
     if embed and embedded.get("error"):
         warn(f"embedding failed: {embedded['error']}")
-    shown: Mapping[str, Any] = result
-    if Format(format) is not Format.json and result.get("renames"):  # the table: one "old -> new" per rename
-        shown = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result.get("renames", [])]}
-    emit(shown, format, title="sync")
+    emit(result if Format(format) is Format.json else _sync_view(result), format, title="sync")
+
+
+def _sync_view(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's view of sync's result (the JSON has it all): errors and warnings as counts (each is printed on
+    stderr), one "old -> new" per rename, the similarities files, embedding and enrichment in a few words; a row
+    with nothing in it, and the count of batches (how the writes were split), left out."""
+    view: dict[str, Any] = {}
+    for key, value in result.items():
+        if key in ("errors", "warnings", "renames", "batches") and not value:
+            continue
+        if key in ("errors", "warnings"):
+            view[key] = f"{len(value)} (on stderr)"
+        elif key == "renames":
+            view[key] = [f"{r['from']} -> {r['to']}" for r in value]
+        elif key == "similarities":
+            view[key] = _similarities_text(value)
+        elif key == "enrich":
+            view[key] = f"{value.get('enriched', 0)} enriched, {value.get('unchanged', 0)} unchanged" + (
+                f", {value['failed']} failed" if value.get("failed") else "")
+        elif key == "embed":
+            view[key] = "failed (on stderr)" if value.get("error") else f"{value.get('embedded', 0)} embedded"
+        elif key != "batches":
+            view[key] = value
+    return view
+
+
+def _similarities_text(report: Mapping[str, Any]) -> str:
+    files, unchanged = report.get("files", 0), report.get("unchanged_files", 0)
+    parts = [f"{report.get('imported', 0)} relations imported from {files} file{'s' * (files != 1)}"] if files else []
+    if report.get("removed"):
+        parts.append(f"{report['removed']} removed")
+    if unchanged:
+        parts.append(f"{unchanged} file{'s' * (unchanged != 1)} unchanged")
+    return ", ".join(parts) or "no similarities.json"
 
 
 @app.command(short_help="Compute the vectors for semantic search")
