@@ -108,6 +108,7 @@ def indexed_kb(tmp_path_factory):
     wrapper = bin_dir / "kbindex"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "kbindex.py"}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
+    (root.parent / "home").mkdir()   # a reader's home: where examples write what is not the knowledge base's
     env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
                KBINDEX_NO_DOTENV="1", HOME=str(root.parent / "home"),
                XDG_DATA_HOME=str(root.parent / "home" / "data"))

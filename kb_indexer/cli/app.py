@@ -164,7 +164,8 @@ class KbGroup(TyperGroup):
         try:
             return super().resolve_command(ctx, args)
         except UsageError as exc:
-            close = close_names(args[0], self.list_commands(ctx)) if args else []
+            unknown = bool(args) and exc.message.startswith("No such command")   # not a bad option
+            close = close_names(args[0], self.list_commands(ctx)) if unknown else []
             if close and "Did you mean" not in exc.message:
                 exc.message = f"No such command {args[0]!r}. Did you mean {' or '.join(map(repr, close))}?"
             raise
