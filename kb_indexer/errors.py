@@ -24,7 +24,7 @@ read_only          1     the index (or its folder) cannot be written
 disk_full          1     the disk (or a quota) is full
 io_error           1     the disk or filesystem failed reading or writing the index
 db_unavailable     1     a PostgreSQL server that cannot be reached or used (address, password, database)
-write_failed       1     ``export --output`` could not write its file
+write_failed       1     an ``--output`` file (export, export-similarities, suggest-similarities) could not be written
 missing_extra      1     a feature needs an optional extra that is not installed
 llm_*              1     an LLM backend failed where no fallback applies
 rerank_*           1     ``query --rerank URL``: the endpoint failed or answered badly

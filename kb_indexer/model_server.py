@@ -76,11 +76,13 @@ def base_url(host: str, port: int) -> str:
 
 
 def server_command(model: Path, host: str, port: int, ctx: int = DEFAULT_CTX, *, embedding: bool = False,
-                   threads: int | None = None) -> list[str]:
-    """The process that serves ``model`` (this Python, the launcher of :mod:`kb_indexer.llm.llama_serve`)."""
+                   threads: int | None = None, verbose: bool = False) -> list[str]:
+    """The process that serves ``model`` (this Python, the launcher of :mod:`kb_indexer.llm.llama_serve`). Not
+    ``verbose``, llama.cpp logs its errors only (its loader prints some 2,000 lines at every start)."""
     alias = PACKAGED_NAME if model.name == MODEL_FILE else model.stem
     cmd = [sys.executable, "-m", "kb_indexer.llm.llama_serve", "--model", str(model), "--model_alias", alias,
-           "--host", host, "--port", str(port), "--n_ctx", str(ctx), "--n_threads", str(threads or min(4, os.cpu_count() or 2))]
+           "--host", host, "--port", str(port), "--n_ctx", str(ctx), "--n_threads", str(threads or min(4, os.cpu_count() or 2)),
+           "--verbose", "true" if verbose else "false"]
     if embedding:
         cmd += ["--embedding", "true", "--pooling", "mean"]
     return cmd

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from kb_indexer.beneath import SUPPORTED, open_folder, resolves_outside
-from kb_indexer.errors import ValidationError
+from kb_indexer.errors import KbError, ValidationError
 
 
 def check_target(path: Path, root: Path) -> None:
@@ -133,6 +133,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: Path 
     """Write ``data`` (text as UTF-8) to ``path`` with :func:`atomic_file`."""
     with atomic_file(path, root=root, mode=mode) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def write_user_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write a file a user named (``--output F``) with :func:`write_atomic`; a failure (no such folder, no
+    permission) is the error ``write_failed``, saying why."""
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
 
 
 def _lstat(name: str | os.PathLike[str], folder: int | None = None) -> os.stat_result | None:

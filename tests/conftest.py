@@ -34,6 +34,7 @@ def _isolate_env(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))   # roots remembered by init (roots.py)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))     # chat store, history, exports (chat/source.py)
     # Every process a test starts imports this checkout's kb_indexer, whatever is installed.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)

@@ -30,7 +30,10 @@ def engine(db, *answers, fake=None):
 
 
 def test_export_writes_the_session_as_markdown_or_json_in_a_private_file(kb, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "checkout"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     eng, _ = engine(kb.db_path, "MCTS guides the search [alphago-architecture.md].")
     try:
         list(eng.turn("how does alphago search"))
@@ -38,7 +41,8 @@ def test_export_writes_the_session_as_markdown_or_json_in_a_private_file(kb, tmp
         js = run_command(eng, f"/export {tmp_path / 'out' / 'chat.json'}")
     finally:
         eng.close()
-    path = tmp_path / f"{eng.session_id}.md"
+    assert list(work.iterdir()) == []          # nothing left in the working folder (a checkout, often)
+    path = tmp_path / "data" / "kbindex" / "exports" / f"{eng.session_id}.md"
     assert md.error is None and md.data["path"] == str(path) and md.data["messages"] == 2
     text = path.read_text()
     assert "## User\n\nhow does alphago search" in text and "## Assistant\n\nMCTS guides the search" in text

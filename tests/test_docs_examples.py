@@ -108,6 +108,7 @@ def indexed_kb(tmp_path_factory):
     wrapper = bin_dir / "kbindex"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "kbindex.py"}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
+    (root.parent / "home").mkdir()   # a reader's home: where examples write what is not the knowledge base's
     env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
                KBINDEX_NO_DOTENV="1", HOME=str(root.parent / "home"),
                XDG_DATA_HOME=str(root.parent / "home" / "data"))
@@ -199,3 +200,17 @@ def test_every_docs_page_is_in_the_index():
     missing = [p.name for p in PAGES if p.parent.name == "docs" and p.name != "README.md"
                and f"]({p.name})" not in index]
     assert missing == []
+
+
+WRITES = re.compile(r"(?:--output|\s-o)[ =](\S+)|(?<![0-9&])>>?\s*(\S+)")
+
+
+def test_examples_write_no_file_into_the_working_folder():
+    """A file an example writes (``--output F``, ``-o F``, ``> F``) goes outside the working folder: a reader runs
+    the tour in a checkout, where it would be left untracked (``~/...``, an absolute path, a variable's folder). The
+    knowledge base's own ``similarities.json`` is the one exception."""
+    offenders = [f"{block.id}: {command}" for block in CONSOLE for command in block.commands
+                 for m in WRITES.finditer(re.sub(r"\s#\s.*", "", command))   # not in a comment
+                 if not (m.group(1) or m.group(2)).lstrip('"').startswith(("~", "/", "$"))
+                 and (m.group(1) or m.group(2)) != "similarities.json"]
+    assert offenders == []

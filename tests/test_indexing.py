@@ -85,7 +85,8 @@ def test_one_bad_file_is_reported_and_skipped(small):
     res = handle.sync()
     assert res["added"] == 2  # bad.md without its bad keywords file
     files = {e["file"]: e["message"] for e in res["errors"]}
-    assert set(files) == {"bad.keywords.json", "binary.md", "latin1.md", "orphan.keywords.json"}
+    assert set(files) == {"bad.keywords.json", "binary.md", "latin1.md"}
+    assert [w["file"] for w in res["warnings"]] == ["orphan.keywords.json"]   # a keywords file without a note
     assert "not valid JSON" in files["bad.keywords.json"]
     assert "binary" in files["binary.md"]
     assert "UTF-8" in files["latin1.md"]

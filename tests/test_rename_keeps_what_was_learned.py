@@ -161,8 +161,8 @@ def test_a_keywords_file_left_behind_is_an_orphan_and_the_document_keeps_its_ide
     assert res["renames"] == [{"from": "a.md", "to": "b.md"}]
     assert _doc_id(handle.conn, "b.md") == doc_id
     assert handle.keywords("b.md")["keywords"] == []  # the file keywords stayed with the keywords file
-    assert [e["file"] for e in res["errors"]] == ["a.keywords.json"]
-    assert "renamed to b.md; rename this file to b.keywords.json" in res["errors"][0]["message"]
+    assert res["errors"] == [] and [w["file"] for w in res["warnings"]] == ["a.keywords.json"]
+    assert "renamed to b.md; rename this file to b.keywords.json" in res["warnings"][0]["message"]
 
 
 def test_two_identical_files_renamed_each_keep_their_own_identity(small):

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kb_indexer.chat.view import source_dict
+from kb_indexer.chat.view import context_percent, source_dict
 from kb_indexer.errors import KbError, UsageError
 
 if TYPE_CHECKING:
@@ -103,13 +103,24 @@ def _context(engine: ChatEngine, args: list[str]) -> Outcome:
     lines += [f"  {i}) {m}" for i, m in enumerate(recent, 1)] or ["  (none)"]
     if ctx.get("last_assistant_question"):
         lines.append(f"last assistant question: {ctx['last_assistant_question']}")
-    tokens, window, pct = ctx.get("tokens"), ctx.get("window"), ctx.get("pct")
-    if isinstance(tokens, int) and isinstance(window, int) and window > 0:
-        pct = 100.0 * tokens / window
-        lines.append(f"about {tokens:,} tokens of a {window:,}-token window ({pct:.0f}%)")
-    elif tokens is not None:
-        lines.append(f"about {tokens} tokens" + (f" ({pct}%)" if pct is not None else ""))
+    lines += _context_use(ctx)
     return Outcome("context", ctx, "\n".join(lines))
+
+
+def _context_use(ctx: dict[str, Any]) -> list[str]:
+    """The context's use of the window, the toolbar's figure (:func:`kb_indexer.chat.view.context_percent`), and
+    what the next turn starts from when that differs (the last prompt held its retrieved documents too)."""
+    nxt, window = ctx.get("tokens"), ctx.get("window")
+    used = ctx.get("context_tokens", nxt)
+    pct = context_percent({"context_tokens": used, "window": window, "context_pct": ctx.get("pct")})
+    if not isinstance(used, int):
+        return []
+    share = f" ({pct:.0f}%)" if pct is not None else ""
+    of = f" of a {window:,}-token window" if isinstance(window, int) else ""
+    if not isinstance(nxt, int) or nxt == used:
+        return [f"about {used:,} tokens{of}{share}"]
+    return [f"the last prompt: about {used:,} tokens{of}{share}, with its message and retrieved documents",
+            f"the next turn starts from about {nxt:,} tokens, before its message and retrieval"]
 
 
 def _feedback(helpful: bool) -> Callable[[ChatEngine, list[str]], Outcome]:
@@ -186,7 +197,7 @@ _TABLE: dict[str, tuple[str, str, Handler]] = {
     "resume": ("/resume [ID]", "continue a saved session (without ID: list them)", _resume),
     "compact": ("/compact", "fold every turn but the last into the summary now (the model's, else extractive)",
                 _compact),
-    "export": ("/export [md|json] [PATH]", "write this session to a file (default <session>.md here)", _export),
+    "export": ("/export [md|json] [PATH]", "write this session to a file (default: exports/<session>.md in the chat's folder)", _export),
 }
 _ALIASES = {"quit": "exit", "q": "exit", "?": "help", "h": "help"}
 NAMES = tuple(f"/{n}" for n in _TABLE)

@@ -83,6 +83,11 @@ def _default_timeout(llm: Any) -> bool:
     return getattr(llm, "timeout", None) is None and not os.environ.get("KBINDEX_LLM_TIMEOUT", "").strip()
 
 
+def _pct(tokens: int, window: int) -> float | None:
+    share = usage.context_share(tokens, window)
+    return None if share is None else round(share, 1)
+
+
 def new_session_id() -> str:
     return f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
@@ -99,6 +104,8 @@ class ChatEngine:
         self.session_id = new_session_id()
         self.last_query_id: int | None = None
         self.last_paths: list[str] = []
+        # The context the model gets: the last prompt as sent (prompt.build), or, before a turn (a new, resumed,
+        # cleared or compacted session), the estimate of the next one before its message and retrieval.
         self.context_tokens = 0
         self.tools_ok = True
         self._partial: list[str] = []        # the answer of the turn in flight, as streamed
@@ -331,7 +338,7 @@ class ChatEngine:
     def status(self) -> dict[str, Any]:
         loaded = self._loaded_skills()
         return {"model": self.model_label, "window": self.window, "context_tokens": self.context_tokens,
-                "context_pct": round(100 * self.context_tokens / self.window, 1), "loaded_skills": loaded,
+                "context_pct": _pct(self.context_tokens, self.window), "loaded_skills": loaded,
                 "session": self.session_id, "source": self.source.to_dict()}
 
     def _loaded_skills(self) -> list[str]:
@@ -345,8 +352,9 @@ class ChatEngine:
                                       summary_after=prompt.NO_REFRESH)
         return {"summary": built["summary"]["text"] if built["summary"] else None,
                 "recent_user_messages": built["recent_user_messages"],
-                "last_assistant_question": built["last_assistant_question"], "tokens": (tokens := self.estimate_next()),
-                "window": self.window, "pct": round(100 * tokens / self.window, 1)}
+                "last_assistant_question": built["last_assistant_question"], "tokens": self.estimate_next(),
+                "context_tokens": self.context_tokens, "window": self.window,
+                "pct": _pct(self.context_tokens, self.window)}   # the toolbar's figure
 
     def skills_state(self) -> dict[str, Any]:
         try:

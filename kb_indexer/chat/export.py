@@ -1,6 +1,7 @@
 """``/export [md|json] [PATH]``: the current session written to a file, as markdown (a heading per
 message) or JSON (``{session, source, exported_at, summary, messages}``). Without PATH:
-``<session>.<md|json>`` in the working directory; the format is md unless given or PATH ends in
+``<session>.<md|json>`` in ``exports/`` of the chat's folder (:func:`kb_indexer.chat.source.data_dir`, beside the chat
+store: not in the working folder, which is often a checkout); the format is md unless given or PATH ends in
 ``.json``. The file is private (mode 0600, like the chat store): it holds a person's conversation.
 """
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb_indexer.chat.source import private_file
+from kb_indexer.chat.source import data_dir, private_file
 from kb_indexer.errors import UsageError
 
 FORMATS = ("md", "json")
@@ -31,7 +32,7 @@ def parse_args(args: list[str], session: str) -> tuple[str, Path]:
         fmt = fmt or ("json" if path.suffix.lower() == ".json" else "md")
     else:
         fmt = fmt or "md"
-        path = Path(f"{session}.{fmt}")
+        path = data_dir() / "exports" / f"{session}.{fmt}"
     return fmt, path
 
 

@@ -135,7 +135,7 @@ class RichRenderer:
             line = event_line(kind, data)
             if line:
                 self._end_segment()
-                self.dim(line, wrap=kind == "note")   # a note (how to fix something) is never cut
+                self.dim(line)
             if kind == "tool_result":
                 self._wait()            # the model is asked again
 
@@ -149,12 +149,10 @@ class RichRenderer:
         if stream is not None:
             stream.close()
 
-    def dim(self, line: str, wrap: bool = False) -> None:
-        """A dim line above the spinner; one screen line (cut with an ellipsis) unless ``wrap``."""
-        if wrap:
-            self.console.print(Text(line, style="dim"))
-        else:
-            self.console.print(Text(line, style="dim"), no_wrap=True, overflow="ellipsis", crop=True)
+    def dim(self, line: str) -> None:
+        """A dim line above the spinner, wrapped at the screen's edge: a status line is read whole (a reason cut
+        at the edge was the part that mattered)."""
+        self.console.print(Text(line, style="dim"))
 
     def error(self, line: str) -> None:
         self.err_console.print(Text(line, style="red"))

@@ -5,7 +5,7 @@
   file's stem when the root does not exist.
 * ``--free``, or no index found: free mode, prompt ``kbindex> ``. Conversation and skills work, knowledge-
   base tools and retrieval do not. Its sessions and skills live in a per-user index, the chat store:
-  ``KBINDEX_CHAT_DB``, else ``$XDG_DATA_HOME/kbindex/chat.db`` (``~/.local/share/kbindex/chat.db``).
+  ``KBINDEX_CHAT_DB``, else ``$XDG_DATA_HOME/kbindex/chat.db`` (``~/.local/share/kbindex/chat.db``: :func:`data_dir`).
 
 The chat store and the input history hold a person's conversations: they are private files
 (:func:`private_file`), readable and writable by their owner only. (A knowledge base's own index is not:
@@ -68,12 +68,18 @@ def private_file(path: Path) -> None:
             pass
 
 
+def data_dir() -> Path:
+    """The chat's per-user folder, ``$XDG_DATA_HOME/kbindex`` (``~/.local/share/kbindex``): the chat store, the
+    input history and the sessions ``/export`` writes (``exports/``), unless told otherwise."""
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser().absolute() / "kbindex"
+
+
 def chat_store_path() -> Path:
     env = os.environ.get("KBINDEX_CHAT_DB", "").strip()
     if env:
         return Path(env).expanduser().absolute()
-    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
-    return Path(base).expanduser().absolute() / "kbindex" / "chat.db"
+    return data_dir() / "chat.db"
 
 
 def open_source(db: DbArg, free: bool) -> tuple[KnowledgeBase, Source, str | None]:

@@ -31,7 +31,7 @@ from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.mdstream import RichRenderer
 from kb_indexer.chat.mentions import complete
 from kb_indexer.chat.render import failure, run_turn
-from kb_indexer.chat.source import private_file
+from kb_indexer.chat.source import data_dir, private_file
 from kb_indexer.chat.view import source_dict, toolbar_text
 from kb_indexer.text import terminal_safe
 
@@ -45,8 +45,7 @@ def history_path() -> Path:
     env = os.environ.get("KBINDEX_CHAT_HISTORY", "").strip()
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
-    return Path(base).expanduser() / "kbindex" / "chat_history"
+    return data_dir() / "chat_history"
 
 
 def open_history(path: Path) -> tuple[History, str | None]:

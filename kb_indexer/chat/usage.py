@@ -11,6 +11,13 @@ from kb_indexer.tokens import estimate_tokens
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
+def context_share(tokens: Any, window: Any) -> float | None:
+    """The context's use of the model's window, in % (``tokens``: the engine's ``context_tokens``, the last prompt
+    as sent): the one figure the toolbar and ``/context`` show. None when either is unknown."""
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (tokens, window))
+    return 100.0 * tokens / window if ok and window > 0 else None
+
+
 def add(total: dict[str, Any], reported: dict[str, Any] | None) -> None:
     """Add one model call's reported usage to the turn's ``total``."""
     for key, value in (reported or {}).items():

@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from kb_indexer.chat.usage import context_share
+
 #: Event kinds shown as one dim line each.
 INFO_KINDS = ("input", "note", "skills", "attachments", "retrieval", "summary", "compression", "tool_call",
               "tool_result")
 MAX_PATHS = 4        # paths named in a retrieval line
 MAX_ARGS_CHARS = 80  # characters of tool-call arguments shown
+#: Characters of a reason shown (why the model's choice, the LLM summary or an attachment was not used): enough for
+#: any of kbindex's own, a bound on a server's error page. A reason is the point of its line, so it is not cut short.
+MAX_REASON_CHARS = 400
 
 
 def _names(value: Any) -> list[str]:
@@ -48,7 +53,7 @@ def _skills_line(d: dict[str, Any]) -> str | None:
     if gone:
         parts.append(f"-{', -'.join(gone)} evicted")
     if d.get("fallback"):
-        parts.append(f"(keyword match: {_short(d['fallback'], 100)})")
+        parts.append(f"(keyword match: {_short(d['fallback'], MAX_REASON_CHARS)})")
     elif d.get("method") == "llm":
         parts.append("(chosen by the model)")
     return "  ".join(parts)
@@ -60,13 +65,13 @@ def _attachments_line(d: dict[str, Any]) -> str | None:
         parts.append(f"attached: {', '.join(_names(d['attached']))}")
     for r in d.get("refused") or []:
         if isinstance(r, dict):
-            parts.append(f"not attached: @{r.get('path')} ({_short(str(r.get('reason') or ''), 100)})")
+            parts.append(f"not attached: @{r.get('path')} ({_short(str(r.get('reason') or ''), MAX_REASON_CHARS)})")
     return "; ".join(parts) or None
 
 
 def _summary_line(d: dict[str, Any]) -> str:
     line = f"summary refreshed ({d.get('source') or '?'}, {d.get('folded_messages') or 0} older message(s) folded)"
-    return line + (f": {_short(d['fallback'], 100)}" if d.get("fallback") else "")
+    return line + (f": {_short(d['fallback'], MAX_REASON_CHARS)}" if d.get("fallback") else "")
 
 
 def _retrieval_line(d: dict[str, Any]) -> str:
@@ -91,7 +96,7 @@ def _compression_line(d: dict[str, Any]) -> str:
     if isinstance(before, int) and isinstance(after, int):
         line += f": {before:,} → {after:,} tokens"
     if d.get("fallback"):
-        line += f" ({_short(d['fallback'], 80)})"
+        line += f" ({_short(d['fallback'], MAX_REASON_CHARS)})"
     return line
 
 
@@ -150,11 +155,11 @@ def error_line(data: dict[str, Any] | None) -> str:
 
 
 def context_percent(status: dict[str, Any]) -> float | None:
-    """Context use in % of the window: computed from tokens and window when both are known (so it does not
-    depend on whether ``context_pct`` is a fraction or a percentage), else ``context_pct`` as given."""
-    tokens, window = status.get("context_tokens"), status.get("window")
-    if isinstance(tokens, (int, float)) and isinstance(window, (int, float)) and window > 0:
-        return 100.0 * tokens / window
+    """Context use in % of the window (:func:`kb_indexer.chat.usage.context_share`, from the tokens and window, so
+    it does not depend on whether ``context_pct`` is a fraction or a percentage), else ``context_pct`` as given."""
+    share = context_share(status.get("context_tokens"), status.get("window"))
+    if share is not None:
+        return share
     pct = status.get("context_pct")
     return float(pct) if isinstance(pct, (int, float)) else None
 

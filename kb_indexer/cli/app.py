@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from difflib import SequenceMatcher   # loaded with Typer already (its own hint)
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from typer._click.exceptions import UsageError   # the click that Typer vendors
 from typer.core import TyperGroup
 
 from kb_indexer import __version__
+from kb_indexer.cli import interrupted
 from kb_indexer.cli.output import Format, dumps, echo
 from kb_indexer.cli.registry import COMMANDS, load
 from kb_indexer.errors import KbError
 
 if TYPE_CHECKING:
-    from typer._click import Command, Context   # the click that Typer vendors (its Group's types)
+    from typer._click import Command, Context, HelpFormatter   # the click that Typer vendors (its Group's types)
 
     from kb_indexer.api import KnowledgeBase
     from kb_indexer.llm.config import EmbedOptions
@@ -83,6 +86,14 @@ def internal_message(exc: BaseException) -> str:
             "command you ran (rerun it with KBINDEX_DEBUG=1 to get the traceback).")
 
 
+def close_names(typo: str, names: list[str]) -> list[str]:
+    """The names most like ``typo`` (at most three, as alike as the best within 0.1; difflib's 0.6 at least):
+    ``serach`` gives search, not enrich as well."""
+    scored = sorted(((SequenceMatcher(None, typo, name).ratio(), name) for name in names), key=lambda x: (-x[0], x[1]))
+    best = scored[0][0] if scored else 0.0
+    return [name for ratio, name in scored[:3] if ratio >= max(0.6, best - 0.1)]
+
+
 class KbGroup(TyperGroup):
     """Maps every failure to a clear stderr message (JSON under --format json) and exit code."""
 
@@ -96,8 +107,8 @@ class KbGroup(TyperGroup):
             # Not standalone, Typer *returns* the code of typer.Exit(n) (130 for Ctrl-C).
             rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
-            if code == 130:
-                sys.stderr.write("Interrupted.\n")
+            if code == interrupted.EXIT_CODE:
+                interrupted.report()
         except KbError as exc:
             report_error(exc.code, exc.message, exc.exit_code, _json_requested(argv, self), exc.details)
             code = exc.exit_code
@@ -105,7 +116,7 @@ class KbGroup(TyperGroup):
             code = exc.exit_code
         except typer.Abort:
             sys.stderr.write("Aborted.\n")
-            code = 130
+            code = interrupted.EXIT_CODE
         except typer.TyperException as exc:  # usage errors (exit 2) and the like
             if _json_requested(argv, self):
                 report_error("usage", exc.format_message(), exc.exit_code, True)
@@ -115,8 +126,7 @@ class KbGroup(TyperGroup):
                 echo(f"Error: {exc.format_message()}\n", err=True)
             code = exc.exit_code
         except KeyboardInterrupt:
-            sys.stderr.write("Interrupted.\n")
-            code = 130
+            code = interrupted.report()
         except BrokenPipeError:
             try:
                 sys.stdout = open(os.devnull, "w")
@@ -147,6 +157,35 @@ class KbGroup(TyperGroup):
             if command is not None:
                 self.add_command(command, name)
         return command
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        """A command name that is not one gets the closest names as a hint (``kbindex serach``: did you mean
+        'search'?), from every command: Typer's own hint knows only the commands built so far."""
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            unknown = bool(args) and exc.message.startswith("No such command")   # not a bad option
+            close = close_names(args[0], self.list_commands(ctx)) if unknown else []
+            if close and "Did you mean" not in exc.message:
+                exc.message = f"No such command {args[0]!r}. Did you mean {' or '.join(map(repr, close))}?"
+            raise
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """The commands in their groups (:data:`kb_indexer.cli.registry.PANELS`), each with its one-line help,
+        the names in one column across the groups."""
+        commands = [(name, cmd) for name in self.list_commands(ctx)
+                    if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if not commands:
+            return
+        width = max(len(name) for name, _ in commands)
+        limit = formatter.width - 6 - width
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for name, cmd in commands:
+            panel = getattr(cmd, "rich_help_panel", None) or "Commands"
+            panels.setdefault(panel, []).append((name.ljust(width), cmd.get_short_help_str(limit)))
+        for panel, rows in panels.items():
+            with formatter.section(panel):
+                formatter.write_dl(rows)
 
 
 app = typer.Typer(

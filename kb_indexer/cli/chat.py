@@ -56,7 +56,7 @@ def _one_prompt(file: Path | None, stdin_prompt: bool) -> str | None:
     return text
 
 
-@app.command("chat")
+@app.command("chat", short_help="Chat with an LLM over the knowledge base")
 def chat(
     db: DbOpt = None,
     free: Annotated[bool, typer.Option("--free", help="No knowledge base: conversation and skills only "

@@ -16,7 +16,7 @@ from kb_indexer.limits import MAX_JSON_FILE_BYTES, parse_json
 
 context_app = typer.Typer(help="Chat context: sessions, rolling summary, normalisation and compression.",
                           no_args_is_help=True)
-app.add_typer(context_app, name="context")
+app.add_typer(context_app, name="context", short_help="Chat context: sessions, summary, compression")
 
 SessionOpt = Annotated[str, typer.Option("--session", "-s", help="The conversation's id (any text you choose).")]
 NoLlmOpt = Annotated[bool, typer.Option("--no-llm", help="Never call an LLM: the extractive summary.")]
@@ -42,7 +42,7 @@ def read_json_input(path: Path) -> Any:
     return parse_json(text, name)
 
 
-@context_app.command("add")
+@context_app.command("add", short_help="Record messages of a conversation")
 def context_add(
     session: SessionOpt,
     text: Annotated[Optional[str], typer.Argument(help="The message's text.", show_default=False)] = None,
@@ -70,7 +70,7 @@ def context_add(
     emit(data, format, rows="added", columns=("seq", "role", "is_question", "normalised"))
 
 
-@context_app.command("build")
+@context_app.command("build", short_help="The chat context for a message, as a prompt block")
 def context_build(
     session: SessionOpt,
     message: Annotated[str, typer.Argument(help="The current user message.")],
@@ -125,7 +125,7 @@ def context_sessions(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = For
              columns=("session", "messages", "user_messages", "has_summary", "updated_at"))
 
 
-@context_app.command("compress")
+@context_app.command("compress", short_help="Compress messages and skills to fit a window")
 def context_compress(
     window: Annotated[Optional[int], typer.Option("--window", "-w", help="The model's context window in tokens "
                                                   "(env KBINDEX_CONTEXT_WINDOW; default per backend).",

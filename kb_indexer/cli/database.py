@@ -14,7 +14,7 @@ from kb_indexer.errors import ValidationError
 from kb_indexer.limits import parse_json
 
 
-@app.command()
+@app.command(short_help="Create the index, or upgrade it in place")
 def init(
     db: DbOpt = None, kb: KbOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Add kbindex's tables even to a SQLite file that holds "
@@ -33,31 +33,40 @@ def init(
 
 
 def _init_view(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The table's view of init's result: the migrations applied as a count and their first and last
-    name (the JSON keeps the full list)."""
-    names = list(result.get("migrations_applied") or [])
-    shown = f"{len(names)} ({names[0]} … {names[-1]})" if len(names) > 2 else ", ".join(names) or "none"
-    return {**result, "migrations_applied": shown}
+    """The table's view of init's result: the schema as a person reads it, up to date and how many migrations
+    this run applied (their names are the index's internals: the JSON lists them)."""
+    view = {k: v for k, v in result.items() if k != "migrations_applied"}
+    n = len(result.get("migrations_applied") or [])
+    view["schema"] = "up to date" + (f" ({n} migration{'s' * (n != 1)} applied)" if n else "")
+    return view
 
 
-@app.command()
+@app.command(short_help="Export the index as JSON, a backup")
 def export(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.json,
 ) -> None:
     """Export the index (documents, keywords, similarities, learned items, history, feedback; not chat sessions) as
-    JSON."""
+    JSON. With --format table: a table of the rows per table (written with --output FILE)."""
     with open_kb(db, kb) as k:
         data = k.export()
-    if output is None:
+    table = format is Format.table
+    if output is None and not table:
         sys.stdout.write(dumps(data) + "\n")
         return
-    write_file(output, dumps(data) + "\n")
+    if output is not None:
+        write_file(output, dumps(data) + "\n")
     counts = {t: len(rows) for t, rows in data["tables"].items()}
-    emit({"output": str(output), "tables": counts}, format, title="export")
+    if not table:
+        emit({"output": str(output), "tables": counts}, format, title="export")
+        return
+    if output is None:
+        warn("nothing written: the export is JSON (--output FILE writes it, --format json prints it)")
+    emit({"tables": [{"table": t, "rows": n} for t, n in counts.items()], "output": str(output) if output else None},
+         format, rows="tables", title="export" if output else "export (not written)")
 
 
-@app.command("import")
+@app.command("import", short_help="Replace the index content with an export")
 def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `kbindex export` (- for stdin).")],
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty index.")] = False,
@@ -76,7 +85,7 @@ def import_(
     emit(result, format, title="import")
 
 
-@app.command("db-stats")
+@app.command("db-stats", short_help="Counts of documents, keywords, queries, feedback")
 def db_stats(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Counts of documents, keywords, similarities, queries and feedback."""
     with open_kb(db, kb) as k:

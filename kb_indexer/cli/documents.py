@@ -24,7 +24,7 @@ def _warn(result: Mapping[str, Any]) -> None:
         warn(warning)
 
 
-@app.command()
+@app.command(short_help="Add a document, or re-read it")
 def add(
     file: FileArg,
     keywords: Annotated[Optional[str], typer.Option("--keywords", "-k", help="Keywords JSON file "
@@ -38,7 +38,7 @@ def add(
     emit(result, format, title="add")
 
 
-@app.command()
+@app.command(short_help="Re-read an indexed document and its keywords file")
 def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Re-read an indexed document and its keywords file."""
     with open_kb(db, kb) as k:
@@ -47,7 +47,7 @@ def update(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt 
     emit(result, format, title="update")
 
 
-@app.command()
+@app.command(short_help="Remove a document from the index (not the file)")
 def remove(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Remove a document from the index (the file is left alone: while it is in the knowledge base, the next
     `sync` indexes it again)."""
@@ -55,14 +55,14 @@ def remove(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt 
         emit(k.remove(file), format, title="remove")
 
 
-@app.command("list-docs")
+@app.command("list-docs", short_help="List the indexed documents")
 def list_docs(db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """List indexed documents."""
     with open_kb(db, kb) as k:
         emit(k.list_docs(), format, rows="documents", columns=("filepath", "title", "keyword_count", "updated_at"))
 
 
-@app.command()
+@app.command(short_help="A document's details and keywords")
 def show(file: FileArg, db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Show a document's details and keywords."""
     with open_kb(db, kb) as k:
@@ -109,7 +109,7 @@ def _progress() -> Iterator[_Progress]:
         yield _Progress(bar)
 
 
-@app.command()
+@app.command(short_help="Index new and changed files, drop deleted ones")
 def sync(
     directory: Annotated[Optional[str], typer.Argument(help="Only this folder of the KB (default: all of it).")] = None,
     embed: Annotated[bool, typer.Option("--embed", help="Then embed the documents that changed (see "
@@ -146,13 +146,44 @@ def sync(
     embedded: Mapping[str, Any] = result.get("embed") or {}
     if embed and embedded.get("error"):
         warn(f"embedding failed: {embedded['error']}")
-    shown: Mapping[str, Any] = result
-    if Format(format) is not Format.json and result.get("renames"):  # the table: one "old -> new" per rename
-        shown = {**result, "renames": [f"{r['from']} -> {r['to']}" for r in result.get("renames", [])]}
-    emit(shown, format, title="sync")
+    emit(result if Format(format) is Format.json else _sync_view(result), format, title="sync")
 
 
-@app.command()
+def _sync_view(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's view of sync's result (the JSON has it all): errors and warnings as counts (each is printed on
+    stderr), one "old -> new" per rename, the similarities files, embedding and enrichment in a few words; a row
+    with nothing in it, and the count of batches (how the writes were split), left out."""
+    view: dict[str, Any] = {}
+    for key, value in result.items():
+        if key in ("errors", "warnings", "renames", "batches") and not value:
+            continue
+        if key in ("errors", "warnings"):
+            view[key] = f"{len(value)} (on stderr)"
+        elif key == "renames":
+            view[key] = [f"{r['from']} -> {r['to']}" for r in value]
+        elif key == "similarities":
+            view[key] = _similarities_text(value)
+        elif key == "enrich":
+            view[key] = f"{value.get('enriched', 0)} enriched, {value.get('unchanged', 0)} unchanged" + (
+                f", {value['failed']} failed" if value.get("failed") else "")
+        elif key == "embed":
+            view[key] = "failed (on stderr)" if value.get("error") else f"{value.get('embedded', 0)} embedded"
+        elif key != "batches":
+            view[key] = value
+    return view
+
+
+def _similarities_text(report: Mapping[str, Any]) -> str:
+    files, unchanged = report.get("files", 0), report.get("unchanged_files", 0)
+    parts = [f"{report.get('imported', 0)} relations imported from {files} file{'s' * (files != 1)}"] if files else []
+    if report.get("removed"):
+        parts.append(f"{report['removed']} removed")
+    if unchanged:
+        parts.append(f"{unchanged} file{'s' * (unchanged != 1)} unchanged")
+    return ", ".join(parts) or "no similarities.json"
+
+
+@app.command(short_help="Compute the vectors for semantic search")
 def embed(
     all_: Annotated[bool, typer.Option("--all", help="Re-embed every document, not only new and changed ones.")]
     = False,

@@ -29,7 +29,7 @@ def run_with_progress(label: str, fn: Callable[[Callable[[int, int], None] | Non
         return fn(lambda i, n: bar.update(task, completed=i, total=n))
 
 
-@app.command()
+@app.command(short_help="Write keywords for documents (LLM or statistical)")
 def enrich(
     files: Annotated[Optional[list[str]], typer.Argument(help="Documents to enrich (inside the KB root).",
                                                          show_default=False)] = None,
@@ -58,7 +58,7 @@ def enrich(
     emit(result, format, rows="documents", columns=("filepath", "action", "method", "generated_keywords"))
 
 
-@app.command("suggest-similarities")
+@app.command("suggest-similarities", short_help="Propose typed relations among the keywords")
 def suggest_similarities(
     apply: Annotated[bool, typer.Option("--apply", help="Import the suggestions as learned items (see "
                                         "`kbindex learned list`; undo with `kbindex learned remove`).")] = False,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kb_indexer.api import KnowledgeBase
 
 
-@app.command()
+@app.command(short_help="Recent queries, or one query's attempts")
 def history(
     query_id: Annotated[Optional[int], typer.Argument(help="Show this query with its attempts and feedback.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many recent queries (0: all).")] = 10,
@@ -56,7 +56,7 @@ def _render_history(data: Mapping[str, Any]) -> None:
     echo("\n".join(lines) + "\n")
 
 
-@app.command()
+@app.command(short_help="Retry a recorded query with new keywords")
 def refine(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="QUERY_ID (omit with --last); with --keywords, further arguments are more keywords, as in "
@@ -104,7 +104,7 @@ def refine(
     emit_result(data, format, "query")
 
 
-@app.command()
+@app.command(short_help="Record which documents helped answer a query")
 def feedback(
     query_id: Annotated[Optional[int], typer.Argument(help="The query (see `kbindex history`; omit with --last).",
                                                      show_default=False)] = None,
@@ -162,7 +162,7 @@ def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]
     return good, bad
 
 
-@app.command()
+@app.command(short_help="Turn the feedback into learned items")
 def learn(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions; write nothing.")] = False,
     reprocess: Annotated[bool, typer.Option("--reprocess", help="Analyse all feedback again, not only new.")] = False,
@@ -206,7 +206,7 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
 
 
 learned_app = typer.Typer(help="List or undo what `learn` learned.", no_args_is_help=True)
-app.add_typer(learned_app, name="learned")
+app.add_typer(learned_app, name="learned", short_help="List or undo what `learn` learned")
 
 
 @learned_app.command("list")
@@ -232,7 +232,7 @@ def learned_remove(
         emit(k.learning.learned_remove(ids, all_), format, title="learned remove")
 
 
-@app.command("clear-history")
+@app.command("clear-history", short_help="Delete recorded queries and their feedback")
 def clear_history(
     before: Annotated[Optional[str], typer.Option("--before", help="Only queries last asked before this date "
                                                   "(YYYY-MM-DD or ISO-8601; UTC unless an offset is given).")] = None,

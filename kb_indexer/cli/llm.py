@@ -131,7 +131,7 @@ def _render_doctor(report: dict[str, Any]) -> None:
     Console(soft_wrap=False).print(table)  # the problems follow on stderr, as warnings
 
 
-@app.command()
+@app.command(short_help="Check the LLM set-up and the index")
 def doctor(
     db: DbOpt = None,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, llm_timeout: LlmTimeoutOpt = None,
@@ -159,10 +159,10 @@ def doctor(
 
 cache_app = typer.Typer(help="The LLM answer cache kept in the index.", no_args_is_help=True,
                         rich_markup_mode=None)
-app.add_typer(cache_app, name="cache")
+app.add_typer(cache_app, name="cache", short_help="The LLM answer cache kept in the index")
 
 
-@cache_app.command("stats")
+@cache_app.command("stats", short_help="Entries, hits and size of the LLM cache")
 def cache_stats(db: DbOpt = None, format: FormatOpt = Format.table) -> None:
     """Entries, hits and size of the LLM cache, per task, backend and model."""
     with open_kb(db, None) as kb:

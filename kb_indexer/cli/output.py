@@ -14,9 +14,8 @@ import sys
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from kb_indexer.errors import KbError
 from kb_indexer.notices import warn as _warn
-from kb_indexer.safe_write import write_atomic
+from kb_indexer.safe_write import write_user_file
 from kb_indexer.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -39,11 +38,8 @@ def emit_json(data: Any) -> None:
 
 
 def write_file(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:mod:`kb_indexer.safe_write`)."""
-    try:
-        write_atomic(path, text)
-    except OSError as exc:
-        raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
+    """Write ``text`` to ``path`` atomically (:func:`kb_indexer.safe_write.write_user_file`)."""
+    write_user_file(path, text)
 
 
 def echo(text: str, *, err: bool = False) -> None:

@@ -81,7 +81,7 @@ RerankOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 
 
-@app.command()
+@app.command(short_help="Find documents for a question, ranked and explained")
 def query(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="The question (quote it). With --keywords, further arguments are more keywords, as in "

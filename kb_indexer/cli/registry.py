@@ -17,25 +17,22 @@ import typer.main as tm
 if TYPE_CHECKING:
     from typer._click import Command   # the click that Typer vendors
 
-# In the order `kbindex --help` lists them.
-COMMANDS: dict[str, str] = {
-    "init": "database", "export": "database", "import": "database", "db-stats": "database",
-    "add": "documents", "update": "documents", "remove": "documents", "list-docs": "documents",
-    "show": "documents", "sync": "documents", "embed": "documents",
-    "keywords": "keywords", "docs": "keywords", "stats": "keywords",
-    "doctor": "llm", "cache": "llm", "model": "model", "enrich": "enrich",
-    "query": "query",
-    "history": "learn", "refine": "learn", "feedback": "learn", "learn": "learn", "clear-history": "learn",
-    "learned": "learn",
-    "search": "search",
-    "similar": "similarity", "relate": "similarity", "unrelate": "similarity",
-    "import-similarities": "similarity", "export-similarities": "similarity",
-    "suggest-similarities": "enrich",
-    "skills": "skills",
-    "context": "context",
-    "chat": "chat",
-    "mcp": "mcp",
+# The groups `kbindex --help` lists, each command with its module, in the order they are listed.
+PANELS: dict[str, dict[str, str]] = {
+    "Search": {"query": "query", "search": "search", "similar": "similarity", "show": "documents",
+               "list-docs": "documents", "keywords": "keywords", "docs": "keywords", "stats": "keywords"},
+    "Learning from feedback": {"feedback": "learn", "learn": "learn", "learned": "learn", "history": "learn",
+                               "refine": "learn", "clear-history": "learn"},
+    "Index": {"init": "database", "sync": "documents", "add": "documents", "update": "documents",
+              "remove": "documents", "embed": "documents", "relate": "similarity", "unrelate": "similarity",
+              "import-similarities": "similarity", "export-similarities": "similarity", "export": "database",
+              "import": "database", "db-stats": "database"},
+    "LLM": {"chat": "chat", "enrich": "enrich", "suggest-similarities": "enrich", "doctor": "llm", "cache": "llm"},
+    "Skills and context": {"skills": "skills", "context": "context"},
+    "Servers": {"mcp": "mcp", "model": "model"},
 }
+COMMANDS: dict[str, str] = {name: module for panel in PANELS.values() for name, module in panel.items()}
+PANEL_OF: dict[str, str] = {name: title for title, panel in PANELS.items() for name in panel}
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
@@ -47,16 +44,19 @@ def load(app: typer.Typer, name: str) -> Command | None:
         return None
     importlib.import_module(f"kb_indexer.cli.{module}")
 
+    command: Command | None = None
     for info in app.registered_commands:
         callback = info.callback
-        if (info.name or (callback and tm.get_command_name(callback.__name__))) == name:
-            return tm.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
-                                            rich_markup_mode=app.rich_markup_mode)
+        if command is None and (info.name or (callback and tm.get_command_name(callback.__name__))) == name:
+            command = tm.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                               rich_markup_mode=app.rich_markup_mode)
     for group in app.registered_groups:
-        if group.name == name:
-            return tm.get_group_from_info(group, pretty_exceptions_short=app.pretty_exceptions_short,
-                                          suggest_commands=True, rich_markup_mode=app.rich_markup_mode)
-    return None
+        if command is None and group.name == name:
+            command = tm.get_group_from_info(group, pretty_exceptions_short=app.pretty_exceptions_short,
+                                             suggest_commands=True, rich_markup_mode=app.rich_markup_mode)
+    if command is not None:
+        command.rich_help_panel = PANEL_OF[name]  # type: ignore[attr-defined]  # Typer's commands and groups have it
+    return command
 
 
 def load_all() -> None:

@@ -25,6 +25,9 @@ ResultFormatOpt = Annotated[ResultFormat, typer.Option(
 
 RESULT_COLUMNS = ("relevance_score", "filepath", "title", "sources", "matched_keywords")
 SEARCH_COLUMNS = ("filepath", "title", "matched_keywords", "user_keywords")
+#: What the JSON has for agents and a table leaves out: per-source counts (the sources column shows them per result)
+#: and the attempt's id (`refine` and `feedback` take the query id, which the table shows).
+JSON_ONLY = ("keyword_search_count", "grep_search_count", "semantic_search_count", "attempt_id")
 PARTS_WIDTH = 50             # what the --explain column needs of the width
 NARROW, MEDIUM = 100, 140   # terminal columns below which the table leaves columns out (the JSON has all)
 
@@ -48,6 +51,8 @@ def emit_result(data: Mapping[str, Any], fmt: ResultFormat, kind: str) -> None:
     if parts:
         data = {**data, "results": [{**r, "score_parts": parts_text(r["score_parts"])} for r in results]}
         columns = (*columns, "score_parts")
+    if fmt is ResultFormat.table:
+        data = {k: v for k, v in data.items() if k not in JSON_ONLY}
     emit(data, fmt.value, rows="results", columns=columns)
 
 

@@ -13,7 +13,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 
 
-@app.command()
+@app.command(short_help="Find documents tagged with the keywords")
 def search(
     keywords: Annotated[list[str], typer.Argument(help="Keywords to look for.")],
     or_: Annotated[bool, typer.Option("--or", help="Any keyword matches (default).")] = False,

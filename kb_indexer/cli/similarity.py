@@ -17,7 +17,7 @@ from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SIMILARITY_TYPES
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 
 
-@app.command()
+@app.command(short_help="Keywords related to a keyword, by type")
 def similar(
     keyword: Annotated[str, typer.Argument(help="A keyword.")],
     type: Annotated[Optional[str], typer.Option("--type", "-t", help=TYPES_HELP)] = None,
@@ -45,7 +45,7 @@ def similar(
          columns=("keyword", "similarity_type", "score", "context_match_score", "direction", "context"))
 
 
-@app.command()
+@app.command(short_help="Add or change a typed relation of two keywords")
 def relate(
     keyword1: Annotated[str, typer.Argument(help="First keyword (the source when --directional).")],
     keyword2: Annotated[str, typer.Argument(help="Second keyword.")],
@@ -60,7 +60,7 @@ def relate(
         emit(k.relate(keyword1, keyword2, type, context, score, directional), format, title="relate")
 
 
-@app.command()
+@app.command(short_help="Remove the relations of two keywords")
 def unrelate(
     keyword1: Annotated[str, typer.Argument()],
     keyword2: Annotated[str, typer.Argument()],
@@ -72,7 +72,7 @@ def unrelate(
         emit(k.unrelate(keyword1, keyword2, type), format, title="unrelate")
 
 
-@app.command("import-similarities")
+@app.command("import-similarities", short_help="Import relations from a similarities.json file")
 def import_similarities(
     file: Annotated[str, typer.Argument(help="A similarities.json file.")],
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
@@ -82,7 +82,7 @@ def import_similarities(
         emit(k.import_similarities(file), format, title="import-similarities")
 
 
-@app.command("export-similarities")
+@app.command("export-similarities", short_help="Write the relations as similarities.json")
 def export_similarities(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     learned: Annotated[bool, typer.Option("--learned", help="Also learned relations, and scores as `learn` "

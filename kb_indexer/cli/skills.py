@@ -13,10 +13,10 @@ from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
 
 skills_app = typer.Typer(help="Agent Skills: index SKILL.md folders and match them to a message.",
                          no_args_is_help=True)
-app.add_typer(skills_app, name="skills")
+app.add_typer(skills_app, name="skills", short_help="Agent Skills: index SKILL.md folders, match them")
 
 
-@skills_app.command("sync")
+@skills_app.command("sync", short_help="Index the skills of the given and remembered folders")
 def skills_sync(
     dirs: Annotated[Optional[list[str]], typer.Argument(
         help="Skills directories holding <name>/SKILL.md (remembered; also read: those given before and "
@@ -38,7 +38,7 @@ def skills_sync(
                      f"{len(result['errors'])} errors) from {len(result['dirs'])} directories\n")
 
 
-@skills_app.command("embed")
+@skills_app.command("embed", short_help="Store each skill's vector, to match by meaning too")
 def skills_embed(
     everything: Annotated[bool, typer.Option("--all", help="Embed every skill again, not only the changed ones.")]
     = False,
@@ -72,7 +72,7 @@ def skills_show(
     echo(data["body"] + ("\n" if data["body"] else ""))
 
 
-@skills_app.command("remove")
+@skills_app.command("remove", short_help="Drop a skill from the index (its folder stays)")
 def skills_remove(
     name: Annotated[str, typer.Argument(help="The skill's name.")],
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
@@ -82,7 +82,7 @@ def skills_remove(
         emit(k.skills.remove(name), format, title="skills remove")
 
 
-@skills_app.command("match")
+@skills_app.command("match", short_help="The skills a message needs")
 def skills_match(
     message: Annotated[str, typer.Argument(help="The chat message to find skills for.")],
     top: Annotated[int, typer.Option("--top", "-n", help="At most this many skills.")] = 3,
@@ -114,7 +114,7 @@ def skills_match(
     emit(data, format, rows="matched", columns=("name", "score", "source", "reason"))
 
 
-@skills_app.command("session")
+@skills_app.command("session", short_help="A match session's state, per skill")
 def skills_session(
     session: Annotated[str, typer.Argument(help="The session id given to `skills match --session`.")],
     reset: Annotated[bool, typer.Option("--reset", help="Forget the session (turns, messages, skills).")] = False,
@@ -134,7 +134,7 @@ class LoadFormat(str, Enum):
     json = "json"
 
 
-@skills_app.command("load")
+@skills_app.command("load", short_help="The loaded skills' bodies, within a token budget")
 def skills_load(
     session: Annotated[str, typer.Option("--session", help="The session whose loaded skills to print.")],
     budget: Annotated[Optional[int], typer.Option("--budget", help="At most this many tokens (estimated as "

@@ -54,7 +54,9 @@ def targets(conn: Connection, root: Path, files: list[str] | None, all_: bool,
     if files and all_:
         raise UsageError("give FILES or --all, not both")
     if not files and not all_ and not missing_only:
-        raise UsageError("give FILES, --all or --missing-only")
+        raise UsageError("say which documents: FILES, --all or --missing-only; e.g. `kbindex enrich --missing-only "
+                         "--no-llm` (the documents without a person's keywords, no LLM), `kbindex enrich "
+                         "notes/a.md` or `kbindex enrich --all`")
     if files:
         out = []
         for f in files:

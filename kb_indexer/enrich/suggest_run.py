@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kb_indexer.enrich import suggest as s
-from kb_indexer.enrich.run import write_json
 from kb_indexer.index.files import validate_similarities_data
+from kb_indexer.safe_write import write_user_file
 from kb_indexer.llm.base import LLMError, Message
 from kb_indexer.store import fulltext
 from kb_indexer.store.connection import inserted_id
@@ -107,5 +107,5 @@ def apply(conn: Connection, suggestions: list[dict[str, Any]]) -> list[int]:
 def write_output(path: Path, suggestions: list[dict[str, Any]]) -> str:
     data = s.similarities_file(suggestions)
     validate_similarities_data(data, str(path))
-    write_json(path.expanduser(), data)
+    write_user_file(path.expanduser(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return str(path)

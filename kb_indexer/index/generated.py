@@ -98,6 +98,29 @@ def without_generated(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The fields :func:`merge` writes; a field beside these is a person's.
+WRITTEN_FIELDS = frozenset(("filepath", "title", "summary", "keywords", "categories", MARKER))
+
+
+def only_generated(data: Any) -> bool:
+    """Whether a keywords file holds nothing but what enrich generated: its marker, generated keywords in
+    categories enrich made, a generated (or no) title and summary, no other field. Such a file goes with its
+    note (:mod:`kb_indexer.index.orphans`); one with anything of a person's stays."""
+    mark = marker(data)
+    if not mark or set(data) - WRITTEN_FIELDS:
+        return False
+    person = without_generated(data)
+    categories = person.get("categories")
+    return (not person.get("keywords")
+            and (categories is None or isinstance(categories, dict) and not any(categories.values()))
+            and not _human_categories(data.get("categories"), generated_norms(data), mark.get("categories"))
+            and all(_blank(person.get(key)) for key in ("title", "summary")))
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, filepath: str,
           gen: Generated) -> dict[str, Any]:
     """The keywords-file data after replacing the generated parts of ``existing`` with ``gen``.

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from kb_indexer.errors import KbError, NotFoundError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document, markdown_text, text_hash
+from kb_indexer.index import orphans
 from kb_indexer.index.membership import excluded_reason, regular_file_problem
 from kb_indexer.index.paths import default_keywords_rel, explicit_keywords_file, keywords_path_for, stat_sig, to_relative
 from kb_indexer.index.reader import PARALLEL_MIN_DOCS, helper_process, keywords_source, read_all, worker_count
@@ -204,8 +205,8 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
         _record_rejected(conn, prefix, rejected)
         record_folders(conn, prefix, folders)
         used = {r[0] for r in conn.execute("SELECT keywords_file FROM documents WHERE keywords_file IS NOT NULL")}
-    stats["errors"] += [{"file": o, "message": _orphan_message(o, stats.get("renames") or [])}
-                        for o in walk.orphans if o not in used]  # (a file given with `add --keywords` is used)
+        stats["warnings"] += orphans.settle(conn, root, [o for o in walk.orphans if o not in used], prefix,
+                                            stats.get("renames") or [])  # (a file given with `add --keywords` is used)
     if base == root:  # `sync` and `sync <the KB root>` alike
         with transaction(conn):
             stats["similarities"] = sync_similarities(conn, root, stats["errors"], stats["warnings"], force)
@@ -217,16 +218,6 @@ def _sync(conn: Connection, kb_root: Path, directory: str | None, progress: Prog
     if fulltext["built"]:
         stats["fulltext_index"] = fulltext
     return stats
-
-
-def _orphan_message(orphan: str, renames: list[dict[str, Any]]) -> str:
-    """Why a keywords file has no document, and what to do: its note renamed in this sync is named."""
-    moved = next((r["to"] for r in renames if default_keywords_rel(r["from"]) == orphan), None)
-    if moved:
-        return (f"keywords file left behind: its note was renamed to {moved}; rename this file to "
-                f"{default_keywords_rel(moved)} and set its filepath to {moved!r} (or delete it)")
-    return ("keywords file without a markdown document beside it (its note renamed? rename this file to match, "
-            "NAME.keywords.json beside NAME.md, and set its filepath; or delete it)")
 
 
 #: A sync of the whole root that finds none of the indexed documents is refused when the root holds no document at

@@ -9,7 +9,9 @@ arguments of ``python -m llama_cpp.server``), as ``kbindex model serve`` does, w
   ``/v1/embeddings`` answers one mean-pooled vector per text. The server has no option for it, and a causal
   model such as SmolLM2 pools nothing by default (one vector per token).
 
-Only a model file on disk is loaded: nothing is downloaded (the server's hub options are never passed).
+Only a model file on disk is loaded: nothing is downloaded (the server's hub options are never passed). With
+``--verbose false`` (what ``kbindex model serve`` passes unless ``--verbose``) llama.cpp logs only its errors, and a
+model that cannot be loaded is one line, not a traceback.
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ def main(argv: list[str]) -> None:
         del args[at:at + 2]
     _plain_cpu_buffers()
     sys.argv = ["llama_cpp.server", *args]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    verbose = args[args.index("--verbose") + 1:][:1] != ["false"] if "--verbose" in args else True
+    try:
+        runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    except Exception as exc:   # a model file llama.cpp cannot load, say
+        if verbose:
+            raise
+        sys.stderr.write(f"llama.cpp server: {exc}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ def test_serve_starts_the_packaged_model_and_doctor_sees_it(run, tmp_path):
     log = (tmp_path / "serve.log").read_text()
     assert "kbindex: serving SmolLM2-135M-Instruct.Q4_1.gguf at " + url in log   # news, not a warning
     assert "warning: serving" not in log
+    assert "llama_model_loader" not in log and len(log.splitlines()) < 40   # not llama.cpp's 2,000 lines (--verbose)
     assert _status(run, url)["running"] is False       # stopped with it
 
 
@@ -61,6 +62,26 @@ def test_only_a_loopback_address_is_bound(run):
 def test_a_model_file_that_is_not_there_is_a_clear_error(run, tmp_path):
     r = run("model", "serve", "--model", tmp_path / "nope.gguf", "--port", str(free_port()))
     assert r.returncode == 2 and "no such file" in r.stderr and r.stdout == ""
+
+
+def test_a_model_file_llama_cpp_cannot_load_is_one_clear_error(run, tmp_path):
+    pytest.importorskip("llama_cpp")
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a GGUF model " * 300)
+    r = run("model", "serve", "--model", bad, "--port", str(free_port()), timeout=120)
+    assert r.returncode == 1 and r.stdout == ""
+    assert f"llama.cpp server: Failed to load model from file: {bad}" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) < 10, r.stderr
+    assert "--verbose shows llama.cpp's whole log" in r.stderr
+
+
+def test_the_server_is_quiet_unless_verbose():
+    from kb_indexer.model_server import server_command
+
+    quiet = server_command(Path("model.gguf"), "127.0.0.1", 8080)
+    assert quiet[quiet.index("--verbose") + 1] == "false"
+    loud = server_command(Path("model.gguf"), "127.0.0.1", 8080, verbose=True)
+    assert loud[loud.index("--verbose") + 1] == "true"
 
 
 def test_status_and_doctor_say_how_to_start_one(run, tmp_path):
