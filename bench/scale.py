@@ -7,6 +7,8 @@
     python bench/scale.py --docs 10000 --seed 3 --layout nested --front-matter 0.8 --keywords-files 0.5
     python bench/scale.py --docs 10000 --bm25s                # also bm25s's in-memory sparse index
 
+    python bench/scale.py --docs 50000 --variants --keep DIR  # the targets on every preset corpus, kept for reruns
+
 The generator draws words with the unigram frequencies of the Cranfield collection
 (../shared/data/cranfield), 300-1,500 words a document in paragraphs; a share of the documents (--front-matter)
 opens with a YAML front-matter block (title, tags in a flow list, a date, a folded description); a share
@@ -14,7 +16,12 @@ opens with a YAML front-matter block (title, tags in a flow list, a date, a fold
 Zipf-skewed); similarities.json holds --relations typed relations (default N/2, a third directional). Folder
 layouts (--layout): ``round-robin`` (100 folders, every one written to until the end, as a bulk copy
 does), ``nested`` (400 folders two deep, written one after the other) or ``flat`` (one folder). Questions
-mix Cranfield questions, keyword phrases, single words and "how does X relate to Y?".
+mix Cranfield questions, keyword phrases, single words and "how does X relate to Y?". As real notes do, a
+corpus may also hold rare names and codes from a vocabulary that keeps growing with it (--rare: their share of
+the body's tokens), more keywords per file drawn with a stronger skew (--keywords-per-doc, --zipf: the commonest
+tags on thousands of documents) and log-normal body lengths (--lengths); its questions then add two-word
+queries, identifiers and explicit ``--keywords``. The presets of --variants: ``default``, ``nested``, ``flat``
+and ``growing`` (all of those at once).
 
 At the end, the figures of issue 27 items 12 (skills on the held-out set) and 14 (MCP start) beside their
 targets (bench/issue27_targets.py; --no-other-targets skips them).
@@ -158,15 +165,15 @@ def naive_fts_insert(kb_dir: Path) -> float:
     return len(bodies) / secs
 
 
-def cold(root: Path, runs: int, questions: list[str], *, variants: bool = True) -> dict[str, Any]:
+def cold(root: Path, runs: int, questions: list[Question], *, variants: bool = True) -> dict[str, Any]:
     """Median wall time (ms) of a cold ``kbindex query`` over ``runs`` runs, cycling through ``questions``;
     ``*_cpu_ms``: the median CPU time (user + system) of the same runs, which other load on a shared
     machine disturbs less than wall time."""
     def med(name: str, cmd: list[str], extra: tuple[str, ...] | list[str] = ()) -> None:
-        subprocess.run(cmd + [questions[0], *extra], cwd=root, capture_output=True, env=ENV)  # warm-up
+        subprocess.run(cmd + [*extra, *questions[0]], cwd=root, capture_output=True, env=ENV)  # warm-up
         wall, cpu = [], []
         for i in range(runs):
-            w, c = _timed(cmd + [questions[i % len(questions)], *extra], root)
+            w, c = _timed(cmd + [*extra, *questions[i % len(questions)]], root)
             wall.append(w)
             cpu.append(c)
         res[name], res[name.replace("_ms", "_cpu_ms")] = statistics.median(wall), statistics.median(cpu)
@@ -193,37 +200,52 @@ def _timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
 
-def question_mix(vocab: Vocabulary, n: int, seed: int) -> list[str]:
-    """Cranfield questions, keyword phrases, single words and keyword questions, interleaved."""
+#: One question of the mix: the arguments of ``kbindex query`` after ``query`` (a question, or ``-k`` keywords).
+Question = list[str]
+
+
+def question_mix(vocab: Vocabulary, n: int, seed: int, rare: list[str] | None = None) -> list[Question]:
+    """Cranfield questions, keyword phrases, single words and keyword questions, interleaved; with ``rare``
+    (a corpus with rare names and codes), also two-word queries, identifiers and explicit ``--keywords``."""
     rng = random.Random(seed)
     natural = [q["text"] for q in vocab.queries]
     kws = vocab.keywords[:2000]
-    kinds: list[Callable[[], str]] = [lambda: rng.choice(natural), lambda: rng.choice(kws),
-             lambda: rng.choice(vocab.words[50:3000]),
-             lambda: f"how does {rng.choice(kws)} relate to {rng.choice(kws)}?"]
+    kinds: list[Callable[[], Question]] = [
+        lambda: [rng.choice(natural)], lambda: [rng.choice(kws)], lambda: [rng.choice(vocab.words[50:3000])],
+        lambda: [f"how does {rng.choice(kws)} relate to {rng.choice(kws)}?"]]
+    if rare:
+        kinds += [lambda: [" ".join(rng.sample(vocab.words[50:3000], 2))], lambda: [rng.choice(rare)],
+                  lambda: ["-k", rng.choice(kws), rng.choice(kws)],
+                  lambda: [f"what is {rng.choice(rare)} in {rng.choice(kws)}?"]]
     return [kinds[i % len(kinds)]() for i in range(n)]
+
+
+def _in_process_args(q: Question) -> tuple[str, list[str] | None]:
+    """``kbindex query``'s arguments as (question, keywords) of ``KnowledgeBase.query``."""
+    return ("", q[1:]) if q[0] == "-k" else (" ".join(q), None)
 
 
 SPARSE_OFF = 10 ** 12   # KBINDEX_SPARSE_MIN_DOCS for "no sparse index": full text on FTS5, as before it
 
 
-def in_process(root: Path, questions: list[str]) -> dict[str, Any]:
+def in_process(root: Path, questions: list[Question]) -> dict[str, Any]:
     from kb_indexer.api import KnowledgeBase
     from kb_indexer.search import fulltext
     from kb_indexer.search.terms import content_terms, parse_text
 
     kb = KnowledgeBase.open(root / "kbindex.db")
     ours, naive, fts5 = [], [], []
-    for q in questions:
+    for args in questions:
+        q, keywords = _in_process_args(args)
         t = time.perf_counter()
-        kb.query(q, options=QueryOptions(record=False))
+        kb.query(q, keywords, options=QueryOptions(record=False))
         ours.append((time.perf_counter() - t) * 1000)
         os.environ["KBINDEX_SPARSE_MIN_DOCS"] = str(SPARSE_OFF)   # the same query with full text on FTS5
         t = time.perf_counter()
-        kb.query(q, options=QueryOptions(record=False))
+        kb.query(q, keywords, options=QueryOptions(record=False))
         fts5.append((time.perf_counter() - t) * 1000)
         del os.environ["KBINDEX_SPARSE_MIN_DOCS"]
-        match = fulltext.build_query(content_terms(parse_text(q).words)).match
+        match = fulltext.build_query(content_terms(parse_text(q or " ".join(keywords or [])).words)).match
         t = time.perf_counter()
         if match:
             kb.conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? ORDER BY rank LIMIT 10",
@@ -243,6 +265,10 @@ PRESETS = {  # --variants: the same size under other generator settings (each a 
     "default": Corpus(),
     "nested": Corpus(seed=11, layout="nested", front_matter=0.8, keywords_files=0.5),
     "flat": Corpus(seed=23, layout="flat", front_matter=0.0, keywords_files=1.0),
+    # as real notes: a vocabulary that keeps growing (names, codes), 8-12 keywords drawn with a stronger skew
+    # (the commonest tags on thousands of documents), a tenth without a keywords file, log-normal lengths
+    "growing": Corpus(seed=31, front_matter=0.3, keywords_files=0.9, rare=0.04, keywords=(8, 12), zipf=1.0,
+                      lengths="lognormal"),
 }
 
 
@@ -258,6 +284,12 @@ def main() -> None:
     ap.add_argument("--front-matter", type=float, default=0.3, help="share of documents with front matter")
     ap.add_argument("--keywords-files", type=float, default=1.0, help="share of documents with a keywords file")
     ap.add_argument("--relations", type=int, help="typed relations in similarities.json (default: docs / 2)")
+    ap.add_argument("--rare", type=float, default=0.0, help="share of body tokens that are rare names and codes "
+                    "(a vocabulary that grows with the collection)")
+    ap.add_argument("--keywords-per-doc", default="5-12", help="keywords a keywords file lists, MIN-MAX")
+    ap.add_argument("--zipf", type=float, default=0.8, help="skew of the keyword draw (1 / rank ** zipf)")
+    ap.add_argument("--lengths", choices=["uniform", "lognormal"], default="uniform",
+                    help="body lengths: uniform 300-1,500 words, or log-normal (median 600, cut to 300-1,500)")
     ap.add_argument("--variants", action="store_true", help="measure each size under every preset corpus ("
                     + ", ".join(PRESETS) + ") instead of the one the options above describe")
     ap.add_argument("--keep", type=Path, help="build the knowledge base(s) here and keep them; a later run with "
@@ -272,7 +304,8 @@ def main() -> None:
     sizes = [int(n.replace("_", "")) for n in args.docs.split(",") if n.strip()]
     corpora = dict(PRESETS) if args.variants else {"options": Corpus(
         seed=args.seed, layout=args.layout, front_matter=args.front_matter, keywords_files=args.keywords_files,
-        relations=args.relations)}
+        relations=args.relations, rare=args.rare, zipf=args.zipf, lengths=args.lengths,
+        keywords=_range(args.keywords_per_doc))}
     vocab = Vocabulary()
     table = {}
     for docs in sizes:
@@ -290,10 +323,17 @@ def main() -> None:
         other_targets()
 
 
+def _range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
 def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
     """Every figure for one size and corpus; printed, and returned for the summary table."""
     kb_dir = written(root, docs, vocab, corpus)
-    questions = question_mix(vocab, max(args.queries, 4), corpus.seed)
+    rare_file = root / "rare-words.json"
+    rare = json.loads(rare_file.read_text(encoding="utf-8")) if corpus.rare and rare_file.is_file() else None
+    questions = question_mix(vocab, max(args.queries, 8), corpus.seed, rare)
     s = bench_sync(root, docs)
     first = {"stale": stale_info(root), "cold": cold(root, args.runs, questions, variants=False)}
     naive = naive_fts_insert(kb_dir)
@@ -340,7 +380,7 @@ def stale_info(root: Path) -> dict[str, Any]:
         kb.close()
 
 
-def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict[str, Any]:
+def bm25s_compare(kb_dir: Path, questions: list[Question]) -> dict[str, Any]:
     """bm25s over the same documents: build seconds, memory grown, top-10 p50/p95 per question."""
     import bm25s  # type: ignore[import-untyped]
     import Stemmer  # type: ignore[import-not-found]
@@ -358,9 +398,10 @@ def bm25s_compare(kb_dir: Path, questions: list[str]) -> dict[str, Any]:
     build_s, grown = time.perf_counter() - t, rss_mb() - before
     del texts
     times = []
-    for q in questions:
+    for args in questions:
+        q, keywords = _in_process_args(args)
         t = time.perf_counter()
-        toks = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
+        toks = bm25s.tokenize([q or " ".join(keywords or [])], stopwords="en", stemmer=stemmer, show_progress=False)
         retriever.retrieve(toks, k=10, show_progress=False, n_threads=1)
         times.append((time.perf_counter() - t) * 1000)
     times.sort()
@@ -400,7 +441,7 @@ def summary(table: dict[str, Any]) -> None:
         print(f"  {name:{width}s}" + "".join(f"{cell(table[n]):>16s}" for n in sizes))
 
 
-def baseline(root: Path, src: Path, runs: int, questions: list[str], docs: int) -> dict[str, Any]:
+def baseline(root: Path, src: Path, runs: int, questions: list[Question], docs: int) -> dict[str, Any]:
     """The same steps with an older checkout (``python -m kb_indexer`` on PYTHONPATH=src), own index file:
     sync of the knowledge base as just written (every folder's mtime set to now, as after the generator),
     cold query right after it, re-sync, cold query again."""
@@ -420,8 +461,8 @@ def baseline(root: Path, src: Path, runs: int, questions: list[str], docs: int) 
         return time.perf_counter() - t
 
     def queries(*extra: str) -> float:
-        run("query", questions[0], *extra)
-        return statistics.median(run("query", questions[i % len(questions)], *extra) * 1000 for i in range(runs))
+        run("query", *extra, *questions[0])
+        return statistics.median(run("query", *extra, *questions[i % len(questions)]) * 1000 for i in range(runs))
 
     run("init", "--kb", str(root / "knowledge-base"))
     for folder in [root / "knowledge-base", *(p for p in (root / "knowledge-base").rglob("*") if p.is_dir())]:
