@@ -305,9 +305,12 @@ ColumnWeights = tuple[float, float, float, float]
 
 def _sparse_view(conn: Connection, col_w: ColumnWeights, n_docs: int,
                  terms: tuple[str, ...]) -> sparse.View | None:
-    """The sparse index when the knowledge base is large enough to keep one and it is current, else None
-    (full text then runs on FTS5; the scores are the same)."""
-    return sparse.open_view(conn, col_w, terms) if n_docs >= sparse_min_docs() else None
+    """The sparse index when the knowledge base is large enough to keep one, it is current and the question
+    is not answered sooner on FTS5 (few matches in a cold process), else None (full text then runs on FTS5;
+    the scores are the same)."""
+    if n_docs < sparse_min_docs() or sparse.cheaper_on_fts5(conn, terms):
+        return None
+    return sparse.open_view(conn, col_w, terms)
 
 
 def _document_count(conn: Connection) -> int:

@@ -12,6 +12,7 @@ than a query reads itself, or on PostgreSQL): the caller then uses the store's f
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Sequence
 
@@ -134,6 +135,26 @@ def _base(conn: Connection) -> _Base | None:
         _BASES.clear()
         _BASES[key] = base
     return base
+
+
+#: Matches up to which FTS5 ranks a question in a process that has not loaded numpy sooner than numpy loads
+#: (~45 ms; FTS5 scores a match in ~1-2 µs): the scores are the same either way.
+FTS5_CHEAPER_MATCHES = 20_000
+
+
+def cheaper_on_fts5(conn: Connection, terms: tuple[str, ...]) -> bool:
+    """Whether this process would answer ``terms`` sooner on FTS5 than through the sparse index: numpy is not
+    loaded yet (a cold ``kbindex query``) and the terms have few postings (at most ``FTS5_CHEAPER_MATCHES``
+    in all: each term counted by its rarest token, postings of replaced documents included)."""
+    if "numpy" in sys.modules or store.head(conn) is None:   # (no sparse index: PostgreSQL, or not built)
+        return False
+    toks = fulltext.tokenizer(conn).tokens(terms)
+    wanted = sorted({t for tok in toks for t in tok})
+    if not wanted:
+        return True
+    counts = dict(conn.execute("SELECT term, sum(length(data)) / 8 FROM sparse_postings WHERE term IN "
+                               "(SELECT value FROM json_each(?)) GROUP BY term", (json.dumps(wanted),)).fetchall())
+    return sum(min(counts.get(t, 0) for t in tok) for tok in toks if tok) <= FTS5_CHEAPER_MATCHES
 
 
 def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:
