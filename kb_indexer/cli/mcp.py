@@ -15,6 +15,7 @@ from kb_indexer.cli.app import DbOpt, app
 from kb_indexer.cli.output import Format, echo
 from kb_indexer.config import DbTarget, DbUrl, find_db, named_db
 from kb_indexer.errors import KbError, NotInitialisedError
+from kb_indexer.limits import DEFAULT_HTTP_HEADER_TIMEOUT_S, DEFAULT_HTTP_MAX_CONNECTIONS, HttpLimits
 from kb_indexer.mcp.client_config import hint, render
 from kb_indexer.mcp.early import answer_first_line
 
@@ -51,6 +52,14 @@ def mcp(
     token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
                                                        "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
                                                        show_default=False)] = None,
+    max_connections: Annotated[Optional[int], typer.Option(
+        "--max-connections", min=1, max=1_000_000, show_default=False,
+        help=f"Open connections the http transport keeps at most (default {DEFAULT_HTTP_MAX_CONNECTIONS}, and at "
+             "most half the open-file limit, ulimit -n); one more is closed at once.")] = None,
+    header_timeout: Annotated[Optional[float], typer.Option(
+        "--header-timeout", min=0.1, max=3600, show_default=False,
+        help=f"Seconds a request's headers may take to arrive over the http transport (default "
+             f"{DEFAULT_HTTP_HEADER_TIMEOUT_S:g}); then the connection is closed.")] = None,
     print_config: Annotated[Optional[Client], typer.Option(
         "--print-config", case_sensitive=False, show_default=False,
         help="Print a ready configuration snippet for this MCP client (claude, codex, cursor, vscode) with the "
@@ -62,7 +71,8 @@ def mcp(
 ) -> None:
     """Serve the knowledge base, its skills and its feedback loop over MCP (tools kb_query, kb_get,
     kb_similar, kb_feedback, skills_match; resources skill:// and kb://). Logs go to stderr only."""
-    given = [name for name, value in (("--host", host), ("--port", port), ("--token-file", token_file))
+    given = [name for name, value in (("--host", host), ("--port", port), ("--token-file", token_file),
+                                      ("--max-connections", max_connections), ("--header-timeout", header_timeout))
              if value is not None]
     if transport is Transport.stdio and given:
         raise typer.BadParameter("an option of --transport http only", param_hint=f"'{given[0]}'")
@@ -92,7 +102,8 @@ def mcp(
     if transport is Transport.stdio:
         _serve_stdio(served)
         return
-    _serve_http(served, host or DEFAULT_HOST, port or DEFAULT_PORT, token)
+    limits = HttpLimits(max_connections, DEFAULT_HTTP_HEADER_TIMEOUT_S if header_timeout is None else header_timeout)
+    _serve_http(served, host or DEFAULT_HOST, port or DEFAULT_PORT, token, limits)
 
 
 def _print_config(client: str, db: Optional[str], given: list[str]) -> None:
@@ -124,7 +135,7 @@ def _serve_stdio(db_path: DbTarget | None) -> None:
         anyio.run(serve, server, first_line, answered)
 
 
-def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
+def _serve_http(db_path: Any, host: str, port: int, token: str | None, limits: HttpLimits) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp (``db_path``: the index as found, whichever engine holds it)."""
     # lazy: the MCP SDK (the optional extra mcp; about a second to import)
     from kb_indexer.mcp.server import build_server
@@ -133,7 +144,7 @@ def _serve_http(db_path: Any, host: str, port: int, token: str | None) -> None:
     try:
         server = build_server(db_path)
         with server.serving():   # on PostgreSQL: the pool of connections the requests share
-            serve(server, host, port, token)
+            serve(server, host, port, token, limits)
     except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
         if exc.code not in (0, None):
             echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)
