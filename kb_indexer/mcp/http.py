@@ -6,7 +6,8 @@ Many clients at once: the SDK keeps one MCP session per client, and each tool ca
 in a worker thread with its own connection to the index (:mod:`kb_indexer.mcp.server`), never on the event
 loop. With a token (:mod:`kb_indexer.mcp.access`), a request without ``Authorization: Bearer <token>`` is
 answered 401 before it reaches the SDK (and its connection closed), and said on stderr (never the token).
-Nothing is written to stdout: every log goes to stderr.
+Without one, the SDK's Host and Origin checks keep web pages out (:func:`_guard`). Nothing is written to stdout:
+every log goes to stderr.
 """
 
 from __future__ import annotations
@@ -65,18 +66,37 @@ class BearerGate:
 
 
 def url(host: str, port: int) -> str:
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
+    return f"{origin(host, port)}{PATH}"
+
+
+def origin(host: str, port: int) -> str:
+    """The server's own origin, ``http://host:port``."""
+    return f"http://{_bracketed(host)}:{port}"
+
+
+def _bracketed(host: str) -> str:
+    """``host`` as a URL or a Host header names it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _guard(host: str, port: int, token: str | None) -> TransportSecuritySettings:
+    """The SDK's check of the Host and Origin headers. Without a token (a loopback bind), Host must name this
+    machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1, and a browser's
+    Origin must be the server's own (a page served on another local port may not call it); a request without
+    Origin (what non-browser clients send) passes. With a token it is off, so a reverse proxy may forward its own
+    Host: a page cannot send the token."""
+    if token is not None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted({"127.0.0.1", "localhost", "[::1]", _bracketed(host)})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f"{n}:*" for n in names],
+                                     allowed_origins=[origin(host, port)])
 
 
 def serve(server: MCPServer, host: str, port: int, token: str | None, limits: HttpLimits) -> None:
     """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen. The
-    connections, header time and logging are kept in bounds by :mod:`kb_indexer.http_serving`.
-
-    Without a token, the SDK's DNS-rebinding guard stays on (a loopback bind answers only Host headers
-    naming this machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1).
-    With a token it is off, so a reverse proxy may forward its own Host: a page cannot send the token."""
-    guard = None if token is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host, transport_security=guard)
+    connections, header time and logging are kept in bounds by :mod:`kb_indexer.http_serving`."""
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host,
+                                               transport_security=_guard(host, port, token))
     if token is not None:
         app = BearerGate(app, token)
     access = "bearer token required" if token else "no token: open to every user of this machine"
