@@ -219,9 +219,10 @@ class KnowledgeBase:
         return default_kb_root(db_path)
 
     @classmethod
-    def open(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
+    def open(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None, *,
+             read_only: bool = False) -> "KnowledgeBase":
         """Open the index ``db`` (a file, or a ``postgresql://`` URL; None: ``KBINDEX_DB``, else the nearest
-        kbindex.db)."""
+        kbindex.db); ``read_only``: as a read-only file (queries answer unrecorded, writes fail as read_only)."""
         db_path = find_db(db)
 
         def check(conn: Connection) -> None:   # found (it may have come with a cloned repository) and naming a
@@ -229,7 +230,7 @@ class KnowledgeBase:
             if problem:                                                                   # see roots.py
                 raise KbError(problem, code="outside_kb")   # before open_db upgrades (writes) anything
 
-        conn = open_db(db_path, None if named_root(kb) or named_db(db) else check)
+        conn = open_db(db_path, None if named_root(kb) or named_db(db) else check, read_only)
         return cls(conn, db_path, cls._kb_root(conn, db_path, kb))
 
     @staticmethod

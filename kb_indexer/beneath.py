@@ -65,7 +65,7 @@ def relative_parts(root: Path, path: str | os.PathLike[str], shown: str) -> list
     rel = os.path.relpath(os.path.abspath(full), os.path.abspath(base))
     parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
     if parts[:1] == [os.pardir] or os.path.isabs(rel):
-        raise outside(shown, f"is outside the knowledge-base root {root}")
+        raise outside(shown, "is outside the knowledge-base root")
     return parts
 
 

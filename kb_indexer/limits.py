@@ -12,6 +12,7 @@ import math
 import os
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kb_indexer.errors import UsageError, ValidationError
@@ -39,6 +40,21 @@ MAX_FEEDBACK_MARKS = 1000  # documents marked in one `feedback` (a query shows a
 MAX_CONTEXT_CHARS = 4000
 # Ids (query ids, attempt ids) are SQLite integers.
 MAX_ID = 2**63 - 1
+# kbindex's HTTP servers (`kbindex mcp --transport http`, kb_indexer.http_serving): open connections at most (by
+# default also at most half the process's open-file limit), seconds a request's headers may take to arrive, and
+# bytes of headers (h11's own default; a bearer token alone may be 4 KiB).
+DEFAULT_HTTP_MAX_CONNECTIONS = 256
+DEFAULT_HTTP_HEADER_TIMEOUT_S = 10.0
+MAX_HTTP_HEADER_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """What the clients of one HTTP server may hold. ``max_connections`` None: the default (at most
+    DEFAULT_HTTP_MAX_CONNECTIONS and half the open-file limit: :func:`kb_indexer.http_serving.connection_limit`)."""
+
+    max_connections: int | None = None
+    header_timeout_s: float = DEFAULT_HTTP_HEADER_TIMEOUT_S
 # A session id (context, skills and chat sessions) is 1 to this many printable characters.
 MAX_SESSION_CHARS = 200
 # Characters a session id must not hold: controls (ESC, NUL, newline, C1), format characters (bidi

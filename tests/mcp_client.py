@@ -19,9 +19,9 @@ def server_params(db, *extra: str) -> StdioServerParameters:
                                                                   if k.startswith("KBINDEX_")}})
 
 
-def session(db, body, cwd=None):
-    """Run ``body(session)`` against a fresh `kbindex mcp` over stdio (started in ``cwd``); its result."""
-    params = server_params(db)
+def session(db, body, cwd=None, extra: tuple[str, ...] = ()):
+    """Run ``body(session)`` against a fresh `kbindex mcp *extra` over stdio (started in ``cwd``); its result."""
+    params = server_params(db, *extra)
     if cwd is not None:
         params.cwd = cwd
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import socket
 import subprocess
 import time
@@ -34,11 +35,11 @@ class Served:
     stderr: str = ""
 
 
-def _wait_listening(proc: subprocess.Popen, port: int) -> None:
+def _wait_listening(proc: subprocess.Popen, host: str, port: int) -> None:
     deadline = time.monotonic() + 60
     while True:  # a poll until the server listens, not a timing assertion
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((host, port), timeout=1).close()
             return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -47,17 +48,28 @@ def _wait_listening(proc: subprocess.Popen, port: int) -> None:
             time.sleep(0.1)
 
 
+def _open_files(limit: int | None):
+    """What a server process runs before it starts: its open-file limit lowered to ``limit`` (None: as is)."""
+    if limit is None:
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
 @contextlib.contextmanager
-def served(db, *extra: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """A running `kbindex mcp --transport http --db DB *extra`; its stdout and stderr once it stopped."""
+def served(db, *extra: str, env: dict[str, str] | None = None, host: str = "127.0.0.1",
+           open_files: int | None = None) -> Iterator[Served]:
+    """A running `kbindex mcp --transport http --db DB *extra` (bound to ``host``; under an open-file limit of
+    ``open_files``, as `ulimit -n`); its stdout and stderr once it stopped."""
     port = free_port()
     target = getattr(db, "url", db)   # a PostgreSQL target's whole URL (its str() hides the password)
+    where = ["--host", host] if host != "127.0.0.1" else []
     proc = subprocess.Popen([*kbindex_exe(), "mcp", "--db", str(target), "--transport", "http", "--port", str(port),
-                             *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-    server = Served(f"http://127.0.0.1:{port}/mcp", proc)
+                             *where, *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+                            preexec_fn=_open_files(open_files))
+    server = Served(f"http://{host}:{port}/mcp", proc)
     try:
-        _wait_listening(proc, port)
+        _wait_listening(proc, host, port)
         yield server
     finally:
         proc.terminate()

@@ -57,9 +57,7 @@ def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool, 
             if is_inside(root, resolved):
                 return resolved.relative_to(root).as_posix()
             outside.append(cand)
-    named = os.environ.get("KBINDEX_DB")   # the index in use may not be this folder's: say which one it is
-    refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root {root}"
-                             + (f" (the root of the index KBINDEX_DB names: {redact(named)})" if named else ""),
+    refuse = ValidationError(f"Refusing {path}: it is outside the knowledge-base root{_which_root(root, from_cwd)}",
                              code="outside_kb")
     if must_exist:
         if outside or not is_inside(root, Path(os.path.normpath(candidates[-1].absolute()))):
@@ -79,6 +77,16 @@ def _to_relative(kb_root: Path, path: str | os.PathLike[str], must_exist: bool, 
     if str(norm).startswith("..") or norm.is_absolute():
         raise refuse
     return norm.as_posix()
+
+
+def _which_root(root: Path, from_cwd: bool) -> str:
+    """Which root a refused path is outside of, for the command line (`` /abs/root``, and the index KBINDEX_DB
+    names: it may not be this folder's). Nothing for a client's path (an MCP client's, ``from_cwd`` False):
+    the server's folders are not a remote client's business, and its paths are relative to the root anyway."""
+    if not from_cwd:
+        return ""
+    named = os.environ.get("KBINDEX_DB")
+    return f" {root}" + (f" (the root of the index KBINDEX_DB names: {redact(named)})" if named else "")
 
 
 def _refuse_broken_link(cand: Path, shown: str | os.PathLike[str]) -> None:

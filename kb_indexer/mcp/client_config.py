@@ -59,21 +59,22 @@ def without_password(url: str) -> tuple[str, bool]:
     return urlunsplit(parts._replace(netloc=netloc, query=urlencode(kept))), had
 
 
-def server_entry(db: DbTarget, argv0: str | None = None) -> dict[str, Any]:
-    """``{"command", "args", "env"}`` for a stdio server over ``db``."""
+def server_entry(db: DbTarget, argv0: str | None = None, read_only: bool = False) -> dict[str, Any]:
+    """``{"command", "args", "env"}`` for a stdio server over ``db`` (``read_only``: ``mcp --read-only``)."""
     command, *prefix = this_command(argv0)
+    mcp = ["mcp", "--read-only"] if read_only else ["mcp"]
     if isinstance(db, DbUrl):
-        return {"command": command, "args": [*prefix, "mcp"], "env": {"KBINDEX_DB": without_password(db.url)[0]}}
-    return {"command": command, "args": [*prefix, "mcp", "--db", str(Path(db).resolve())], "env": {}}
+        return {"command": command, "args": [*prefix, *mcp], "env": {"KBINDEX_DB": without_password(db.url)[0]}}
+    return {"command": command, "args": [*prefix, *mcp, "--db", str(Path(db).resolve())], "env": {}}
 
 
 def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)   # a JSON string is a valid TOML basic string
 
 
-def render(client: str, db: DbTarget, argv0: str | None = None) -> str:
+def render(client: str, db: DbTarget, argv0: str | None = None, *, read_only: bool = False) -> str:
     """The snippet for ``client`` (one of :data:`CLIENTS`)."""
-    entry = server_entry(db, argv0)
+    entry = server_entry(db, argv0, read_only)
     if client == "codex":
         lines = [f"[mcp_servers.{NAME}]", f"command = {_toml_string(entry['command'])}",
                  "args = [" + ", ".join(_toml_string(a) for a in entry["args"]) + "]"]

@@ -20,6 +20,10 @@ from typing import Any
 INSTRUCTIONS = ("kbindex: a searchable knowledge base. kb_query finds documents (give kb_feedback on its "
                 "query_id: it improves later answers), kb_get reads one, kb_similar lists related keywords, "
                 "skills_match picks skills for a message. Results are paged: pass next_cursor back as cursor.")
+#: What a server started with ``--read-only`` tells the client (it has no kb_feedback, records nothing).
+READ_ONLY_INSTRUCTIONS = ("kbindex: a searchable knowledge base, served read-only (nothing is recorded). kb_query "
+                          "finds documents, kb_get reads one, kb_similar lists related keywords, skills_match picks "
+                          "skills for a message. Results are paged: pass next_cursor back as cursor.")
 NAME = "kbindex"
 # The protocol versions of the initialize handshake whose answer is the one below (the SDK echoes them).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -71,7 +75,7 @@ def _surely_valid(params: dict[str, Any]) -> bool:
     return {"name", "version"} <= set(client) <= _CLIENT_TEXTS and all(isinstance(v, str) for v in client.values())
 
 
-def early_answer(line: bytes, version: str) -> dict[str, Any] | None:
+def early_answer(line: bytes, version: str, read_only: bool = False) -> dict[str, Any] | None:
     """The answer to ``line`` when it is an ``initialize`` request this module answers; else None."""
     try:
         msg = json.loads(line)
@@ -85,15 +89,17 @@ def early_answer(line: bytes, version: str) -> dict[str, Any] | None:
     if params.get("protocolVersion") not in HANDSHAKE_VERSIONS or not _surely_valid(params):
         return None
     return {"jsonrpc": "2.0", "id": id_, "result": {
-        "capabilities": CAPABILITIES, "instructions": INSTRUCTIONS, "protocolVersion": params["protocolVersion"],
+        "capabilities": CAPABILITIES, "instructions": READ_ONLY_INSTRUCTIONS if read_only else INSTRUCTIONS,
+        "protocolVersion": params["protocolVersion"],
         "serverInfo": {"name": NAME, "version": version}}}
 
 
-def answer_first_line(version: str, fd_in: int = 0, fd_out: int = 1) -> tuple[bytes, dict[str, Any] | None]:
+def answer_first_line(version: str, fd_in: int = 0, fd_out: int = 1,
+                      read_only: bool = False) -> tuple[bytes, dict[str, Any] | None]:
     """Read the first line and answer it when it is a handshake this module answers: (line, answer or None)."""
     line = read_first_line(fd_in)
     # a line cut at MAX_FIRST_LINE is not answered here: the SDK is given it whole (mcp.stdio)
-    answer = early_answer(line, version) if len(line) < MAX_FIRST_LINE else None
+    answer = early_answer(line, version, read_only) if len(line) < MAX_FIRST_LINE else None
     if answer is not None:
         data = (json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         while data:

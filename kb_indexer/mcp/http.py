@@ -1,25 +1,25 @@
 """The streamable HTTP transport of ``kbindex mcp --transport http``: the SDK's app behind a bearer-token gate,
-served by uvicorn.
+served by uvicorn within the limits of :mod:`kb_indexer.http_serving` (connections, the time headers may take,
+logging that survives running out of file descriptors).
 
 Many clients at once: the SDK keeps one MCP session per client, and each tool call or resource read runs
 in a worker thread with its own connection to the index (:mod:`kb_indexer.mcp.server`), never on the event
 loop. With a token (:mod:`kb_indexer.mcp.access`), a request without ``Authorization: Bearer <token>`` is
-answered 401 before it reaches the SDK, and said on stderr (never the token). Nothing is written to stdout:
-uvicorn's logs, its access log included, go to stderr.
+answered 401 before it reaches the SDK (and its connection closed), and said on stderr (never the token).
+Without one, the SDK's Host and Origin checks keep web pages out (:func:`_guard`). Nothing is written to stdout:
+every log goes to stderr.
 """
 
 from __future__ import annotations
 
-import copy
 import sys
-from typing import Any
 
-import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.config import LOGGING_CONFIG
 
+from kb_indexer import http_serving
+from kb_indexer.limits import HttpLimits
 from kb_indexer.mcp.access import authorised
 from kb_indexer.text import terminal_safe
 
@@ -61,45 +61,43 @@ class BearerGate:
             return
         await send({"type": "http.response.start", "status": 401, "headers": [
             (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="kbindex"'),
-            (b"content-length", str(len(_UNAUTHORISED)).encode())]})
+            (b"content-length", str(len(_UNAUTHORISED)).encode()), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": _UNAUTHORISED})
 
 
 def url(host: str, port: int) -> str:
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
+    return f"{origin(host, port)}{PATH}"
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, which says on stderr where it serves once it listens."""
-
-    note = ""
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        if self.started:
-            print(f"kbindex mcp: serving {self.note}", file=sys.stderr, flush=True)
+def origin(host: str, port: int) -> str:
+    """The server's own origin, ``http://host:port``."""
+    return f"http://{_bracketed(host)}:{port}"
 
 
-def _log_config() -> dict[str, Any]:
-    """uvicorn's logging, all of it on stderr (its access log would go to stdout)."""
-    config = copy.deepcopy(LOGGING_CONFIG)
-    for handler in config["handlers"].values():
-        handler["stream"] = "ext://sys.stderr"
-    return config
+def _bracketed(host: str) -> str:
+    """``host`` as a URL or a Host header names it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
 
 
-def serve(server: MCPServer, host: str, port: int, token: str | None) -> None:
-    """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen.
+def _guard(host: str, port: int, token: str | None) -> TransportSecuritySettings:
+    """The SDK's check of the Host and Origin headers. Without a token (a loopback bind), Host must name this
+    machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1, and a browser's
+    Origin must be the server's own (a page served on another local port may not call it); a request without
+    Origin (what non-browser clients send) passes. With a token it is off, so a reverse proxy may forward its own
+    Host: a page cannot send the token."""
+    if token is not None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted({"127.0.0.1", "localhost", "[::1]", _bracketed(host)})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f"{n}:*" for n in names],
+                                     allowed_origins=[origin(host, port)])
 
-    Without a token, the SDK's DNS-rebinding guard stays on (a loopback bind answers only Host headers
-    naming this machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1).
-    With a token it is off, so a reverse proxy may forward its own Host: a page cannot send the token."""
-    guard = None if token is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host, transport_security=guard)
+
+def serve(server: MCPServer, host: str, port: int, token: str | None, limits: HttpLimits) -> None:
+    """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen. The
+    connections, header time and logging are kept in bounds by :mod:`kb_indexer.http_serving`."""
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host,
+                                               transport_security=_guard(host, port, token))
     if token is not None:
         app = BearerGate(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            log_config=_log_config(), timeout_graceful_shutdown=5)
-    runner = _Server(config)
-    runner.note = f"{url(host, port)} ({'bearer token required' if token else 'no token: open to every user of this machine'})"
-    runner.run()
+    access = "bearer token required" if token else "no token: open to every user of this machine"
+    http_serving.serve(app, host, port, name="kbindex mcp", note=f"{url(host, port)} ({access})", limits=limits)

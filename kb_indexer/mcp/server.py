@@ -7,12 +7,14 @@ have their own connection: a new SQLite one, or on PostgreSQL one lent by the po
 carries ``next_cursor`` when there is more (a cursor is bound to the arguments of its call, see
 :mod:`kb_indexer.mcp.paging`). Resources (:mod:`kb_indexer.mcp.resources`) are listed in pages and read in
 worker threads too. Errors of kbindex (bad arguments, unknown document or
-keyword) become MCP tool errors. Nothing here writes to stdout: stdio belongs to the protocol.
+keyword) become MCP tool errors. A read-only server (:class:`Served`) has no kb_feedback, records no query and
+opens the index read-only. Nothing here writes to stdout: stdio belongs to the protocol.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 from typing import Annotated, Any, Callable, Iterator, Literal, Mapping, Optional, ParamSpec, TypeVar
@@ -32,9 +34,9 @@ from mcp_types import ToolAnnotations
 from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.config import DbArg
-from kb_indexer.errors import KbError
+from kb_indexer.errors import KbError, UsageError
 from kb_indexer.mcp import outputs, resources
-from kb_indexer.mcp.early import INSTRUCTIONS, NAME
+from kb_indexer.mcp.early import INSTRUCTIONS, NAME, READ_ONLY_INSTRUCTIONS
 from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 
@@ -52,22 +54,38 @@ P = ParamSpec("P")
 R = TypeVar("R")
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+#: How a read-only server's refusals begin (``kbindex mcp --read-only``).
+READ_ONLY_REFUSAL = "read-only server (kbindex mcp --read-only)"
 #: Writes whose repetition changes nothing more (feedback is one mark per question and document).
 IDEMPOTENT_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """The index a server serves: ``db`` (None: found again per request, as the CLI finds it); ``read_only``
+    (``kbindex mcp --read-only``): opened read-only, nothing recorded, no kb_feedback tool, no skill sessions."""
+
+    db: DbArg = None
+    read_only: bool = False
+
+
+def _served(db: Any) -> Served:
+    return db if isinstance(db, Served) else Served(db)
+
+
 @contextlib.contextmanager
-def _index(db: DbArg) -> Iterator[KnowledgeBase]:
-    """The index for one request. A client's paths are relative to the knowledge-base root (as the paths it is
-    given), never to the server's working directory."""
-    with KnowledgeBase.open(db) as kb:
+def _index(db: Any) -> Iterator[KnowledgeBase]:
+    """The index for one request (``db``: a :class:`Served`, or the index itself). A client's paths are relative
+    to the knowledge-base root (as the paths it is given), never to the server's working directory."""
+    served = _served(db)
+    with KnowledgeBase.open(served.db, read_only=served.read_only) as kb:
         kb.paths_from_cwd = False
         yield kb
 
 
 @contextlib.contextmanager
-def _opened(db: DbArg) -> Iterator[KnowledgeBase]:
+def _opened(db: Any) -> Iterator[KnowledgeBase]:
     """The index for one tool call; a kbindex error becomes a tool error (the message, not a traceback)."""
     try:
         with _index(db) as kb:
@@ -132,8 +150,8 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
     scope = ["kb_query", question, keywords, method, limit, context]
     offset, tag = parse_cursor(cursor, scope)
     # A continuation (its cursor made for these very arguments) re-runs the query without recording
-    # it again, and keeps the first query_id.
-    options = QueryOptions(method=method, limit=limit, context=context, record=not cursor)
+    # it again, and keeps the first query_id. A read-only server records none (query_id null).
+    options = QueryOptions(method=method, limit=limit, context=context, record=not cursor and not _served(db).read_only)
     with _opened(db) as kb:
         out = kb.query(question, keywords, options)
         stale = None if cursor else kb.stale_note()
@@ -191,6 +209,8 @@ def kb_feedback_impl(db: Any, query_id: int, helpful: list[str], not_helpful: li
 
 
 def skills_match_impl(db: Any, message: str, session: Optional[str], cursor: Optional[str]) -> outputs.SkillsOut:
+    if session is not None and _served(db).read_only:
+        raise UsageError(f"{READ_ONLY_REFUSAL}: skills_match tracks no session here (call it without session)")
     scope = ["skills_match", message, session]
     offset, _ = parse_cursor(cursor, scope)
     with _opened(db) as kb:
@@ -214,7 +234,7 @@ def _result(data: Any) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _register_tools(server: MCPServer, db: Any) -> None:
+def _register_tools(server: MCPServer, db: Served) -> None:
     def kb_query(question: str, keywords: Optional[list[str]] = None, method: Method = "auto", limit: int = 10,
                  context: Optional[str] = None, cursor: Optional[str] = None) -> QueryOut:
         """Search the knowledge base: ranked documents with snippets and provenance, and a query_id."""
@@ -237,8 +257,12 @@ def _register_tools(server: MCPServer, db: Any) -> None:
         """The skills a chat message needs (a session id tracks a conversation)."""
         return _result(skills_match_impl(db, message, session, cursor))
 
-    for fn, notes in ((kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY),
-                      (kb_feedback, IDEMPOTENT_WRITES), (skills_match, WRITES)):
+    tools: list[tuple[Callable[..., CallToolResult], ToolAnnotations]] = [
+        (kb_query, WRITES), (kb_get, READ_ONLY), (kb_similar, READ_ONLY), (kb_feedback, IDEMPOTENT_WRITES),
+        (skills_match, WRITES)]
+    if db.read_only:   # no kb_feedback (it only records); the others then write nothing
+        tools = [(fn, READ_ONLY) for fn, _ in tools if fn is not kb_feedback]
+    for fn, notes in tools:
         server.add_tool(_tool(fn), annotations=notes)
         _forbid_unknown_arguments(server, fn.__name__)
 
@@ -299,14 +323,14 @@ class KbMCPServer(MCPServer):
     two resource templates, and ``resources/list`` in pages with a cursor. The blocking work (SQLite, files)
     runs in a worker thread with its own connection, never on the event loop."""
 
-    def __init__(self, db: Any, **kwargs: Any):
+    def __init__(self, db: Served, **kwargs: Any):
         super().__init__(**kwargs)
         self._db = db
 
     def serving(self) -> contextlib.AbstractContextManager[None]:
         """Hold for the server's life: on PostgreSQL, requests share a small pool of connections
         (:meth:`KnowledgeBase.serving`) instead of opening one each."""
-        return KnowledgeBase.serving(self._db)
+        return KnowledgeBase.serving(self._db.db)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """The SDK's call; arguments the tool's schema refuses are named one by one in plain words (the SDK
@@ -358,9 +382,11 @@ class KbMCPServer(MCPServer):
             raise ResourceNotFoundError(str(exc)) from exc
 
 
-def build_server(db: DbArg = None) -> KbMCPServer:
-    """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI)."""
-    server = KbMCPServer(db, name=NAME, version=__version__, instructions=INSTRUCTIONS,
-                         log_level="WARNING")
-    _register_tools(server, db)
+def build_server(db: DbArg = None, *, read_only: bool = False) -> KbMCPServer:
+    """The kbindex MCP server over the index ``db`` (None: the usual lookup, as in the CLI); ``read_only``: see
+    :class:`Served`."""
+    served = Served(db, read_only)
+    server = KbMCPServer(served, name=NAME, version=__version__, log_level="WARNING",
+                         instructions=READ_ONLY_INSTRUCTIONS if read_only else INSTRUCTIONS)
+    _register_tools(server, served)
     return server

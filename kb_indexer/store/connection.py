@@ -37,17 +37,18 @@ def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
                            uri=uri)
 
 
-def connect(path: DbTarget, *, create: bool = False) -> Connection:
+def connect(path: DbTarget, *, create: bool = False, read_only: bool = False) -> Connection:
     """Open the index. Autocommit mode: writes go through :func:`transaction`.
 
     A :class:`DbUrl` opens the PostgreSQL server it names (psycopg is imported only then).
     Unless ``create`` is true, a missing file is an error that says to run
     ``kbindex init`` (sqlite would otherwise silently create an empty file).
     An index that cannot be opened for writing (a read-only file or folder) is opened read-only
-    (:func:`_read_only`): searches work, writes fail as ``read_only``.
+    (:func:`_read_only`): searches work, writes fail as ``read_only``. So is every index with ``read_only``
+    (SQLite's ``mode=ro``; on PostgreSQL every transaction of the connection is read-only).
     """
     if isinstance(path, DbUrl):
-        return _connect_postgres(path)
+        return _connect_postgres(path, read_only)
     path = Path(path)
     if not create and not path.is_file():
         raise NotInitialisedError(
@@ -57,8 +58,8 @@ def connect(path: DbTarget, *, create: bool = False) -> Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     conn = None
     try:
-        conn = _open(str(path))
-        if not create:
+        conn = _read_only(path) if read_only else _open(str(path))
+        if not create and not read_only:
             conn = _readable(conn, path)
         _configure(conn)
         if create:
@@ -74,7 +75,7 @@ def connect(path: DbTarget, *, create: bool = False) -> Connection:
     return conn
 
 
-def _connect_postgres(url: DbUrl) -> Connection:
+def _connect_postgres(url: DbUrl, read_only: bool = False) -> Connection:
     try:
         # lazy: psycopg (the optional postgres extra) is imported only for a PostgreSQL index
         from kb_indexer.store.pg.connection import PgConnection
@@ -82,7 +83,7 @@ def _connect_postgres(url: DbUrl) -> Connection:
         raise KbError(f"{url} is a PostgreSQL server, and the PostgreSQL engine needs psycopg: "
                       "pip install 'kbindex[postgres]'", code="missing_extra") from exc
     try:
-        return PgConnection.connect(url)
+        return PgConnection.connect(url, read_only=read_only)
     except PgError as exc:
         raise (from_postgres(exc, url) or StorageError(f"Cannot open {url}: {exc}")) from exc
 
@@ -117,8 +118,9 @@ def _readable(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
         return _read_only(path, exc)
 
 
-def _read_only(path: Path, cause: sqlite3.Error) -> sqlite3.Connection:
-    """Open a WAL index whose file or folder cannot be written (SQLite cannot create its -shm file there).
+def _read_only(path: Path, cause: sqlite3.Error | None = None) -> sqlite3.Connection:
+    """Open a WAL index read-only: one whose file or folder cannot be written (SQLite cannot create its -shm
+    file there; ``cause``: what opening it for writing said), or any index opened ``read_only``.
 
     ``mode=ro`` first; if that cannot read either, ``immutable=1`` (no locks, no -shm), which is only
     right when no -wal file holds changes not yet in the main file, so it is used only then.
@@ -129,9 +131,10 @@ def _read_only(path: Path, cause: sqlite3.Error) -> sqlite3.Connection:
         conn = _open(f"{uri}?mode=ro", uri=True)
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         return conn
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
         if conn is not None:
             conn.close()
+        cause = cause or exc
     wal = path.with_name(path.name + "-wal")
     if wal.exists() and wal.stat().st_size > 0:
         raise cause

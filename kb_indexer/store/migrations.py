@@ -556,13 +556,14 @@ def _init_sqlite(path: Path, force: bool) -> tuple[Connection, list[str]]:
     return conn, migrate(conn)
 
 
-def open_db(path: DbTarget, check: Callable[[Connection], None] | None = None) -> Connection:
-    """Open an initialised index, upgrading it in place if it is older than this kbindex. ``check`` (SQLite)
-    runs first, on the index as it is: what it raises refuses the index before anything is written."""
+def open_db(path: DbTarget, check: Callable[[Connection], None] | None = None, read_only: bool = False) -> Connection:
+    """Open an initialised index, upgrading it in place if it is older than this kbindex (``read_only``: never,
+    nothing is written through it: see :func:`connect`). ``check`` (SQLite) runs first, on the index as it is:
+    what it raises refuses the index before anything is written."""
     if isinstance(path, DbUrl):
-        conn = connect(path)   # first: without psycopg (the postgres extra) it says what to install
+        conn = connect(path, read_only=read_only)   # first: without psycopg (the postgres extra) says what to install
         return _pg().open_db(conn)  # type: ignore[no-any-return]
-    conn = connect(path)
+    conn = connect(path, read_only=read_only)
     try:
         applied = _applied(conn)
     except sqlite3.DatabaseError as exc:

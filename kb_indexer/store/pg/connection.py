@@ -10,7 +10,6 @@ error mapping reports as documented codes.
 from __future__ import annotations
 
 import json
-
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Sequence
@@ -86,6 +85,8 @@ class PgConnection:
     connection's way home (``close()`` returns it to its pool instead of closing it)."""
 
     engine = "postgres"
+    #: Every transaction read-only (the server refuses writes: read_only), again after a reconnection.
+    read_only = False
 
     def __init__(self, raw: psycopg.Connection[Any], target: DbUrl,
                  give_back: Callable[[psycopg.Connection[Any]], None] | None = None):
@@ -95,10 +96,27 @@ class PgConnection:
         self._give_back = give_back
 
     @classmethod
-    def connect(cls, target: DbUrl) -> "PgConnection":
-        """A connection of the process's pool for ``target`` when one serves it, else a new one."""
+    def connect(cls, target: DbUrl, *, read_only: bool = False) -> "PgConnection":
+        """A connection of the process's pool for ``target`` when one serves it, else a new one; with
+        ``read_only``, one whose every transaction is read-only (until it is closed or given back: the pool
+        resets it)."""
         lend = LENDERS.get(target.url)
-        return lend() if lend is not None else cls.open(target)
+        conn = lend() if lend is not None else cls.open(target)
+        if read_only:
+            try:
+                conn._set_read_only()
+            except PgError:
+                conn.close()
+                raise
+        return conn
+
+    def _set_read_only(self) -> None:
+        """Every transaction of the session read-only from now on (the server refuses its writes)."""
+        self.read_only = True
+        try:
+            self.raw.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
 
     @classmethod
     def open(cls, target: DbUrl) -> "PgConnection":
@@ -143,6 +161,8 @@ class PgConnection:
                                      f"opened again: {exc}", "08006") from exc
         self.raw.close()
         self.raw = fresh.raw
+        if self.read_only:
+            self._set_read_only()
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
         rows = [_params(p) for p in parameters]

@@ -3,7 +3,8 @@ chat), so a request takes an open connection instead of opening one (a TCP and a
 and the server never holds more than ``MAX_SIZE`` connections of the process however many requests run.
 
 psycopg_pool's ``ConnectionPool``: every connection is checked when it is taken (a lost one is replaced),
-and given back idle: an open transaction is rolled back, advisory locks left by a failed job are released.
+and given back idle: an open transaction is rolled back, advisory locks left by a failed job are released, a
+read-only borrower's setting is undone.
 One pool per server URL while :func:`pooled` runs; ``PgConnection.connect`` then lends a connection of it
 (:func:`_lend`), whose ``close()`` gives it back.
 """
@@ -28,7 +29,9 @@ CHECKOUT_TIMEOUT_S = 30.0
 
 
 def _reset(raw: psycopg.Connection[Any]) -> None:
-    raw.execute("SELECT pg_advisory_unlock_all()")
+    """A connection given back: its advisory locks released, its transactions writable again (a read-only
+    borrower's, :meth:`PgConnection.connect`), in one round trip."""
+    raw.execute("SELECT pg_advisory_unlock_all(); RESET default_transaction_read_only")
 
 
 @contextmanager
