@@ -36,6 +36,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable
 
 from kb_indexer.index.markdown import without_code_blocks
@@ -105,6 +106,7 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+@lru_cache(maxsize=1 << 16)   # a text's words repeat: each is judged once
 def _is_word(tok: str) -> bool:
     low = tok.lower()
     return (bool(_HAS_LETTER.search(tok)) and low not in STOP and (len(tok) > 2 or bool(_ACRONYM.match(tok)))
@@ -131,7 +133,7 @@ def candidates(text: str) -> Iterable[tuple[str, str]]:
     A word's inflections stay apart (``flow`` and ``flows``): folded to one, on Cranfield (bench/enrich_eval.py,
     2026-11-26) keyword-only nDCG@10 fell from 0.3584 to 0.3498 and hybrid from 0.3973 to 0.3911, below no
     keywords at all (a question's own inflection matches a keyword exactly)."""
-    return analyse(text).found
+    return analyse(text, cues=False).found
 
 
 @dataclass
@@ -143,8 +145,9 @@ class Analysis:
     noun: Counter[str] = field(default_factory=Counter)
 
 
-def analyse(text: str) -> Analysis:
-    """The candidates of ``text`` (see :func:`candidates`) and the verb and noun cues of its words (:func:`_cue`)."""
+def analyse(text: str, cues: bool = True) -> Analysis:
+    """The candidates of ``text`` (see :func:`candidates`) and, with ``cues``, the verb and noun cues of its words
+    (:func:`_cue`)."""
     out = Analysis()
     run: list[str] = []
     toks = tokens(_BLOCK_BREAK.sub(" . ", _prose(text))) + ["."]
@@ -152,14 +155,18 @@ def analyse(text: str) -> Analysis:
     for i, tok in enumerate(toks):
         if "'" in tok or "’" in tok:
             tok = _POSSESSIVE.sub("", tok)
-        if _is_word(tok) or (prev.islower() and _is_name(tok)):
+        if _is_word(tok) or (tok[0].isupper() and prev.islower() and _is_name(tok)):
             run.append(tok)
-            _cue(out, tok, prev.lower(), toks[i + 1].lower())
-        else:
-            for j in range(len(run)):
-                for n in range(1, min(MAX_N, len(run) - j) + 1):
-                    words = run[j:j + n]
-                    out.found.append((" ".join(w.lower() for w in words), " ".join(words)))
+            if cues:
+                _cue(out, tok, prev.lower(), toks[i + 1].lower())
+        elif run:
+            if MAX_N == 1:
+                out.found.extend((w.lower(), w) for w in run)
+            else:
+                for j in range(len(run)):
+                    for n in range(1, min(MAX_N, len(run) - j) + 1):
+                        words = run[j:j + n]
+                        out.found.append((" ".join(w.lower() for w in words), " ".join(words)))
             run = []
         prev = tok
     return out
