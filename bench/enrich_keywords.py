@@ -347,8 +347,8 @@ def run_version(code: Path, names: list[str]) -> dict[str, Any]:
 
 def table(results: dict[str, dict[str, Any]], names: list[str]) -> None:
     versions = list(results)
-    keys = [k for k in results[versions[-1]][names[0]] if k not in ("examples",)]
     for name in names:
+        keys = [k for k in results[versions[-1]][name] if k != "examples"]
         print(f"\n## {name}")
         print(f"{'metric':<28}" + "".join(f"{v:>14}" for v in versions))
         for k in keys:
