@@ -49,7 +49,6 @@ MIN_PHRASE_DF = 3
 COLLOCATION = 0.5
 MAX_DF = 0.25        # candidates in more than this share of the documents are dropped
 MIN_KEYWORDS, MAX_KEYWORDS = 10, 25
-KEYWORDS_BASE, WORDS_PER_KEYWORD = 8, 60
 CATEGORIES = ("primary", "concepts", "tools", "people", "abbreviations")
 PRIMARY_COUNT = 4
 VERB_MIN = 2         # verb cues (more than its noun cues) that make a word a verb: see CorpusStats.is_verb
@@ -231,7 +230,7 @@ class Keyphrase:
 
 def keyword_count(words: int) -> int:
     """How many keywords a document of ``words`` words gets: 10 for a short note, up to 25."""
-    return max(MIN_KEYWORDS, min(MAX_KEYWORDS, KEYWORDS_BASE + words // WORDS_PER_KEYWORD))
+    return max(MIN_KEYWORDS, min(MAX_KEYWORDS, 8 + words // 60))
 
 
 def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None) -> list[Keyphrase]:
@@ -260,8 +259,7 @@ def extract(body: str, title: str, stats: CorpusStats, limit: int | None = None)
         if n == 1 and _INFLECTED.search(norm) and stats.is_verb(norm):
             score *= VERB_WEIGHT
         scored.append((score, first[norm], norm))
-    scored.sort()
-    scored.sort(key=lambda x: -x[0])
+    scored.sort(key=lambda x: (-x[0], x[1]))
     k = limit or keyword_count(words)
     chosen = [(s, _display(surface[norm])) for s, _, norm in scored[:k]]
     return categorise(chosen, body)
