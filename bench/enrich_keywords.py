@@ -221,33 +221,34 @@ def stems(text: str, stem) -> set[str]:
 
 def quality(notes: list[dict[str, Any]], generated: dict[str, list[str]], stem,
             gold: dict[str, list[str]] | None = None) -> dict[str, float]:
-    """Metrics (a) and (b) over the keywords ``generated`` for each note (relative path -> keywords)."""
+    """Metrics (a) and (b) over the keywords ``generated`` for each note (relative path -> keywords); with
+    ``gold`` (relative path -> a person's keywords) also precision and recall against those."""
     kws = weak = hits = hits4 = n4 = reach = found = 0
-    gold_hits = gold_total = gold_found = 0
+    gold_hits = gold_total = gold_reach = gold_found = 0
     for n in notes:
         got = generated.get(n["rel"], [])
-        target = stems(" ".join([n["title"].replace("-", " "), *n["headings"]]), stem)
-        seen = stems(n["text"], stem) & target
         kw_stems = [{stem.stemWord(w) for w in _WORD.findall(k.lower())} for k in got]
+        all_stems = set().union(*kw_stems)
+        text = stems(n["text"], stem)
+        target = stems(" ".join([n["title"].replace("-", " "), *n["headings"]]), stem)
         kws += len(got)
         weak += sum(k.lower() in JUDGED_WEAK for k in got)
         hits += sum(bool(s & target) for s in kw_stems)
         hits4 += sum(bool(s & target) for s in kw_stems[:4])
         n4 += min(4, len(got))
-        reach += len(seen)
-        found += len(seen & set().union(*kw_stems)) if kw_stems else 0
+        reach += len(text & target)
+        found += len(text & target & all_stems)
         if gold is not None and n["rel"] in gold:
-            want = set().union(*[{stem.stemWord(w) for w in _WORD.findall(g.lower())} for g in gold[n["rel"]]])
+            want = {stem.stemWord(w) for g in gold[n["rel"]] for w in _WORD.findall(g.lower())}
             gold_hits += sum(bool(s & want) for s in kw_stems)
             gold_total += len(got)
-            have = stems(n["text"], stem) & want
-            gold_found += len(have & set().union(*kw_stems)) if kw_stems else 0
-            gold["_reach"] = gold.get("_reach", []) + [len(have)]   # type: ignore[operator]
+            gold_reach += len(text & want)
+            gold_found += len(text & want & all_stems)
     out = {"kw/note": kws / max(1, len(notes)), "weak": weak / max(1, kws), "P": hits / max(1, kws),
            "P@4": hits4 / max(1, n4), "R": found / max(1, reach)}
     if gold is not None:
         out["hand P"] = gold_hits / max(1, gold_total)
-        out["hand R"] = gold_found / max(1, sum(gold.get("_reach", [])))   # type: ignore[arg-type]
+        out["hand R"] = gold_found / max(1, gold_reach)
     return out
 
 
