@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
+from kb_indexer.enrich.weak_words import LOW_CONTENT
 from kb_indexer.store import fulltext
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection
@@ -122,8 +123,11 @@ def from_initials(keywords: dict[str, str]) -> list[dict[str, Any]]:
 def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
     """Keyword pairs tagging mostly the same documents (Jaccard overlap as the score)."""
     tags: dict[int, list[int]] = defaultdict(list)
-    for doc_id, kid in conn.execute("SELECT document_id, keyword_id FROM document_keywords WHERE source != 'learned'"):
-        tags[doc_id].append(kid)
+    weak = _weak_generated(conn)
+    for doc_id, kid, source in conn.execute(
+            "SELECT document_id, keyword_id, source FROM document_keywords WHERE source != 'learned'"):
+        if source != "generated" or kid not in weak:
+            tags[doc_id].append(kid)
     n_docs = max(1, len(tags))
     df = Counter(k for kids in tags.values() for k in set(kids))
     keep = {k for k, n in df.items() if MIN_SHARED <= n <= max(MIN_SHARED, MAX_COOCCURRENCE_DF * n_docs)}
@@ -138,7 +142,7 @@ def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
     bodies: dict[int, str] = {}
     out = []
     for (a, b), n in shared.items():
-        if n < MIN_SHARED:
+        if n < MIN_SHARED or same_word(names[a], names[b]):
             continue
         jaccard = n / (df[a] + df[b] - n)
         doc = first_doc[(a, b)]
@@ -149,6 +153,18 @@ def from_cooccurrence(conn: Connection) -> list[dict[str, Any]]:
         out.append(suggestion(names[a], names[b], "related_concept", context, min(CO_MAX, jaccard), "co-occurrence",
                               {"shared_documents": n, "documents_a": df[a], "documents_b": df[b]}))
     return out
+
+
+def _weak_generated(conn: Connection) -> set[int]:
+    """Keywords that say nothing of a topic (``back``, ``adds``): as generated tags (an earlier extractor wrote
+    them into keywords files) they pair up with everything and are left out of co-occurrence."""
+    return {kid for kid, norm in conn.execute("SELECT id, keyword FROM keywords") if norm in LOW_CONTENT}
+
+
+def same_word(a: str, b: str) -> bool:
+    """Two spellings of one word (``move`` and ``moves``, ``query`` and ``queries``): not related concepts."""
+    a, b = sorted((normalize_keyword(a), normalize_keyword(b)), key=len)
+    return b in (a + "s", a + "es") or (a.endswith("y") and b == a[:-1] + "ies")
 
 
 def _co_context(text: str, a: str, b: str) -> str | None:
