@@ -17,7 +17,7 @@ import contextlib, io, sys
 bound = int(sys.argv[1])
 import kb_indexer.search.sparse as sparse
 if bound >= 0:
-    sparse.FTS5_CHEAPER_MATCHES = bound
+    sparse.FTS5_CHEAPER_POSTINGS = bound
 from kb_indexer.cli import main
 sys.argv = ["kbindex", "query", *sys.argv[2:], "--format", "json", "--no-stale-check"]
 out = io.StringIO()

@@ -35,14 +35,20 @@ def single_tokens(conn: Connection, terms: tuple[str, ...], source: Tokenizer | 
     return {i: t[0] for i, t in enumerate(toks) if len(t) == 1}
 
 
+def counted_up_to(total_docs: int, terms: int) -> int | None:
+    """Where counting a single-token term's documents stops when a query of ``terms`` terms is pruned (one more
+    than the share allows), or None when it is not pruned (a small knowledge base, a single term)."""
+    return None if total_docs < PRUNE_MIN_DOCS or terms < 2 else int(COMMON_SHARE * total_docs) + 1
+
+
 def prune_common_terms(conn: Connection, query: FtsQuery, total_docs: int,
                        view: View | None = None) -> tuple[FtsQuery, list[str]]:
     """(the query without near-zero-IDF terms, the terms left out); ``view``: the sparse index, which
     knows every term's document frequency."""
-    if total_docs < PRUNE_MIN_DOCS or len(query.terms) < 2:
+    cap = counted_up_to(total_docs, len(query.terms))
+    if cap is None:
         return query, []
     singles = single_tokens(conn, query.terms, view)
-    cap = int(COMMON_SHARE * total_docs) + 1   # counting stops here: one more than the share allows
     first: dict[str, int] = {}   # by token: "Learning" and "learning" are counted once
     for i, token in singles.items():
         first.setdefault(token, i)

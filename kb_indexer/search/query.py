@@ -46,7 +46,7 @@ from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.question import check_question, dedupe_keywords
 from kb_indexer.search.reasoning import design_source, reasoning, search_counts
 from kb_indexer.search.pool import Pool, TagHits, select
-from kb_indexer.search.pruning import PRUNE_MIN_DOCS, prune_common_terms
+from kb_indexer.search.pruning import PRUNE_MIN_DOCS, counted_up_to, prune_common_terms
 from kb_indexer.store import documents
 from kb_indexer.store.sparse import min_docs as sparse_min_docs
 from kb_indexer.store.vectors import documents_without_vectors
@@ -308,7 +308,7 @@ def _sparse_view(conn: Connection, col_w: ColumnWeights, n_docs: int,
     """The sparse index when the knowledge base is large enough to keep one, it is current and the question
     is not answered sooner on FTS5 (few matches in a cold process), else None (full text then runs on FTS5;
     the scores are the same)."""
-    if n_docs < sparse_min_docs() or sparse.cheaper_on_fts5(conn, terms):
+    if n_docs < sparse_min_docs() or sparse.cheaper_on_fts5(conn, terms, counted_up_to(n_docs, len(terms))):
         return None
     return sparse.open_view(conn, col_w, terms)
 

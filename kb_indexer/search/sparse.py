@@ -137,24 +137,31 @@ def _base(conn: Connection) -> _Base | None:
     return base
 
 
-#: Matches up to which FTS5 ranks a question in a process that has not loaded numpy sooner than numpy loads
-#: (~45 ms; FTS5 scores a match in ~1-2 µs): the scores are the same either way.
-FTS5_CHEAPER_MATCHES = 20_000
+#: Postings up to which FTS5 answers a question in a process that has not loaded numpy sooner than the sparse
+#: index does once numpy is loaded (~45 ms; FTS5 scores a match in 1-2 µs): the scores are the same either way.
+FTS5_CHEAPER_POSTINGS = 20_000
 
 
-def cheaper_on_fts5(conn: Connection, terms: tuple[str, ...]) -> bool:
-    """Whether this process would answer ``terms`` sooner on FTS5 than through the sparse index: numpy is not
-    loaded yet (a cold ``kbindex query``) and the terms have few postings (at most ``FTS5_CHEAPER_MATCHES``
-    in all: each term counted by its rarest token, postings of replaced documents included)."""
+def cheaper_on_fts5(conn: Connection, terms: tuple[str, ...], counted_up_to: int | None = None) -> bool:
+    """Whether this process answers ``terms`` sooner on FTS5 than through the sparse index: numpy is not loaded
+    yet (a cold ``kbindex query``) and the terms have few postings (``FTS5_CHEAPER_POSTINGS`` in all, those of
+    replaced documents included: a phrase of two words by its own postings when the index keeps them, a longer
+    one by its rarest word; ``counted_up_to``: where counting a single word stops on FTS5, as pruning does)."""
     if "numpy" in sys.modules or store.head(conn) is None:   # (no sparse index: PostgreSQL, or not built)
         return False
-    toks = fulltext.tokenizer(conn).tokens(terms)
-    wanted = sorted({t for tok in toks for t in tok})
-    if not wanted:
-        return True
+    toks = [t for t in fulltext.tokenizer(conn).tokens(terms) if t]
+    wanted = sorted({t for tok in toks for t in tok} | {" ".join(tok) for tok in toks if len(tok) == 2})
     counts = dict(conn.execute("SELECT term, sum(length(data)) / 8 FROM sparse_postings WHERE term IN "
                                "(SELECT value FROM json_each(?)) GROUP BY term", (json.dumps(wanted),)).fetchall())
-    return sum(min(counts.get(t, 0) for t in tok) for tok in toks if tok) <= FTS5_CHEAPER_MATCHES
+    cap = counted_up_to if counted_up_to is not None else 1 << 62
+    postings = 0
+    for tok in toks:
+        if len(tok) == 1:
+            postings += min(counts.get(tok[0], 0), cap)
+        else:
+            pair = counts.get(" ".join(tok)) if len(tok) == 2 else None
+            postings += pair if pair is not None else min(counts.get(t, 0) for t in tok)
+    return postings <= FTS5_CHEAPER_POSTINGS
 
 
 def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[str, ...] = ()) -> View | None:

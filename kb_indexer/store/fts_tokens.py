@@ -14,7 +14,7 @@ with a dictionary look-up per word: the fold of 50,000 documents spent most of i
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 from kb_indexer.store.dbapi import Connection
 
@@ -95,7 +95,8 @@ class Tokenizer:
         and the words of any row that did not give a token each, one to a row (rows after the shared ones)."""
         shared = [words[i:i + WORDS_PER_ROW] for i in range(0, len(words), WORDS_PER_ROW)]
         self.conn.executemany("INSERT INTO temp.kb_sparse_tok (rowid, x) VALUES (?, ?)",
-                              [(k + 1, b" ".join(todo[i] for i in row).decode("ascii")) for k, row in enumerate(shared)])
+                              [(k + 1, b" ".join(cast(bytes, todo[i]) for i in row).decode("ascii"))
+                               for k, row in enumerate(shared)])
         rows: dict[int, dict[int, str]] = {}
         for doc, offset, term in self.conn.execute("SELECT doc, offset, CAST(term AS BLOB) FROM "
                                                    "temp.kb_sparse_tok_vocab WHERE doc <= ?", (len(shared),)):
