@@ -9,7 +9,6 @@ import sqlite3
 import pytest
 
 from kb_indexer.errors import BusyError, DiskFullError, KbError
-from kb_indexer.store import connection
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.errors import from_sqlite, translate
 
@@ -66,7 +65,7 @@ def test_write_that_waits_past_the_busy_timeout_is_busy(empty_kb):
 
 @pytest.mark.sqlite_only("SQLite's write lock and busy timeout on the .db file")
 def test_cli_busy_is_reported_as_busy_in_json(cli, empty_kb, monkeypatch):
-    monkeypatch.setattr(connection, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setenv("KBINDEX_BUSY_TIMEOUT", "0.05")
     other = sqlite3.connect(str(empty_kb.db_path), isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:

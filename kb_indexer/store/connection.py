@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator, cast
@@ -20,20 +21,20 @@ from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError, St
 from kb_indexer.notices import warn
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
-from kb_indexer.store.errors import (BUSY_TIMEOUT_MS, SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError,
-                                     from_postgres, from_sqlite, sqlite_code)
+from kb_indexer.store.errors import (SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError, busy_error,
+                                     busy_timeout_ms, from_postgres, from_sqlite, sqlite_code)
 
 
 
 def _configure(conn: sqlite3.Connection) -> None:
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
 def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
-    return sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+    return sqlite3.connect(target, timeout=busy_timeout_ms() / 1000, isolation_level=None, check_same_thread=False,
                            uri=uri)
 
 
@@ -242,19 +243,25 @@ def exclusive(conn: Connection, job: str) -> Iterator[None]:
     """Run a long job (``sync``, ``learn``) alone: on PostgreSQL under the job's advisory lock, so two
     processes on any hosts never interleave it; on SQLite under a lock on ``<index>-<job>.lock`` beside the
     index (two syncs read the same starting state and both re-indexed what either added: the second now waits
-    for the first, saying so on stderr, and finds it done). A folder where no lock file can be made (read-only:
-    the job fails at its first write anyway), or a system without ``fcntl``, runs the job unlocked."""
+    for the first, saying so on stderr, and finds it done). Both engines wait up to the busy timeout, then fail
+    as ``busy`` (a stuck holder does not keep every later job waiting). A folder where no lock file can be made
+    (read-only: the job fails at its first write anyway), or a system without ``fcntl``, runs the job unlocked."""
+    waiting = f"another kbindex {job} of this index is running"
     if not is_postgres(conn):
-        with _file_lock(conn, job):
+        with _file_lock(conn, job, waiting):
             yield
         return
     from kb_indexer.store.pg.locks import advisory_lock  # lazy: psycopg, only on the PostgreSQL engine
-    with advisory_lock(conn, job):  # type: ignore[arg-type]
+    with advisory_lock(conn, job, waiting):  # type: ignore[arg-type]
         yield
 
 
+#: How often a job waiting for another's lock file tries it again (seconds).
+FILE_LOCK_POLL_S = 0.05
+
+
 @contextmanager
-def _file_lock(conn: Connection, job: str) -> Iterator[None]:
+def _file_lock(conn: Connection, job: str, waiting: str) -> Iterator[None]:
     path = db_file(conn)
     try:
         fd = os.open(f"{path}-{job}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644) \
@@ -265,14 +272,24 @@ def _file_lock(conn: Connection, job: str) -> Iterator[None]:
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            warn(f"another kbindex {job} of this index is running: waiting for it to finish")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        if not _try_flock(fd):
+            deadline = time.monotonic() + busy_timeout_ms() / 1000
+            warn(f"{waiting}: waiting for it (up to {busy_timeout_ms() / 1000:g} s)")
+            while not _try_flock(fd):
+                if time.monotonic() >= deadline:
+                    raise busy_error(path, f"the index's {job} lock ({path}-{job}.lock)")
+                time.sleep(FILE_LOCK_POLL_S)
         yield
     finally:
         os.close(fd)   # closing the file releases the lock
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 # SQLite's page cache during a sync (KiB, as ``PRAGMA cache_size`` takes it negated; the default is 2 MB): a

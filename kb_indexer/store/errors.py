@@ -1,4 +1,4 @@
-"""The one place where failures of SQLite and the file system become documented error codes.
+"""The one place where failures of SQLite, PostgreSQL and the file system become documented error codes.
 
 Used by :func:`kb_indexer.store.connection.connect` and ``transaction``, by every public method of
 :class:`kb_indexer.api.KnowledgeBase` (through :func:`translating`) and by the CLI's top-level handler, so
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import sqlite3
 from typing import Any, Callable
 
 from kb_indexer.errors import (BadDatabaseError, BusyError, DbUnavailableError, DiskFullError, KbError,
                                ReadOnlyError, StorageError, ValidationError)
+from kb_indexer.notices import warn
 
 class PgError(Exception):
     """A PostgreSQL failure, as :class:`kb_indexer.store.pg.connection.PgConnection` raises it (psycopg's
@@ -49,7 +51,48 @@ INSUFFICIENT_PRIVILEGE = "42501"
 READ_ONLY_TRANSACTION = "25006"
 READ_ONLY_STATES = (READ_ONLY_TRANSACTION, INSUFFICIENT_PRIVILEGE)
 
-BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's write lock
+#: How long a command waits for a lock another process holds before it answers ``busy`` (nothing written):
+#: SQLite's busy timeout and a job's lock file beside the index; PostgreSQL's ``lock_timeout``, which holds for
+#: rows, tables and the jobs' advisory locks alike. ``KBINDEX_BUSY_TIMEOUT`` (seconds) sets another.
+BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_ENV = "KBINDEX_BUSY_TIMEOUT"
+#: PostgreSQL's largest ``lock_timeout`` (milliseconds, a 32-bit integer).
+_MAX_TIMEOUT_MS = 2**31 - 1
+#: SQLSTATE of a lock not granted within ``lock_timeout``.
+LOCK_NOT_AVAILABLE = "55P03"
+_WARNED: set[str] = set()   # the bad values of KBINDEX_BUSY_TIMEOUT already warned about (once each)
+
+
+def busy_timeout_ms() -> int:
+    """The busy timeout in milliseconds: ``KBINDEX_BUSY_TIMEOUT`` seconds when set (a fraction is fine), else
+    :data:`BUSY_TIMEOUT_MS`. A value that is not a positive number of seconds is warned about and not used."""
+    configured = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not configured:
+        return BUSY_TIMEOUT_MS
+    try:
+        seconds = float(configured)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds * 1000 <= _MAX_TIMEOUT_MS:
+        if configured not in _WARNED:
+            _WARNED.add(configured)
+            warn(f"{BUSY_TIMEOUT_ENV}={configured!r} is not a positive number of seconds (at most "
+                 f"{_MAX_TIMEOUT_MS // 1000:,}); using {BUSY_TIMEOUT_MS // 1000}")
+        return BUSY_TIMEOUT_MS
+    return max(1, round(seconds * 1000))
+
+
+def busy_error(where: object = None, held: str = "its write lock", cause: object = None) -> BusyError:
+    """``busy``: another process held ``held`` past the busy timeout; nothing was written (both engines, and a
+    job's lock). ``cause``: the server's error (PostgreSQL), its first line quoted."""
+    at_start = _where(where)
+    at_start = at_start[0].upper() + at_start[1:]
+    because = f" ({str(cause).splitlines()[0]})" if cause else ""
+    look = " (how to find one on the server: docs/teams.md, Locks)" if cause else ""
+    return BusyError(
+        f"{at_start} is busy: another kbindex process held {held} for more than {busy_timeout_ms() / 1000:g} s"
+        f"{because}, so nothing was written. Run the command again; if this keeps happening, look for a "
+        f"long-running or stuck kbindex process using this index{look}.")
 
 # Primary SQLite result codes (the low byte of an extended code).
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 5, 6, 8, 10
@@ -89,10 +132,7 @@ def from_sqlite(exc: sqlite3.Error, path: object = None) -> KbError | None:
     code, where = sqlite_code(exc), _where(path)
     at_start = where[0].upper() + where[1:]
     if code in (SQLITE_BUSY, SQLITE_LOCKED):
-        return BusyError(
-            f"{at_start} is busy: another kbindex process held its write lock for more than "
-            f"{BUSY_TIMEOUT_MS // 1000} s, so nothing was written. Run the command again; if this keeps "
-            "happening, look for a long-running or stuck kbindex process using this index.")
+        return busy_error(path)
     if code == SQLITE_READONLY:
         return ReadOnlyError(
             f"{at_start} cannot be written: the file, its folder or the filesystem is read-only ({exc}). "
@@ -120,7 +160,9 @@ def from_postgres(exc: PgError, where_: object = None) -> KbError | None:
     """The documented error for a PostgreSQL failure (by SQLSTATE class), or None for a bug."""
     state, where = exc.sqlstate or "", _where(where_)
     at_start = where[0].upper() + where[1:]
-    if state in ("40P01", "55P03", "57014", "40001"):
+    if state == LOCK_NOT_AVAILABLE:
+        return busy_error(where_, "a lock this command needs", exc)
+    if state in ("40P01", "57014", "40001"):
         return BusyError(f"{at_start} is busy ({exc}): nothing was written. Run the command again.")
     if state == READ_ONLY_TRANSACTION:
         return ReadOnlyError(f"{at_start} is read-only here ({exc}): nothing was written. Searches still work.")

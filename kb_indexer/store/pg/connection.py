@@ -10,19 +10,33 @@ error mapping reports as documented codes.
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import Loader
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
+from psycopg.pq import version as libpq_version
 
 from kb_indexer.config import DbUrl, redact_message
-from kb_indexer.store.errors import READ_ONLY_STATES, PgError, PgIntegrityError, PgOperationalError
+from kb_indexer.store.errors import (READ_ONLY_STATES, PgError, PgIntegrityError, PgOperationalError,
+                                     busy_timeout_ms)
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
+#: A session whose client left a transaction open this long without a statement (a frozen or stopped
+#: process) is ended by the server, with every lock it held. kbindex never waits on the client side inside a
+#: transaction for long (a sync batch is about half a second; LLM and embedding calls are made outside one).
+IDLE_IN_TRANSACTION_MS = 10 * 60_000
+#: TCP keepalives, asked of both ends: a peer that stops answering (a machine powered off or cut off the network)
+#: is found dead after about idle + interval x count = 2 minutes. The server then ends the dead client's session,
+#: so its locks go; a client waiting on a server that vanished fails instead of waiting forever.
+KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 60, 10, 6
+#: The client's socket gives up on data the server has not acknowledged after this long (libpq 12 and newer).
+TCP_USER_TIMEOUT_MS = 120_000
 #: The pools of this process, by server URL (:mod:`kb_indexer.store.pg.pool` keeps this up to date): each
 #: lends a connection of its pool.
 LENDERS: dict[str, Callable[[], "PgConnection"]] = {}
@@ -70,9 +84,33 @@ def _mapped(exc: psycopg.Error) -> PgError:
     return kind(str(exc).strip(), getattr(exc, "sqlstate", None))
 
 
-def connect_kwargs() -> dict[str, Any]:
-    """How every kbindex connection is opened (alone, or by the pool of :mod:`kb_indexer.store.pg.pool`)."""
-    return {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": _row_factory}
+def connect_kwargs(url: str) -> dict[str, Any]:
+    """How every kbindex connection to ``url`` is opened (alone, or by the pool of
+    :mod:`kb_indexer.store.pg.pool`). The session's settings go in the start-up message (no round trip), before
+    the URL's own ``options`` (or ``PGOPTIONS``), which win where they set the same; a keepalive or timeout
+    parameter the URL sets is the URL's."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.Error:
+        given = {}   # libpq reports a malformed URL when it connects
+    own = str(given.get("options") or os.environ.get("PGOPTIONS", "")).strip()
+    tcp = {"keepalives": 1, "keepalives_idle": KEEPALIVE_IDLE_S, "keepalives_interval": KEEPALIVE_INTERVAL_S,
+           "keepalives_count": KEEPALIVE_COUNT}
+    if libpq_version() >= 120000:
+        tcp["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
+    return {"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": _row_factory,
+            "fallback_application_name": "kbindex", **{k: v for k, v in tcp.items() if k not in given},
+            "options": f"{session_options()} {own}".strip()}
+
+
+def session_options() -> str:
+    """The server-side settings of a kbindex session: a lock not granted within the busy timeout fails its
+    statement (SQLSTATE 55P03, reported as ``busy``; the jobs' advisory locks too), a transaction left idle is
+    ended, and the server probes the client's TCP connection. No ``statement_timeout``: a long statement of a
+    sync, an embed or a migration is work, not a wait, and is never cut short."""
+    return (f"-c lock_timeout={busy_timeout_ms()} -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS} "
+            f"-c tcp_keepalives_idle={KEEPALIVE_IDLE_S} -c tcp_keepalives_interval={KEEPALIVE_INTERVAL_S} "
+            f"-c tcp_keepalives_count={KEEPALIVE_COUNT}")
 
 
 def configure(raw: psycopg.Connection[Any]) -> None:
@@ -121,7 +159,7 @@ class PgConnection:
     @classmethod
     def open(cls, target: DbUrl) -> "PgConnection":
         try:
-            raw = psycopg.connect(target.url, **connect_kwargs())
+            raw = psycopg.connect(target.url, **connect_kwargs(target.url))
         except psycopg.Error as exc:   # libpq may quote the URL, or a piece of it, in its message: hidden
             mapped = _mapped(exc)
             raise type(mapped)(redact_message(str(mapped), target.url), mapped.sqlstate) from None

@@ -356,7 +356,8 @@ def _applied(conn: PgConnection) -> list[str] | None:
 
 def migrate(conn: PgConnection) -> list[str]:
     """Apply every registered migration the server lacks, in one transaction, under the migration lock."""
-    with advisory_lock(conn, "migrate"), transaction(conn):
+    with advisory_lock(conn, "migrate", "another kbindex process is upgrading this index's schema"), \
+            transaction(conn):
         conn.execute("CREATE TABLE IF NOT EXISTS _migrations (rowid BIGINT GENERATED ALWAYS AS IDENTITY, "
                      "name TEXT PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT "
                      "(to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')))")

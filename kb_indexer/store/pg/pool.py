@@ -44,7 +44,7 @@ def pooled(target: DbUrl) -> Iterator[None]:
         made.append(True)
 
     pool: ConnectionPool[Any] = ConnectionPool(
-        target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(), configure=made_one,
+        target.url, min_size=MIN_SIZE, max_size=MAX_SIZE, kwargs=connect_kwargs(target.url), configure=made_one,
         reset=_reset, check=ConnectionPool.check_connection, timeout=CHECKOUT_TIMEOUT_S,
         name="kbindex", open=False)
     hide = _Redacting(target.url)   # the pool logs libpq's messages, which may quote the password
