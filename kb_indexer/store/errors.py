@@ -204,12 +204,19 @@ def translate(exc: BaseException, path: object = None) -> KbError | None:
         return from_sqlite(exc, path)
     if isinstance(exc, PgError):
         return from_postgres(exc, path)
+    if _from_psycopg(exc):   # a statement run on the raw psycopg connection (its own dialect)
+        return from_postgres(PgError(str(exc).strip(), getattr(exc, "sqlstate", None)), path)
     if isinstance(exc, OSError):
         return from_os_error(exc)
     if isinstance(exc, UnicodeEncodeError) and "surrogate" in str(exc):
         # Text that is not valid Unicode (e.g. an argument with bytes that are not UTF-8) reached storage.
         return ValidationError("An argument or value is not valid UTF-8 text; pass it as UTF-8.")
     return None
+
+
+def _from_psycopg(exc: BaseException) -> bool:
+    """Whether ``exc`` is psycopg's own error (told without importing psycopg: SQLite's engine never loads it)."""
+    return any(k.__module__.partition(".")[0] == "psycopg" and k.__name__ == "Error" for k in type(exc).__mro__)
 
 
 def translating(cls: type) -> type:
@@ -235,7 +242,7 @@ def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except KbError:
             raise
-        except (sqlite3.Error, PgError, OSError, UnicodeEncodeError) as exc:
+        except Exception as exc:   # what translate does not know (a bug) goes on as it is
             path = getattr(args[0], "db_path", None) if args else None
             mapped = translate(exc, path)
             if mapped is None:

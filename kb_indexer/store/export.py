@@ -214,6 +214,8 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
     index layer's step that keeps unchanged similarities files synced: store does not import index).
     """
     known, plan = _validated(conn, data)
+    if is_postgres(conn):
+        _pg().check_may_move_identities(conn, [table for table, _, _ in plan])
     # Every row is replaced: not while a sync, a learn or an embed runs (on PostgreSQL, read committed, a learn
     # saw the imported documents' new ids mid-run and wrote learned items for ids gone: a foreign-key failure)
     with exclusive(conn, "sync"), exclusive(conn, "learn"), exclusive(conn, "embed"), transaction(conn):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kb_indexer.errors import ReadOnlyError
 from kb_indexer.store.pg.connection import PgConnection
 
 #: The insertion-order column the migrations give tables without an integer id (not a column of an export).
@@ -51,3 +52,21 @@ def move_identities(conn: PgConnection, table: str) -> None:
     if order_column(conn, table) == "id":
         conn.raw.execute(f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), "
                          f'COALESCE((SELECT max(id) FROM "{table}"), 0) + 1, false)')
+
+
+def check_may_move_identities(conn: PgConnection, tables: list[str]) -> None:
+    """Before an import writes anything: the role may move the id sequences of ``tables`` (``setval`` needs
+    UPDATE on a sequence; the index's owner has it, a member's role as docs/teams.md grants it does not),
+    else ``read_only`` saying whose an import is."""
+    denied = [r[0] for r in conn.raw.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'id' AND NOT a.attisdropped "
+        "CROSS JOIN LATERAL pg_get_serial_sequence(quote_ident(c.relname), 'id') AS s(name) "
+        "WHERE n.nspname = current_schema() AND c.relname = ANY(%s) AND s.name IS NOT NULL "
+        "AND NOT has_sequence_privilege(s.name, 'UPDATE') ORDER BY c.oid", (tables,))]
+    if denied:
+        raise ReadOnlyError(
+            f"This database role may not import into {conn.target}: an import replaces every row and moves the "
+            f"tables' id sequences past the imported ids, which needs UPDATE on the id sequences of "
+            f"{', '.join(denied[:3])}{f' and {len(denied) - 3} more tables' if len(denied) > 3 else ''}. Nothing "
+            "was written. Run the import as the role that owns the index (docs/teams.md, Roles).")

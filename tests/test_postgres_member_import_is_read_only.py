@@ -1,0 +1,72 @@
+"""A team member's role (granted as docs/teams.md, Roles, says: rows, not the schema or the sequences) that runs
+`import --force` is told `read_only`, that an import is the owner's, and nothing is written; it failed as
+`internal` ("permission denied for sequence documents_id_seq ... a bug in kbindex") after deleting and
+inserting every row. A permission failure of any statement kbindex runs in PostgreSQL's own dialect is
+`read_only` as well, not `internal`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+MEMBER_GRANTS = ["GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+                 "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"]
+
+
+def _member(pg_url: str) -> str:
+    """A new login role with a member's grants (docs/teams.md, Roles); the URL that connects as it."""
+    import psycopg
+
+    role = f"member_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        for grant in MEMBER_GRANTS:
+            conn.execute(grant.format(role=role))
+    scheme, rest = pg_url.split("://", 1)
+    return f"{scheme}://{role}@{rest.split('@', 1)[1]}"
+
+
+@pytest.fixture
+def team_index(pg_url, project, run):
+    assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
+    assert run("sync", "--db", pg_url).returncode == 0
+    qid = run("query", "reward shaping", "--db", pg_url, "-f", "json", cwd=project).json()["query_id"]
+    assert run("feedback", str(qid), "--helpful", "reward-shaping.md", "--db", pg_url).returncode == 0
+    return pg_url
+
+
+def _tables(run, db: str, out) -> dict:
+    assert run("export", "--db", db, "--output", out).returncode == 0
+    return json.loads(out.read_text(encoding="utf-8"))["tables"]
+
+
+def test_a_members_import_is_read_only_and_writes_nothing(team_index, run, tmp_path):
+    before = _tables(run, team_index, tmp_path / "before.json")
+    member = _member(team_index)
+    imported = run("import", tmp_path / "before.json", "--force", "--db", member, "-f", "json")
+    assert imported.returncode == 1, imported.stderr
+    error = imported.error()
+    assert error["code"] == "read_only", error
+    assert "role that owns the index" in error["message"] and "docs/teams.md, Roles" in error["message"]
+    assert "Nothing was written" in error["message"]
+    assert _tables(run, team_index, tmp_path / "after.json") == before
+    # the member's own writes still work
+    assert run("feedback", "--last", "--not-helpful", "reward-shaping.md", "--db", member).returncode == 0
+
+
+def test_a_refused_statement_in_postgres_own_dialect_is_read_only(team_index):
+    import psycopg
+
+    from kb_indexer.store.errors import translate
+
+    with psycopg.connect(_member(team_index), autocommit=True) as conn:
+        with pytest.raises(psycopg.Error) as refused:
+            conn.execute("SELECT setval(pg_get_serial_sequence('documents', 'id'), 1000)")
+    mapped = translate(refused.value, "the team's index")
+    assert mapped is not None and mapped.code == "read_only", refused.value
+    assert "(docs/teams.md, Roles)" in mapped.message
