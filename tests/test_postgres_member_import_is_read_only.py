@@ -2,7 +2,7 @@
 `import --force` is told `read_only`, that an import is the owner's, and nothing is written; it failed as
 `internal` ("permission denied for sequence documents_id_seq ... a bug in kbindex") after deleting and
 inserting every row. A permission failure of any statement kbindex runs in PostgreSQL's own dialect is
-`read_only` as well, not `internal`."""
+`read_only` as well, not `internal` (a misuse of psycopg, which the server never saw, is still a bug)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,4 @@ def test_a_refused_statement_in_postgres_own_dialect_is_read_only(team_index):
     mapped = translate(refused.value, "the team's index")
     assert mapped is not None and mapped.code == "read_only", refused.value
     assert "(docs/teams.md, Roles)" in mapped.message
+    assert translate(psycopg.ProgrammingError("the query has 2 placeholders but 1 parameters were passed")) is None

@@ -61,7 +61,8 @@ def test_a_session_is_probed_both_ways_and_its_waits_end(tcp_url, monkeypatch):
     monkeypatch.delenv("KBINDEX_BUSY_TIMEOUT", raising=False)
     conn = PgConnection.open(DbUrl(tcp_url))
     try:
-        assert _shown(conn, "tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count") == ["60", "10", "6"]
+        keepalives = _shown(conn, "tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
+        assert keepalives == ["60", "10", "6"]
         assert _shown(conn, "lock_timeout", "idle_in_transaction_session_timeout", "statement_timeout") == \
             ["30s", "10min", "0"]
         assert _shown(conn, "application_name") == ["kbindex"]

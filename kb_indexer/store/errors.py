@@ -204,8 +204,9 @@ def translate(exc: BaseException, path: object = None) -> KbError | None:
         return from_sqlite(exc, path)
     if isinstance(exc, PgError):
         return from_postgres(exc, path)
-    if _from_psycopg(exc):   # a statement run on the raw psycopg connection (its own dialect)
-        return from_postgres(PgError(str(exc).strip(), getattr(exc, "sqlstate", None)), path)
+    raw = _from_psycopg(exc)
+    if raw is not None:
+        return from_postgres(raw, path)
     if isinstance(exc, OSError):
         return from_os_error(exc)
     if isinstance(exc, UnicodeEncodeError) and "surrogate" in str(exc):
@@ -214,9 +215,15 @@ def translate(exc: BaseException, path: object = None) -> KbError | None:
     return None
 
 
-def _from_psycopg(exc: BaseException) -> bool:
-    """Whether ``exc`` is psycopg's own error (told without importing psycopg: SQLite's engine never loads it)."""
-    return any(k.__module__.partition(".")[0] == "psycopg" and k.__name__ == "Error" for k in type(exc).__mro__)
+def _from_psycopg(exc: BaseException) -> PgError | None:
+    """psycopg's own error (a statement run on the raw connection, in PostgreSQL's dialect) as kbindex's, when the
+    server answered it (a SQLSTATE) or the connection failed; None otherwise (a misused API is a bug). Told
+    without importing psycopg, which SQLite's engine never loads."""
+    kinds = {k.__name__ for k in type(exc).__mro__ if k.__module__.partition(".")[0] == "psycopg"}
+    state = getattr(exc, "sqlstate", None)
+    if "Error" not in kinds or not (state or "OperationalError" in kinds):
+        return None
+    return PgError(str(exc).strip(), state)
 
 
 def translating(cls: type) -> type:

@@ -27,7 +27,7 @@ def advisory_lock(conn: PgConnection, job: str, waiting: str) -> Iterator[None]:
         except PgError as exc:
             if exc.sqlstate != LOCK_NOT_AVAILABLE:
                 raise
-            raise busy_error(conn.target, f"the index's {job} lock", exc) from None
+            raise busy_error(conn.target, f"the index's {job} lock", exc) from exc
     try:
         yield
     finally:
