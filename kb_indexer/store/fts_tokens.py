@@ -38,9 +38,7 @@ class Tokenizer:
         self._single: dict[str | bytes, int] = {}     # chunk -> id of its one token, -1 for any other chunk
         self.names: list[str] = []            # token id -> token
         self._ids: dict[str, int] = {}        # token -> token id
-        self._words8 = KeyTable()   # known words of <= 8 bytes (their keys: see _ascii_ids) -> token ids
-        self._words16 = KeyTable()  # known words of 9-16 bytes (a hash of their two keys) -> token ids
-        self._mid_keys: Any = ()    # token id -> the two keys of the word of 9-16 bytes it was learnt for
+        self.words: Any = None      # words of ASCII texts of up to 16 bytes: their ids (word_tables.WordIds)
 
     def _learn(self, chunks: Iterable[str | bytes]) -> None:
         """Tokenise the chunks not cached yet, in one round trip through SQLite (a chunk of an ASCII text is
@@ -59,7 +57,7 @@ class Tokenizer:
             self._tokens[c] = toks
             self._single[c] = self.token_id(toks[0]) if len(toks) == 1 else -1
 
-    def _word_ids(self, words: list[bytes]) -> list[int]:
+    def word_ids(self, words: list[bytes]) -> list[int]:
         """The token id of each of the distinct ``words`` (of ASCII texts: one token each), not cached here."""
         found = self._tokenised(list(words))
         return [self.token_id(found[i][0]) if len(found.get(i, ())) == 1 else -1 for i in range(1, len(words) + 1)]
@@ -164,86 +162,18 @@ class Tokenizer:
         return out
 
     def _ascii_ids(self, texts: list[str]) -> list[Any]:
-        """The token ids of ASCII texts, with numpy rather than a dictionary look-up per word: a word (a
-        chunk: see ``_chunks``) of up to 16 bytes is keyed by its bytes as big-endian integers, zero-padded
-        (exact: a word holds no zero byte), so only distinct words are looked up. Words of up to 8 bytes (most)
-        are found in a sorted table of known keys; words of 9-16 bytes by their two keys; longer ones one by
-        one."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+        """The token ids of ASCII texts, found with numpy (:func:`kb_indexer.store.word_tables.ascii_ids`)."""
+        from kb_indexer.store.word_tables import WordIds, ascii_ids  # lazy: numpy (the sparse index's paths)
 
-        if not texts:
-            return []
+        if self.words is None:
+            self.words = WordIds()
         joined = " ".join(texts).encode("ascii").translate(_ASCII_TABLE)
-        padded = np.frombuffer(joined + bytes(16), dtype=np.uint8)
-        edges = np.diff(np.r_[False, padded[:len(joined)] != 32, False].view(np.int8))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        bounds = np.cumsum([0] + [len(t) + 1 for t in texts])   # where each text starts in ``joined``
-        lengths = ends - starts
-        words8 = np.ndarray((len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))  # 8 bytes at each byte
-        keep = _top_bytes()
-        head = words8[starts].astype(np.uint64) & keep[np.minimum(lengths, 8)]
-        ids = np.empty(len(starts), dtype=np.int64)
-        short = lengths <= 8
-        ids[short] = self._short_ids(head[short])
-        mid = np.flatnonzero(~short & (lengths <= 16))
-        tail = words8[starts[mid] + 8].astype(np.uint64) & keep[lengths[mid] - 8]
-        ids[mid] = self._mid_ids(head[mid], tail)
-        long = np.flatnonzero(lengths > 16)
-        longs = [joined[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist())]
-        self._learn(longs)
-        ids[long] = [self._single[w] for w in longs]
-        return np.split(ids, np.searchsorted(starts, bounds[1:-1]))
+        return ascii_ids(joined, [len(t) for t in texts], self.words, self.word_ids, self.long_ids)
 
-    def _mid_ids(self, hi: Any, lo: Any) -> Any:
-        """Token ids of words of 9-16 bytes given as their two keys (see ``_ascii_ids``): found in a table by a
-        hash of both keys, each hit checked against the keys its id was learnt with (a word whose hash another
-        word took is learnt again, never mistaken for it)."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        hashed = hi * np.uint64(0x9E37_79B9_7F4A_7C15) ^ lo
-        ids, known = self._words16.find(hashed)
-        if len(self._mid_keys):
-            at = np.minimum(ids, len(self._mid_keys) - 1)
-            known &= (ids < len(self._mid_keys)) & (self._mid_keys[at, 0] == hi) & (self._mid_keys[at, 1] == lo)
-        else:
-            known[:] = False
-        if not known.all():   # words not seen before: learnt, then added to the table with their keys
-            todo = np.flatnonzero(~known)
-            words, inverse = _distinct(hi[todo], lo[todo])
-            new_ids = np.asarray(self._word_ids(words), dtype=np.int64)
-            ids[todo] = new_ids[inverse]
-            first = np.unique(inverse, return_index=True)[1]   # one position of each new word
-            self._remember_mid(new_ids, hi[todo][first], lo[todo][first], hashed[todo][first])
-        return ids
-
-    def _remember_mid(self, ids: Any, hi: Any, lo: Any, hashed: Any) -> None:
-        """Record new words of 9-16 bytes: the keys of each token id (by id), and their hashes in the table."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        keep = ids >= 0
-        ids, hi, lo, hashed = ids[keep], hi[keep], lo[keep], hashed[keep]
-        if not len(ids):
-            return
-        if int(ids.max()) >= len(self._mid_keys):
-            grown = np.zeros((max(int(ids.max()) + 1, 2 * len(self._mid_keys)), 2), dtype=np.uint64)
-            if len(self._mid_keys):
-                grown[:len(self._mid_keys)] = self._mid_keys
-            self._mid_keys = grown
-        self._mid_keys[ids, 0], self._mid_keys[ids, 1] = hi, lo
-        self._words16.add(hashed, ids)
-
-    def _short_ids(self, keys: Any) -> Any:
-        """Token ids of words of up to 8 bytes given as their keys (see ``_ascii_ids``)."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        ids, known = self._words8.find(keys)
-        if not known.all():   # words not seen before: learnt, then added to the table
-            new, at = np.unique(keys[~known], return_inverse=True)
-            words = [int(k).to_bytes(8, "big").rstrip(b"\0") for k in new.tolist()]
-            new_ids = np.asarray(self._word_ids(words), dtype=np.int64)   # the table is their cache
-            ids[~known] = new_ids[at.ravel()]
-            self._words8.add(new, new_ids)
-        return ids
+    def long_ids(self, words: list[bytes]) -> list[int]:
+        """The token ids of words of ASCII texts longer than 16 bytes (each chunk's tokens cached)."""
+        self._learn(words)
+        return [self._single[w] for w in words]
 
     def count(self, texts: list[list[str]], pairs: Pairs | None = None) -> tuple[Any, Any]:
         """Token counts of documents given as lists of column texts, as numpy arrays: ``(document index,
@@ -251,7 +181,7 @@ class Tokenizer:
         token, then document, then column; and
         ``(document index, column index, pair token id)`` per occurrence of one of ``pairs`` (two tokens
         in a row in one column, which is where FTS5 matches a phrase of them)."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+        from kb_indexer.store.word_tables import no_pairs, np  # lazy: numpy (the sparse index's paths)
 
         flat = [t or "" for columns in texts for t in columns]
         col_doc = [i for i, columns in enumerate(texts) for _ in columns]
@@ -268,7 +198,7 @@ class Tokenizer:
         docs, cols = np.asarray(col_doc, dtype=np.int64), np.asarray(col_idx, dtype=np.int64)
         singles = (docs[at], cols[at], tid, ns)
         if not pairs:
-            return singles, _no_pairs()
+            return singles, no_pairs()
         at, pair_tids = pairs.find(tids, where)
         return singles, (docs[at], cols[at], pair_tids)
 
@@ -279,150 +209,12 @@ class Tokenizer:
         return [tuple(tok for c in chunks for tok in self._tokens[c]) for chunks in chunked]
 
 
-class KeyTable:
-    """Token ids of 64-bit keys (a word's bytes, a pair of token ids), looked up for a whole array at once.
-
-    Keys are added in runs (the new words of each batch a fold reads) to levels of geometrically falling size,
-    the largest first: a run becomes a level of its own, merged into the one before it once it is half that
-    level's size, so adding ``n`` keys in all costs ``O(n log n)`` whatever the number of runs (rebuilding one
-    table for every run cost a fold of a growing vocabulary, 370,000 words in 50,000 documents, seconds). A
-    look-up asks the largest level first, and the next ones only for the keys not found yet."""
-
-    def __init__(self) -> None:
-        self._levels: list[_Level] = []
-
-    def __len__(self) -> int:
-        return sum(len(level) for level in self._levels)
-
-    def add(self, keys: Any, ids: Any) -> None:
-        """Add keys not in the table yet (distinct) with their ids."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        keys = np.asarray(keys).astype(np.uint64)
-        ids = np.asarray(ids, np.int64)
-        while self._levels and 2 * len(keys) >= len(self._levels[-1]):
-            last = self._levels.pop()
-            keys, ids = np.r_[last.keys, keys], np.r_[last.ids, ids]
-        self._levels.append(_Level(keys, ids))
-
-    def find(self, keys: Any) -> tuple[Any, Any]:
-        """(token id, known) of each key (the id of an unknown key is meaningless)."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        keys = np.asarray(keys).astype(np.uint64, copy=False)
-        if not self._levels:
-            return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-        ids, known = self._levels[0].find(keys)
-        for level in self._levels[1:]:
-            todo = np.flatnonzero(~known)
-            if not len(todo):
-                break
-            got, hit = level.find(keys[todo])
-            ids[todo[hit]], known[todo[hit]] = got[hit], True
-        return ids, known
-
-
-class _Level:
-    """One level of a :class:`KeyTable`: its keys sorted, and in open hash tables of four slots per key with one
-    probe each (a multiplicative hash, then the slot's key compared): a key whose slot an earlier key took goes
-    to the next table (another multiplier), and the few left over are found by binary search. A fold looks up
-    every word of 8,000 documents; a binary search each was most of its time."""
-
-    _MULTIPLIERS = (0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9)   # odd, well mixed
-
-    def __init__(self, keys: Any, ids: Any) -> None:
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.ids = keys[order], ids[order]
-        self._bits = max(4, int(len(self.keys) * 4 - 1).bit_length())
-        self._tables: list[tuple[int, Any, Any]] = []   # (multiplier, slot keys, slot ids: -1 when empty)
-        left_keys, left_ids = self.keys, self.ids
-        for multiplier in self._MULTIPLIERS:
-            if not len(left_keys):
-                break
-            slot_keys = np.zeros(1 << self._bits, dtype=np.uint64)
-            slot_ids = np.full(1 << self._bits, -1, dtype=np.int64)
-            slots, first = np.unique(self._slots(left_keys, multiplier), return_index=True)   # first key wins
-            slot_keys[slots], slot_ids[slots] = left_keys[first], left_ids[first]
-            self._tables.append((multiplier, slot_keys, slot_ids))
-            rest = np.ones(len(left_keys), dtype=bool)
-            rest[first] = False
-            left_keys, left_ids = left_keys[rest], left_ids[rest]
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def _slots(self, keys: Any, multiplier: int) -> Any:
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        slots = keys * np.uint64(multiplier)
-        slots >>= np.uint64(64 - self._bits)
-        return slots.view(np.int64)   # < 2^bits
-
-    def find(self, keys: Any) -> tuple[Any, Any]:
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-        if not self._tables:
-            return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-        multiplier, slot_keys, slot_ids = self._tables[0]   # (most keys: no index arrays)
-        slots = self._slots(keys, multiplier)
-        ids = slot_ids.take(slots)
-        known = slot_keys.take(slots) == keys
-        known &= ids >= 0
-        todo = np.flatnonzero(~known)
-        for multiplier, slot_keys, slot_ids in self._tables[1:]:
-            if not len(todo):
-                return ids, known
-            slots = self._slots(keys[todo], multiplier)
-            got = slot_ids.take(slots)
-            hit = (got >= 0) & (slot_keys.take(slots) == keys[todo])
-            ids[todo[hit]], known[todo[hit]] = got[hit], True
-            todo = todo[~hit]
-        if len(todo):   # left over from the hash tables, or not known
-            pos = np.minimum(np.searchsorted(self.keys, keys[todo]), len(self.keys) - 1)
-            found = self.keys[pos] == keys[todo]
-            ids[todo[found]], known[todo[found]] = self.ids[pos[found]], True
-        return ids, known
-
-
-def _top_bytes() -> Any:
-    """``[n]``: the mask that keeps the first n bytes of a big-endian 64-bit key (n = 0..8)."""
-    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-    return np.asarray([~((1 << 8 * (8 - n)) - 1) & 0xFFFF_FFFF_FFFF_FFFF for n in range(9)], dtype=np.uint64)
-
-
-def _distinct(hi: Any, lo: Any) -> tuple[list[bytes], Any]:
-    """The distinct words among those keyed ``(hi, lo)`` (see ``Tokenizer._ascii_ids``), and the index of
-    each word in them."""
-    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-    if not len(hi):
-        return [], np.zeros(0, dtype=np.int64)
-    order = np.lexsort((lo, hi))
-    hi, lo = hi[order], lo[order]
-    new = np.r_[True, (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])]
-    inverse = np.empty(len(order), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    words = [(a.to_bytes(8, "big") + b.to_bytes(8, "big")).rstrip(b"\0")
-             for a, b in zip(hi[new].tolist(), lo[new].tolist())]
-    return words, inverse
-
-
-def _no_pairs() -> tuple[Any, Any, Any]:
-    import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
-
-    empty = np.zeros(0, dtype=np.int64)
-    return empty, empty, empty
-
-
 class Pairs:
     """Two-token phrases (the known keywords of two tokens) whose occurrences are indexed like tokens, as
     pseudo-tokens named ``"first second"`` (an FTS5 token never holds a space)."""
 
     def __init__(self, tokenizer: Tokenizer, phrases: Iterable[tuple[str, str]]):
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+        from kb_indexer.store.word_tables import KeyTable, np  # lazy: numpy (the sparse index's paths)
 
         self.names = sorted({f"{a} {b}" for a, b in phrases})
         keyed = {(tokenizer.token_id(n.split(" ")[0]) << 32) | tokenizer.token_id(n.split(" ")[1]): n
@@ -440,10 +232,10 @@ class Pairs:
     def find(self, seq: Any, where: Any) -> tuple[Any, Any]:
         """(column number, pair token id) of each pair occurrence in ``seq`` (token ids in order; ``where``:
         the column number of each)."""
-        import numpy as np  # lazy: numpy, only when the sparse index is built or read (large knowledge bases)
+        from kb_indexer.store.word_tables import no_pairs, np  # lazy: numpy (the sparse index's paths)
 
         if len(seq) < 2 or not len(self.table):
-            return _no_pairs()[:2]
+            return no_pairs()[:2]
         first, second = seq[:-1], seq[1:]
         starts = np.zeros(int(seq.max()) + 1, dtype=bool)
         starts[[t for t in self._first_tids if t < len(starts)]] = True
