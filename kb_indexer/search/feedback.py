@@ -71,12 +71,21 @@ class Feedback:
         return bool(self.terms)
 
 
+# The longest of _SUFFIXES that leaves 3 characters (where two end a word, the longer is listed first: the first
+# that fits is the longest): of one word, and of many words one to a line, in one call
+_ENDING = "|".join(_SUFFIXES)
+_STEM = re.compile(rf"(?s)\A(.{{3,}}?)(?:{_ENDING})\Z")
+_STEM_LINES = re.compile(rf"(?m)^(.{{3,}}?)(?:{_ENDING})$")
+
+
 def stem(word: str) -> str:
     """A crude suffix stem, only to count a word's inflections together."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+    return _STEM.sub(r"\1", word)
+
+
+def stems(words: list[str]) -> list[str]:
+    """``stem`` of each of ``words`` (words without a line break: ``WORD``'s), in one pass."""
+    return _STEM_LINES.sub(r"\1", "\n".join(words)).split("\n") if words else []
 
 
 def top_documents(scores: dict[int, float]) -> list[tuple[int, float]]:

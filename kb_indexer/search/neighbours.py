@@ -42,7 +42,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from kb_indexer.search.feedback import WORD, stem
+from kb_indexer.search.feedback import WORD, stems
 from kb_indexer.search.pool import select
 from kb_indexer.search.terms import STOPWORDS
 from kb_indexer.store import fulltext as store
@@ -101,21 +101,20 @@ def regularise(conn: Connection, scores: dict[int, float]) -> Neighbourhood | No
 def _bags(texts: list[tuple[int, str, str, str]]) -> list[dict[str, float]]:
     """Each document's words with their tf weight ``1 + ln tf`` (of its title and the opening of its body,
     ``texts`` as :func:`kb_indexer.store.fulltext.heads` gives them), kept per process for the next question
-    (by that text itself: an edit, a rename or another knowledge base gives another text)."""
+    (by that text itself: an edit, a rename or another knowledge base gives another text). The words no
+    earlier bag stemmed are stemmed together, in one pass."""
     global _BAGS_WORDS
-    out = []
-    cache = _BAGS
-    for _, _, title, head in texts:
-        key = (title, head)
-        bag = cache.get(key)
-        if bag is None:
-            bag = {w: 1.0 + math.log(tf) for w, tf in _vector_counts(f"{title}\n{head}").items()}
-            if _BAGS_WORDS + len(bag) > _BAGS_MAX_WORDS:
-                cache.clear()
-                _BAGS_WORDS = 0
-            cache[key] = bag
-            _BAGS_WORDS += len(bag)
-        out.append(bag)
+    keys = [(title, head) for _, _, title, head in texts]
+    words = {key: _words(f"{key[0]}\n{key[1]}") for key in keys if key not in _BAGS}
+    _learn_stems(set().union(*words.values()))
+    made = {key: _bag(found) for key, found in words.items()}
+    out = [made[key] if key in made else _BAGS[key] for key in keys]
+    for key, bag in made.items():
+        if _BAGS_WORDS + len(bag) > _BAGS_MAX_WORDS:
+            _BAGS.clear()
+            _BAGS_WORDS = 0
+        _BAGS[key] = bag
+        _BAGS_WORDS += len(bag)
     return out
 
 
@@ -124,20 +123,27 @@ _BAGS_WORDS = 0               # words held by _BAGS (beside at most 3,000 charac
 _BAGS_MAX_WORDS = 250_000     # about 25 MB: then it starts again
 
 
-def _vector_counts(text: str) -> dict[str, int]:
-    """A document's content words (stemmed) with their counts."""
+def _words(text: str) -> list[str]:
+    """A document's words of 3+ letters, lower case, in order."""
     text = text.lower()
-    out: dict[str, int] = {}
-    stems = _STEMS
-    for w, n in Counter((_ASCII_WORD if text.isascii() else WORD).findall(text)).items():
-        s = stems.get(w)
-        if s is None:
-            if len(stems) >= _STEMS_MAX:
-                stems.clear()
-            s = stems[w] = "" if w in STOPWORDS else stem(w)
-        if s:
-            out[s] = out.get(s, 0) + n
-    return out
+    return (_ASCII_WORD if text.isascii() else WORD).findall(text)
+
+
+def _learn_stems(words: set[str]) -> None:
+    """Stem the words not stemmed yet ("": a stopword), all at once."""
+    new = [w for w in words if w not in _STEMS]
+    if len(_STEMS) + len(new) >= _STEMS_MAX:
+        _STEMS.clear()
+        new = list(words)
+    _STEMS.update(zip(new, stems(new)))
+    _STEMS.update((w, "") for w in new if w in STOPWORDS)
+
+
+def _bag(words: list[str]) -> dict[str, float]:
+    """A document's content words (stemmed: see ``_learn_stems``) with their tf weight ``1 + ln tf``."""
+    counts = Counter(map(_STEMS.__getitem__, words))
+    counts.pop("", None)
+    return {w: 1.0 + math.log(tf) for w, tf in counts.items()}
 
 
 _ASCII_WORD = re.compile(r"[a-z]{3,}")   # WORD's matches in lower-case ASCII text, found twice as fast
