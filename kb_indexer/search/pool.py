@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kb_indexer.search.expansion import Expansion
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, Evidence
+from kb_indexer.store.connection import plain_all
 from kb_indexer.store.dbapi import Connection
 
 
@@ -54,10 +55,11 @@ class TagHits:
         best = " + ".join(f"coalesce(max(CASE f.seed WHEN {i} THEN f.factor * dk.weight END), "
                           "0.0)" for i in used)
         part = f"min(1.0, ({best}) / {int(n_user_keywords)})" if n_user_keywords > 0 else "0.0"
-        rows = conn.execute(f"WITH f(kid, seed, factor) AS (VALUES {', '.join(['(?, ?, ?)'] * len(factors))}) "
-                            f"SELECT dk.document_id, {part} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
-                            "GROUP BY dk.document_id ORDER BY dk.document_id", [x for row in factors for x in row])
-        hits.parts = dict(rows.fetchall())   # one call: iterating a psycopg cursor costs per row
+        values = ", ".join(["(?, ?, ?)"] * len(factors))
+        hits.parts = dict(plain_all(conn, f"WITH f(kid, seed, factor) AS (VALUES {values}) SELECT dk.document_id, "
+                                    f"{part} FROM document_keywords dk JOIN f ON f.kid = dk.keyword_id "
+                                    "GROUP BY dk.document_id ORDER BY dk.document_id",
+                                    [x for row in factors for x in row]))
         return hits
 
     def evidence(self, doc_ids: list[int]) -> dict[int, list[Evidence]]:

@@ -358,6 +358,16 @@ def plain_rows(conn: Connection, sql: str, parameters: Any = ()) -> Iterator[tup
     return iter(conn.execute(sql, parameters))
 
 
+def plain_all(conn: Connection, sql: str, parameters: Any = ()) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` as plain tuples, fetched in one call (a query's tagged documents: tens of thousands
+    of rows, where a ``sqlite3.Row`` each costs; iterating a psycopg cursor costs per row)."""
+    if isinstance(conn, sqlite3.Connection):
+        cur = conn.cursor()
+        cur.row_factory = None
+        return cur.execute(sql, parameters).fetchall()
+    return list(conn.execute(sql, parameters).fetchall())
+
+
 def db_file(conn: Connection) -> str:
     """The SQLite connection's main database file ("" for an in-memory one)."""
     return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
