@@ -162,6 +162,8 @@ def kb_query_impl(db: Any, question: str, keywords: Optional[list[str]], method:
         "query_id": query_id, "keywords": q["keywords"], "expanded_keywords": q["expanded_keywords"],
         "method": q["method"], "total": out["total"], "results": page,
         "next_cursor": None if nxt is None else make_cursor(nxt, scope, query_id)}
+    if q.get("expansions_omitted"):
+        result["expansions_omitted"] = q["expansions_omitted"]
     fallback = _query_fallback(method, out, context).get("fallback")
     if fallback:
         result["fallback"] = fallback

@@ -27,6 +27,8 @@ class McpQueryResult(TypedDict):
     query_id: int | None
     keywords: list[str]
     expanded_keywords: list[str]
+    # Expanded keywords past the cap (the strongest 200 of each keyword are kept). Absent when none were.
+    expansions_omitted: NotRequired[int]
     method: str | None
     total: int
     results: list[QueryHit]

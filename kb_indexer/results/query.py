@@ -85,6 +85,10 @@ class QueryEcho(TypedDict):
     keywords_from: str
     expanded_keywords: list[str]
     expansion_map: dict[str, list[str]]
+    # Only when a keyword had more expansions than the cap: the cap (expansions kept per user keyword, the
+    # strongest) and how many more passed the minimum weight.
+    expansion_limit: NotRequired[int]
+    expansions_omitted: NotRequired[int]
     context: str | None
     threshold: float
     min_weight: float

@@ -49,16 +49,18 @@ deterministic.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kb_indexer.errors import UsageError
-from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
-from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH
+from kb_indexer.search.context import CONTEXT_FLOOR, ContextScorer, as_list, context_factor, lexical_scores
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_EXPANSIONS
 from kb_indexer.store.similarities import SIMILARITY_TYPES, check_similarity_type
-from kb_indexer.store.dbapi import Connection, Row
+from kb_indexer.store.connection import plain_rows
+from kb_indexer.store.dbapi import Connection
 
 DEFAULT_TYPE_WEIGHTS: dict[str, float] = {
     "synonym": 1.0,
@@ -163,34 +165,65 @@ WHERE (s.keyword_id_1 IN (SELECT value FROM json_each(:ids)) OR s.keyword_id_2 I
 """
 
 
+# A relation's fields an expansion reads: (id, similarity type, context, score)
+_Relation = tuple[int, str, str, float]
+
+
 def _edges_from(conn: Connection, node_ids: set[int],
-                allowed: set[str]) -> dict[int, list[tuple[int, str, Row]]]:
-    """Relations usable from each node: ``node -> [(other_id, other_keyword, row), ...]`` in id order."""
-    out: dict[int, list[tuple[int, str, Row]]] = {}
+                allowed: set[str]) -> dict[int, list[tuple[int, str, _Relation]]]:
+    """Relations usable from each node: ``node -> [(other_id, other_keyword, relation), ...]`` in id order
+    (plain tuples: a keyword may have tens of thousands of relations)."""
+    out: dict[int, list[tuple[int, str, _Relation]]] = {}
     if not node_ids:
         return out
-    rows = conn.execute(_EDGE_SQL + " ORDER BY s.id", {"ids": json.dumps(sorted(node_ids))}).fetchall()
-    for r in rows:
-        if r["similarity_type"] not in allowed:
+    rows = plain_rows(conn, _EDGE_SQL + " ORDER BY s.id", {"ids": json.dumps(sorted(node_ids))})
+    for sid, k1, k2, sim_type, ctx, score, directional, source, kw1, kw2 in rows:
+        if sim_type not in allowed:
             continue
-        for here, there, there_kw in ((r["keyword_id_1"], r["keyword_id_2"], r["kw2"]),
-                                      (r["keyword_id_2"], r["keyword_id_1"], r["kw1"])):
+        rel = (sid, sim_type, ctx, float(score))
+        for here, there, there_kw in ((k1, k2, kw2), (k2, k1, kw1)):
             if here not in node_ids:
                 continue
-            if r["directional"] and r["source_keyword_id"] != here:
+            if directional and source != here:
                 continue  # a directional relation expands only from its source side
-            out.setdefault(here, []).append((there, there_kw, r))
+            out.setdefault(here, []).append((there, there_kw, rel))
     return out
+
+
+class Expansions(list[Expansion]):
+    """The expansions :func:`expand` kept (a list), and ``omitted``: per user keyword that had more than
+    ``limit``, how many more passed the minimum weight than were kept."""
+
+    def __init__(self, kept: Iterable[Expansion] = (), omitted: dict[str, int] | None = None):
+        super().__init__(kept)
+        self.omitted: dict[str, int] = omitted or {}
+
+
+_Key = tuple[str, int]   # (user keyword, keyword id)
+# The keywords one hop expands from: (path weight, keyword, path)
+_Frontier = dict[_Key, tuple[float, str, list[int]]]
+# A relation a frontier keyword may expand through: (other id, other keyword, path weight x type weight x
+# relation score, the relation); x the hop's decay, that is its weight before the context factor (at most 1).
+_Step = tuple[int, str, float, _Relation]
+# The best path to a keyword so far: (weight, keyword, hops, relation, keyword expanded from, context match,
+# path); an Expansion is made of it only if it is kept
+_Best = tuple[float, str, int, _Relation, str, "float | None", list[int]]
 
 
 def expand(conn: Connection, seeds: list[tuple[str, int | None]], *, depth: int = DEFAULT_DEPTH,
            threshold: float = DEFAULT_THRESHOLD, types: set[str] | None = None,
            weights: dict[str, float] | None = None, context: str | None = None,
            context_scorer: ContextScorer | None = None,
-           context_threshold: float = DEFAULT_CONTEXT_THRESHOLD) -> list[Expansion]:
+           context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, limit: int = MAX_EXPANSIONS) -> Expansions:
     """Expand ``seeds`` (``(normalised user keyword, keyword id or None)``); best path per pair.
     ``threshold`` is the minimum expansion weight; ``context_threshold`` the context-match score from
     which a relation fits ``context`` (see :func:`kb_indexer.search.context.context_factor`).
+
+    Keeps the strongest ``limit`` expansions of each user keyword (ties by keyword; the result's ``omitted``
+    counts the rest). Only those are expanded further: a keyword past the cut weighs less than every kept
+    one, and so does all it leads to (a hop never adds weight). With a context, only the relations that
+    could still make the cut are judged. So a hop's work grows with the relations it reads, never with
+    their square, and what is kept is what an uncapped walk would rank first.
 
     Returns expansions ordered by seed order, then weight (desc), then keyword.
     """
@@ -200,61 +233,137 @@ def expand(conn: Connection, seeds: list[tuple[str, int | None]], *, depth: int 
         raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
     weights = weights or DEFAULT_TYPE_WEIGHTS
     allowed = {t for t in (types or SIMILARITY_TYPES) if weights.get(t, 0.0) > 0}
-    order = {s: i for i, (s, _) in enumerate(seeds)}
-    seed_ids = {s: kid for s, kid in seeds if kid is not None}
-    best: dict[tuple[str, int], Expansion] = {}
-    # frontier: (seed, node id, node keyword) -> (path weight, path)
-    frontier: dict[tuple[str, int], tuple[float, str, list[int]]] = {
-        (s, kid): (1.0, s, []) for s, kid in seed_ids.items()}
     use_context = bool(context and context.strip())
-    scorer = context_scorer or lexical_scores
-    matches: dict[int, float] = {}
+    walk = _Walk(seeds, weights, threshold, limit, context if use_context else None,
+                 context_scorer or lexical_scores, context_threshold)
+    frontier: _Frontier = {(s, kid): (1.0, s, []) for s, kid in walk.seed_ids.items()}
     for hop in range(1, depth + 1):
         if not frontier or not allowed:
             break
-        edges = _edges_from(conn, {node for _, node in frontier}, allowed)
+        updated = walk.hop(frontier, _edges_from(conn, {node for _, node in frontier}, allowed), hop)
+        frontier = walk.within_cut(updated) if hop < depth else {}
+    return walk.strongest()
+
+
+class _Walk:
+    """One expansion walk: the best path found so far to each keyword of each user keyword, and the
+    context-match score of every relation judged."""
+
+    def __init__(self, seeds: list[tuple[str, int | None]], weights: dict[str, float], threshold: float, limit: int,
+                 context: str | None, scorer: ContextScorer, context_threshold: float):
+        self.order = {s: i for i, (s, _) in enumerate(seeds)}
+        self.seed_ids = {s: kid for s, kid in seeds if kid is not None}
+        self.weights, self.threshold, self.limit = weights, threshold, limit
+        self.context, self.scorer, self.context_threshold = context, scorer, context_threshold
+        self.best: dict[_Key, _Best] = {}
+        self.matches: dict[int, float] = {}
+
+    def hop(self, frontier: _Frontier, edges: dict[int, list[tuple[int, str, _Relation]]], hop: int) -> _Frontier:
+        """One hop from ``frontier``: the keywords it reached by a better path than before (the next frontier)."""
         decay = HOP_DECAY if hop > 1 else 1.0   # so a path of h hops decays by HOP_DECAY ** (h - 1)
-        if use_context and context:
-            _score_contexts(context, frontier, edges, weights, threshold, decay, scorer, matches)
-        updated: dict[tuple[str, int], tuple[float, str, list[int]]] = {}
-        for (seed, node) in sorted(frontier, key=lambda k: (order[k[0]], k[1])):
-            w_path, node_kw, path = frontier[(seed, node)]
-            for other, other_kw, r in edges.get(node, ()):
-                if other == seed_ids[seed]:
+        steps = self._steps(frontier, edges, decay)
+        if self.context is not None:
+            _score_contexts(self.context, frontier, self._worth_judging(steps, decay), self.scorer, self.matches)
+        updated: _Frontier = {}
+        for (seed, node) in sorted(frontier, key=lambda k: (self.order[k[0]], k[1])):
+            _, node_kw, path = frontier[(seed, node)]
+            for other, other_kw, base, rel in steps.get((seed, node), ()):
+                match = self.matches.get(rel[0]) if self.context is not None else None
+                if self.context is not None and match is None:
+                    continue   # not judged: it could not pass the minimum weight or make the cut
+                factor = context_factor(match, self.context_threshold) if match is not None else 1.0
+                w = base * factor * decay
+                if w + _EPS < self.threshold:
                     continue
-                match = matches.get(r["id"]) if use_context else None
-                factor = context_factor(match, context_threshold) if match is not None else 1.0
-                w = w_path * weights[r["similarity_type"]] * float(r["score"]) * factor * decay
-                if w + _EPS < threshold:
+                cur = self.best.get((seed, other))
+                if cur is not None and w <= cur[0] + _EPS:
                     continue
-                key = (seed, other)
-                cur = best.get(key)
-                if cur is not None and w <= cur.weight + _EPS:
+                new_path = path + [rel[0]]
+                self.best[(seed, other)] = (w, other_kw, hop, rel, node_kw, match, new_path)
+                updated[(seed, other)] = (w, other_kw, new_path)
+        return updated
+
+    def _steps(self, frontier: _Frontier, edges: dict[int, list[tuple[int, str, _Relation]]],
+               decay: float) -> dict[_Key, list[_Step]]:
+        """Per frontier keyword (in the frontier's order), the relations it may expand through that could pass
+        the minimum weight (a context fit only lowers a weight), each keyword's in relation id order."""
+        out: dict[_Key, list[_Step]] = {}
+        for (seed, node), (w_path, _, _) in frontier.items():
+            steps = []
+            for other, other_kw, rel in edges.get(node, ()):
+                if other == self.seed_ids[seed]:
                     continue
-                new_path = path + [r["id"]]
-                best[key] = Expansion(seed, other_kw, other, w, hop, r["id"], r["similarity_type"],
-                                      float(r["score"]), node_kw, match, new_path)
-                updated[key] = (w, other_kw, new_path)
-        frontier = updated
-    return sorted(best.values(), key=lambda e: (order[e.user_keyword], -round(e.weight, 9), e.keyword))
+                base = w_path * self.weights[rel[1]] * rel[3]
+                if base * decay + _EPS >= self.threshold:
+                    steps.append((other, other_kw, base, rel))
+            out[(seed, node)] = steps
+        return out
+
+    def _by_seed(self) -> dict[str, list[_Key]]:
+        out: dict[str, list[_Key]] = {}
+        for key in self.best:
+            out.setdefault(key[0], []).append(key)
+        return out
+
+    def _strength(self, key: _Key) -> tuple[float, str]:
+        """The order of a user keyword's expansions: weight (desc, at 9 decimals), then keyword."""
+        found = self.best[key]
+        return -round(found[0], 9), found[1]
+
+    def within_cut(self, updated: _Frontier) -> _Frontier:
+        """The keywords of the next frontier that are among their user keyword's strongest ``limit``."""
+        if len(self.best) <= self.limit:
+            return updated
+        out_of_reach = {k for keys in self._by_seed().values() if len(keys) > self.limit
+                        for k in sorted(keys, key=self._strength)[self.limit:]}
+        return {k: v for k, v in updated.items() if k not in out_of_reach}
+
+    def strongest(self) -> Expansions:
+        """The strongest ``limit`` expansions of each user keyword, in seed order, and the number left out."""
+        kept: list[Expansion] = []
+        omitted: dict[str, int] = {}
+        for seed, keys in sorted(self._by_seed().items(), key=lambda item: self.order[item[0]]):
+            top = heapq.nsmallest(self.limit, keys, key=self._strength) if len(keys) > self.limit else \
+                sorted(keys, key=self._strength)
+            for key in top:
+                w, kw, hops, rel, via, match, path = self.best[key]
+                kept.append(Expansion(seed, kw, key[1], w, hops, rel[0], rel[1], rel[3], via, match, path))
+            if len(keys) > len(top):
+                omitted[seed] = len(keys) - len(top)
+        return Expansions(kept, omitted)
+
+    def _worth_judging(self, steps: dict[_Key, list[_Step]], decay: float) -> dict[_Key, list[_Step]]:
+        """The steps whose relation could still make its user keyword's strongest ``limit``: a context fit
+        multiplies a weight by ``CONTEXT_FLOOR`` at worst, so once ``limit`` keywords are sure to weigh at least
+        W, a relation weighing less than W before its context is judged could change nothing kept."""
+        sure: dict[_Key, float] = {k: found[0] for k, found in self.best.items()}
+        for (seed, _), found in steps.items():
+            for other, _, base, _ in found:
+                w = base * CONTEXT_FLOOR * decay
+                if w + _EPS >= self.threshold and w > sure.get((seed, other), -1.0):
+                    sure[(seed, other)] = w
+        if len(sure) <= self.limit:
+            return steps
+        by_seed: dict[str, list[float]] = {}
+        for (seed, _), w in sure.items():
+            by_seed.setdefault(seed, []).append(w)
+        cut = {seed: heapq.nlargest(self.limit, ws)[-1] for seed, ws in by_seed.items() if len(ws) >= self.limit}
+        return {(seed, node): [s for s in found if seed not in cut or s[2] * decay + _EPS >= cut[seed]]
+                for (seed, node), found in steps.items()}
 
 
-def _score_contexts(context: str, frontier: dict[tuple[str, int], tuple[float, str, list[int]]],
-                    edges: dict[int, list[tuple[int, str, Row]]], weights: dict[str, float], threshold: float,
-                    decay: float,
+def _score_contexts(context: str, frontier: _Frontier, steps: dict[_Key, list[_Step]],
                     scorer: ContextScorer, matches: dict[int, float]) -> None:
-    """Score (once, in one batch) every relation of this hop that could still pass the threshold."""
+    """Score (once, in one batch) every relation of this hop that could still pass the threshold and make
+    the cut (``steps``)."""
     todo: dict[int, dict[str, Any]] = {}
-    for (seed, node), (w_path, node_kw, _) in frontier.items():
-        for _other, other_kw, r in edges.get(node, ()):
-            if r["id"] in matches or r["id"] in todo:
+    for key, found in steps.items():
+        node_kw = frontier[key][1]
+        for _other, other_kw, _base, (rid, sim_type, ctx, score) in found:
+            if rid in matches or rid in todo:
                 continue
-            best_case = w_path * weights[r["similarity_type"]] * float(r["score"]) * decay
-            if best_case + _EPS < threshold:
-                continue  # even a perfect context match could not keep it
-            todo[r["id"]] = {"id": r["id"], "keyword": other_kw, "source": node_kw,
-                             "similarity_type": r["similarity_type"], "context": r["context"],
-                             "score": float(r["score"])}
+            todo[rid] = {"id": rid, "keyword": other_kw, "source": node_kw, "similarity_type": sim_type,
+                         "context": ctx, "score": score}
     if not todo:
         return
     cands = [todo[i] for i in sorted(todo)]

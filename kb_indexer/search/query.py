@@ -38,7 +38,8 @@ from kb_indexer.errors import KbError
 from kb_indexer.search import feedback as prf
 from kb_indexer.search import fulltext, neighbours, sparse
 from kb_indexer.search.context import ContextScorer
-from kb_indexer.search.expansion import (HOP_DECAY, Expansion, expand, expansion_map, is_comparison, resolve_weights,
+from kb_indexer.defaults import MAX_EXPANSIONS
+from kb_indexer.search.expansion import (HOP_DECAY, Expansions, expand, expansion_map, is_comparison, resolve_weights,
                                          untagged)
 from kb_indexer.search.fusion import EXPANSION_FACTOR, Candidate, apply_learned, explain as explain_parts, fuse
 from kb_indexer.search.method import KnownKeywords, MethodChoice, choose_method
@@ -111,7 +112,7 @@ class _Found:
     keywords_from: str
     fts_query: fulltext.FtsQuery
     seeds: list[tuple[str, int | None]]
-    expansions: list[Expansion]
+    expansions: Expansions     # the strongest MAX_EXPANSIONS of each user keyword, and how many more there were
     results: list[RankedDocument]
     total: int  # documents found by any channel, however many the limit shows
     channel_weights: dict[str, float]
@@ -242,13 +243,13 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
 
 def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: list[str],
                      context_scorer: ContextScorer | None,
-                     known: dict[str, int]) -> tuple[list[tuple[str, int | None]], list[Expansion], Pool]:
+                     known: dict[str, int]) -> tuple[list[tuple[str, int | None]], Expansions, Pool]:
     """The user keywords' ids (``known``: those the question's look-up already read), their expansions, and the
     documents tagged with either (a new pool)."""
     use_keywords = method in ("keyword", "hybrid", "semantic")
     ids = _keyword_ids(conn, user_norms, known) if use_keywords else {}
     seeds = [(n, ids.get(n)) for n in user_norms]
-    expansions = []
+    expansions = Expansions()
     opts = spec.options
     if ids and opts.expand_depth > 0 and method != "semantic":   # semantic: exact tags only
         expansions = expand(conn, seeds, depth=opts.expand_depth, threshold=opts.min_weight,
@@ -319,16 +320,15 @@ def _document_count(conn: Connection) -> int:
 
 
 def _output(spec: _Spec, found: _Found) -> QueryResult:
-    expanded = [n for _, n in found.user]
-    for e in sorted(found.expansions, key=lambda e: (-round(e.weight, 9), e.keyword)):
-        if e.keyword not in expanded:
-            expanded.append(e.keyword)
+    expanded = dict.fromkeys(n for _, n in found.user)   # an ordered set: each keyword once, the first time
+    expanded.update(dict.fromkeys(e.keyword for e in sorted(found.expansions,
+                                                            key=lambda e: (-round(e.weight, 9), e.keyword))))
     out: QueryResult = {
         "query": {
             "question": spec.question,
             "keywords": [u for u, _ in found.user],
             "keywords_from": found.keywords_from,
-            "expanded_keywords": expanded,
+            "expanded_keywords": list(expanded),
             "expansion_map": expansion_map(found.seeds, found.expansions),
             "context": spec.context,
             "threshold": spec.options.min_weight,
@@ -347,6 +347,9 @@ def _output(spec: _Spec, found: _Found) -> QueryResult:
                         dense=found.dense_info is not None and found.fallback is None),
         "total": found.total,
     }
+    if found.expansions.omitted:   # a keyword with more expansions than the cap: how many were left out
+        out["query"]["expansion_limit"] = MAX_EXPANSIONS
+        out["query"]["expansions_omitted"] = sum(found.expansions.omitted.values())
     if found.dense_info is not None:
         out["semantic"] = cast("SemanticReport", found.dense_info)   # built key by key in _dense
     return out
@@ -377,6 +380,7 @@ def _explain(spec: _Spec, found: _Found) -> JsonObject:
         "fusion_weights": found.channel_weights,
         "presence": fulltext.PRESENCE,
         "expansions": [e.to_dict() for e in found.expansions],
+        "expansion_limit": MAX_EXPANSIONS,
         "identifiers": [{"text": i.text, "kind": i.kind} for i in spec.choice.identifiers],
         "names": [{"text": i.text, "kind": i.kind} for i in spec.choice.names],
     }
