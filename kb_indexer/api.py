@@ -31,10 +31,11 @@ from kb_indexer.store.kb_root import repointed
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
                                check_unit_arg, check_utf8, parse_json)
 from kb_indexer.index.paths import to_relative
-from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT, SIMILAR_DEFAULT_LIMIT
 from kb_indexer.search.expansion import parse_weight_options
 from kb_indexer.search.keyword import keyword_search
 from kb_indexer.search.options import QueryOptions
+from kb_indexer.search.similar import similar as related_keywords
 from kb_indexer.search.question import check_question
 from kb_indexer.store import index_exists, meta, open_db, transaction
 from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
@@ -368,23 +369,16 @@ class KnowledgeBase:
 
     # -- similarities --------------------------------------------------------------------
     def similar(self, keyword: str, sim_type: str | None = None, user_context: str | None = None,
-                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: LLMOptions | None = None) -> SimilarResult:
-        """Related keywords; with ``user_context``, only those whose context fits it (LLM-scored,
-        ``llm`` = :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
+                context_threshold: float = DEFAULT_CONTEXT_THRESHOLD, llm: LLMOptions | None = None,
+                limit: int | None = SIMILAR_DEFAULT_LIMIT) -> SimilarResult:
+        """Related keywords, the strongest first: at most ``limit`` (0 or None: all; ``total`` counts them
+        all); with ``user_context``, only those whose context fits it (LLM-scored, ``llm`` =
+        :class:`kb_indexer.llm.config.LLMOptions`; see :mod:`kb_indexer.search.context_match`)."""
         _check_type(sim_type)
         _text(user_context, "user_context (--user-context)", context=True)
         kw = self._keyword_row(keyword)
-        if user_context is not None:
-            # lazy: the LLM client stays off the cold path
-            from kb_indexer.search.context_match import similar_in_context
-            return cast("SimilarResult", similar_in_context(
-                self.conn, kw["display"], neighbours(self.conn, kw["id"], sim_type), user_context, context_threshold,
-                llm))
-        items = [{
-            "keyword": r["keyword"], "similarity_type": r["similarity_type"], "context": r["context"],
-            "score": r["score"], "directional": r["directional"], "direction": r["direction"],
-        } for r in neighbours(self.conn, kw["id"], sim_type)]
-        return cast("SimilarResult", {"keyword": kw["display"], "similar_keywords": items, "count": len(items)})
+        return cast("SimilarResult", related_keywords(self.conn, kw["id"], kw["display"], sim_type, user_context,
+                                                      context_threshold, llm, limit))
 
     def relate(self, keyword1: str, keyword2: str, sim_type: str, context: str, score: float = 0.5,
                directional: bool = False) -> RelateResult:

@@ -19,6 +19,7 @@ MAX_DEPTH = 5
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 1000
 SEARCH_DEFAULT_LIMIT = 50  # kbindex search: results shown unless --limit says otherwise (0: all)
+SIMILAR_DEFAULT_LIMIT = 50  # kbindex similar: relations shown unless --limit says otherwise (0: all)
 MAX_EXPANSIONS = 200       # expansions a query keeps per user keyword: the strongest (see search.expansion)
 
 #: The relation types a similarity may have (the one list; ``store.similarities.check_similarity_type``

@@ -226,6 +226,13 @@ def check_int_arg(value: Any, name: str, low: int, high: int = MAX_ID) -> int:
     return value
 
 
+def check_limit(value: Any, name: str = "limit") -> int | None:
+    """A result limit: a whole number >= 0, or None (0 and None: all)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise UsageError(f"{name} must be a whole number >= 0 (0: all), got {value!r}")
+    return value or None
+
+
 def check_instance(value: object, cls: type[_T], name: str) -> _T | None:
     """An options object of class ``cls`` or None (a dict is refused: build the object, e.g.
     ``QueryOptions(limit=2)``, or ``QueryOptions.from_dict``)."""

@@ -98,3 +98,31 @@ def fulltext_hits(conn, word: str) -> int:
 
     pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
     return sum(1 for body in fulltext_bodies(conn).values() if pattern.search(body))
+
+
+HUB_FEW = 5
+HUB_DEEP = 12   # hub terms that relate onward (depth 2)
+
+
+def write_hub(kbdir, n: int) -> None:
+    """``hub`` related to ``n`` distinct keywords (scores with ties, two types), ``few`` to HUB_FEW; a few tagged
+    documents. Inside the root, so sync imports the relations."""
+    sims = [{"keyword1": "hub", "keyword2": f"hub term {i:05d}", "type": "synonym" if i % 2 else "narrower",
+             "context": f"hub relation {i % 7}", "score": round(0.5 + (i * 37 % 500) / 1000, 3)} for i in range(n)]
+    sims += [{"keyword1": f"hub term {i:05d}", "keyword2": f"deep term {i}", "type": "synonym",
+              "context": "deeper", "score": 1.0} for i in range(HUB_DEEP)]
+    sims += [{"keyword1": "few", "keyword2": f"few term {i}", "type": "synonym", "context": "few", "score": 0.9}
+             for i in range(HUB_FEW)]
+    (kbdir / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
+    for i in range(4):
+        tags = ", ".join(["hub", f"hub term {i * 3:05d}", "few", f"few term {i}", f"deep term {i}"])
+        (kbdir / f"doc-{i}.md").write_text(f"---\nkeywords: [{tags}]\n---\n# Doc {i}\n\nAbout hubs, part {i}.\n",
+                                           encoding="utf-8")
+
+
+def synced_hub(small, n: int):
+    kb, kbdir = small
+    write_hub(kbdir, n)
+    out = kb.sync()
+    assert out["errors"] == [], out["errors"]
+    return kb

@@ -14,35 +14,9 @@ from kb_indexer.defaults import MAX_EXPANSIONS
 from kb_indexer.search.expansion import expand
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.text import normalize_keyword
+from tests.helpers import HUB_FEW, synced_hub
 
 pytestmark = pytest.mark.both_engines
-
-FEW = 5
-DEEP = 12   # hub terms that relate onward (depth 2)
-
-
-def _write_hub(kbdir, n: int) -> None:
-    """``hub`` related to ``n`` distinct keywords (scores with ties, two types), ``few`` to FEW; a few tagged
-    documents. Inside the root, so sync imports the relations."""
-    sims = [{"keyword1": "hub", "keyword2": f"hub term {i:05d}", "type": "synonym" if i % 2 else "narrower",
-             "context": f"hub relation {i % 7}", "score": round(0.5 + (i * 37 % 500) / 1000, 3)} for i in range(n)]
-    sims += [{"keyword1": f"hub term {i:05d}", "keyword2": f"deep term {i}", "type": "synonym",
-              "context": "deeper", "score": 1.0} for i in range(DEEP)]
-    sims += [{"keyword1": "few", "keyword2": f"few term {i}", "type": "synonym", "context": "few", "score": 0.9}
-             for i in range(FEW)]
-    (kbdir / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
-    for i in range(4):
-        tags = ", ".join(["hub", f"hub term {i * 3:05d}", "few", f"few term {i}", f"deep term {i}"])
-        (kbdir / f"doc-{i}.md").write_text(f"---\nkeywords: [{tags}]\n---\n# Doc {i}\n\nAbout hubs, part {i}.\n",
-                                           encoding="utf-8")
-
-
-def _synced(small, n: int):
-    kb, kbdir = small
-    _write_hub(kbdir, n)
-    out = kb.sync()
-    assert out["errors"] == [], out["errors"]
-    return kb
 
 
 def _seeds(kb, *names):
@@ -59,34 +33,34 @@ def _capped_parts(out):
 
 @pytest.mark.parametrize("n", [MAX_EXPANSIONS + 40, 4 * MAX_EXPANSIONS])
 def test_a_query_keeps_the_strongest_expansions_and_counts_the_rest(small, n):
-    kb = _synced(small, n)
+    kb = synced_hub(small, n)
     out = kb.query("", ["hub", "few"], QueryOptions(explain=True, limit=0))
     q = out["query"]
     assert q["expansion_limit"] == MAX_EXPANSIONS
     assert q["expansions_omitted"] == n - MAX_EXPANSIONS     # exactly the rest
-    assert _capped_parts(out) == (2 + MAX_EXPANSIONS + FEW, {"hub": MAX_EXPANSIONS, "few": FEW},
-                                  MAX_EXPANSIONS + FEW)
+    assert _capped_parts(out) == (2 + MAX_EXPANSIONS + HUB_FEW, {"hub": MAX_EXPANSIONS, "few": HUB_FEW},
+                                  MAX_EXPANSIONS + HUB_FEW)
     # the kept are the strongest: those an uncapped walk ranks first
     uncapped = expand(kb.conn, _seeds(kb, "hub", "few"), limit=10 ** 6)
-    assert len(uncapped) == n + FEW
+    assert len(uncapped) == n + HUB_FEW
     assert q["expansion_map"]["hub"] == [e.keyword for e in uncapped if e.user_keyword == "hub"][:MAX_EXPANSIONS]
-    assert q["expansion_map"]["few"] == [f"few term {i}" for i in range(FEW)]
+    assert q["expansion_map"]["few"] == [f"few term {i}" for i in range(HUB_FEW)]
     # the history keeps what was used, no more
     recorded = kb.conn.execute("SELECT expansions FROM query_attempts WHERE id = ?", (out["attempt_id"],)).fetchone()
-    assert len(json.loads(recorded[0])) == MAX_EXPANSIONS + FEW
+    assert len(json.loads(recorded[0])) == MAX_EXPANSIONS + HUB_FEW
 
 
 def test_a_keyword_with_few_relations_has_no_cap_fields(small):
-    kb = _synced(small, MAX_EXPANSIONS + 40)
+    kb = synced_hub(small, MAX_EXPANSIONS + 40)
     q = kb.query("", ["few"], QueryOptions(explain=True))["query"]
     assert "expansions_omitted" not in q and "expansion_limit" not in q
-    assert q["expansion_map"] == {"few": [f"few term {i}" for i in range(FEW)]}
+    assert q["expansion_map"] == {"few": [f"few term {i}" for i in range(HUB_FEW)]}
     assert q["explain"]["expansion_limit"] == MAX_EXPANSIONS
 
 
 @pytest.mark.parametrize("context", [None, "hub relation 3"])
 def test_the_cut_keeps_what_an_uncapped_walk_ranks_first(small, context):
-    kb = _synced(small, 120)
+    kb = synced_hub(small, 120)
     seeds = _seeds(kb, "hub", "few")
     judged: list[list[int]] = []
 
@@ -119,7 +93,7 @@ def test_the_cut_keeps_what_an_uncapped_walk_ranks_first(small, context):
 
 
 def test_the_cli_says_how_many_expansions_it_left_out(small, run):
-    kb = _synced(small, MAX_EXPANSIONS + 40)
+    kb = synced_hub(small, MAX_EXPANSIONS + 40)
     db = ["--db", str(kb.db_path)]
     query = run("query", "-k", "hub", "-f", "json", "--no-stale-check", *db).json()
     assert query["query"]["expansions_omitted"] == 40 and len(query["query"]["expansion_map"]["hub"]) == MAX_EXPANSIONS

@@ -56,10 +56,10 @@ def _show(kb: KnowledgeBase, args: dict[str, Any]) -> tuple[str, dict[str, Any]]
 
 
 def _similar(kb: KnowledgeBase, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    out = kb.similar(str(args.get("keyword") or ""))
-    items = out.get("similar_keywords") or []
-    lines = [f"- {i.get('keyword')} ({i.get('similarity_type')}, {i.get('score')})" for i in items[:20]]
-    return "\n".join(lines) or "no related keywords", {"summary": f"{len(items)} related keywords"}
+    out = kb.similar(str(args.get("keyword") or ""), limit=20)
+    lines = [f"- {i.get('keyword')} ({i.get('similarity_type')}, {i.get('score')})"
+             for i in out.get("similar_keywords") or []]
+    return "\n".join(lines) or "no related keywords", {"summary": f"{out['total']} related keywords"}
 
 
 RUNNERS = {"kb_query": _query, "kb_show": _show, "kb_similar": _similar}

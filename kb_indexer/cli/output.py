@@ -54,9 +54,9 @@ def warn(message: str) -> None:
     _warn(message)
 
 
-def warn_shown(count: int, total: int) -> None:
+def warn_shown(count: int, total: int, what: str = "documents") -> None:
     """A table that shows fewer results than were found says so (the JSON has ``total``)."""
-    warn(f"showing {count} of {total} documents (--limit 0 for all)")
+    warn(f"showing {count} of {total} {what} (--limit 0 for all)")
 
 
 def report_documents(result: Mapping[str, Any]) -> None:

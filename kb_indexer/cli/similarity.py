@@ -11,8 +11,8 @@ import typer
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.api import similarities_file_text
-from kb_indexer.cli.output import Format, emit, write_file
-from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SIMILARITY_TYPES
+from kb_indexer.cli.output import Format, emit, warn_shown, write_file
+from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SIMILAR_DEFAULT_LIMIT, SIMILARITY_TYPES
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
 
@@ -30,19 +30,24 @@ def similar(
         help="Minimum context_match_score (0..1) with --user-context.")] = DEFAULT_CONTEXT_THRESHOLD,
     llm_backend: LlmBackendOpt = None, llm_model: LlmModelOpt = None, no_cache: NoCacheOpt = False,
     llm_timeout: LlmTimeoutOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most this many relations, the strongest "
+                                       "(0: all); the JSON's total counts them all.")] = SIMILAR_DEFAULT_LIMIT,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
     """Keywords related to KEYWORD, with type, context, score and direction."""
     with open_kb(db, kb) as k:
         if user_context is None:
-            emit(k.similar(keyword, type), format, rows="similar_keywords",
-                 columns=("keyword", "similarity_type", "score", "direction", "context"))
-            return
-        result = k.similar(keyword, type, user_context, context_threshold,
-                           llm_options(llm_backend, llm_model, no_cache, llm_timeout))
-    warn_llm(result)
+            result = k.similar(keyword, type, limit=limit)
+        else:
+            result = k.similar(keyword, type, user_context, context_threshold,
+                               llm_options(llm_backend, llm_model, no_cache, llm_timeout), limit)
+    if user_context is not None:
+        warn_llm(result)
+    if result["total"] > result["count"] and format is not Format.json and limit == SIMILAR_DEFAULT_LIMIT:
+        warn_shown(result["count"], result["total"], "related keywords")
     emit(result, format, rows="similar_keywords",
-         columns=("keyword", "similarity_type", "score", "context_match_score", "direction", "context"))
+         columns=("keyword", "similarity_type", "score", *(("context_match_score",) if user_context is not None
+                                                           else ()), "direction", "context"))
 
 
 @app.command(short_help="Add or change a typed relation of two keywords")

@@ -35,7 +35,7 @@ from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.config import DbArg
 from kb_indexer.errors import KbError, UsageError
-from kb_indexer.mcp import outputs, resources
+from kb_indexer.mcp import outputs, paging, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME, READ_ONLY_INSTRUCTIONS
 from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
@@ -190,11 +190,11 @@ def kb_similar_impl(db: Any, keyword: str, user_context: Optional[str],
                     cursor: Optional[str]) -> outputs.SimilarOut:
     scope = ["kb_similar", keyword, user_context]
     offset, _ = parse_cursor(cursor, scope)
-    with _opened(db) as kb:
-        out = kb.similar(keyword, user_context=user_context)
+    with _opened(db) as kb:   # a page holds fewer than BUDGET items (each costs a token or more)
+        out = kb.similar(keyword, user_context=user_context, limit=offset + paging.BUDGET)
     items = [_pick(item, _RELATED_FIELDS) for item in out.get("similar_keywords") or []]
     page, nxt = page_items(items, offset)
-    head = {"keyword": out["keyword"], "count": out.get("count", len(items))}
+    head = {"keyword": out["keyword"], "count": out["total"]}
     if user_context is not None:
         head["user_context"] = out.get("user_context")
     return {**head, "similar_keywords": page, **_fallback(out.get("llm")),  # type: ignore[typeddict-item]

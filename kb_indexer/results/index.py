@@ -207,7 +207,8 @@ class SimilarKeyword(TypedDict):
 class SimilarResult(TypedDict):
     keyword: str
     similar_keywords: list[SimilarKeyword]
-    count: int
+    count: int   # the relations shown (at most the limit)
+    total: int   # every relation of the keyword (with a user context: every one that fits it)
     user_context: NotRequired[str]
     llm: NotRequired[LlmReport]
     cache: NotRequired[CacheCounts]

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from kb_indexer.errors import UsageError
-from kb_indexer.limits import MAX_ID, check_keyword
+from kb_indexer.limits import MAX_ID, check_keyword, check_limit
 from kb_indexer.defaults import SEARCH_DEFAULT_LIMIT
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection
@@ -22,8 +22,7 @@ def keyword_search(conn: Connection, keywords: list[str], mode: str = "or",
     """
     if mode not in ("or", "and"):
         raise UsageError("mode must be 'or' or 'and'")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise UsageError(f"limit must be a whole number >= 0 (0: all), got {limit!r}")
+    limit = check_limit(limit)
     users: dict[str, list[str]] = {}
     for kw in keywords:
         norm = normalize_keyword(check_keyword(kw))
@@ -33,7 +32,7 @@ def keyword_search(conn: Connection, keywords: list[str], mode: str = "or",
         raise UsageError("give at least one non-empty keyword")
     ids = {r["keyword"]: r["id"] for r in conn.execute(
         "SELECT id, keyword FROM keywords WHERE keyword IN (SELECT value FROM json_each(?))", (json.dumps(list(users)),))}
-    results, total = _ranked_documents(conn, ids, users, mode, limit or None)
+    results, total = _ranked_documents(conn, ids, users, mode, limit)
     return {
         "query": {"keywords": keywords, "mode": "exact" if len(users) == 1 else mode},
         "results": results,

@@ -146,14 +146,19 @@ WHERE (s.keyword_id_1 = :kid OR s.keyword_id_2 = :kid)
 """
 
 
-def neighbours(conn: Connection, keyword_id: int, sim_type: str | None = None) -> list[dict[str, Any]]:
-    """All relations touching a keyword, with the direction seen from it."""
+def neighbours(conn: Connection, keyword_id: int, sim_type: str | None = None,
+               limit: int | None = None) -> list[dict[str, Any]]:
+    """The relations touching a keyword (of ``sim_type`` if given), with the direction seen from it: the
+    strongest first (ties by keyword, then type), at most ``limit`` (None: all)."""
     sql = _NEIGHBOUR_SQL
     args: dict[str, Any] = {"kid": keyword_id}
     if sim_type:
         sql += " AND s.similarity_type = :t"
         args["t"] = sim_type
     sql += " ORDER BY s.score DESC, k.keyword, s.similarity_type"
+    if limit is not None:
+        sql += " LIMIT :n"
+        args["n"] = limit
     out = []
     for r in conn.execute(sql, args):
         if not r["directional"]:
@@ -175,6 +180,17 @@ def neighbours(conn: Connection, keyword_id: int, sim_type: str | None = None) -
             "origin": r["origin"],
         })
     return out
+
+
+def count_neighbours(conn: Connection, keyword_id: int, sim_type: str | None = None) -> int:
+    """How many relations :func:`neighbours` would give without a limit."""
+    sql = "SELECT count(*) FROM keyword_similarities WHERE (keyword_id_1 = :kid OR keyword_id_2 = :kid)"
+    args: dict[str, Any] = {"kid": keyword_id}
+    if sim_type:
+        sql += " AND similarity_type = :t"
+        args["t"] = sim_type
+    n: int = conn.execute(sql, args).fetchone()[0]
+    return n
 
 
 def all_similarities(conn: Connection) -> list[dict[str, Any]]:

@@ -134,7 +134,7 @@ def test_backend_none_is_lexical_without_warning(similar_kb, cli):
 def test_similar_without_context_is_unchanged(similar_kb, cli):
     res = cli("similar", "RL", "--db", similar_kb.db_path, "--format", "json")
     data = json.loads(res.stdout)
-    assert list(data) == ["keyword", "similar_keywords", "count"]
+    assert list(data) == ["keyword", "similar_keywords", "count", "total"]
     assert "context_match_score" not in data["similar_keywords"][0]
 
 
