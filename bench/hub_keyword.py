@@ -1,0 +1,132 @@
+"""A keyword with thousands of relations, this checkout beside another one, in the same run:
+
+    python bench/hub_keyword.py --baseline-rev main [--relations 1000,10000,50000] [--runs 3]
+    python bench/hub_keyword.py --baseline-src /path/to/older/checkout
+
+For each relation count N, a knowledge base of 20 tagged notes whose ``similarities.json`` relates ``hub`` to
+N distinct keywords (synonym, abbreviation, narrower, related_concept, broader; scores 0.7-1.0) and ``few`` to
+5; each checkout indexes its own copy (``init`` + ``sync``, not timed). Then, as new processes, the two
+checkouts interleaved run by run: ``kbindex query -k hub``, ``query -k few``, ``similar hub`` and
+``similar few`` (``--format json``; the queries with ``--no-stale-check``). Printed: the median wall time of
+each, its median CPU time (user + system) and the bytes it printed. A command that runs past ``--timeout`` is
+shown as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.revision import checkout  # noqa: E402 (after the path is set)
+
+TYPES = ["synonym", "abbreviation", "narrower", "related_concept", "broader"]
+COMMANDS = {
+    "query -k hub": ["query", "-k", "hub", "--format", "json", "--no-stale-check"],
+    "query -k few": ["query", "-k", "few", "--format", "json", "--no-stale-check"],
+    "similar hub": ["similar", "hub", "--format", "json"],
+    "similar few": ["similar", "few", "--format", "json"],
+}
+
+
+def write_kb(folder: Path, n: int, seed: int = 7) -> None:
+    """The knowledge base of ``n`` relations of ``hub`` (see the module docstring)."""
+    rng = random.Random(seed)
+    kb = folder / "knowledge-base"
+    kb.mkdir(parents=True)
+    sims = [{"keyword1": "hub", "keyword2": f"hub term {i:06d}", "type": TYPES[i % len(TYPES)],
+             "context": f"hub relation number {i}", "score": round(0.7 + 0.3 * rng.random(), 3),
+             "directional": False} for i in range(n)]
+    sims += [{"keyword1": "few", "keyword2": f"few term {i}", "type": "synonym", "context": "few", "score": 0.9,
+              "directional": False} for i in range(5)]
+    (kb / "similarities.json").write_text(json.dumps({"similarities": sims}), encoding="utf-8")
+    for i in range(20):
+        tags = ", ".join(["hub", f"hub term {i * 7:06d}", "few", f"few term {i % 5}"])
+        (kb / f"doc-{i:02d}.md").write_text(f"---\nkeywords: [{tags}]\n---\n# Doc {i}\n\nAbout hub things {i}.\n",
+                                           encoding="utf-8")
+
+
+Sample = tuple[float | None, float, int]   # wall seconds (None: past the timeout), CPU seconds, bytes printed
+
+
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Sample:
+    """One child process: its wall and CPU time (user + system) and the bytes it printed on stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, timeout=timeout, check=True).stdout
+    except subprocess.TimeoutExpired:
+        return None, 0.0, 0
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), len(out)
+
+
+def _prepare(tree: Path, source: Path, work: Path, name: str) -> tuple[list[str], dict[str, str], Path]:
+    """The kbindex command of ``tree``, its environment and its synced copy of the knowledge base ``source``."""
+    folder = work / name
+    shutil.copytree(source, folder)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "HOME": str(work)}
+    cmd = [sys.executable, str(tree / "kbindex.py")]
+    for step in (["init"], ["sync"]):
+        subprocess.run(cmd + step, env=env, cwd=folder, check=True, stdout=subprocess.DEVNULL)
+    return cmd, env, folder
+
+
+def _cell(samples: list[Sample], timeout: float) -> str:
+    """Median wall and CPU milliseconds, and the bytes printed (the most of any run)."""
+    if any(wall is None for wall, _, _ in samples):
+        return f"> {timeout:.0f} s"
+    wall = statistics.median(w for w, _, _ in samples if w is not None)
+    cpu = statistics.median(c for _, c, _ in samples)
+    return f"{wall * 1000:8.0f} {cpu * 1000:8.0f} {max(b for _, _, b in samples):>11,}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument("--baseline-rev", help="a git revision of this repository to compare with")
+    group.add_argument("--baseline-src", help="a checkout to compare with")
+    ap.add_argument("--relations", default="1000,10000,50000", help="relation counts of hub, comma-separated")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds one command may take")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        this = work / "this"
+        shutil.copytree(REPO, this, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.db*", ".venv"))
+        base = Path(args.baseline_src).resolve() if args.baseline_src else checkout(args.baseline_rev, work)
+        trees = {"this checkout": this, "baseline": base}
+        for tree in trees.values():
+            compileall.compile_dir(str(tree / "kb_indexer"), quiet=1)
+        print(f"{'':>24} {'this checkout':^29} {'baseline':^29}")
+        print(f"{'relations':>9}  {'command':<13}" + f" {'wall ms':>8} {'CPU ms':>8} {'bytes':>11}" * 2
+              + f"   (median of {args.runs})")
+        for n in (int(x) for x in args.relations.split(",")):
+            source = work / f"source-{n}"
+            write_kb(source, n)
+            ready = {label: _prepare(tree, source, work, f"kb-{n}-{i}")
+                     for i, (label, tree) in enumerate(trees.items())}
+            times: dict[tuple[str, str], list[Sample]] = {}
+            for _ in range(args.runs):
+                for name, argv in COMMANDS.items():
+                    for label, (cmd, env, folder) in ready.items():
+                        times.setdefault((name, label), []).append(_timed(cmd + argv, env, folder, args.timeout))
+            for name in COMMANDS:
+                cells = [_cell(times[(name, label)], args.timeout) for label in trees]
+                print(f"{n:>9,}  {name:<13} {cells[0]:>29} {cells[1]:>29}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
