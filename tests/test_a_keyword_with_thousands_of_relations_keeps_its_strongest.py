@@ -92,6 +92,23 @@ def test_the_cut_keeps_what_an_uncapped_walk_ranks_first(small, context):
     assert full.omitted == {}
 
 
+@pytest.mark.parametrize("n", [MAX_EXPANSIONS + 40, 4 * MAX_EXPANSIONS])
+def test_a_context_is_judged_on_the_strongest_relations_only(small, n):
+    """An LLM judges each relation it is asked about: a hub's relations past the cut are not sent to it."""
+    from kb_indexer.search.context import lexical_scores
+
+    kb = synced_hub(small, n)
+    asked: list[int] = []
+
+    def scorer(user_context, candidates):
+        asked.extend(c["id"] for c in candidates)
+        return lexical_scores(user_context, candidates)
+
+    got = expand(kb.conn, _seeds(kb, "hub"), depth=2, context="hub relation 3", context_scorer=scorer)
+    assert len(got) == MAX_EXPANSIONS and got.omitted["hub"] > 0
+    assert len(asked) == len(set(asked)) < 2 * MAX_EXPANSIONS   # each once, and not all n + HUB_DEEP of them
+
+
 def test_the_cli_says_how_many_expansions_it_left_out(small, run):
     kb = synced_hub(small, MAX_EXPANSIONS + 40)
     db = ["--db", str(kb.db_path)]

@@ -12,7 +12,10 @@ A *context scorer* is any callable ``(user_context, candidates) -> scores``:
   candidate order. A candidate missing from a mapping counts as 0.
 
 It is called once per expansion hop with every relation that could still pass
-the threshold, so a batched LLM scorer plugs in without changing the pipeline::
+the threshold (for a keyword with more relations than the expansion cap, in a
+few rounds, the strongest first, until the rest could not make the cut: see
+:func:`kb_indexer.search.expansion.expand`), so a batched LLM scorer plugs in
+without changing the pipeline::
 
     scorer = lambda ctx, cands: score_contexts(conn, ctx, cands, opts=opts)[0]
 

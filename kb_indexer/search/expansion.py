@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kb_indexer.errors import UsageError
-from kb_indexer.search.context import CONTEXT_FLOOR, ContextScorer, as_list, context_factor, lexical_scores
+from kb_indexer.search.context import ContextScorer, as_list, context_factor, lexical_scores
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, DEFAULT_DEPTH, DEFAULT_THRESHOLD, MAX_DEPTH, MAX_EXPANSIONS
 from kb_indexer.store.similarities import SIMILARITY_TYPES, check_similarity_type
 from kb_indexer.store.connection import plain_rows
@@ -263,7 +263,7 @@ class _Walk:
         decay = HOP_DECAY if hop > 1 else 1.0   # so a path of h hops decays by HOP_DECAY ** (h - 1)
         steps = self._steps(frontier, edges, decay)
         if self.context is not None:
-            _score_contexts(self.context, frontier, self._worth_judging(steps, decay), self.scorer, self.matches)
+            self._judge(frontier, steps, decay)
         updated: _Frontier = {}
         for (seed, node) in sorted(frontier, key=lambda k: (self.order[k[0]], k[1])):
             _, node_kw, path = frontier[(seed, node)]
@@ -332,43 +332,53 @@ class _Walk:
                 omitted[seed] = len(keys) - len(top)
         return Expansions(kept, omitted)
 
-    def _worth_judging(self, steps: dict[_Key, list[_Step]], decay: float) -> dict[_Key, list[_Step]]:
-        """The steps whose relation could still make its user keyword's strongest ``limit``: a context fit
-        multiplies a weight by ``CONTEXT_FLOOR`` at worst, so once ``limit`` keywords are sure to weigh at least
-        W, a relation weighing less than W before its context is judged could change nothing kept."""
-        sure: dict[_Key, float] = {k: found[0] for k, found in self.best.items()}
-        for (seed, _), found in steps.items():
-            for other, _, base, _ in found:
-                w = base * CONTEXT_FLOOR * decay
-                if w + _EPS >= self.threshold and w > sure.get((seed, other), -1.0):
-                    sure[(seed, other)] = w
-        if len(sure) <= self.limit:
-            return steps
-        by_seed: dict[str, list[float]] = {}
-        for (seed, _), w in sure.items():
-            by_seed.setdefault(seed, []).append(w)
-        cut = {seed: heapq.nlargest(self.limit, ws)[-1] for seed, ws in by_seed.items() if len(ws) >= self.limit}
-        return {(seed, node): [s for s in found if seed not in cut or s[2] * decay + _EPS >= cut[seed]]
-                for (seed, node), found in steps.items()}
+    def _judge(self, frontier: _Frontier, steps: dict[_Key, list[_Step]], decay: float) -> None:
+        """Score the context fit of this hop's relations that could still make their user keyword's strongest
+        ``limit``: in one batch when no user keyword has more than ``limit`` of them (so for every query that
+        names no keyword with hundreds of relations); else the strongest first, in rounds of twice the size,
+        until the ``limit``-th best weight known exceeds what every relation left could weigh (a context fit
+        only lowers a weight): those could change nothing kept, and are not judged."""
+        candidates: dict[int, dict[str, Any]] = {}
+        pending: dict[str, list[tuple[float, int]]] = {}   # user keyword -> [(weight before the context, id)]
+        for (seed, node), found in steps.items():
+            for _other, other_kw, base, (rid, sim_type, ctx, score) in found:
+                candidates.setdefault(rid, {"id": rid, "keyword": other_kw, "source": frontier[(seed, node)][1],
+                                            "similarity_type": sim_type, "context": ctx, "score": score})
+                if rid not in self.matches:
+                    pending.setdefault(seed, []).append((base * decay, rid))
+        for todo in pending.values():
+            todo.sort(key=lambda t: (-t[0], t[1]))
+        size = self.limit
+        while pending:
+            batch = sorted({rid for todo in pending.values() for _, rid in todo[:size]} - self.matches.keys())
+            if batch and self.context is not None:
+                cands = [candidates[rid] for rid in batch]
+                for c, score in zip(cands, as_list(self.scorer(self.context, cands), cands)):
+                    self.matches[c["id"]] = score
+            pending = {seed: rest for seed, todo in pending.items()
+                       if (rest := self._could_count(seed, todo[size:], steps, decay))}
+            size *= 2
 
-
-def _score_contexts(context: str, frontier: _Frontier, steps: dict[_Key, list[_Step]],
-                    scorer: ContextScorer, matches: dict[int, float]) -> None:
-    """Score (once, in one batch) every relation of this hop that could still pass the threshold and make
-    the cut (``steps``)."""
-    todo: dict[int, dict[str, Any]] = {}
-    for key, found in steps.items():
-        node_kw = frontier[key][1]
-        for _other, other_kw, _base, (rid, sim_type, ctx, score) in found:
-            if rid in matches or rid in todo:
+    def _could_count(self, seed: str, rest: list[tuple[float, int]], steps: dict[_Key, list[_Step]],
+                     decay: float) -> list[tuple[float, int]]:
+        """The relations of ``rest`` (not judged yet) that could still weigh as much as the ``limit``-th best
+        keyword of ``seed`` known so far (earlier hops' and this hop's judged relations)."""
+        if not rest:
+            return []
+        known = {k[1]: found[0] for k, found in self.best.items() if k[0] == seed}
+        for (s, _), found in steps.items():
+            if s != seed:
                 continue
-            todo[rid] = {"id": rid, "keyword": other_kw, "source": node_kw, "similarity_type": sim_type,
-                         "context": ctx, "score": score}
-    if not todo:
-        return
-    cands = [todo[i] for i in sorted(todo)]
-    for c, s in zip(cands, as_list(scorer(context, cands), cands)):
-        matches[c["id"]] = s
+            for other, _, base, rel in found:
+                match = self.matches.get(rel[0])
+                if match is not None:
+                    w = base * context_factor(match, self.context_threshold) * decay
+                    if w + _EPS >= self.threshold and w > known.get(other, -1.0):
+                        known[other] = w
+        if len(known) < self.limit:
+            return [t for t in rest if t[1] not in self.matches]
+        cut = heapq.nlargest(self.limit, known.values())[-1]
+        return [t for t in rest if t[0] + _EPS >= cut and t[1] not in self.matches]
 
 
 def expansion_map(seeds: list[tuple[str, int | None]], expansions: list[Expansion]) -> dict[str, list[str]]:
