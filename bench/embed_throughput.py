@@ -3,6 +3,7 @@ on the same texts in the same run.
 
     python bench/embed_throughput.py --st-python /work/venv-st/bin/python     # sentence-transformers in its own venv
     python bench/embed_throughput.py --docs 1400 --rounds 3 --modes numpy,st
+    python bench/embed_throughput.py --docs 40 --rounds 1 --modes numpy,numpy-1,numpy-blas
 
 The texts are the chunks `kbindex embed` sends for the first ``--docs`` Cranfield documents (title and heading
 first, ~1,000 characters). Each mode runs in a fresh process of its own (its model load timed apart, its peak RSS
@@ -14,7 +15,8 @@ benchmark); the table gives each mode's median. Modes:
 - ``numpy``: the numpy encoder on exactly those chunk texts, ``--batch`` texts per call, one thread per core (each
   its own texts, BLAS on one thread: what ``kbindex embed`` does);
 - ``numpy-1``: the same on one thread (what a question uses);
-- ``numpy-blas``: one thread of texts, BLAS on every core (the choice not made: see kb_indexer/llm/minilm.py);
+- ``numpy-blas`` (only when named): one thread of texts, BLAS on every core (the choice not made, see
+  kb_indexer/llm/minilm.py: slow on a loaded machine, use few ``--docs``);
 - ``st``: ``SentenceTransformer.encode`` on the same texts and batches (torch's own threads: every core), in the
   Python of ``--st-python`` (a venv with torch and sentence-transformers; the shared one has neither).
 
@@ -40,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 MODES = ("kbindex", "numpy", "numpy-1", "numpy-blas", "st")
+DEFAULT_MODES = ("kbindex", "numpy", "numpy-1", "st")
 
 
 def _peak_mb() -> float:
@@ -177,7 +180,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"of {', '.join(MODES)}")
     ap.add_argument("--st-python", help="the Python of a venv with sentence-transformers (default: this one)")
     ap.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--texts", type=Path, help=argparse.SUPPRESS)

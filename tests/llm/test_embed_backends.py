@@ -211,7 +211,7 @@ def test_embed_settings_flags_env_index_default(monkeypatch):
     assert resolve_embed(EmbedOptions(backend="gemini")).model == "gemini-embedding-001"
 
 
-# -- local: numpy, or sentence-transformers ---------------------------------------------------------------
+# -- local: numpy, or sentence-transformers -----------------------------------------------
 
 class StandIn:
     """Looks like a SentenceTransformer: 3-dimensional vectors from the text's letters."""
