@@ -21,9 +21,10 @@ activations stay in the CPU's cache (GELU's passes over them cost as much as the
 
 Threads: BLAS always runs on one thread. A question's products are small, and OpenBLAS's threads
 waiting on a busy CPU made one question take a second instead of tens of milliseconds; for a batch of
-documents OpenBLAS's two threads were 3-7x slower than one on the loaded 2-core machine (bench/embed_throughput.py).
-A batch of documents is instead split across ``threads`` Python threads (:func:`in_threads`, one per core:
-numpy releases the GIL), each computing its own texts.
+documents OpenBLAS on two threads was 4.5x slower than on one on the loaded 2-core machine
+(``bench/embed_throughput.py --modes numpy-1,numpy-blas``). A batch of documents is instead split across
+``threads`` Python threads (:func:`in_threads`; the caller gives one per core), each computing its own
+texts: numpy releases the GIL in its products and element-wise loops.
 
 The weights are a read-only memory map of ``model.safetensors`` (no copy: the pages of the 30,522
 word vectors that a question never uses are never read). :func:`unsupported` says why a folder is not
@@ -49,9 +50,9 @@ POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_m
                  "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
 #: what the encoder needs besides numpy (the extra local): WordPiece, and BLAS kept to one thread
 NEEDS = ("tokenizers", "threadpoolctl")
+FILES = ("modules.json", "config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
 T = TypeVar("T")
 R = TypeVar("R")
-FILES = ("modules.json", "config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
 
 
 def cores() -> int:
@@ -198,7 +199,7 @@ class NumpyBert:
     """A sentence-transformers BERT model with mean pooling, computed in numpy (see the module's text)."""
 
     def __init__(self, folder: str | Path):
-        # lazy: the extra local (see NEEDS), only when a question is embedded
+        # lazy: the extra local (see NEEDS), only when a text is embedded
         import threadpoolctl, tokenizers  # noqa: E401
 
 
@@ -250,14 +251,13 @@ class NumpyBert:
         q *= np.float32(1 / math.sqrt(head))
         context = np.empty_like(x)
         for begin, end in spans:
-            def heads(m: np.ndarray) -> np.ndarray:
-                split: np.ndarray = m[begin:end].reshape(end - begin, self.heads, head).transpose(1, 0, 2)
-                return split
-            scores = heads(q) @ heads(k).transpose(0, 2, 1)            # (heads, tokens, tokens)
+            n = end - begin
+            qh, kh, vh = (m[begin:end].reshape(n, self.heads, head).transpose(1, 0, 2) for m in (q, k, v))
+            scores = qh @ kh.transpose(0, 2, 1)            # (heads, tokens, tokens)
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context[begin:end] = (scores @ heads(v)).transpose(1, 0, 2).reshape(end - begin, width)
+            context[begin:end] = (scores @ vh).transpose(1, 0, 2).reshape(n, width)
         return self._linear(context, f"{prefix}.attention.output.dense")
 
     def _feed_forward(self, x: np.ndarray, prefix: str) -> np.ndarray:
