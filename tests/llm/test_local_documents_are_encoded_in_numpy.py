@@ -80,6 +80,18 @@ def test_one_text_alone_and_in_a_batch_give_the_same_vector():
     assert float(np.abs(alone - model.encode(texts, batch_size=len(texts), threads=2)).max()) <= 1e-6
 
 
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None,
+                    reason="sentence-transformers is not installed: no live comparison")
+def test_document_vectors_match_sentence_transformers_live():
+    from sentence_transformers import SentenceTransformer
+
+    texts, _, _ = _golden()
+    texts = [t[::-1] for t in texts[::3]] + ["naïve café résumé " * 120, "北京大学 " * 300, "x " * 255]
+    theirs = SentenceTransformer(str(_folder()), device="cpu").encode(
+        texts, batch_size=4, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    _assert_close(minilm.NumpyBert(_folder()).encode(texts, batch_size=4, threads=2), theirs)
+
+
 def test_documents_are_embedded_without_sentence_transformers(no_sentence_transformers):
     texts, _, golden = _golden()
     client = EmbedClient(resolve_embed(EmbedOptions(backend="local")), sleep=lambda s: None)
