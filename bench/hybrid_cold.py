@@ -3,7 +3,7 @@
     python bench/hybrid_cold.py [--baseline-rev f6dc8df] [--runs 15]
 
 The bundled ``knowledge-base/`` is indexed (``init`` + ``sync``) and embedded with the local model
-(``kbindex embed --embed-backend local``: sentence-transformers, torch) once; each checkout queries its
+(``kbindex embed --embed-backend local``: this checkout, the numpy encoder) once; each checkout queries its
 own copy of that index, and its own copy of an index without vectors. Both checkouts are byte-compiled
 first (as an installed package is). Then, run by run and interleaved, new processes:
 

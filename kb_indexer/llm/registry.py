@@ -1,7 +1,7 @@
 """The LLM backends by name: a small registry, and the plugin hook that adds more.
 
 The built-in backends are ``ollama``, ``gemini`` and ``openai``, and ``local``
-(sentence-transformers, embeddings only, the optional extra ``kbindex[local]``); each is
+(in this process, numpy; embeddings only, the optional extra ``kbindex[local]``); each is
 registered with a factory that imports its module (and so its SDK) only when a
 command makes a backend. ``none`` is not a backend: it switches the LLM off.
 
@@ -138,7 +138,7 @@ def _openai(config: Any) -> Any:
 
 
 def _local(config: Any) -> Any:
-    # lazy: sentence-transformers (extra local), only when this backend is used
+    # lazy: the numpy encoder (extra local), only when this backend is used
     from kb_indexer.llm.local_backend import LocalBackend
     return LocalBackend(config)
 

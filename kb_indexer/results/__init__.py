@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from kb_indexer.results.common import CacheCounts, JsonObject, LlmReport, Problem, SchemaVersion, SimilarityType
 from kb_indexer.results.index import (
-    CacheClearResult, CacheGroup, CacheStatsResult, DbStatsResult, DoctorDatabase, DoctorResult, LocalModelStatus,
+    CacheClearResult, CacheGroup, CacheStatsResult, DbStatsResult, DoctorDatabase, DoctorEmbedding, DoctorResult, LocalModelStatus,
     DocumentKeyword, DocumentResult, DocumentSummary, DocumentText, EmbedError, EmbedResult, EmbeddingCoverage, ExportResult,
     ExportSimilaritiesResult, ImportResult, ImportSimilaritiesResult, InitResult, KeywordDocsResult,
     KeywordStatsResult, KeywordTag, KeywordsResult, ListDocsResult, RelateResult, RemoveResult, Rename,
@@ -55,7 +55,7 @@ __all__ = [
     "AddedMessage", "Attempt", "AttemptHit", "BuildStats", "CacheClearResult", "CacheCounts", "CacheGroup",
     "CacheStatsResult", "ClearHistoryResult", "CompressStats", "ContextAddResult", "ContextBuildResult",
     "ContextCompressResult", "ContextResetResult", "ContextSession", "ContextSessionsResult",
-    "ContextShowResult", "DbStatsResult", "DoctorDatabase", "DoctorResult", "LocalModelStatus", "DocumentKeyword", "DocumentResult",
+    "ContextShowResult", "DbStatsResult", "DoctorDatabase", "DoctorEmbedding", "DoctorResult", "LocalModelStatus", "DocumentKeyword", "DocumentResult",
     "DocumentSummary", "DuplicateSkill", "EmbedError", "EmbedResult", "EmbeddingCoverage", "EnrichResult",
     "EnrichedDocument", "Evidence", "Expansion", "ExportResult", "ExportSimilaritiesResult", "FeedbackResult",
     "FeedbackRow", "FeedbackShowResult", "HistoryDetailResult", "HistoryEntry", "HistoryListResult",

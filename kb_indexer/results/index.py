@@ -57,6 +57,7 @@ class SparseRefresh(TypedDict):
 class EmbedResult(TypedDict):
     backend: str
     model: str
+    encoder: str | None     # what computed the vectors in this process (local: numpy or sentence-transformers)
     dim: int | None
     documents: int
     embedded: int
@@ -284,10 +285,21 @@ class LocalModelStatus(TypedDict):
     hint: NotRequired[str]
 
 
+class DoctorEmbedding(TypedDict):
+    """The embedding backend and model ``embed`` and ``query`` use, and (``local``) what would compute it."""
+    backend: str
+    model: str | None
+    sources: dict[str, str]
+    encoder: str | None     # local: "numpy" or "sentence-transformers"; None: a server's, or none can run
+    error: str | None       # why the model cannot be used here
+    path: NotRequired[str | None]   # local: the model's folder
+
+
 class DoctorResult(TypedDict):
     version: str
     llm: JsonObject
     local_model: LocalModelStatus
+    embedding: DoctorEmbedding
     database: DoctorDatabase
     problems: list[str]
     ok: bool

@@ -108,6 +108,9 @@ class SemanticReport(TypedDict):
     used: bool
     error: str | None
     configured: bool
+    # what embedded the question: "numpy" or "sentence-transformers" (local), "cache" (the LLM cache had its
+    # vector), None (a server's backend, or no question embedded)
+    encoder: NotRequired[str | None]
     documents_without_vectors: NotRequired[int | None]
     files_without_vectors: NotRequired[list[str] | None]
     chunks: NotRequired[int]

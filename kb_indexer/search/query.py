@@ -182,6 +182,7 @@ def _dense(conn: Connection, spec: _Spec, source: DenseSource | None) -> tuple[D
         info["error"] = exc.message
         result = None
     if source.model is not None:   # the vectors read tell how many documents have some
+        info["encoder"] = source.encoder
         n, paths = documents_without_vectors(conn, source.model.id,
                                              with_vectors=result.info.get("documents") if result else None)
         info.update(documents_without_vectors=n, files_without_vectors=paths)

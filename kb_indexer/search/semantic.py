@@ -57,6 +57,7 @@ class DenseSource:
     embed: Callable[[str], Any] | None = None     # question -> unit vector (raises KbError on failure)
     unavailable: str | None = None
     configured: bool = False                      # the user chose an embedding backend explicitly
+    encoder: str | None = None                    # set by ``embed``: what embedded the question (or "cache")
 
 
 @dataclass

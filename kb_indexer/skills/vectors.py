@@ -85,10 +85,11 @@ def model_problem() -> str | None:
         return exc.message
 
 
-def _client() -> EmbedClient:
-    # questions' side of the local backend: the numpy encoder (no torch), the same vectors as for documents
+def _client(for_queries: bool) -> EmbedClient:
+    """The local model (the numpy encoder, no torch): a message as a question (one thread), the skills as a
+    batch of documents (every core)."""
     return EmbedClient(resolve_embed(EmbedOptions(backend=BACKEND, model=MODEL)), batch_size=BATCH,
-                       for_queries=True)
+                       for_queries=for_queries)
 
 
 def _stored_raw(conn: Connection) -> dict[str, tuple[str, np.ndarray]]:
@@ -115,7 +116,7 @@ def embed_skills(conn: Connection, everything: bool = False) -> dict[str, Any]:
     stored = _stored_raw(conn)
     old = {} if everything else stored
     todo = [(n, d) for n, d in skills if n not in old or old[n][0] != _digest(n, d)]
-    client = _client()
+    client = _client(for_queries=False)
     try:
         new = client.embed([skill_text(n, d) for n, d in todo]) if todo else None
     finally:
@@ -156,7 +157,7 @@ def vector_step(conn: Connection, index: SkillIndex, message: str, out: dict[str
         report["fallback"] = "no skill has a vector of its current text (run `kbindex skills embed`): keyword result"
         return
     try:
-        client = _client()
+        client = _client(for_queries=True)
     except KbError as exc:   # a malformed setting (KBINDEX_LLM_TIMEOUT=abc, a plugin that fails): keyword result
         report["fallback"] = f"the local model's settings cannot be read ({exc.message}): keyword result"
         return

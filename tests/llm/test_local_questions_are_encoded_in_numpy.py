@@ -98,20 +98,6 @@ def test_a_question_is_embedded_without_sentence_transformers(no_sentence_transf
     assert client.describe()["encoder"] == "numpy"
 
 
-@needs_model
-def test_documents_keep_the_sentence_transformers_loader(monkeypatch):
-    loaded = []
-    monkeypatch.setattr(local_backend, "loader", lambda path: loaded.append(path) or minilm.NumpyBert(path))
-    monkeypatch.setattr(local_backend, "_models", {})
-    monkeypatch.delenv("KBINDEX_EMBED_MODEL", raising=False)
-    client = EmbedClient(resolve_embed(EmbedOptions(backend="local")), sleep=lambda s: None)
-    try:
-        client.embed(["a document"])
-    finally:
-        client.close()
-    assert loaded == [str(_folder())]
-
-
 def _copy_with(tmp_path: Path, name: str, text: str) -> Path:
     """The packaged model folder with one configuration file replaced (the weights linked, not copied)."""
     folder = tmp_path / "model"
