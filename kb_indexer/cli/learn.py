@@ -229,7 +229,11 @@ def learned_remove(
 ) -> None:
     """Undo learned items (they will not be learned again)."""
     with open_kb(db, kb) as k:
-        emit(k.learning.learned_remove(ids, all_), format, title="learned remove")
+        out = k.learning.learned_remove(ids, all_)
+    if out["already_removed"]:
+        warn(f"already removed, nothing to undo: {', '.join(map(str, out['already_removed']))} "
+             "(`kbindex learned list --all` lists them)")
+    emit(out, format, title="learned remove")
 
 
 @app.command("clear-history", short_help="Delete recorded queries and their feedback")
