@@ -54,6 +54,11 @@ def warn(message: str) -> None:
     _warn(message)
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun that fits it: ``1 feedback entry``, ``2 feedback entries``, ``0 directories``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def warn_shown(count: int, total: int, what: str = "documents") -> None:
     """A table that shows fewer results than were found says so (the JSON has ``total``)."""
     warn(f"showing {count} of {total} {what} (--limit 0 for all)")
