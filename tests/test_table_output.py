@@ -97,3 +97,18 @@ def test_numbers_in_tables_have_three_digits_and_large_ones_are_whole():
 
     assert [_str(x) for x in (14500.3, 999.9, 123.456, 0.123456, 0.5, -2500.0)] == [
         "14500", "1000", "123", "0.123", "0.5", "-2500"]   # a doctor's round trip said 1.45e+04 ms
+
+
+def test_a_nested_value_that_is_not_there_is_left_out_of_a_cell():
+    from kb_indexer.cli.output import _str
+
+    assert _str({"engine": "numpy", "pgvector": None, "index": None, "note": None}) == "engine=numpy"
+    assert _str({"a": 0, "b": False, "c": ""}) == "a=0, b=False, c="   # values that are there stay
+
+
+def test_db_stats_table_shows_no_empty_parts(small, cli):
+    handle, _ = small
+    res = cli("db-stats", "--db", str(handle.db_path))
+    assert res.exit_code == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if "vector_search" in ln)
+    assert "engine=numpy" in line and "pgvector=" not in line and "note=" not in line

@@ -81,6 +81,16 @@ def report_error(code: str, message: str, exit_code: int, json_mode: bool,
         echo(f"Error: {message}\n", err=True)
 
 
+def _interrupted(argv: list[str], group: TyperGroup) -> int:
+    """Ctrl-C in a command: ``Interrupted.`` on stderr, or under --format json the error object (code
+    ``interrupted``); the exit code to end with."""
+    if not _json_requested(argv, group):
+        return interrupted.report()
+    report_error(code="interrupted", message="Interrupted (Ctrl-C).", exit_code=interrupted.EXIT_CODE,
+                 json_mode=True)
+    return interrupted.EXIT_CODE
+
+
 def internal_message(exc: BaseException) -> str:
     return (f"{type(exc).__name__}: {exc}. This is a bug in kbindex {__version__}: please report it with the "
             "command you ran (rerun it with KBINDEX_DEBUG=1 to get the traceback).")
@@ -108,7 +118,7 @@ class KbGroup(TyperGroup):
             rv = super().main(argv, prog_name or "kbindex", complete_var, False, **extra)
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
             if code == interrupted.EXIT_CODE:
-                interrupted.report()
+                _interrupted(argv, self)
         except KbError as exc:
             report_error(exc.code, exc.message, exc.exit_code, _json_requested(argv, self), exc.details)
             code = exc.exit_code
@@ -126,7 +136,7 @@ class KbGroup(TyperGroup):
                 echo(f"Error: {exc.format_message()}\n", err=True)
             code = exc.exit_code
         except KeyboardInterrupt:
-            code = interrupted.report()
+            code = _interrupted(argv, self)
         except BrokenPipeError:
             try:
                 sys.stdout = open(os.devnull, "w")

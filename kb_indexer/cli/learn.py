@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
+from kb_indexer.cli.output import Format, counted, echo, emit, emit_json, warn
 from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.api import SECTIONS, count_line
 from kb_indexer.defaults import MAX_DEPTH, MAX_LIMIT
@@ -180,8 +180,9 @@ def learn(
 def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     """The design's `learn` output: suggestions by section, each a readable line with its reason."""
     mark = "~" if result["dry_run"] else "✓"
-    lines = [f"Analyzing {result['feedback_analyzed']} {'' if reprocess else 'unprocessed '}feedback entries "
-             f"from {result['queries']} quer{'y' if result['queries'] == 1 else 'ies'}...", ""]
+    entries = counted(result["feedback_analyzed"], f"{'' if reprocess else 'unprocessed '}feedback entry",
+                      f"{'' if reprocess else 'unprocessed '}feedback entries")
+    lines = [f"Analyzing {entries} from {counted(result['queries'], 'query', 'queries')}...", ""]
     for section, heading in SECTIONS.items():
         items = [s for s in result["suggestions"] if s["section"] == section]
         if not items:
@@ -195,13 +196,12 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     lines.append("Summary:")
     lines += [f"- {count_line(section, n)}" for section, n in counts.items() if n]
     total = result["summary"]["total"]
-    lines += [f"- Total: {total} suggestion{'' if total == 1 else 's'}", ""]
+    lines += [f"- Total: {counted(total, 'suggestion')}", ""]
     if result["dry_run"]:
         lines.append("Dry run: nothing written.")
     else:
-        lines.append(f"Applied {result['applied']} suggestion{'' if result['applied'] == 1 else 's'}.")
-        lines.append(f"Marked {result['marked_processed']} feedback entr{'y' if result['marked_processed'] == 1 else 'ies'}"
-                     " as processed.")
+        lines.append(f"Applied {counted(result['applied'], 'suggestion')}.")
+        lines.append(f"Marked {counted(result['marked_processed'], 'feedback entry', 'feedback entries')} as processed.")
     return "\n".join(lines) + "\n"
 
 
@@ -229,7 +229,11 @@ def learned_remove(
 ) -> None:
     """Undo learned items (they will not be learned again)."""
     with open_kb(db, kb) as k:
-        emit(k.learning.learned_remove(ids, all_), format, title="learned remove")
+        out = k.learning.learned_remove(ids, all_)
+    if out["already_removed"]:
+        warn(f"already removed, nothing to undo: {', '.join(map(str, out['already_removed']))} "
+             "(`kbindex learned list --all` lists them)")
+    emit(out, format, title="learned remove")
 
 
 @app.command("clear-history", short_help="Delete recorded queries and their feedback")

@@ -54,6 +54,11 @@ def warn(message: str) -> None:
     _warn(message)
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun that fits it: ``1 feedback entry``, ``2 feedback entries``, ``0 directories``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def warn_shown(count: int, total: int, what: str = "documents") -> None:
     """A table that shows fewer results than were found says so (the JSON has ``total``)."""
     warn(f"showing {count} of {total} {what} (--limit 0 for all)")
@@ -93,8 +98,8 @@ def _str(value: Any) -> str:
         return ""
     if isinstance(value, (list, tuple)):
         return ", ".join(_str(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_str(v)}" for k, v in value.items())
+    if isinstance(value, dict):   # a part that is not there is left out (db-stats' "pgvector=, index=" of SQLite)
+        return ", ".join(f"{k}={_str(v)}" for k, v in value.items() if v is not None)
     if isinstance(value, float):   # 3 significant digits, but a large number whole (14500, not 1.45e+04)
         short = f"{value:.3g}"
         return f"{value:.0f}" if "e+" in short else short

@@ -9,7 +9,7 @@ import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options
-from kb_indexer.cli.output import Format, echo, emit, emit_json, warn
+from kb_indexer.cli.output import Format, counted, echo, emit, emit_json, warn
 
 skills_app = typer.Typer(help="Agent Skills: index SKILL.md folders and match them to a message.",
                          no_args_is_help=True)
@@ -33,9 +33,10 @@ def skills_sync(
     if format is Format.json:
         emit_json(result)
         return
+    synced = counted(len(result["dirs"]), "directory", "directories")
     echo(f"Skills: {result['skills']} indexed ({len(result['added'])} added, {len(result['updated'])} "
-                     f"updated, {len(result['removed'])} removed, {result['unchanged']} unchanged, "
-                     f"{len(result['errors'])} errors) from {len(result['dirs'])} directories\n")
+         f"updated, {len(result['removed'])} removed, {result['unchanged']} unchanged, "
+         f"{counted(len(result['errors']), 'error')}) from {synced}\n")
 
 
 @skills_app.command("embed", short_help="Store each skill's vector, to match by meaning too")

@@ -9,7 +9,8 @@ from typing import Any
 
 from kb_indexer.errors import ValidationError
 from kb_indexer.index.files import is_there, load_keywords_file, validate_keywords_data
-from kb_indexer.index.generated import generated_norms, marker, without_generated
+from kb_indexer.index import front_copy
+from kb_indexer.index.generated import MARKER, generated_norms, marker, without_generated
 from kb_indexer.index.markdown import (front_matter_keywords, front_matter_summary, front_matter_text, parse_markdown,
                                       read_document_text)
 from kb_indexer.index.paths import keywords_path_for
@@ -40,7 +41,7 @@ def read_source(root: Path, rel: str) -> Source:
     kw_path = keywords_path_for(md)
     existing = validated = replaces = None
     if is_there(kw_path):
-        existing, validated, replaces = _keywords_file(root, kw_path)
+        existing, validated, replaces = _keywords_file(root, kw_path, None if parsed.front_matter_error else fm)
     elif parsed.front_matter_error:  # the keywords file written would hide the front matter's keywords
         raise ValidationError(f"{rel}: {parsed.front_matter_error}; fix it, then enrich the document")
     else:
@@ -55,11 +56,13 @@ def read_source(root: Path, rel: str) -> Source:
                   replaces_invalid=replaces, lead=parsed.summary or "")
 
 
-def _keywords_file(root: Path, kw_path: Path) -> tuple[Any, dict[str, Any], str | None]:
-    """The keywords file's data, validated, and what was wrong with it when only its generated parts were
-    (enrich wrote them, and replaces them; the rest, a person's, must be valid). A file that is not
-    JSON, not enrich's, or invalid in a person's part raises: it is reported and left alone."""
+def _keywords_file(root: Path, kw_path: Path, fm: dict[str, Any] | None) -> tuple[Any, dict[str, Any], str | None]:
+    """The keywords file's data (what it copied from the front matter ``fm`` as it is now), validated, and what
+    was wrong with it when only its generated parts were (enrich wrote them, and replaces them; the rest, a
+    person's, must be valid). A file that is not JSON, not enrich's, or invalid in a person's part raises: it
+    is reported and left alone."""
     existing, _ = load_keywords_file(root, kw_path, kw_path.name)
+    existing = front_copy.current(existing, fm)
     try:
         return existing, validate_keywords_data(existing, kw_path.name), None
     except ValidationError as exc:
@@ -73,7 +76,8 @@ def _keywords_file(root: Path, kw_path: Path) -> tuple[Any, dict[str, Any], str 
 
 def _front_matter_as_file(rel: str, fm: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Front-matter keywords, title and summary are a person's: a keywords file written for the document
-    (which the loader then reads instead of the front matter) starts from them."""
+    (which the loader then reads instead of the front matter) starts from them, and records them as copied
+    (:mod:`kb_indexer.index.front_copy`: a later change of the front matter replaces them)."""
     first: dict[str, str] = {}
     for k in front_matter_keywords(fm):
         first.setdefault(normalize_keyword(k), k)
@@ -84,4 +88,6 @@ def _front_matter_as_file(rel: str, fm: dict[str, Any]) -> tuple[dict[str, Any] 
     data: dict[str, Any] = {"filepath": rel, "summary": summary or "", "keywords": keywords}
     if title:
         data["title"] = title
-    return data, validate_keywords_data(data, f"{rel} (front matter)")
+    validated = validate_keywords_data(data, f"{rel} (front matter)")
+    data[MARKER] = {front_copy.RECORD: front_copy.copied(fm)}
+    return data, validated

@@ -39,6 +39,9 @@ def load_keywords_file(kb_root: Path, path: Path, display: str) -> tuple[Any, by
     return load_json_file(path, display, limit=max_doc_bytes(), root=kb_root)
 
 
+KEYWORDS_FILE_REQUIRED = ("filepath", "summary", "keywords")
+
+
 def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
     """Check a keywords file; returns {filepath, title, summary, keywords: [(kw, category)], warnings}.
 
@@ -46,9 +49,11 @@ def validate_keywords_data(data: Any, name: str) -> dict[str, Any]:
     example does this) is added to the keywords, after them, with a warning naming it."""
     if not isinstance(data, dict):
         raise ValidationError(f"{name}: the top level must be a JSON object")
-    for key in ("filepath", "summary", "keywords"):
-        if key not in data:
-            raise ValidationError(f"{name}: missing required field '{key}'")
+    missing = [key for key in KEYWORDS_FILE_REQUIRED if key not in data]
+    if missing:
+        fields = " and ".join(", ".join(f"'{k}'" for k in missing).rsplit(", ", 1))
+        raise ValidationError(f"{name}: missing required field{'s' if len(missing) > 1 else ''} {fields} (a "
+                              "keywords file has filepath, summary and keywords)")
     if not isinstance(data["filepath"], str) or not data["filepath"].strip():
         raise ValidationError(f"{name}: 'filepath' must be a non-empty string")
     if not isinstance(data["summary"], str):

@@ -26,6 +26,7 @@ from kb_indexer.limits import (MAX_KEYWORD_CHARS, MAX_QUESTION_CHARS, MAX_SUMMAR
 from kb_indexer.text import normalize_keyword
 
 MARKER = "generated"
+COPIED = "front_matter"   # the marker's record of what enrich copied from the front matter (index/front_copy.py)
 
 
 def marker(data: Any) -> dict[str, Any]:
@@ -110,11 +111,18 @@ def only_generated(data: Any) -> bool:
     if not mark or set(data) - WRITTEN_FIELDS:
         return False
     person = without_generated(data)
+    raw = mark.get(COPIED)
+    copy: dict[str, Any] = raw if isinstance(raw, dict) else {}   # of the note's front matter: gone with it
+    copies = {normalize_keyword(k) for k in copy.get("keywords") or [] if isinstance(k, str)}
+
+    def persons(items: Any) -> list[Any]:
+        return [k for k in items or [] if not (isinstance(k, str) and normalize_keyword(k) in copies)]
+
     categories = person.get("categories")
-    return (not person.get("keywords")
-            and (categories is None or isinstance(categories, dict) and not any(categories.values()))
-            and not _human_categories(data.get("categories"), generated_norms(data), mark.get("categories"))
-            and all(_blank(person.get(key)) for key in ("title", "summary")))
+    return (not persons(person.get("keywords"))
+            and (categories is None or isinstance(categories, dict) and not any(map(persons, categories.values())))
+            and not _human_categories(data.get("categories"), generated_norms(data) | copies, mark.get("categories"))
+            and all(_blank(person.get(key)) or person.get(key) == copy.get(key) for key in ("title", "summary")))
 
 
 def _blank(value: Any) -> bool:
@@ -158,6 +166,8 @@ def merge(existing: dict[str, Any] | None, validated: dict[str, Any] | None, fil
         "questions": list(gen.questions), "source_hash": gen.source_hash, "fallback": gen.fallback,
         "categories": sorted(set(categories) - kept),   # the categories this run made (a person's are kept)
     }
+    if isinstance(old_mark.get(COPIED), dict):   # what the file copied from the note's front matter
+        out[MARKER][COPIED] = old_mark[COPIED]
     return out
 
 

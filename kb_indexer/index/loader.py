@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kb_indexer.errors import ValidationError
+from kb_indexer.index import front_copy
 from kb_indexer.index.files import is_there, load_json_file, load_keywords_file, validate_keywords_data
 from kb_indexer.index.generated import generated_norms
 from kb_indexer.index.markdown import (front_matter_keywords, front_matter_summary, front_matter_text, parse_markdown,
@@ -48,17 +49,18 @@ def load_document(kb_root: Path, rel: str, keywords_file: Path | None = None, *,
     data = kw_data = kw_rel = None
     kw_raw = b""
     problems: list[dict[str, str]] = []
+    parsed = parse_markdown(text)
+    fm = parsed.front_matter
     if explicit or is_there(kw_path):  # a FIFO or folder there: a clear error
         try:
-            data, kw_raw, kw_data = _keywords(kb_root, rel, kw_path, explicit)
+            data, kw_raw, kw_data = _keywords(kb_root, rel, kw_path, explicit,
+                                              None if parsed.front_matter_error else fm)
             kw_rel = store_keywords_file(kb_root, kw_path) if explicit else default_keywords_rel(rel)
         except ValidationError as exc:
             if explicit or not lenient:
                 raise
             problems.append({"file": default_keywords_rel(rel), "message": f"{exc.message}; {rel} is indexed "
                              "without it (its own title and front-matter keywords)"})
-    parsed = parse_markdown(text)
-    fm = parsed.front_matter
     errors = [parsed.front_matter_error] if parsed.front_matter_error else []
     stem_title = Path(rel).stem.replace("-", " ").replace("_", " ").strip().capitalize()
     if kw_data:
@@ -114,14 +116,17 @@ def _text_digest(raw: bytes) -> str:
     return hashlib.sha1(raw + b"\0").hexdigest()
 
 
-def _keywords(kb_root: Path, rel: str, kw_path: Path, explicit: bool) -> tuple[Any, bytes, dict[str, Any]]:
-    """The keywords file's data, bytes and validated form."""
+def _keywords(kb_root: Path, rel: str, kw_path: Path, explicit: bool,
+              fm: dict[str, Any] | None) -> tuple[Any, bytes, dict[str, Any]]:
+    """The keywords file's data (what enrich copied from the front matter ``fm`` as it is now:
+    :mod:`kb_indexer.index.front_copy`), bytes and validated form."""
     if explicit:
         name = str(kw_path)
         data, raw = load_json_file(kw_path, name, limit=max_doc_bytes())
     else:
         name = kw_path.name
         data, raw = load_keywords_file(kb_root, kw_path, name)
+    data = front_copy.current(data, fm)
     kw_data = validate_keywords_data(data, name)
     if not describes(kw_data["filepath"], rel):
         raise ValidationError(f"{name} describes {kw_data['filepath']!r}, not {rel!r} (its 'filepath' must be "

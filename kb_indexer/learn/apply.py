@@ -338,17 +338,20 @@ def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = 
     """Undo learned items; they are kept as 'removed' so that `learn` does not learn them again."""
     if not ids and not all_:
         raise UsageError("give learned item ids or --all")
+    already: list[int] = []
     with transaction(conn):
         if all_:
             rows = conn.execute("SELECT * FROM learned_items WHERE status = 'active'").fetchall()
         else:
             rows = []
-            for i in ids or []:
+            for i in dict.fromkeys(ids or []):   # an id given twice is undone once
                 r = conn.execute("SELECT * FROM learned_items WHERE id = ?", (i,)).fetchone()
                 if r is None:
                     raise NotFoundError(f"No learned item {i} (see `kbindex learned list`)")
                 if r["status"] == "active":
                     rows.append(r)
+                else:
+                    already.append(i)
         for r in rows:
             if r["kind"] == "association":
                 conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (r["id"],))
@@ -364,7 +367,7 @@ def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = 
                              (r["previous_score"], r["similarity_id"], r["weight"] if r["weight"] is not None else -1))
             conn.execute("UPDATE learned_items SET status = 'removed', "
                          "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE id = ?", (r["id"],))
-    return {"removed": [r["id"] for r in rows], "count": len(rows)}
+    return {"removed": [r["id"] for r in rows], "count": len(rows), "already_removed": already}
 
 
 def normalized_keywords(values: list[str]) -> list[str]:

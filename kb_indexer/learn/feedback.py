@@ -11,6 +11,7 @@ from kb_indexer.limits import MAX_FEEDBACK_MARKS, MAX_ID, check_id
 from kb_indexer.store.connection import together, transaction
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
+from kb_indexer.store.documents import close_paths
 from kb_indexer.store.errors import IntegrityError
 
 
@@ -131,6 +132,12 @@ def _marks(helpful: list[str], not_helpful: list[str],
     return marks, None
 
 
+def _with_guess(conn: Connection, path: str) -> str:
+    """A path that is not indexed, with the documents it may have meant (``docker.md``: ``work/docker.md``)."""
+    close = close_paths(conn, path)
+    return f"{path} (did you mean {' or '.join(close)}?)" if close else path
+
+
 def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_helpful: list[str],
                     notes: str | None = None, attempt_id: int | None = None,
                     resolve_path: Callable[[str], str] | None = None) -> dict[str, Any]:
@@ -161,7 +168,8 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     if both is not None:
         raise UsageError(f"{both} is marked both helpful and not helpful")
     if missing:
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        shown = ", ".join(_with_guess(conn, p) for p in missing[:10]) + (
+            f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise ValidationError(f"Not in the index: {shown} (feedback is only for indexed documents)", code="not_found")
     recorded, unlinked, links = [], [], {}
     for path, value in marks.items():

@@ -151,6 +151,7 @@ class LearnedListResult(TypedDict):
 class LearnedRemoveResult(TypedDict):
     removed: list[int]
     count: int
+    already_removed: list[int]   # ids given that an earlier `learned remove` undid (nothing to do)
 
 
 class ClearHistoryResult(TypedDict):

@@ -44,7 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_indexer.skills.terms import VERSION, compounds, tokens
+from kb_indexer.skills.terms import VERSION, compounds, spellings, tokens
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.dbapi import Connection
 
@@ -210,6 +210,7 @@ def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = N
     world = impersonal_question(message)
     matched: list[dict[str, Any]] = []
     asked = set(terms)
+    spelled = spellings(message)
     for i, (s, why) in ranked:
         if len(matched) >= opts.top or s < RELATIVE_CUT * best:
             break
@@ -217,12 +218,18 @@ def keyword_match(index: SkillIndex, message: str, opts: MatchOptions | None = N
         if s - floor < opts.min_score * factor * index.cut(i, asked, why):
             continue
         matched.append({"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4),
-                        "source": "keyword", "reason": "shared words: " + ", ".join(why)})
+                        "source": "keyword", "reason": "shared words: " + ", ".join(_as_written(w, spelled) for w in why)})
     candidates = [{"name": index.names[i], "description": index.descriptions[i], "score": round(s, 4)}
                   for i, (s, _) in ranked[:opts.candidates]]
     return {"query": message, "terms": terms, "matched": matched, "method": "keyword", "candidates": candidates,
             "min_score": opts.min_score, "background": round(floor, 4), "top": opts.top,
             "skills": len(index.names)}
+
+
+def _as_written(why: str, spelled: dict[str, str]) -> str:
+    """``"retri (body)"`` as the message wrote the word: ``"retry (body)"``."""
+    term, _, where = why.partition(" ")
+    return f"{spelled.get(term, term)} {where}"
 
 
 def query_terms(index: SkillIndex, message: str) -> list[str]:

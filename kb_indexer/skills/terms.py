@@ -135,6 +135,16 @@ def compounds(text: str) -> list[str]:
     return [stem(a + b) for a, b in zip(words, words[1:]) if (a + b).isascii() and (a + b).isalpha()]
 
 
+def spellings(text: str) -> dict[str, str]:
+    """Each match token of ``text`` and the word of ``text`` it comes from, lower-cased (``retri``: ``retry``),
+    for saying which words matched in the message's own words; the first such word when several fold to one."""
+    out: dict[str, str] = {}
+    for word in re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text or "").lower()):
+        for token in _word_tokens(word):
+            out.setdefault(token, word)
+    return out
+
+
 def tokens(text: str) -> list[str]:
     """The match tokens of ``text`` in order (repeats kept: term frequency counts)."""
     text = unicodedata.normalize("NFKC", text or "").lower()

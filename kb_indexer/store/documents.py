@@ -116,13 +116,41 @@ def get_document(conn: Connection, filepath: str) -> sqlite3.Row | None:
     return row
 
 
+MAX_PATH_GUESSES = 3
+
+
+def close_paths(conn: Connection, filepath: str) -> list[str]:
+    """Indexed documents a path that is not one may have meant: ``filepath`` with ``.md`` added, or, for a
+    file name (no folder), the documents of that name in a folder (``docker.md``: ``work/docker.md``), at
+    most :data:`MAX_PATH_GUESSES`, by path. Read only when a path was not found."""
+    has_suffix = filepath.endswith((".md", ".markdown"))
+    if not has_suffix and get_document(conn, filepath + ".md") is not None:
+        return [filepath + ".md"]
+    if "/" in filepath:
+        return []
+    names = [filepath] if has_suffix else [filepath, filepath + ".md"]
+    found: list[str] = []
+    for name in names:   # the last len(name) + 1 characters are "/" + name
+        found += [r[0] for r in conn.execute(
+            "SELECT filepath FROM documents WHERE length(filepath) > ? AND "
+            "substr(filepath, length(filepath) - ?) = ? ORDER BY filepath LIMIT ?",
+            (len(name), len(name), "/" + name, MAX_PATH_GUESSES)).fetchall()]
+    return sorted(found)[:MAX_PATH_GUESSES]
+
+
+def path_hint(conn: Connection, filepath: str) -> str:
+    """What to tell a person whose path is not an indexed document: the paths meant (:func:`close_paths`),
+    else where to look."""
+    close = close_paths(conn, filepath)
+    if close:
+        return f" (did you mean {' or '.join(close)}?)"
+    return " (`kbindex list-docs` lists the indexed documents; a new file is indexed by `kbindex sync`)"
+
+
 def require_document(conn: Connection, filepath: str) -> sqlite3.Row:
     row = get_document(conn, filepath)
     if row is None:
-        hint = " (`kbindex list-docs` lists the indexed documents; a new file is indexed by `kbindex sync`)"
-        if not filepath.endswith(".md") and get_document(conn, filepath + ".md") is not None:
-            hint = f" (did you mean {filepath}.md?)"
-        raise NotFoundError(f"Document not in the index: {filepath}{hint}")
+        raise NotFoundError(f"Document not in the index: {filepath}{path_hint(conn, filepath)}")
     return row
 
 
