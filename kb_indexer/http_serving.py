@@ -13,7 +13,11 @@ all, until the process has no file descriptor left. Here:
   (all busy with a request, or kept alive after one). At most ``BACKLOG`` are accepted at once.
 * **headers**: a request's headers must arrive within ``HttpLimits.header_timeout_s`` seconds of the connection
   opening (on a kept-alive connection: of the request's first byte), else the connection is closed; at most
-  :data:`~kb_indexer.limits.MAX_HTTP_HEADER_BYTES` of them (400 past it, h11's limit). A connection idle after
+  :data:`~kb_indexer.limits.MAX_HTTP_HEADER_BYTES` of them (400 past it, h11's limit).
+* **body**: a request's body must arrive within as many seconds of its headers, and one more second for each
+  :data:`~kb_indexer.limits.MIN_HTTP_BODY_RATE` bytes of it received, else the connection is closed: a client
+  that announced a body and stalls (or trickles it a byte at a time) holds no connection for long, with the
+  token or without (while the server itself does not read, the time does not count). A connection idle after
   a response is closed after ``KEEP_ALIVE_S`` (uvicorn's timeout). A response sent before the request's body
   was read (a refusal) closes the connection: the rest of the body is not waited for.
 * **out of descriptors** all the same (a lower limit, the index's files): asyncio stops accepting for a
@@ -41,7 +45,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from kb_indexer.limits import DEFAULT_HTTP_HEADER_TIMEOUT_S, DEFAULT_HTTP_MAX_CONNECTIONS, MAX_HTTP_HEADER_BYTES
+from kb_indexer.limits import (DEFAULT_HTTP_HEADER_TIMEOUT_S, DEFAULT_HTTP_MAX_CONNECTIONS, MAX_HTTP_HEADER_BYTES,
+                               MIN_HTTP_BODY_RATE)
 from kb_indexer.limits import HttpLimits
 
 try:
@@ -114,6 +119,8 @@ class _GuardedH11(H11Protocol):
     _refused = False
     _head_timer: asyncio.TimerHandle | None = None
     _waiting_since = 0   # when it began waiting for the headers it waits for, in the order of _WAITS
+    _body_timer: asyncio.TimerHandle | None = None
+    _body_deadline = 0.0   # on the loop's clock: when the body being read must be in
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.limit and not self._make_room():
@@ -140,12 +147,14 @@ class _GuardedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        self._stop_body_timer()
         if not self._refused:
             super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self._await_head()
+        self._await_body(len(data))
 
     def on_response_complete(self) -> None:
         if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
@@ -165,6 +174,35 @@ class _GuardedH11(H11Protocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _await_body(self, received: int) -> None:
+        """The deadline runs while a request's body is awaited: ``header_timeout_s`` from its headers, one second
+        later for each ``MIN_HTTP_BODY_RATE`` bytes received since."""
+        if self.conn.their_state is not h11.SEND_BODY:
+            self._stop_body_timer()
+        elif self._body_timer is None:
+            self._body_deadline = self.loop.time() + self.header_timeout_s
+            self._body_timer = self.loop.call_at(self._body_deadline, self._body_too_slow)
+        else:
+            self._body_deadline += received / MIN_HTTP_BODY_RATE
+
+    def _stop_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
+            return
+        if self.flow.read_paused:   # the server is not reading (the app has not taken what came): not the client
+            self._body_deadline = self.loop.time() + self.header_timeout_s
+        if self.loop.time() < self._body_deadline:
+            self._body_timer = self.loop.call_at(self._body_deadline, self._body_too_slow)
+            return
+        self.transport.close()
+        self.notes.say("slow body", f"closed a connection whose request body took over {self.header_timeout_s:g} s "
+                                    f"(and a second more per {MIN_HTTP_BODY_RATE // 1024} KiB of it)")
 
     def _head_too_slow(self) -> None:
         self._head_timer = None

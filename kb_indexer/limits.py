@@ -46,6 +46,9 @@ MAX_ID = 2**63 - 1
 DEFAULT_HTTP_MAX_CONNECTIONS = 256
 DEFAULT_HTTP_HEADER_TIMEOUT_S = 10.0
 MAX_HTTP_HEADER_BYTES = 16 * 1024
+# ... and a request's body within that many seconds of its headers, one second more per this many bytes of it
+# received (a 4 MiB body may take 4 minutes; a client trickling one byte a second holds a connection 10 s).
+MIN_HTTP_BODY_RATE = 16 * 1024
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """`kbindex mcp --transport http` keeps what a client may hold in bounds, with or without the token: a request
 whose headers do not arrive within `--header-timeout` seconds has its connection closed (uvicorn alone waited
-for as long as the client kept it open); at `--max-connections` a new connection takes the place of the one
-that has waited longest for its headers, or is closed at once when every connection is busy with a request; a
-request refused for its missing token has its connection closed rather than kept waiting for
-the body it announced. Requests sent whole are served as before."""
+for as long as the client kept it open), and so has one whose body, with the token, stalls or trickles in
+(it held its connection for as long as the client kept sending a byte now and then); at `--max-connections` a
+new connection takes the place of the one that has waited longest for its headers, or is closed at once when
+every connection is busy with a request; a request refused for its missing token has its connection closed
+rather than kept waiting for the body it announced. Requests sent whole are served as before."""
 
 from __future__ import annotations
 
@@ -128,3 +129,18 @@ def test_a_request_refused_for_its_token_closes_its_connection(kb):
         closed, answer = _trickled_until_closed(sock)
     assert answer.startswith(b"HTTP/1.1 401 ") and b"connection: close" in answer.lower()
     assert closed   # before: each byte restarted uvicorn's keep-alive timeout, so the connection stayed
+
+
+def test_a_request_whose_body_stalls_or_trickles_is_closed_after_the_timeout(kb):
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + TOKEN.encode() +
+            b"\r\nContent-Length: 1000\r\n\r\n{")
+    with served(kb.db_path, "--header-timeout", "1", env={"KBINDEX_MCP_TOKEN": TOKEN}) as server:
+        stalled, trickled = _connect(server.url), _connect(server.url)
+        stalled.sendall(head)
+        trickled.sendall(head)
+        assert _trickled_until_closed(trickled)[0]   # a byte every half second, 999 announced: closed
+        assert _closed_by_the_server(stalled)[0]
+        assert _served_with_the_token(server.url)   # a whole request is no slower than the timeout
+    assert "closed a connection whose request body took over 1 s" in server.stderr
+    assert "Traceback" not in server.stderr   # the SDK's report of each client gone mid-body is left out

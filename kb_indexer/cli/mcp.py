@@ -59,7 +59,8 @@ def mcp(
     header_timeout: Annotated[Optional[float], typer.Option(
         "--header-timeout", min=0.1, max=3600, show_default=False,
         help=f"Seconds a request's headers may take to arrive over the http transport (default "
-             f"{DEFAULT_HTTP_HEADER_TIMEOUT_S:g}); then the connection is closed.")] = None,
+             f"{DEFAULT_HTTP_HEADER_TIMEOUT_S:g}), and its body after them (a second more per 16 KiB); then the "
+             "connection is closed.")] = None,
     read_only: Annotated[bool, typer.Option(
         "--read-only", help="Record nothing: no kb_feedback tool, queries not recorded (query_id null), no skill "
                             "sessions; the index is opened read-only.")] = False,

@@ -7,15 +7,19 @@ in a worker thread with its own connection to the index (:mod:`kb_indexer.mcp.se
 loop. With a token (:mod:`kb_indexer.mcp.access`), a request without ``Authorization: Bearer <token>`` is
 answered 401 before it reaches the SDK (and its connection closed), and said on stderr (never the token).
 Without one, the SDK's Host and Origin checks keep web pages out (:func:`_guard`). Nothing is written to stdout:
-every log goes to stderr.
+every log goes to stderr, but for the SDK's traceback of a client gone before its request's body was in (a client
+that stalled and whose connection was closed, :mod:`kb_indexer.http_serving`, says so once every few seconds; a
+traceback per connection would flood the log).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_indexer import http_serving
@@ -65,6 +69,13 @@ class BearerGate:
         await send({"type": "http.response.body", "body": _UNAUTHORISED})
 
 
+class _GoneClients(logging.Filter):
+    """Leaves out a log record whose exception is a client gone before its request's body was in."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], ClientDisconnect))
+
+
 def url(host: str, port: int) -> str:
     return f"{origin(host, port)}{PATH}"
 
@@ -100,4 +111,5 @@ def serve(server: MCPServer, host: str, port: int, token: str | None, limits: Ht
     if token is not None:
         app = BearerGate(app, token)
     access = "bearer token required" if token else "no token: open to every user of this machine"
+    logging.getLogger("mcp.server.streamable_http").addFilter(_GoneClients())
     http_serving.serve(app, host, port, name="kbindex mcp", note=f"{url(host, port)} ({access})", limits=limits)
