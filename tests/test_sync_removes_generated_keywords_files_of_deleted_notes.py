@@ -107,3 +107,25 @@ def test_only_generated_is_false_for_a_file_without_the_marker():
     assert not only_generated({"generated": {"keywords": []}, "keywords": [], "categories": ["not", "a", "dict"]})
     assert only_generated({"filepath": "a.md", "summary": "", "keywords": ["x"], "categories": {"concepts": ["x"]},
                            "generated": {"keywords": ["x"], "categories": ["concepts"], "title": False}})
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="folders opened beneath the root need O_NOFOLLOW")
+def test_a_folder_swapped_for_a_symlink_during_the_sync_leads_no_removal_elsewhere(small):
+    # the walk finds gone/a.keywords.json without its note; while the sync writes the new note, gone/ is swapped for
+    # a symlink to live/, whose note is there: the removal must not follow it to live/a.keywords.json
+    handle, kbdir = small
+    live = _enriched(handle, kbdir, "live/a.md")
+    (kbdir / "gone").mkdir()
+    (kbdir / "gone" / "a.keywords.json").write_bytes(live.read_bytes())
+    write_doc(kbdir, "new.md", "# New\n\na note for the sync to write\n")
+    swapped = []
+
+    def swap(done: int, total: int) -> None:
+        if not swapped:
+            os.rename(kbdir / "gone", kbdir / "gone-before")
+            os.symlink("live", kbdir / "gone")
+            swapped.append(True)
+
+    res = handle.sync(progress=swap)
+    assert swapped and live.exists() and (kbdir / "gone-before" / "a.keywords.json").exists()
+    assert [w["file"] for w in res["warnings"]] == ["gone/a.keywords.json"]
