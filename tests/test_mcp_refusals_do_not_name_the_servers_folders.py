@@ -1,11 +1,16 @@
 """An MCP client asking for a path outside the knowledge base (`../x.md`, an absolute path elsewhere, a kb://
 resource climbing out) is refused with `outside the knowledge-base root`, naming only the path it sent: never the
 server's absolute knowledge-base root (the client, maybe on another machine behind the token, has no business
-knowing the server's folders; its paths are relative to the root anyway). The command line still names the root."""
+knowing the server's folders; its paths are relative to the root anyway). Nor does any other error a client is shown,
+such as a busy index's, name the index file's folder (`The index kbindex.db is busy`). The command line still names
+the root and the index."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import anyio
+import pytest
 
 from tests.mcp_http_server import TOKEN, client, served
 
@@ -41,3 +46,25 @@ def test_a_path_outside_the_knowledge_base_is_refused_without_naming_the_root(kb
         assert str(root) not in text and str(root.resolve()) not in text, text
     cli = run("show", "../secret.md", "--db", kb.db_path, "-f", "json", cwd=root)
     assert cli.returncode == 1 and str(root.resolve()) in cli.stderr   # the local user is told which root
+
+
+@pytest.mark.sqlite_only("a SQLite index's write lock, held by another connection")
+def test_an_error_of_the_index_is_told_without_the_servers_folders(kb, monkeypatch):
+    qid = kb.query("reward shaping")["query_id"]
+    holder = sqlite3.connect(kb.db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")   # another process's write lock, held past the busy timeout
+    try:
+        with served(kb.db_path, env={"KBINDEX_MCP_TOKEN": TOKEN, "KBINDEX_BUSY_TIMEOUT": "0.5"}) as server:
+            async def main() -> str:
+                with anyio.fail_after(120):
+                    async with client(server.url, TOKEN) as session:
+                        result = await session.call_tool("kb_feedback", {"query_id": qid,
+                                                                         "helpful": ["reward-shaping.md"]})
+                        assert result.is_error, result
+                        return str(result.content[0].text)
+            said = anyio.run(main)
+    finally:
+        holder.close()
+    assert "is busy" in said and "kbindex.db" in said, said
+    for folder in (kb.db_path.parent, kb.kb_root):
+        assert str(folder) not in said and str(folder.resolve()) not in said, said

@@ -35,7 +35,7 @@ from kb_indexer import __version__
 from kb_indexer.api import KnowledgeBase, QueryOptions
 from kb_indexer.config import DbArg
 from kb_indexer.errors import KbError, UsageError
-from kb_indexer.mcp import outputs, paging, resources
+from kb_indexer.mcp import client_text, outputs, paging, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME, READ_ONLY_INSTRUCTIONS
 from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
@@ -84,25 +84,39 @@ def _index(db: Any) -> Iterator[KnowledgeBase]:
         yield kb
 
 
+#: On a kbindex error raised with the index open: its knowledge-base root (a folder a client is not told).
+_ROOT = "_kbindex_root"
+
+
+def _told(exc: KbError, db: Any, sent: object = ()) -> str:
+    """What a client is told of a kbindex error: its message without the server's own index file and folders
+    (:mod:`kb_indexer.mcp.client_text`), but for what it ``sent``."""
+    return client_text.hidden(str(exc), client_text.places(_served(db).db, getattr(exc, _ROOT, None)),
+                              client_text.strings(sent))
+
+
 @contextlib.contextmanager
 def _opened(db: Any) -> Iterator[KnowledgeBase]:
-    """The index for one tool call; a kbindex error becomes a tool error (the message, not a traceback)."""
+    """The index for one tool call; a kbindex error goes to the tool's wrapper (:func:`_tool`) knowing the root."""
+    root = None
     try:
         with _index(db) as kb:
+            root = kb.kb_root
             yield kb
     except KbError as exc:
-        raise ToolError(str(exc)) from exc
+        setattr(exc, _ROOT, root)
+        raise
 
 
-def _tool(fn: Callable[P, R]) -> Callable[P, R]:
-    """A tool function whose kbindex errors (arguments checked before the index is opened, such as a
-    cursor) are tool errors too."""
+def _tool(fn: Callable[P, R], db: Any) -> Callable[P, R]:
+    """A tool function whose kbindex errors (with the index open, or arguments checked before, such as a cursor)
+    are tool errors: the message, not a traceback, naming none of the server's folders."""
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except KbError as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(_told(exc, db, (args, kwargs))) from exc
     return wrapper
 
 
@@ -265,7 +279,7 @@ def _register_tools(server: MCPServer, db: Served) -> None:
     if db.read_only:   # no kb_feedback (it only records); the others then write nothing
         tools = [(fn, READ_ONLY) for fn, _ in tools if fn is not kb_feedback]
     for fn, notes in tools:
-        server.add_tool(_tool(fn), annotations=notes)
+        server.add_tool(_tool(fn, db), annotations=notes)
         _forbid_unknown_arguments(server, fn.__name__)
 
 
@@ -360,7 +374,7 @@ class KbMCPServer(MCPServer):
         try:
             page, nxt = await anyio.to_thread.run_sync(self._resource_page, params.cursor if params else None)
         except KbError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+            raise MCPError(code=INVALID_PARAMS, message=_told(exc, self._db, params.cursor if params else ())) from exc
         return ListResourcesResult(resources=page, next_cursor=nxt)
 
     async def list_resources(self) -> list[MCPResource]:
@@ -368,7 +382,7 @@ class KbMCPServer(MCPServer):
         return (await anyio.to_thread.run_sync(self._resource_page, None))[0]
 
     def _resource_page(self, cursor: str | None) -> tuple[list[MCPResource], str | None]:
-        with _index(self._db) as kb:
+        with _opened(self._db) as kb:
             page, nxt = resources.list_page(kb, cursor)
         return [MCPResource(**r) for r in page], nxt
 
@@ -378,10 +392,10 @@ class KbMCPServer(MCPServer):
 
     def _read(self, uri: str) -> str:
         try:
-            with _index(self._db) as kb:
+            with _opened(self._db) as kb:
                 return resources.read(kb, uri)
         except KbError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+            raise ResourceNotFoundError(_told(exc, self._db, uri)) from exc
 
 
 def build_server(db: DbArg = None, *, read_only: bool = False) -> KbMCPServer:
