@@ -7,9 +7,10 @@ For each relation count N, a knowledge base of 20 tagged notes whose ``similarit
 N distinct keywords (synonym, abbreviation, narrower, related_concept, broader; scores 0.7-1.0) and ``few`` to
 5; each checkout indexes its own copy (``init`` + ``sync``, not timed). Then, as new processes, the two
 checkouts interleaved run by run: ``kbindex query -k hub``, ``query -k few``, ``similar hub`` and
-``similar few`` (``--format json``; the queries with ``--no-stale-check``). Printed: the median wall time of
-each, its median CPU time (user + system) and the bytes it printed. A command that runs past ``--timeout`` is
-shown as such.
+``similar few``, and ``query`` of 20 of hub's keywords two hops deep (``-d 2``: each reaches hub in one hop, then
+all of hub's relations) (``--format json``; the queries with ``--no-stale-check``). Printed: the median wall time
+of each, its median CPU time (user + system), its peak resident memory (the most of any run) and the bytes it
+printed. A command that runs past ``--timeout`` is shown as such.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import random
 import resource
 import shutil
@@ -37,6 +39,8 @@ COMMANDS = {
     "query -k few": ["query", "-k", "few", "--format", "json", "--no-stale-check"],
     "similar hub": ["similar", "hub", "--format", "json"],
     "similar few": ["similar", "few", "--format", "json"],
+    "query 20 -d 2": ["query", *(a for i in range(20) for a in ("-k", f"hub term {i * 7:06d}")), "-d", "2",
+                      "--format", "json", "--no-stale-check"],
 }
 
 
@@ -57,20 +61,29 @@ def write_kb(folder: Path, n: int, seed: int = 7) -> None:
                                            encoding="utf-8")
 
 
-Sample = tuple[float | None, float, int]   # wall seconds (None: past the timeout), CPU seconds, bytes printed
+Sample = tuple[float | None, float, int, int]   # wall s (None: past the timeout), CPU s, peak RSS KiB, bytes printed
 
 
 def _timed(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Sample:
-    """One child process: its wall and CPU time (user + system) and the bytes it printed on stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """One child process: its wall and CPU time (user + system), its peak RSS and the bytes it printed on stdout
+    (reaped with ``os.wait4``, which gives that child's own resource use)."""
     start = time.perf_counter()
-    try:
-        out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, timeout=timeout, check=True).stdout
-    except subprocess.TimeoutExpired:
-        return None, 0.0, 0
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), len(out)
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                return None, 0.0, 0, 0
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out.seek(0, 2)
 
 
 def _prepare(tree: Path, source: Path, work: Path, name: str) -> tuple[list[str], dict[str, str], Path]:
@@ -85,12 +98,13 @@ def _prepare(tree: Path, source: Path, work: Path, name: str) -> tuple[list[str]
 
 
 def _cell(samples: list[Sample], timeout: float) -> str:
-    """Median wall and CPU milliseconds, and the bytes printed (the most of any run)."""
-    if any(wall is None for wall, _, _ in samples):
+    """Median wall and CPU milliseconds, the peak RSS and the bytes printed (the most of any run)."""
+    if any(wall is None for wall, _, _, _ in samples):
         return f"> {timeout:.0f} s"
-    wall = statistics.median(w for w, _, _ in samples if w is not None)
-    cpu = statistics.median(c for _, c, _ in samples)
-    return f"{wall * 1000:8.0f} {cpu * 1000:8.0f} {max(b for _, _, b in samples):>11,}"
+    wall = statistics.median(w for w, _, _, _ in samples if w is not None)
+    cpu = statistics.median(c for _, c, _, _ in samples)
+    rss = max(r for _, _, r, _ in samples) / 1024
+    return f"{wall * 1000:8.0f} {cpu * 1000:8.0f} {rss:6.0f} {max(b for _, _, _, b in samples):>11,}"
 
 
 def main() -> None:
@@ -110,9 +124,9 @@ def main() -> None:
         trees = {"this checkout": this, "baseline": base}
         for tree in trees.values():
             compileall.compile_dir(str(tree / "kb_indexer"), quiet=1)
-        print(f"{'':>24} {'this checkout':^29} {'baseline':^29}")
-        print(f"{'relations':>9}  {'command':<13}" + f" {'wall ms':>8} {'CPU ms':>8} {'bytes':>11}" * 2
-              + f"   (median of {args.runs})")
+        print(f"{'':>24} {'this checkout':^36} {'baseline':^36}")
+        print(f"{'relations':>9}  {'command':<13}" + f" {'wall ms':>8} {'CPU ms':>8} {'MiB':>6} {'bytes':>11}" * 2
+              + f"   (median of {args.runs}; MiB: peak RSS)")
         for n in (int(x) for x in args.relations.split(",")):
             source = work / f"source-{n}"
             write_kb(source, n)
@@ -125,7 +139,7 @@ def main() -> None:
                         times.setdefault((name, label), []).append(_timed(cmd + argv, env, folder, args.timeout))
             for name in COMMANDS:
                 cells = [_cell(times[(name, label)], args.timeout) for label in trees]
-                print(f"{n:>9,}  {name:<13} {cells[0]:>29} {cells[1]:>29}", flush=True)
+                print(f"{n:>9,}  {name:<13} {cells[0]:>36} {cells[1]:>36}", flush=True)
 
 
 if __name__ == "__main__":

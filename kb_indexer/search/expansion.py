@@ -241,13 +241,18 @@ def expand(conn: Connection, seeds: list[tuple[str, int | None]], *, depth: int 
         if not frontier or not allowed:
             break
         updated = walk.hop(frontier, _edges_from(conn, {node for _, node in frontier}, allowed), hop)
-        frontier = walk.within_cut(updated) if hop < depth else {}
+        frontier = updated if hop < depth else {}
     return walk.strongest()
 
 
 class _Walk:
-    """One expansion walk: the best path found so far to each keyword of each user keyword, and the
-    context-match score of every relation judged."""
+    """One expansion walk: the best path found so far to each of the strongest ``limit`` keywords of each user
+    keyword (the rest are only counted, :attr:`reached`), and the context-match score of every relation judged.
+
+    A keyword past its user keyword's cut after a hop weighs less than the ``limit`` kept, and the cut only
+    rises, so forgetting its path changes nothing kept: a later, better path brings it back to compete. So a
+    walk holds ``limit`` paths per user keyword, not one per keyword reached (a hub of 100,000 relations two
+    hops away, from each of 100 user keywords, was 10 million paths and gigabytes)."""
 
     def __init__(self, seeds: list[tuple[str, int | None]], weights: dict[str, float], threshold: float, limit: int,
                  context: str | None, scorer: ContextScorer, context_threshold: float):
@@ -255,19 +260,39 @@ class _Walk:
         self.seed_ids = {s: kid for s, kid in seeds if kid is not None}
         self.weights, self.threshold, self.limit = weights, threshold, limit
         self.context, self.scorer, self.context_threshold = context, scorer, context_threshold
-        self.best: dict[_Key, _Best] = {}
+        self.best: dict[str, dict[int, _Best]] = {}   # user keyword -> keyword id -> its best path
+        self.reached: dict[str, set[int]] = {}        # user keyword -> every keyword id that passed the weight
         self.matches: dict[int, float] = {}
 
     def hop(self, frontier: _Frontier, edges: dict[int, list[tuple[int, str, _Relation]]], hop: int) -> _Frontier:
-        """One hop from ``frontier``: the keywords it reached by a better path than before (the next frontier)."""
+        """One hop from ``frontier``: the keywords it reached by a better path than before that are within their
+        user keyword's cut (the next frontier). Without a context each user keyword's relations are listed in
+        turn (with one, the scorer judges the hop's relations of every user keyword in one batch)."""
         decay = HOP_DECAY if hop > 1 else 1.0   # so a path of h hops decays by HOP_DECAY ** (h - 1)
-        steps = self._steps(frontier, edges, decay)
+        judged = None
         if self.context is not None:
-            self._judge(frontier, steps, decay)
+            judged = self._steps(frontier, edges, decay)
+            self._judge(frontier, judged, decay)
+        by_seed: dict[str, list[_Key]] = {}
+        for key in sorted(frontier, key=lambda k: (self.order[k[0]], k[1])):
+            by_seed.setdefault(key[0], []).append(key)
         updated: _Frontier = {}
-        for (seed, node) in sorted(frontier, key=lambda k: (self.order[k[0]], k[1])):
-            _, node_kw, path = frontier[(seed, node)]
-            for other, other_kw, base, rel in steps.get((seed, node), ()):
+        for seed, keys in by_seed.items():
+            steps = judged if judged is not None else self._steps({k: frontier[k] for k in keys}, edges, decay)
+            fresh = self._reach(seed, keys, frontier, steps, decay, hop)
+            kept = self._cut(seed)
+            updated.update((k, v) for k, v in fresh.items() if k[1] in kept)
+        return updated
+
+    def _reach(self, seed: str, keys: list[_Key], frontier: _Frontier, steps: dict[_Key, list[_Step]],
+               decay: float, hop: int) -> _Frontier:
+        """The keywords ``seed``'s frontier ``keys`` reach by a better path than before (their best path noted)."""
+        best = self.best.setdefault(seed, {})
+        reached = self.reached.setdefault(seed, set())
+        fresh: _Frontier = {}
+        for key in keys:
+            _, node_kw, path = frontier[key]
+            for other, other_kw, base, rel in steps.get(key, ()):
                 match = self.matches.get(rel[0]) if self.context is not None else None
                 if self.context is not None and match is None:
                     continue   # not judged: it could not pass the minimum weight or make the cut
@@ -275,13 +300,22 @@ class _Walk:
                 w = base * factor * decay
                 if w + _EPS < self.threshold:
                     continue
-                cur = self.best.get((seed, other))
+                cur = best.get(other)
                 if cur is not None and w <= cur[0] + _EPS:
                     continue
                 new_path = path + [rel[0]]
-                self.best[(seed, other)] = (w, other_kw, hop, rel, node_kw, match, new_path)
-                updated[(seed, other)] = (w, other_kw, new_path)
-        return updated
+                best[other] = (w, other_kw, hop, rel, node_kw, match, new_path)
+                reached.add(other)
+                fresh[(seed, other)] = (w, other_kw, new_path)
+        return fresh
+
+    def _cut(self, seed: str) -> dict[int, _Best]:
+        """Keep only ``seed``'s strongest ``limit`` paths; returns them."""
+        best = self.best.get(seed, {})
+        if len(best) > self.limit:
+            top = heapq.nsmallest(self.limit, best.items(), key=lambda item: _strength(item[1]))
+            best = self.best[seed] = dict(top)
+        return best
 
     def _steps(self, frontier: _Frontier, edges: dict[int, list[tuple[int, str, _Relation]]],
                decay: float) -> dict[_Key, list[_Step]]:
@@ -299,37 +333,16 @@ class _Walk:
             out[(seed, node)] = steps
         return out
 
-    def _by_seed(self) -> dict[str, list[_Key]]:
-        out: dict[str, list[_Key]] = {}
-        for key in self.best:
-            out.setdefault(key[0], []).append(key)
-        return out
-
-    def _strength(self, key: _Key) -> tuple[float, str]:
-        """The order of a user keyword's expansions: weight (desc, at 9 decimals), then keyword."""
-        found = self.best[key]
-        return -round(found[0], 9), found[1]
-
-    def within_cut(self, updated: _Frontier) -> _Frontier:
-        """The keywords of the next frontier that are among their user keyword's strongest ``limit``."""
-        if len(self.best) <= self.limit:
-            return updated
-        out_of_reach = {k for keys in self._by_seed().values() if len(keys) > self.limit
-                        for k in sorted(keys, key=self._strength)[self.limit:]}
-        return {k: v for k, v in updated.items() if k not in out_of_reach}
-
     def strongest(self) -> Expansions:
         """The strongest ``limit`` expansions of each user keyword, in seed order, and the number left out."""
         kept: list[Expansion] = []
         omitted: dict[str, int] = {}
-        for seed, keys in sorted(self._by_seed().items(), key=lambda item: self.order[item[0]]):
-            top = heapq.nsmallest(self.limit, keys, key=self._strength) if len(keys) > self.limit else \
-                sorted(keys, key=self._strength)
-            for key in top:
-                w, kw, hops, rel, via, match, path = self.best[key]
-                kept.append(Expansion(seed, kw, key[1], w, hops, rel[0], rel[1], rel[3], via, match, path))
-            if len(keys) > len(top):
-                omitted[seed] = len(keys) - len(top)
+        for seed, best in sorted(self.best.items(), key=lambda item: self.order[item[0]]):
+            for kid, found in sorted(best.items(), key=lambda item: _strength(item[1])):
+                w, kw, hops, rel, via, match, path = found
+                kept.append(Expansion(seed, kw, kid, w, hops, rel[0], rel[1], rel[3], via, match, path))
+            if len(self.reached[seed]) > len(best):
+                omitted[seed] = len(self.reached[seed]) - len(best)
         return Expansions(kept, omitted)
 
     def _judge(self, frontier: _Frontier, steps: dict[_Key, list[_Step]], decay: float) -> None:
@@ -365,7 +378,7 @@ class _Walk:
         keyword of ``seed`` known so far (earlier hops' and this hop's judged relations)."""
         if not rest:
             return []
-        known = {k[1]: found[0] for k, found in self.best.items() if k[0] == seed}
+        known = {kid: found[0] for kid, found in self.best.get(seed, {}).items()}
         for (s, _), found in steps.items():
             if s != seed:
                 continue
@@ -379,6 +392,11 @@ class _Walk:
             return [t for t in rest if t[1] not in self.matches]
         cut = heapq.nlargest(self.limit, known.values())[-1]
         return [t for t in rest if t[0] + _EPS >= cut and t[1] not in self.matches]
+
+
+def _strength(found: _Best) -> tuple[float, str]:
+    """The order of a user keyword's expansions: weight (desc, at 9 decimals), then keyword."""
+    return -round(found[0], 9), found[1]
 
 
 def expansion_map(seeds: list[tuple[str, int | None]], expansions: list[Expansion]) -> dict[str, list[str]]:
