@@ -129,3 +129,22 @@ def test_a_folder_swapped_for_a_symlink_during_the_sync_leads_no_removal_elsewhe
     res = handle.sync(progress=swap)
     assert swapped and live.exists() and (kbdir / "gone-before" / "a.keywords.json").exists()
     assert [w["file"] for w in res["warnings"]] == ["gone/a.keywords.json"]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: {**d, "categories": {"mine": 5}},                                     # a category that is no list
+    lambda d: {**d, "generated": {**d["generated"], "front_matter": {"keywords": 7}}},   # a copy record that is none
+    lambda d: {**d, "generated": {**d["generated"], "front_matter": {"keywords": "beta"}}},
+], ids=["category", "copy-record", "copy-string"])
+def test_a_keywords_file_with_values_of_another_kind_does_not_stop_sync(small, edit):
+    # a keywords file a person got wrong, beside its note or left behind: sync goes on (it failed as a bug in
+    # kbindex, every time, for the whole knowledge base)
+    handle, kbdir = small
+    live = _enriched(handle, kbdir, "live.md")
+    live.write_text(json.dumps(edit(json.loads(live.read_text(encoding="utf-8")))), encoding="utf-8")
+    gone = _enriched(handle, kbdir, "gone.md")
+    gone.write_text(live.read_text(encoding="utf-8"), encoding="utf-8")
+    os.remove(kbdir / "gone.md")
+    res = handle.sync()
+    assert res["removed"] == 1 and live.exists()
+    assert "gone.keywords.json" in [w["file"] for w in res["warnings"]]   # removed or left behind: said

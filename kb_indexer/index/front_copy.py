@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb_indexer.errors import ValidationError
-from kb_indexer.index.generated import COPIED, MARKER, generated_norms, marker
+from kb_indexer.index.generated import COPIED, MARKER, copied_norms, generated_norms, marker
 from kb_indexer.index.markdown import front_matter_keywords, front_matter_summary, front_matter_text
 from kb_indexer.limits import check_keyword
 from kb_indexer.text import normalize_keyword
@@ -67,7 +67,7 @@ def current(data: Any, fm: dict[str, Any] | None) -> Any:
 def _keywords(out: dict[str, Any], mark: dict[str, Any], record: dict[str, Any], now: list[str]) -> None:
     """The copied keywords of ``out`` replaced by ``now``, first; a generated keyword now in the front matter
     becomes the front matter's."""
-    was = {normalize_keyword(k) for k in record.get("keywords") or [] if isinstance(k, str)}
+    was = copied_norms({COPIED: record})
     fresh = {normalize_keyword(k) for k in now}
 
     def kept(k: Any) -> bool:

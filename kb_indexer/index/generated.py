@@ -35,6 +35,14 @@ def marker(data: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def copied_norms(mark: dict[str, Any]) -> set[str]:
+    """The normalised keywords a marker records as copied from the note's front matter (none when the record, or
+    its list, is malformed: a file's values are a person's to get wrong, never a reason for sync to fail)."""
+    record = mark.get(COPIED)
+    kws = record.get("keywords") if isinstance(record, dict) else None
+    return {normalize_keyword(k) for k in kws if isinstance(k, str)} if isinstance(kws, list) else set()
+
+
 def generated_norms(data: Any) -> set[str]:
     """The normalised keywords a keywords file marks as generated."""
     kws = marker(data).get("keywords")
@@ -111,12 +119,15 @@ def only_generated(data: Any) -> bool:
     if not mark or set(data) - WRITTEN_FIELDS:
         return False
     person = without_generated(data)
+    copies = copied_norms(mark)
     raw = mark.get(COPIED)
     copy: dict[str, Any] = raw if isinstance(raw, dict) else {}   # of the note's front matter: gone with it
-    copies = {normalize_keyword(k) for k in copy.get("keywords") or [] if isinstance(k, str)}
 
     def persons(items: Any) -> list[Any]:
-        return [k for k in items or [] if not (isinstance(k, str) and normalize_keyword(k) in copies)]
+        """The items not copied from the front matter (a value that is no list is a person's, whole)."""
+        if not isinstance(items, list):
+            return [] if items is None else [items]
+        return [k for k in items if not (isinstance(k, str) and normalize_keyword(k) in copies)]
 
     categories = person.get("categories")
     return (not persons(person.get("keywords"))
