@@ -135,8 +135,8 @@ class KeyTable:
 
 
 class _Level:
-    """One level of a :class:`KeyTable`: its keys sorted, and in open hash tables of four slots per key with one
-    probe each (a multiplicative hash, then the slot's key compared): a key whose slot an earlier key took goes
+    """One level of a :class:`KeyTable`: its keys sorted, and in open hash tables of four to eight slots per key
+    with one probe each (a multiplicative hash, then the slot's key compared): a key whose slot an earlier key took goes
     to the next table (another multiplier), and the few left over are found by binary search. A fold looks up
     every word of 8,000 documents; a binary search each was most of its time."""
 
@@ -145,17 +145,18 @@ class _Level:
     def __init__(self, keys: Any, ids: Any) -> None:
         order = np.argsort(keys, kind="stable")
         self.keys, self.ids = keys[order], ids[order]
-        self._bits = max(4, int(len(self.keys) * 4 - 1).bit_length())
-        self._tables: list[tuple[int, Any, Any]] = []   # (multiplier, slot keys, slot ids: -1 when empty)
+        # (multiplier, bits, slot keys, slot ids: -1 when empty); each table sized for the keys it is given
+        self._tables: list[tuple[int, int, Any, Any]] = []
         left_keys, left_ids = self.keys, self.ids
         for multiplier in self._MULTIPLIERS:
             if not len(left_keys):
                 break
-            slot_keys = np.zeros(1 << self._bits, dtype=np.uint64)
-            slot_ids = np.full(1 << self._bits, -1, dtype=np.int64)
-            slots, first = np.unique(self._slots(left_keys, multiplier), return_index=True)   # first key wins
+            bits = max(4, int(len(left_keys) * 4 - 1).bit_length())
+            slot_keys = np.zeros(1 << bits, dtype=np.uint64)
+            slot_ids = np.full(1 << bits, -1, dtype=np.int64)
+            slots, first = np.unique(_slots(left_keys, multiplier, bits), return_index=True)   # first key wins
             slot_keys[slots], slot_ids[slots] = left_keys[first], left_ids[first]
-            self._tables.append((multiplier, slot_keys, slot_ids))
+            self._tables.append((multiplier, bits, slot_keys, slot_ids))
             rest = np.ones(len(left_keys), dtype=bool)
             rest[first] = False
             left_keys, left_ids = left_keys[rest], left_ids[rest]
@@ -163,24 +164,19 @@ class _Level:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def _slots(self, keys: Any, multiplier: int) -> Any:
-        slots = keys * np.uint64(multiplier)
-        slots >>= np.uint64(64 - self._bits)
-        return slots.view(np.int64)   # < 2^bits
-
     def find(self, keys: Any) -> tuple[Any, Any]:
         if not self._tables:
             return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-        multiplier, slot_keys, slot_ids = self._tables[0]   # (most keys: no index arrays)
-        slots = self._slots(keys, multiplier)
+        multiplier, bits, slot_keys, slot_ids = self._tables[0]   # (most keys: no index arrays)
+        slots = _slots(keys, multiplier, bits)
         ids = slot_ids.take(slots)
         known = slot_keys.take(slots) == keys
         known &= ids >= 0
         todo = np.flatnonzero(~known)
-        for multiplier, slot_keys, slot_ids in self._tables[1:]:
+        for multiplier, bits, slot_keys, slot_ids in self._tables[1:]:
             if not len(todo):
                 return ids, known
-            slots = self._slots(keys[todo], multiplier)
+            slots = _slots(keys[todo], multiplier, bits)
             got = slot_ids.take(slots)
             hit = (got >= 0) & (slot_keys.take(slots) == keys[todo])
             ids[todo[hit]], known[todo[hit]] = got[hit], True
@@ -190,6 +186,13 @@ class _Level:
             found = self.keys[pos] == keys[todo]
             ids[todo[found]], known[todo[found]] = self.ids[pos[found]], True
         return ids, known
+
+
+def _slots(keys: Any, multiplier: int, bits: int) -> Any:
+    """Each key's slot in a table of ``2 ** bits`` (a multiplicative hash: the top bits of key × multiplier)."""
+    slots = keys * np.uint64(multiplier)
+    slots >>= np.uint64(64 - bits)
+    return slots.view(np.int64)
 
 
 def top_bytes() -> Any:
