@@ -1,4 +1,4 @@
-"""A sync folds the sparse index with a helper process reading every other batch (large syncs): the index
+"""A sync folds the sparse index with a helper process reading two of every three batches (large syncs): the index
 it builds holds exactly the postings, lengths and pairs an in-process fold builds, and answers like FTS5."""
 
 from __future__ import annotations

@@ -339,30 +339,44 @@ def postings_elsewhere(path: str, doc_ids: list[int], pair_names: list[str]) -> 
     return read_documents(tokenizer.conn, tokenizer, doc_ids, pairs)
 
 
+#: Batches a helper process reads and tokenises ahead while this process does one: storing a batch costs about
+#: two fifths of reading it, so with two the helper is busy while this process reads one and stores all three.
+HELPER_BATCHES = 2
+
+
 def _fold_batch(conn: Connection, tokenizer: Tokenizer, pairs: Pairs, helper: Helper | None = None) -> int:
     """Fold the next ``FOLD_DOCS`` logged documents into a new segment; returns how many were folded (-1:
     another process folded them first). The rows are read and tokenised before the write transaction, so
     other writers wait only for the segment's rows to be written; a document changed meanwhile has a later
-    log entry and is folded again by a later batch. With a ``helper`` the batch after it is read and
-    tokenised in the helper's process meanwhile, and folded next (two batches: twice the count)."""
+    log entry and is folded again by a later batch. With a ``helper`` the ``HELPER_BATCHES`` batches after it
+    are read and tokenised in the helper's process meanwhile, and folded next, in order."""
     st = load_state(conn)
     log = _logged(conn, st.fold_seq) if st is not None else []
     if st is None or not log:
         return 0
-    ahead = _logged(conn, log[-1][0]) if helper is not None else []
-    later = (helper.submit(postings_elsewhere, db_file(conn), sorted({r[1] for r in ahead}), pairs.names)
-             if helper is not None and ahead else None)
+    later: list[tuple[list[tuple[int, int]], Future[Any]]] = []
+    while helper is not None and len(later) < HELPER_BATCHES:
+        ahead = _logged(conn, (later[-1][0] if later else log)[-1][0])
+        if not ahead:
+            break
+        later.append((ahead, helper.submit(postings_elsewhere, db_file(conn), sorted({r[1] for r in ahead}),
+                                           pairs.names)))
     ids = sorted({r[1] for r in log})
     done = _store_folded(conn, st.fold_seq, ids, read_documents(conn, tokenizer, ids, pairs), pairs, log[-1][0])
-    if done < 0 or later is None:
-        return done
-    ids = sorted({r[1] for r in ahead})
-    try:
-        terms = later.result()
-    except Exception:  # noqa: BLE001 - the helper died or failed: this process reads the batch itself
-        terms = read_documents(conn, tokenizer, ids, pairs)
-    more = _store_folded(conn, log[-1][0], ids, terms, pairs, ahead[-1][0])
-    return done + max(more, 0)
+    after, stopped = log[-1][0], done < 0   # (another process folded: what was read ahead is of no use)
+    for ahead, future in later:
+        if stopped:
+            future.cancel()
+            continue
+        ids = sorted({r[1] for r in ahead})
+        try:
+            terms = future.result()
+        except Exception:  # noqa: BLE001 - the helper died or failed: this process reads the batch itself
+            terms = read_documents(conn, tokenizer, ids, pairs)
+        more = _store_folded(conn, after, ids, terms, pairs, ahead[-1][0])
+        stopped = more < 0
+        done, after = done + max(more, 0), ahead[-1][0]
+    return done
 
 
 def _store_folded(conn: Connection, after: int, ids: list[int], terms: DocTerms, pairs: Pairs,
