@@ -239,4 +239,6 @@ def test_ctrl_c_cancels_cleanly(similar_kb, http_server):
 
 def test_ctrl_c_exits_130(similar_kb, http_server):
     res = _interrupt_similar(similar_kb, http_server)
-    assert res.returncode == 130 and "Interrupted." in res.stderr
+    assert res.returncode == 130
+    # under --format json the error is a JSON object an agent can read
+    assert json.loads(res.stderr)["error"] == {"code": "interrupted", "message": "Interrupted (Ctrl-C)."}
