@@ -92,7 +92,12 @@ def _strong_number(number: str) -> bool:
 
 def score_sentence(text: str, role: str) -> float:
     """How much a sentence says that must survive (see the module docstring)."""
-    if len(_WORD.findall(text)) < 2 or _ACK.match(text.strip()):
+    return _score(text, role, _WORD.findall(text), [m.group(0) for m in _NUMBER.finditer(text)])
+
+
+def _score(text: str, role: str, words: list[str], found: list[str]) -> float:
+    """:func:`score_sentence` given the sentence's words (``_WORD``) and numbers (``_NUMBER``), found once."""
+    if len(words) < 2 or _ACK.match(text.strip()):
         return 0.0
     score = 0.0
     if (_FIRST_PERSON.search(text) and _COMMIT.search(text)) or _POSSESSIVE.search(text):
@@ -101,7 +106,6 @@ def score_sentence(text: str, role: str) -> float:
         score += 2.0
     if _DECISION.search(text):
         score += 2.0
-    found = [m.group(0) for m in _NUMBER.finditer(text)]
     strong = sum(1 for n in found if _strong_number(n))
     if strong:
         score += min(2.5, 1.5 + 0.5 * (len(found) - 1))
@@ -146,40 +150,77 @@ def _summary_lines(content: str) -> list[tuple[str, str]]:
     return out
 
 
-def _content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in (w.lower() for w in _WORD.findall(text)) if w not in STOPWORDS)
+def _content_words(words: list[str]) -> frozenset[str]:
+    return frozenset(w for w in (w.lower() for w in words) if w not in STOPWORDS)
 
 
-def units_of(messages: list[dict[str, Any]]) -> list[Unit]:
+#: What :func:`units_of` found in one message, per sentence: (role, text, score, tokens, words, numbers).
+Sentences = list[tuple[str, str, float, int, frozenset[str], frozenset[str]]]
+
+
+def _message_sentences(message: dict[str, Any]) -> Sentences:
+    role = str(message.get("role") or "user")
+    content = message.get("content")
+    if not isinstance(content, str) or role == "system":
+        return []
+    earlier = role == "summary" or content.startswith(SUMMARY_MARK)
+    out: Sentences = []
+    for who, text in (_summary_lines(content) if earlier else [(role, content)]):
+        for s in split_sentences(text):
+            words, found = _WORD.findall(s), [m.group(0) for m in _NUMBER.finditer(s)]
+            score = _score(s, who, words, found)
+            out.append((who, s, max(score, MIN_SCORE) if earlier else score, estimate_tokens(s) + 1,
+                        _content_words(words), frozenset(n.lower() for n in found)))
+    return out
+
+
+def units_of(messages: list[dict[str, Any]], memo: dict[int, Sentences] | None = None) -> list[Unit]:
     """Sentences of the messages; an earlier summary (role ``summary``, or a message starting with the
-    summary mark) keeps its lines' speakers, and its sentences always qualify (they were chosen before)."""
+    summary mark) keeps its lines' speakers, and its sentences always qualify (they were chosen before).
+    ``memo`` (keyed by ``id`` of a message the caller keeps alive) lets several summaries of the same
+    messages split and score each message once."""
     units: list[Unit] = []
     for i, m in enumerate(messages):
-        role = str(m.get("role") or "user")
-        content = m.get("content")
-        if not isinstance(content, str) or role == "system":
-            continue
-        earlier = role == "summary" or content.startswith(SUMMARY_MARK)
-        parts = _summary_lines(content) if earlier else [(role, content)]
-        for who, text in parts:
-            for s in split_sentences(text):
-                score = score_sentence(s, who)
-                units.append(Unit(len(units), i, who, s, max(score, MIN_SCORE) if earlier else score,
-                                  estimate_tokens(s) + 1, _content_words(s),
-                                  frozenset(m.group(0).lower() for m in _NUMBER.finditer(s))))
+        if memo is None:
+            found = _message_sentences(m)
+        elif (found := memo.get(id(m))) is None:
+            found = memo[id(m)] = _message_sentences(m)
+        for who, text, score, tokens, words, numbers in found:
+            units.append(Unit(len(units), i, who, text, score, tokens, words, numbers))
     return units
 
 
-def _repeats(unit: Unit, chosen: list[Unit]) -> bool:
-    """Whether ``unit`` repeats a chosen sentence: fewer than ``NEW_WORDS`` of its content words are new
-    and it has no number of its own ("PPO scored 0.81" does not repeat "PPO scored 0.73", nor "option G
-    for the log stage" "option A for the ingest stage")."""
-    if not unit.words:
+class Taken:
+    """The units chosen so far, indexed by content word: whether a unit repeats one of them (fewer than
+    ``NEW_WORDS`` of its content words new, no number of its own: "PPO scored 0.81" does not repeat "PPO
+    scored 0.73", nor "option G for the log stage" "option A for the ingest stage") is checked against
+    the chosen units that have one of its rarest words, not against all of them. A unit that lacks
+    ``ceil(NEW_WORDS * n)`` of the ``n`` words already misses too many to be repeated, so looking only
+    at the holders of that many of the words (the ones held by fewest) finds every unit it could repeat."""
+
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        self.by_word: dict[str, list[Unit]] = {}
+
+    def repeats(self, unit: Unit) -> bool:
+        if not unit.words:
+            return False
+        limit = NEW_WORDS * len(unit.words)
+        rarest = sorted(unit.words, key=lambda w: (len(self.by_word.get(w, ())), w))[:max(1, math.ceil(limit))]
+        seen: set[int] = set()
+        for word in rarest:
+            for c in self.by_word.get(word, ()):
+                if c.index in seen:
+                    continue
+                seen.add(c.index)
+                if unit.numbers <= c.numbers and len(unit.words - c.words) < limit:
+                    return True
         return False
-    for c in chosen:
-        if unit.numbers <= c.numbers and len(unit.words - c.words) < NEW_WORDS * len(unit.words):
-            return True
-    return False
+
+    def add(self, unit: Unit) -> None:
+        self.units.append(unit)
+        for word in unit.words:
+            self.by_word.setdefault(word, []).append(unit)
 
 
 LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "summary": "Earlier"}
@@ -203,25 +244,25 @@ def select(units: list[Unit], budget_tokens: int, max_chars: int | None = None) 
     the rolling summary's cap is in characters, so it is checked on the text itself)."""
     ranked = sorted((u for u in units if u.score >= MIN_SCORE),
                     key=lambda u: (-u.score / math.sqrt(u.tokens), u.tokens, u.index))
-    chosen: list[Unit] = []
+    taken = Taken()
     used = 0
     for u in ranked:
         cost = u.tokens + 2   # the label or separator it may need
-        if used + cost > budget_tokens or _repeats(u, chosen):
+        if used + cost > budget_tokens or taken.repeats(u):
             continue
-        if max_chars is not None and len(render(chosen + [u])) > max_chars:
+        if max_chars is not None and len(render(taken.units + [u])) > max_chars:
             continue
-        chosen.append(u)
+        taken.add(u)
         used += cost
-    return chosen
+    return taken.units
 
 
 def summarise(messages: list[dict[str, Any]], budget_tokens: int, previous: str = "",
-              max_chars: int | None = None) -> tuple[str, int]:
+              max_chars: int | None = None, memo: dict[int, Sentences] | None = None) -> tuple[str, int]:
     """The fact-carrying sentences of ``messages`` (and of an earlier summary ``previous``) that fit
     ``budget_tokens`` (and ``max_chars``); returns (text, how many sentences were kept). Empty text when
-    none qualifies."""
-    units = units_of(([{"role": "summary", "content": previous}] if previous else []) + messages)
+    none qualifies. ``memo``: see :func:`units_of`."""
+    units = units_of(([{"role": "summary", "content": previous}] if previous else []) + messages, memo)
     chosen = select(units, budget_tokens, max_chars)
     return render(chosen), len(chosen)
 
