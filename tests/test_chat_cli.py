@@ -202,9 +202,9 @@ def test_feedback_on_the_last_retrieval_and_an_over_window_note(run, kb, chat_en
     assert re.fullmatch(r"marked helpful: alphago-architecture\.md \(query \d+; `kbindex learn` applies it\)", out[1])
     assert "error: Not in the index: not-indexed.md" in res.stderr
     # a 600-token window leaves 450 for the prompt: the retrieved documents alone overflow it, nothing older
-    # can be summarised away, so the user is told instead of a "compressed N -> N" line
-    assert "the context is still" in res.stderr and "raise --window" in res.stderr
-    assert "context compressed (level " not in res.stderr
+    # can be summarised away, so the system message is cut to fit, and the user is told
+    assert "the system message (instructions, documents) cut to fit" in res.stderr and "raise --window" in res.stderr
+    assert "the context is still" not in res.stderr
     assert out[-1] == "Both networks guide the search."
 
 

@@ -291,13 +291,18 @@ def test_a_message_longer_than_the_skill_matcher_takes_is_answered(kbchat):
     assert events[-1].kind == "done" and fake.calls[0]["messages"][-1]["content"] == long
 
 
-def test_a_prompt_over_the_window_is_said_and_room_is_kept_for_the_answer(kbchat):
+def test_a_prompt_over_the_window_is_cut_to_fit_it_said_and_room_is_kept_for_the_answer(kbchat):
     eng, fake = kbchat("Short.", window=600)
-    events = list(eng.turn("monte carlo tree search " + "with many details " * 200))
+    message = "monte carlo tree search " + "with many details " * 200 + "so what is the value network?"
+    events = list(eng.turn(message))
     note = [e.data["message"] for e in events if e.kind == "note"]
-    assert note and "still" in note[0] and "raise --window" in note[0]
-    assert "compression" not in [e.kind for e in events]              # nothing could be compressed
+    assert note and "cut to fit" in note[0] and "raise --window" in note[0]
     assert eng.prompt_room() == 600 - 150
+    sent = fake.calls[0]["messages"]
+    assert eng.kb.context.tokens(sent) <= eng.prompt_room()          # what the server gets fits its window
+    assert sent[-1]["content"].startswith("monte carlo tree search with many details")
+    assert sent[-1]["content"].endswith("so what is the value network?") and "characters cut" in sent[-1]["content"]
+    assert eng.history()[0]["content"] == message                       # the session keeps the message whole
 
 
 def test_text_of_successive_tool_rounds_is_kept_apart(kbchat):

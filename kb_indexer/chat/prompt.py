@@ -89,12 +89,37 @@ def build(engine: ChatEngine, head: str, rest: list[str], recent: list[dict[str,
         note = (f"the context is still {stats['tokens_after']:,} tokens for the {room:,} the model's window "
                 f"leaves the prompt (window {engine.window:,}, minus room for the answer): the server may refuse "
                 "it; raise --window or send less")
+    elif stats["cut_messages"] or stats["cut_skills"]:
+        note = (f"the context was {stats['tokens_before']:,} tokens for the {room:,} the model's window leaves "
+                f"the prompt (window {engine.window:,}, minus room for the answer): {_cut(out)} cut to fit "
+                "(start and end kept); raise --window to send it whole")
     if stats["level"]:
         messages, skills = out["messages"], out["skills"]
     messages = [dict(m) for m in messages]
     system = next(i for i, m in enumerate(messages) if m["role"] == "system")
-    messages[system]["content"] = system_text(head, skills, rest)
+    body = messages[system]["content"]     # head and rest as compressed: cut to fit when they alone overflow
+    if body.startswith(head):
+        messages[system]["content"] = system_text(head, skills, [body[len(head):].removeprefix("\n\n")])
+    else:
+        messages[system]["content"] = system_text(body, skills, [])
     return messages, event, note
+
+
+def _cut(out: dict[str, Any]) -> str:
+    """What the compression cut to fit the window, in words: "your message and 2 skills"."""
+    messages, stats = out["messages"], out["stats"]
+    parts = []
+    if any(messages[i]["role"] == "system" for i in stats["cut_messages"]):
+        parts.append("the system message (instructions, documents)")
+    turns = [i for i in stats["cut_messages"] if messages[i]["role"] != "system" and i != len(messages) - 1]
+    if turns:
+        parts.append(f"{len(turns)} earlier message{'s' if len(turns) > 1 else ''}")
+    if len(messages) - 1 in stats["cut_messages"]:
+        parts.append("your message")
+    if stats["cut_skills"]:
+        n = len(stats["cut_skills"])
+        parts.append(f"{n} skill{'s' if n > 1 else ''}")
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
 
 
 def estimate(engine: ChatEngine, head: str) -> int:

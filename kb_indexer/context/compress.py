@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_indexer.context import extractive
+from kb_indexer.context import extractive, fit
 from kb_indexer.context.extractive import SUMMARY_MARK
 from kb_indexer.context.llm_summary import compress_skill, summarise_history, SummaryFailed, transcript
 from kb_indexer.context.store import ends_with_question
@@ -60,6 +60,7 @@ class CompressOptions:
 #: Invalid (or too long) answers one after another after which a compression stops asking the LLM (an outage
 #: stops it at once): 60 chunks against a model that answers badly took 53 calls, each up to the timeout.
 BAD_ANSWERS_MAX = 3
+SUMMARY_NOTE_TOKENS = 24   # the summary's first line (its mark) and its message framing
 
 
 @dataclass
@@ -76,6 +77,9 @@ class State:
     usage: list[dict[str, Any]] = field(default_factory=list)
     llm_failed: str | None = None
     llm_bad_in_a_row: int = 0         # invalid answers one after another (BAD_ANSWERS_MAX: the LLM is given up)
+    sentences: dict[int, extractive.Sentences] = field(default_factory=dict)  # each message split and scored once
+    cut_messages: list[int] = field(default_factory=list)
+    cut_skills: list[str] = field(default_factory=list)
 
 
 def skill_tokens(skill: dict[str, Any]) -> int:
@@ -102,13 +106,16 @@ def compress(messages: list[dict[str, Any]], skills: list[dict[str, Any]], opts:
     st = State([dict(m) for m in messages], [dict(s) for s in skills], opts)
     if level:
         _run_ladder(st, messages, level)
+    if total_tokens(st.messages, st.skills) > opts.window:
+        _fit_window(st)
     after = total_tokens(st.messages, st.skills)
     stats = {"tokens_before": before, "tokens_after": after, "ratio": round(after / before, 4) if before else 1.0,
              "window": opts.window, "usage_before": round(before / opts.window, 4),
              "usage_after": round(after / opts.window, 4), "level": level, "stages": st.stages,
              "llm_calls": st.llm_calls, "llm_failures": st.llm_failures, "cache_hits": st.cache_hits,
              "fallback": "; ".join(dict.fromkeys(st.fallback)) or None, "dropped_skills": st.dropped_skills,
-             "over_window": after > opts.window, "token_counts": st.usage, "estimator": "tokens.estimate_tokens"}
+             "over_window": after > opts.window, "cut_messages": st.cut_messages, "cut_skills": st.cut_skills,
+             "token_counts": st.usage, "estimator": "tokens.estimate_tokens"}
     return {"messages": st.messages, "skills": st.skills, "stats": stats}
 
 
@@ -172,7 +179,7 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
         st.stages.append({"stage": "history", "level": level, "skipped": f"a summary would not be shorter than "
                           f"the {len(older)} older messages ({replaced} tokens) it replaces"})
         return
-    budget = max(8, math.floor(RATIOS[level] * replaced))
+    budget = min(max(8, math.floor(RATIOS[level] * replaced)), _summary_room(st, original, start))
     text, source = _summary_text(st, older, budget, level)
     note = f"{SUMMARY_MARK} ({len(older)} messages, {source}; kbindex)]\n"
     summary = {"role": "user", "content": note + text}
@@ -191,6 +198,17 @@ def _history(st: State, original: list[dict[str, Any]], level: int, keep_last: i
                       "tokens_after": total_tokens(st.messages, st.skills)})
 
 
+def _summary_room(st: State, original: list[dict[str, Any]], start: int) -> int:
+    """The most a summary may take: what the window (80% of it when the input was over the window) leaves
+    once the messages kept verbatim and the skills are counted, and at least a tenth of the window (a huge
+    verbatim tail is then cut by :func:`_fit_window`). It binds only on input over the window: a summary of
+    input that fits is at most half of the history it replaces."""
+    kept = [m for m in original[:start] if m.get("role") == "system"] + original[start:]
+    window = st.opts.window
+    limit = window * TARGET // 100 if total_tokens(original, []) + total_tokens([], st.skills) > window else window
+    return max(8, limit - total_tokens(kept, st.skills) - SUMMARY_NOTE_TOKENS, window // 10)
+
+
 def _summary_text(st: State, older: list[dict[str, Any]], budget: int, level: int) -> tuple[str, str]:
     """(text, source): the LLM's, else the extractive one, else truncation."""
     if st.opts.client is not None and st.llm_failed is None:
@@ -199,7 +217,7 @@ def _summary_text(st: State, older: list[dict[str, Any]], budget: int, level: in
             return text, "llm"
     elif st.opts.client is None and st.opts.no_llm_reason:
         st.fallback.append(st.opts.no_llm_reason)
-    text, kept = extractive.summarise(older, budget - 12)
+    text, kept = extractive.summarise(older, budget - 12, memo=st.sentences)
     if kept:
         return text, "extractive"
     st.fallback.append("no sentence worth keeping for an extractive summary: truncation")
@@ -313,6 +331,39 @@ def _count(st: State, info: dict[str, Any]) -> None:
         st.llm_calls += 1
     if info.get("usage"):
         st.usage.append({"estimate": info["prompt_tokens_estimate"], **info["usage"]})
+
+
+# -- the last resort: cutting what is kept verbatim -----------------------------------------------------
+
+def _fit_window(st: State) -> None:
+    """Still over the window after the ladder: every text that alone exceeds its share of the window (messages
+    of any role, the summary, skills' content) is cut to that share (:mod:`kb_indexer.context.fit`)."""
+    texts: list[tuple[str, int, str]] = []    # (what, index, content)
+    fixed = 0
+    for i, m in enumerate(st.messages):
+        content = m.get("content")
+        if isinstance(content, str):
+            texts.append(("message", i, content))
+            fixed += message_tokens(m) - estimate_tokens(content)
+        else:
+            fixed += message_tokens(m)
+    for i, s in enumerate(st.skills):
+        content = str(s.get("content") or "")
+        texts.append(("skill", i, content))
+        fixed += estimate_tokens(f"## Skill: {s.get('name', '')}\n\n") + 4
+    sizes = [estimate_tokens(t) for _, _, t in texts]
+    cap = fit.share(sizes, max(0, st.opts.window - fixed))
+    for (what, i, content), size in zip(texts, sizes):
+        if size <= cap:
+            continue
+        if what == "message":
+            st.messages[i] = dict(st.messages[i], content=fit.cut_text(content, cap))
+            st.cut_messages.append(i)
+        else:
+            st.skills[i] = dict(st.skills[i], content=fit.cut_text(content, cap))
+            st.cut_skills.append(str(st.skills[i].get("name")))
+    st.stages.append({"stage": "cut_to_window", "share": cap, "cut_messages": list(st.cut_messages),
+                      "cut_skills": list(st.cut_skills), "tokens_after": total_tokens(st.messages, st.skills)})
 
 
 # -- skills --------------------------------------------------------------------------------------------

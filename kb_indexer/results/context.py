@@ -122,6 +122,8 @@ class CompressStats(TypedDict):
     fallback: str | None
     dropped_skills: list[str]
     over_window: bool
+    cut_messages: list[int]     # indexes in ``messages`` of the texts cut to fit the window (stage cut_to_window)
+    cut_skills: list[str]       # names of the skills whose content was cut to fit it
     token_counts: list[JsonObject]
     estimator: str
     window_source: str
