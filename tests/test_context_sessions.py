@@ -237,14 +237,14 @@ def test_max_chars_drops_the_oldest_recent_messages_first(k):
         == len(kept) + 1
 
 
-def test_the_current_message_is_never_cut(k):
+def test_the_current_message_is_cut_only_after_everything_else(k):
     k.context.add("cap", [{"role": "user", "content": "older " * 50}])
     current = "please open the workspace called " + " ".join(f"Research{i}" for i in range(60))
     out = k.context.build("cap", current, max_chars=200, use_llm=False)
-    assert out["recent_user_messages"] == []
+    assert out["recent_user_messages"] == [] and out["stats"]["dropped_recent"] == 1
     assert out["message"]["normalised"] == current.removeprefix("please ").strip()
-    assert out["prompt"].endswith("Current user message: " + out["message"]["normalised"])
-    assert len(out["prompt"]) > 200          # over the cap rather than cut
+    assert "Current user message: open the workspace" in out["prompt"] and out["prompt"].endswith("Research59")
+    assert len(out["prompt"]) <= 200 and out["stats"]["message_cut"]
 
 
 def test_max_chars_through_the_cli_is_checked(cli, k):
@@ -446,11 +446,15 @@ def test_an_empty_message_is_refused_and_nothing_is_written(k):
         k.context.show("e")
 
 
-def test_a_current_message_longer_than_the_cap_is_flagged(k):
-    out = k.context.build("cap", " ".join(f"item{i}" for i in range(100)), max_chars=200, use_llm=False)
-    assert out["message"]["normalised"] in out["prompt"]
-    assert out["stats"]["over_max_chars"] is True
-    assert k.context.build("cap", "short", max_chars=200, use_llm=False)["stats"]["over_max_chars"] is False
+def test_a_current_message_longer_than_the_cap_is_cut_to_fit_it(k):
+    message = " ".join(f"item{i}" for i in range(100))
+    out = k.context.build("cap", message, max_chars=200, use_llm=False)
+    assert len(out["prompt"]) <= 200 and out["stats"]["over_max_chars"] is False
+    assert out["stats"]["message_cut"] is True and "characters cut" in out["prompt"]
+    assert out["prompt"].rstrip().endswith("item99") and "Current user message: item0 item1" in out["prompt"]
+    assert out["message"]["normalised"] == message                     # the message itself is whole
+    short = k.context.build("cap", "short", max_chars=200, use_llm=False)
+    assert short["stats"]["message_cut"] is False and short["prompt"].endswith("Current user message: short")
 
 
 def test_record_after_record_then_build_does_not_store_it_twice(k):

@@ -21,8 +21,8 @@ The design (chat-context-strategy.md): on every user message, send the LLM a bou
 * Last assistant question: the session's last message, when it is an assistant message that asked one
   (a question the user already answered is not repeated).
 * Size cap ``max_chars`` on the whole block: the oldest recent messages are dropped first, then the
-  summary is shortened, then the last question; the current message is never cut (``over_max_chars``
-  says when it alone overflows the cap).
+  summary is shortened, then the last question, and last the current message is cut, its start and end
+  kept (``message_cut``; :func:`kb_indexer.context.fit.cut_chars`): the block never exceeds the cap.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kb_indexer.context import extractive, store
+from kb_indexer.context import extractive, fit, store
 from kb_indexer.context.llm_summary import SummaryFailed, summarise_history
 from kb_indexer.context.normalise import normalise
 from kb_indexer.tokens import estimate_tokens
@@ -114,8 +114,9 @@ def render(summary: str, recent: list[str], question: str | None, current: str) 
 
 
 def _fit(summary: str, recent: list[str], question: str | None, current: str,
-         max_chars: int) -> tuple[str, list[str], str | None, dict[str, Any]]:
-    """Apply the size cap: oldest recent messages first, then the summary, then the question."""
+         max_chars: int) -> tuple[str, list[str], str | None, str, dict[str, Any]]:
+    """Apply the size cap: oldest recent messages first, then the summary, then the question, then the
+    current message."""
     dropped = 0
     while recent and len(render(summary, recent, question, current)) > max_chars:
         recent = recent[1:]
@@ -129,8 +130,11 @@ def _fit(summary: str, recent: list[str], question: str | None, current: str,
     if over > 0 and question:
         question = cap_chars(question, len(question) - over) if len(question) > over + 20 else None
         cut_question = True
-    return summary, recent, question, {"dropped_recent": dropped, "summary_cut": cut_summary,
-                                       "question_cut": cut_question}
+    over = len(render(summary, recent, question, current)) - max_chars
+    if over > 0:
+        current = fit.cut_chars(current, max(0, len(current) - over))
+    return summary, recent, question, current, {"dropped_recent": dropped, "summary_cut": cut_summary,
+                                                "question_cut": cut_question, "message_cut": over > 0}
 
 
 def build(conn: Any, sid: str, message: str, opts: BuildOptions) -> dict[str, Any]:
@@ -147,11 +151,11 @@ def build(conn: Any, sid: str, message: str, opts: BuildOptions) -> dict[str, An
     summary = store.summary_of(row)
     question = _open_question(messages[:-1] if recorded else messages)
     current = normalise(message)
-    text, recent, question, fit = _fit(summary["text"] if summary else "", [m["content"] for m in window],
-                                       question, current, opts.max_chars)
-    prompt = render(text, recent, question, current)
+    text, recent, question, sent, fitted = _fit(summary["text"] if summary else "", [m["content"] for m in window],
+                                                question, current, opts.max_chars)
+    prompt = render(text, recent, question, sent)
     stats = {"session_messages": len(messages), "recent_used": len(recent), "recent_limit": opts.recent,
-             "current_recorded": recorded, "summary_refresh": refresh, **fit, "prompt_chars": len(prompt),
+             "current_recorded": recorded, "summary_refresh": refresh, **fitted, "prompt_chars": len(prompt),
              "over_max_chars": len(prompt) > opts.max_chars,
              "prompt_tokens_estimate": estimate_tokens(prompt), "max_chars": opts.max_chars}
     return {"session": sid, "summary": dict(summary, text=text) if summary else None,

@@ -202,10 +202,10 @@ def units_of(messages: list[dict[str, Any]], memo: dict[int, Sentences] | None =
     messages split and score each message once."""
     units: list[Unit] = []
     for i, m in enumerate(messages):
-        if memo is None:
-            found = _message_sentences(m)
-        elif (found := memo.get(id(m))) is None:
-            found = memo[id(m)] = _message_sentences(m)
+        cached = memo.get(id(m)) if memo is not None else None
+        found = cached if cached is not None else _message_sentences(m)
+        if memo is not None and cached is None:
+            memo[id(m)] = found
         for who, text, score, tokens, words, numbers in found:
             units.append(Unit(len(units), i, who, text, score, tokens, words, numbers))
     return units

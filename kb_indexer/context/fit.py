@@ -6,6 +6,7 @@ share is cut. The share is the same for all (``share``: the largest cap such tha
 counted at most at the cap, fit the budget), so shorter texts are kept whole and only the longest are
 cut, to the same size. A cut text keeps its start (two thirds of the room) and its end (one third: a
 pasted log's question is often at its end), with a mark saying how many characters were cut between.
+``cut_chars`` does the same to a limit in characters (the chat context block's cap).
 """
 
 from __future__ import annotations
@@ -44,6 +45,19 @@ def cut_text(text: str, max_tokens: int) -> str:
     rest = text[head:]
     tail = prefix_within(rest[max(0, len(rest) - 4 * room - 4):][::-1], room) if room > 0 else 0
     end = len(text) - tail
+    return text[:head] + CUT_MARK.format(n=end - head) + text[end:]
+
+
+def cut_chars(text: str, limit: int) -> str:
+    """``text`` if it is at most ``limit`` characters, else its start and end with the cut marked between
+    them, at most ``limit`` characters (a plain prefix when the mark does not fit)."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(CUT_MARK.format(n=len(text)))
+    if room <= 0:
+        return text[:limit]
+    head = int(room * HEAD_SHARE)
+    end = len(text) - (room - head)
     return text[:head] + CUT_MARK.format(n=end - head) + text[end:]
 
 

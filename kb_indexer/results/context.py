@@ -41,6 +41,7 @@ class BuildStats(TypedDict):
     dropped_recent: int
     summary_cut: bool
     question_cut: bool
+    message_cut: bool           # the current message was cut (start and end kept) to fit max_chars
     prompt_chars: int
     over_max_chars: bool
     prompt_tokens_estimate: int
