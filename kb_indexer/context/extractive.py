@@ -212,36 +212,41 @@ def units_of(messages: list[dict[str, Any]], memo: dict[int, Sentences] | None =
 
 
 class Taken:
-    """The units chosen so far, indexed by content word: whether a unit repeats one of them (fewer than
-    ``NEW_WORDS`` of its content words new, no number of its own: "PPO scored 0.81" does not repeat "PPO
-    scored 0.73", nor "option G for the log stage" "option A for the ingest stage") is checked against
-    the chosen units that have one of its rarest words, not against all of them. A unit that lacks
-    ``ceil(NEW_WORDS * n)`` of the ``n`` words already misses too many to be repeated, so looking only
-    at the holders of that many of the words (the ones held by fewest) finds every unit it could repeat."""
+    """The units chosen so far, indexed: whether a unit repeats one of them (fewer than ``NEW_WORDS`` of
+    its content words new, no number of its own: "PPO scored 0.81" does not repeat "PPO scored 0.73", nor
+    "option G for the log stage" "option A for the ingest stage") is checked against few of them, not all:
+
+    * a chosen unit with the same content words and every number of it is a repeat (the usual case: the
+      same sentence again);
+    * else only the holders of one of its numbers (a repeat has them all), or the holders of one of its
+      ``ceil(NEW_WORDS * n)`` rarest words, whichever are fewer: a unit that lacks that many of the ``n``
+      words misses too many to be repeated, so every unit it could repeat is among them."""
 
     def __init__(self) -> None:
         self.units: list[Unit] = []
         self.by_word: dict[str, list[Unit]] = {}
+        self.by_number: dict[str, list[Unit]] = {}
+        self.by_words: dict[frozenset[str], list[Unit]] = {}
 
     def repeats(self, unit: Unit) -> bool:
         if not unit.words:
             return False
+        if any(unit.numbers <= c.numbers for c in self.by_words.get(unit.words, ())):
+            return True
         limit = NEW_WORDS * len(unit.words)
         rarest = sorted(unit.words, key=lambda w: (len(self.by_word.get(w, ())), w))[:max(1, math.ceil(limit))]
-        seen: set[int] = set()
-        for word in rarest:
-            for c in self.by_word.get(word, ()):
-                if c.index in seen:
-                    continue
-                seen.add(c.index)
-                if unit.numbers <= c.numbers and len(unit.words - c.words) < limit:
-                    return True
-        return False
+        by_words = [c for w in rarest for c in self.by_word.get(w, ())]
+        by_number = min((self.by_number.get(n, []) for n in unit.numbers), key=len, default=None)
+        candidates = by_number if by_number is not None and len(by_number) < len(by_words) else by_words
+        return any(unit.numbers <= c.numbers and len(unit.words - c.words) < limit for c in candidates)
 
     def add(self, unit: Unit) -> None:
         self.units.append(unit)
+        self.by_words.setdefault(unit.words, []).append(unit)
         for word in unit.words:
             self.by_word.setdefault(word, []).append(unit)
+        for number in unit.numbers:
+            self.by_number.setdefault(number, []).append(unit)
 
 
 LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "summary": "Earlier"}
