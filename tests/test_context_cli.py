@@ -109,6 +109,21 @@ def test_compress_from_stdin(kbx):
     assert "warning" not in res.stderr            # --no-llm is not a failure
 
 
+def test_compress_cuts_a_huge_latest_message_to_the_window_and_says_so(kbx):
+    messages = conversation(10)
+    messages[-1] = {"role": "user", "content": "My log: " + "step done. " * 90_000 + "Why did it stop?"}
+    res = kbx("context", "compress", "--window", "4096", "--input", "-", "--no-llm",
+              input=json.dumps({"messages": messages}))
+    assert res.code == 0, res.stderr
+    out = res.json()
+    stats = out["stats"]
+    assert stats["tokens_after"] <= 4096 and not stats["over_window"]
+    assert stats["cut_messages"] == [len(out["messages"]) - 1]
+    assert total_tokens(out["messages"], []) == stats["tokens_after"]
+    assert out["messages"][-1]["content"].endswith("Why did it stop?")
+    assert "1 message(s) and 0 skill(s) cut to fit the window of 4096" in res.stderr
+
+
 def test_compress_a_session(kbx):
     messages = conversation(10)
     body = [m for m in messages if m["role"] != "system"]

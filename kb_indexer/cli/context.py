@@ -156,6 +156,9 @@ def context_compress(
         warn(f"context compress: {stats['fallback']}")
     if stats["over_window"]:
         warn(f"context compress: still {stats['tokens_after']} tokens for a window of {stats['window']}")
+    elif stats["cut_messages"] or stats["cut_skills"]:
+        warn(f"context compress: {len(stats['cut_messages'])} message(s) and {len(stats['cut_skills'])} skill(s) "
+             f"cut to fit the window of {stats['window']} (stats.cut_messages, stats.cut_skills)")
     if format is Format.json:
         emit_json(data)
         return
