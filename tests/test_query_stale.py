@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +183,29 @@ def test_a_folder_changed_in_the_same_tick_as_the_sync_is_listed_again(kb, monke
     info = kb.stale()
     assert info["added"] == 1 and info["examples"] == ["same-tick.md"]
     assert info["folders_listed"] == 1
+
+
+def test_quick_check_sees_a_recent_files_keywords_file_edited_added_or_removed(quick, monkeypatch):
+    """The recent files' own check stats a keywords file only where sync saw one: one written since is a new
+    name in its folder (the folder check lists it), one edited in place or deleted is seen by that stat."""
+    monkeypatch.setattr(stale_mod, "RECENT_FILES", 1000)
+    rows = quick.conn.execute("SELECT filepath, stat_sig FROM documents").fetchall()
+    with_kw = next(p for p, sig in rows if "|" in sig)
+    without = next(p for p, sig in rows if "|" not in sig)
+    kw = (quick.kb_root / with_kw).with_name(Path(with_kw).stem + ".keywords.json")
+    bump(kw)   # edited in place: its folder's mtime stays
+    info = quick.stale()
+    assert (info["changed"], info["examples"]) == (1, [with_kw]) and info["folders_listed"] == 0
+    quick.sync()
+    kw.unlink()
+    info = quick.stale()
+    assert with_kw in info["examples"] and info["stale"] is True
+    quick.sync()
+    folder = (quick.kb_root / without).parent
+    (folder / (Path(without).stem + ".keywords.json")).write_text(
+        json.dumps({"filepath": without, "title": "T", "summary": "S", "keywords": ["brand new tag"],
+                    "categories": {"primary": ["brand new tag"]}}), encoding="utf-8")
+    st = folder.stat()   # a later tick than the sync's, as a person's next edit is (same-tick: SETTLE_NS)
+    os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    info = quick.stale()
+    assert without in info["examples"] and info["folders_listed"] >= 1

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kb_indexer.errors import KbError
-from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, sig_of, stat_sig
+from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, stat_sig
 from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 from kb_indexer.store import meta
@@ -220,10 +220,11 @@ def _quick(conn: Connection, root: Path, state: dict[str, _Folder]) -> tuple[dic
         stored.update(_stored_under(conn, pre))
     recent = conn.execute("SELECT filepath, stat_sig FROM documents ORDER BY updated_at DESC LIMIT ?",
                           (RECENT_FILES,)).fetchall()
+    top = str(root)
     for rel, sig in recent:
         if rel not in stored:
             stored[rel] = sig
-            now = _disk_sig(root, rel)
+            now = _disk_sig(top, rel, "|" in (sig or ""))
             if now is not None:
                 on_disk[rel] = now
     return stored, on_disk, {"mode": "quick", "folders": len(state), "folders_listed": len(listed) + len(trees),
@@ -261,23 +262,25 @@ def _stored_under(conn: Connection, pre: str) -> list[tuple[str, str]]:
     return rows
 
 
-def _disk_sig(root: Path, rel: str) -> str | None:
-    """The stat signature the walk would give ``rel`` (None: gone or not a regular file)."""
-    md = os.path.join(root, rel)
+def _disk_sig(root: str, rel: str, had_keywords: bool) -> str | None:
+    """The stat signature the walk would give ``rel`` under the folder ``root`` (None: gone or not a regular
+    file). Its keywords file is looked at only if it had one (``had_keywords``): a keywords file written since
+    is a new name in its folder, which moves the folder's mtime, and the folder check lists it."""
+    md = f"{root}/{rel}"
     try:
         st = os.stat(md)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    sig = sig_of(st)
-    stem = rel.rsplit("/", 1)[-1]
-    lower = stem.lower()
-    stem = stem[: -len(".markdown")] if lower.endswith(".markdown") else stem[: -len(".md")]
+    sig = f"{st.st_mtime_ns}:{st.st_size}"   # sig_of, inline: this runs for a thousand files a question
+    if not had_keywords:
+        return sig
+    stem = md[: -len(".markdown")] if md[-9:].lower() == ".markdown" else md[: -len(".md")]
     try:
-        kst = os.stat(os.path.join(os.path.dirname(md), stem + KEYWORDS_SUFFIX))
+        kst = os.stat(stem + KEYWORDS_SUFFIX)
         if stat.S_ISREG(kst.st_mode):
-            sig += "|" + sig_of(kst)
+            sig += f"|{kst.st_mtime_ns}:{kst.st_size}"
     except OSError:
         pass
     return sig

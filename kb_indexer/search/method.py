@@ -34,7 +34,6 @@ from kb_indexer.text import normalize_keyword
 _SEMANTIC_EN = re.compile(r"\b(related to|relating to|similar|about|how to|how do i|how can i)\b", re.I)
 _SEMANTIC_KO = ("관련", "비슷한", "에 대해", "에 대한", "방법", "어떻게")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]*")
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 # POSIX errno names commonly seen in error messages.
 ERRNO_NAMES = frozenset("""
@@ -248,7 +247,7 @@ def semantic_cue(question: str) -> tuple[str | None, str | None]:
     cue = m.group(1).lower() if m else next((c for c in _SEMANTIC_KO if c in text), None)
     if cue is None:
         return None, None
-    korean = bool(_HANGUL.search(text))
+    korean = any("\uac00" <= ch <= "\ud7a3" for ch in text)   # a Hangul syllable (no class: it costs a compile)
     words = _LATIN_WORD.findall(text)
     for i, word in enumerate(words):
         if word.isupper() and len(word) <= 6:      # an acronym is a generic term (API, HTTP, JSON)
