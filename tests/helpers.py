@@ -126,3 +126,20 @@ def synced_hub(small, n: int):
     out = kb.sync()
     assert out["errors"] == [], out["errors"]
     return kb
+
+
+def login_role(pg_url: str, grants: list[str], prefix: str = "role") -> str:
+    """A new PostgreSQL login role with ``grants`` (each formatted with ``{role}``) on the index's database;
+    the URL that connects as it."""
+    import uuid
+
+    import psycopg
+
+    role = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        for grant in grants:
+            conn.execute(grant.format(role=role))
+    scheme, rest = pg_url.split("://", 1)
+    return f"{scheme}://{role}@{rest.split('@', 1)[1]}"

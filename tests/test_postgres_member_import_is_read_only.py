@@ -7,9 +7,9 @@ inserting every row. A permission failure of any statement kbindex runs in Postg
 from __future__ import annotations
 
 import json
-import uuid
-
 import pytest
+
+from tests.helpers import login_role
 
 pytest.importorskip("psycopg")
 
@@ -19,16 +19,7 @@ MEMBER_GRANTS = ["GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA p
 
 def _member(pg_url: str) -> str:
     """A new login role with a member's grants (docs/teams.md, Roles); the URL that connects as it."""
-    import psycopg
-
-    role = f"member_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
-        for grant in MEMBER_GRANTS:
-            conn.execute(grant.format(role=role))
-    scheme, rest = pg_url.split("://", 1)
-    return f"{scheme}://{role}@{rest.split('@', 1)[1]}"
+    return login_role(pg_url, list(MEMBER_GRANTS), "member")
 
 
 @pytest.fixture

@@ -5,23 +5,13 @@ says who can make it."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
+
+from tests.helpers import login_role
 
 
 def _as_role(pg_url: str, grants: list[str]) -> str:
-    """A new login role with ``grants`` on the index's database; the URL that connects as it."""
-    import psycopg
-
-    role = f"reader_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
-        for grant in grants:
-            conn.execute(grant.format(role=role))
-    scheme, rest = pg_url.split("://", 1)
-    return f"{scheme}://{role}@{rest.split('@', 1)[1]}"
+    return login_role(pg_url, grants, "reader")
 
 
 @pytest.fixture

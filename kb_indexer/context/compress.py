@@ -232,18 +232,6 @@ def _truncated(older: list[dict[str, Any]], budget: int) -> tuple[str, str]:
     return text, "truncation"
 
 
-def _prefix_within(text: str, max_tokens: int) -> int:
-    """Length of the longest prefix of ``text`` estimated at most ``max_tokens`` (at least 1)."""
-    low, high = 1, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if estimate_tokens(text[:mid]) <= max_tokens:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
 def split_text(text: str, max_tokens: int) -> list[str]:
     """``text`` in consecutive pieces of at most ``max_tokens`` estimated tokens, cut between sentences
     where possible (CJK text, one token per character, is cut by tokens, not by characters)."""
@@ -254,7 +242,7 @@ def split_text(text: str, max_tokens: int) -> list[str]:
             parts.append(current)
             current = ""
         while estimate_tokens(piece) > max_tokens:
-            n = _prefix_within(piece, max_tokens)
+            n = max(1, fit.prefix_within(piece, max_tokens))   # at least one character a piece
             parts.append(piece[:n])
             piece = piece[n:]
         current = f"{current} {piece}" if current else piece
