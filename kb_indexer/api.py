@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, cast
 
 from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
@@ -547,6 +547,16 @@ class KnowledgeBase:
     # -- database ------------------------------------------------------------------------
     def export(self) -> ExportResult:
         return self._index.export()
+
+    def export_to(self, out: Callable[[str], Any]) -> dict[str, int]:
+        """Write the export's JSON text (what :meth:`export` returns, as ``kbindex export`` prints it, and a
+        newline) to ``out`` piece by piece as the rows are read: memory stays small whatever the index
+        holds. Returns the rows written per table."""
+        return self._index.export_to(out)
+
+    def export_counts(self) -> dict[str, int]:
+        """The rows an export would hold, per table (counted, not read)."""
+        return self._index.export_counts()
 
     def import_(self, data: Any, force: bool = False) -> ImportResult:
         return self._index.import_(data, force)

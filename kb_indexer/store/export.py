@@ -6,13 +6,13 @@ import json
 import math
 import os
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, cast
 
-from kb_indexer import __version__
+from kb_indexer import __version__, jsonstream
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import fulltext, meta
-from kb_indexer.store.connection import exclusive, transaction
+from kb_indexer.store.connection import exclusive, read_snapshot, transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
@@ -50,25 +50,77 @@ def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
-def _rows(conn: Connection, table: str) -> list[dict[str, Any]]:
-    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid)."""
+#: Rows read per statement on PostgreSQL (its cursor holds every row it returns; SQLite reads as it goes).
+EXPORT_BATCH = 2000
+
+
+def _rows(conn: Connection, table: str) -> Iterator[dict[str, Any]]:
+    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid), read
+    as they are used: a batch at a time on PostgreSQL."""
     if not is_postgres(conn):
-        return [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
-    names = ", ".join(f'"{c["name"]}"' for c in _columns(conn, table))
-    return [dict(r) for r in conn.execute(f'SELECT {names} FROM "{table}" ORDER BY {_pg().order_column(conn, table)}')]
+        cur = cast(Any, conn).cursor()
+        cur.row_factory = None   # plain tuples: no sqlite3.Row per row
+        cur.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row))
+        return
+    names = [c["name"] for c in _columns(conn, table)]
+    order = _pg().order_column(conn, table)
+    select = ", ".join(f'"{n}"' for n in names) + f', "{order}"'
+    after: list[Any] = []
+    while True:
+        where = f' WHERE "{order}" > ?' if after else ""
+        batch = conn.execute(f'SELECT {select} FROM "{table}"{where} ORDER BY "{order}" LIMIT {EXPORT_BATCH}',
+                             after).fetchall()
+        for row in batch:
+            yield dict(zip(names, row))
+        if len(batch) < EXPORT_BATCH:
+            return
+        after = [batch[-1][len(names)]]
+
+
+def _table_rows(conn: Connection, table: str, counts: dict[str, int]) -> Iterator[dict[str, Any]]:
+    """:func:`_rows`, each document with its body, counted in ``counts``."""
+    counts[table] = 0
+    for row in _rows(conn, table):
+        if table == "documents":
+            row["body"] = get_body(conn, row["id"])
+        counts[table] += 1
+        yield row
+
+
+def _export(conn: Connection, counts: dict[str, int]) -> dict[str, Any]:
+    """The export as an object whose tables are iterators of their rows (nothing read yet)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
+            "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
+            "tables": {table: _table_rows(conn, table, counts) for table in export_tables(conn)}}
 
 
 def export_all(conn: Connection) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
-                           "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
-                           "tables": {}}
-    for table in export_tables(conn):
-        rows = _rows(conn, table)
-        if table == "documents":
-            for row in rows:
-                row["body"] = get_body(conn, row["id"])
-        out["tables"][table] = rows
+    """The whole export as one object (what :func:`write_export` writes)."""
+    with read_snapshot(conn):
+        out = _export(conn, {})
+        out["tables"] = {table: list(rows) for table, rows in out["tables"].items()}
     return out
+
+
+def write_export(conn: Connection, out: jsonstream.Write) -> dict[str, int]:
+    """Write the export's JSON text (the layout of :func:`kb_indexer.jsonstream.dumps`, a newline after it)
+    to ``out`` as the rows are read, table by table: memory stays that of a batch of rows, whatever the
+    index holds. All of it is read in one snapshot. Returns the rows written per table."""
+    counts: dict[str, int] = {}
+    with read_snapshot(conn):
+        jsonstream.write(out, _export(conn, counts))
+        out("\n")
+    return counts
+
+
+def export_counts(conn: Connection) -> dict[str, int]:
+    """The rows an export holds, per table (counted, not read)."""
+    with read_snapshot(conn):
+        return {table: int(conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
+                for table in export_tables(conn)}
 
 
 # Longest stored path (characters) and path segment (UTF-8 bytes) an export may hold.
