@@ -6,10 +6,11 @@ import json
 import math
 import os
 import re
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable, Iterable, Iterator, cast
 
 from kb_indexer import __version__, jsonstream
 from kb_indexer.errors import ValidationError
+from kb_indexer.jsonfile import StreamedList
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import fulltext, meta
 from kb_indexer.store.connection import exclusive, read_snapshot, transaction
@@ -255,12 +256,14 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
                               f"(expected {norm!r}; the display form belongs in 'display')")
 
 
-_Plan = list[tuple[str, list[str], list[dict[str, Any]]]]
+_Plan = list[tuple[str, list[str], Iterable[dict[str, Any]]]]
 
 
 def import_all(conn: Connection, data: Any, *, force: bool = False,
                after_load: Callable[[Connection], None] | None = None) -> dict[str, int]:
-    """Replace the index content with an export. Validated first; all or nothing.
+    """Replace the index content with an export. Validated first; all or nothing. ``data``: the parsed
+    export, or one read by :func:`kb_indexer.jsonfile.read_object` whose tables stay in the file (read
+    again for each step: one row in memory at a time).
 
     ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
     index layer's step that keeps unchanged similarities files synced: store does not import index).
@@ -333,13 +336,20 @@ def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:
     plan: _Plan = []
     for table in known:
         rows = tables.get(table, [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        if not _objects(rows):
             raise ValidationError(f"Export table {table!r} must be a list of objects")
         plan.append((table, _checked_rows(conn, table, rows), rows))
     return known, plan
 
 
-def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
+def _objects(rows: Any) -> bool:
+    """Whether ``rows`` is a list of objects (a list in an export file: as its reading found it)."""
+    if isinstance(rows, StreamedList):
+        return rows.all_objects
+    return isinstance(rows, list) and all(isinstance(r, dict) for r in rows)
+
+
+def _checked_rows(conn: Connection, table: str, rows: Iterable[dict[str, Any]]) -> list[str]:
     """The table's column names, once every row has only known columns and every required one."""
     cols = _columns(conn, table)
     names = [c["name"] for c in cols]
@@ -358,12 +368,13 @@ def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> l
     return names
 
 
-def _insert_rows(conn: Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
-    for row in rows:
+def _insert_rows(conn: Connection, table: str, names: list[str], rows: Iterable[dict[str, Any]]) -> int:
+    count = 0
+    for count, row in enumerate(rows, 1):
         present = [n for n in names if n in row]
         try:
             conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
                          [row[n] for n in present])
         except DatabaseError as exc:
             raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
-    return len(rows)
+    return count
