@@ -32,8 +32,8 @@ def _no_constant(name: str) -> Any:
 class _Reader:
     """The file's text from byte ``offset`` on, a block at a time, for parsing one value after another."""
 
-    def __init__(self, fd: int, name: str, offset: int = 0):
-        self.fd, self.name, self.file_pos = fd, name, offset
+    def __init__(self, fd: int, name: str, offset: int = 0, *, checked: bool = False):
+        self.fd, self.name, self.file_pos, self.checked = fd, name, offset, checked   # checked: depth known
         self.decoder = codecs.getincrementaldecoder("utf-8-sig" if offset == 0 else "utf-8")()
         self.json = json.JSONDecoder(parse_constant=_no_constant(name))
         self.buf, self.pos, self.eof = "", 0, False
@@ -108,7 +108,7 @@ class _Reader:
                 self._more()
                 continue
             self.pos = end
-            if depth + json_depth(value) > MAX_JSON_DEPTH:
+            if not self.checked and depth + json_depth(value) > MAX_JSON_DEPTH:
                 raise ValidationError(f"{self.name} is nested more than {MAX_JSON_DEPTH} levels deep")
             return value
 
@@ -156,7 +156,7 @@ class StreamedList:
     all_objects: bool
 
     def __iter__(self) -> Iterator[Any]:
-        return _Reader(self.fd, self.name, self.offset).items(3)
+        return _Reader(self.fd, self.name, self.offset, checked=True).items(3)
 
     def __len__(self) -> int:
         return self.size

@@ -13,7 +13,7 @@ from kb_indexer.errors import ValidationError
 from kb_indexer.jsonfile import StreamedList
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import fulltext, meta
-from kb_indexer.store.connection import exclusive, read_snapshot, transaction
+from kb_indexer.store.connection import exclusive, read_snapshot, savepoint, transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
@@ -368,13 +368,36 @@ def _checked_rows(conn: Connection, table: str, rows: Iterable[dict[str, Any]]) 
     return names
 
 
+#: Rows inserted per statement batch by an import.
+IMPORT_BATCH = 500
+
+
 def _insert_rows(conn: Connection, table: str, names: list[str], rows: Iterable[dict[str, Any]]) -> int:
-    count = 0
+    """Insert the rows, those with the same columns a batch at a time; returns how many."""
+    count, batch, columns = 0, [], None
     for count, row in enumerate(rows, 1):
         present = [n for n in names if n in row]
+        if present != columns or len(batch) == IMPORT_BATCH:
+            _insert_batch(conn, table, columns or [], batch)
+            columns, batch = present, []
+        batch.append(row)
+    _insert_batch(conn, table, columns or [], batch)
+    return count
+
+
+def _insert_batch(conn: Connection, table: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    """One ``executemany`` (in a savepoint); when it fails, the rows one by one, naming the one refused."""
+    if not rows:
+        return
+    sql = f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})'
+    try:
+        with savepoint(conn):
+            conn.executemany(sql, [[row[n] for n in columns] for row in rows])
+        return
+    except DatabaseError:
+        pass
+    for row in rows:
         try:
-            conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
-                         [row[n] for n in present])
+            conn.execute(sql, [row[n] for n in columns])
         except DatabaseError as exc:
             raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
-    return count
