@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder of one string
+from json.encoder import encode_basestring  # the C encoder of one string
 from typing import Any, Callable, Iterator
 
 #: The one JSON layout of kbindex's output (stdout under --format json, the files it writes).
@@ -28,7 +28,7 @@ def _scalar(value: Any) -> str | None:
     """The JSON text of a string, number, bool or null as :data:`ENCODER` writes it (None: another kind)."""
     kind = type(value)
     if kind is str:
-        return encode_basestring(value)  # type: ignore[no-any-return]
+        return encode_basestring(value)
     if value is None:
         return "null"
     if kind is bool:

@@ -374,7 +374,8 @@ IMPORT_BATCH = 500
 
 def _insert_rows(conn: Connection, table: str, names: list[str], rows: Iterable[dict[str, Any]]) -> int:
     """Insert the rows, those with the same columns a batch at a time; returns how many."""
-    count, batch, columns = 0, [], None
+    count, columns = 0, None
+    batch: list[dict[str, Any]] = []
     for count, row in enumerate(rows, 1):
         present = [n for n in names if n in row]
         if present != columns or len(batch) == IMPORT_BATCH:
