@@ -14,6 +14,8 @@ peak RSS (``os.wait4``):
 - ``import F --force`` into a fresh index (initialised by the same checkout);
 - ``clear-history --before DATE`` (DATE: half the queries were last asked before it).
 
+A command still running after ``--timeout`` seconds is stopped and shown as such (its RSS: the peak so far).
+
 The JSON results of ``export`` and ``clear-history`` (row counts, queries and feedback removed) are checked to be
 the same for both checkouts. Prints a markdown table; ``--json F`` also writes the figures.
 """
@@ -110,15 +112,29 @@ class Targets:
         return self.admin.replace("/postgres?", f"/{name}?")
 
 
+TIMEOUT = [600.0]   # seconds a command may run before it is stopped (--timeout)
+
+
 def run(src: Path, env: dict[str, str], args: list[str], keep: bool = True) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MB, stdout or "" unless ``keep``) of ``python -m kb_indexer ARGS`` run from
-    checkout ``src`` (its output in files, so that the process is reaped here with its resource usage)."""
+    checkout ``src`` (its output in files, so that the process is reaped here with its resource usage). A
+    command stopped at the time limit: (inf, its peak RSS so far, "")."""
     home = Path(env["HOME"])
     with open(home / "out.txt" if keep else os.devnull, "w") as out, open(home / "err.txt", "w") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "kb_indexer", *args], cwd=home, stdout=out, stderr=err,
                                 env={**env, "PYTHONPATH": str(src)})
-        _, status, usage = os.wait4(proc.pid, 0)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > TIMEOUT[0]:
+                proc.kill()
+                _, _, usage = os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                print(f"{src}: kbindex {args[0]} stopped after {TIMEOUT[0]:.0f} s", file=sys.stderr, flush=True)
+                return float("inf"), usage.ru_maxrss / 1024, ""
+            time.sleep(0.05)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -150,15 +166,19 @@ def measure(src: Path, engine: str, n: int, targets: Targets, env: dict[str, str
     wall, rss, text = run(src, env, ["import", str(export), "--force", "--db", copy, "--kb", str(kb),
                                      "--format", "json"])
     out["import"] = (wall, rss)
-    out["import_result"] = json.loads(text)
+    out["import_result"] = json.loads(text) if text else None
     export.unlink()
     wall, rss, text = run(src, env, ["clear-history", "--before", _when(n // 2 + 1), *common, "--format", "json"])
     out["clear-history --before"] = (wall, rss)
-    out["clear_result"] = json.loads(text)
+    out["clear_result"] = json.loads(text) if text else None
     return out
 
 
 COMMANDS = ("history", "history --limit 0 --format json", "export --output", "import", "clear-history --before")
+
+
+def _seconds(wall: float) -> str:
+    return f"> {TIMEOUT[0]:.0f} (stopped)" if wall == float("inf") else f"{wall:.2f}" if wall < 10 else f"{wall:.1f}"
 
 
 def table(results: list[dict[str, Any]], baseline: bool) -> str:
@@ -169,8 +189,8 @@ def table(results: list[dict[str, Any]], baseline: bool) -> str:
             base = r.get("base")
             cells = [r["engine"], f"{r['n']:,}", f"`{cmd}`"]
             if baseline:
-                cells += [f"{base[cmd][0]:.1f}", f"{base[cmd][1]:.0f}"] if base else ["", ""]
-            cells += [f"{r['new'][cmd][0]:.1f}", f"{r['new'][cmd][1]:.0f}"]
+                cells += [_seconds(base[cmd][0]), f"{base[cmd][1]:,.0f}"] if base else ["", ""]
+            cells += [_seconds(r["new"][cmd][0]), f"{r['new'][cmd][1]:,.0f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -182,7 +202,9 @@ def main() -> None:
     ap.add_argument("--baseline-src", type=Path, help="an older checkout to measure beside this one")
     ap.add_argument("--baseline-max", type=int, default=0, help="measure the baseline only up to this N (0: all)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--timeout", type=float, default=600, help="stop a command after this many seconds")
     args = ap.parse_args()
+    TIMEOUT[0] = args.timeout
     sizes = [int(x.replace("_", "")) for x in args.queries.split(",")]
     engine = "postgres" if args.pg else "sqlite"
     work = Path(tempfile.mkdtemp(prefix="kb-histscale-"))
@@ -197,7 +219,7 @@ def main() -> None:
             if args.baseline_src and (not args.baseline_max or n <= args.baseline_max):
                 row["base"] = measure(args.baseline_src.resolve(), engine, n, targets, env, "base")
                 for key in ("export_result", "clear_result", "import_result"):
-                    if row["base"][key] != row["new"][key]:
+                    if None not in (row["base"][key], row["new"][key]) and row["base"][key] != row["new"][key]:
                         raise SystemExit(f"{key} differs at N={n}: baseline {row['base'][key]}, "
                                          f"this checkout {row['new'][key]}")
             print(json.dumps(row), file=sys.stderr, flush=True)

@@ -101,7 +101,8 @@ def test_an_export_file_read_a_row_at_a_time_imports_the_same_index(kb, tmp_path
         assert result["imported"] == {table: len(rows) for table, rows in before["tables"].items()}
         assert after["tables"] == before["tables"]
         found = other.query("reinforcement learning", options=QueryOptions(record=False))["results"]
-        assert [r["filepath"] for r in found] == [r["filepath"] for r in kb.query("reinforcement learning", options=QueryOptions(record=False))["results"]]
+        same = kb.query("reinforcement learning", options=QueryOptions(record=False))["results"]
+        assert found and [r["filepath"] for r in found] == [r["filepath"] for r in same]
     finally:
         other.close()
 
