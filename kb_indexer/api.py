@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, cast
 
 from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
@@ -29,7 +29,7 @@ from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember
 from kb_indexer.store.kb_root import repointed
 from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyword, check_strings, check_text_arg,
-                               check_unit_arg, check_utf8, parse_json)
+                               check_unit_arg, check_utf8)
 from kb_indexer.index.paths import to_relative
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT, SIMILAR_DEFAULT_LIMIT
 from kb_indexer.search.expansion import parse_weight_options
@@ -548,16 +548,27 @@ class KnowledgeBase:
     def export(self) -> ExportResult:
         return self._index.export()
 
+    def export_to(self, out: Callable[[str], Any]) -> dict[str, int]:
+        """Write the export's JSON text (what :meth:`export` returns, as ``kbindex export`` prints it, and a
+        newline) to ``out`` piece by piece as the rows are read: memory stays small whatever the index
+        holds. Returns the rows written per table."""
+        return self._index.export_to(out)
+
+    def export_counts(self) -> dict[str, int]:
+        """The rows an export would hold, per table (counted, not read)."""
+        return self._index.export_counts()
+
     def import_(self, data: Any, force: bool = False) -> ImportResult:
         return self._index.import_(data, force)
 
     def import_file(self, path: str | os.PathLike[str], force: bool = False) -> ImportResult:
         """:meth:`import_` of an export file: UTF-8 JSON (a binary, non-UTF-8 or invalid file is refused
         clearly, before anything is written)."""
-        from kb_indexer.index.markdown import read_text_file  # lazy: the file reader stays off the cold search path
+        from kb_indexer.index.markdown import opened_file  # lazy: the file reader stays off the cold search path
+        from kb_indexer.jsonfile import read_object  # lazy: as the file reader
 
-        text, _ = read_text_file(Path(path))
-        return self.import_(parse_json(text, str(path)), force=force)
+        with opened_file(Path(path)) as fd:   # its tables stay in the file: read a row at a time
+            return self.import_(read_object(fd, str(path), "tables"), force=force)
 
     def llm_client(self, options: LLMOptions | None = None) -> LLMClient:
         """An LLM client for ``options`` (None: the configured backend) whose answers are cached in this

@@ -138,8 +138,17 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: Path 
 def write_user_file(path: str | os.PathLike[str], text: str) -> None:
     """Write a file a user named (``--output F``) with :func:`write_atomic`; a failure (no such folder, no
     permission) is the error ``write_failed``, saying why."""
+    with user_file(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+@contextmanager
+def user_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """:func:`atomic_file` for a file a user named, written piece by piece (``export --output F``); a failure
+    to write it (no such folder, no permission, a full disk) is the error ``write_failed``, saying why."""
     try:
-        write_atomic(path, text)
+        with atomic_file(path) as fh:
+            yield fh
     except OSError as exc:
         raise KbError(f"Cannot write {path}: {exc.strerror or exc}", code="write_failed") from None
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Mapping, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, dumps, emit, warn, write_file
+from kb_indexer.cli.output import Format, emit, json_out, warn
 from kb_indexer.errors import ValidationError
 from kb_indexer.limits import parse_json
 
@@ -48,15 +48,17 @@ def export(
 ) -> None:
     """Export the index (documents, keywords, similarities, learned items, history, feedback; not chat sessions) as
     JSON. With --format table: a table of the rows per table (written with --output FILE)."""
-    with open_kb(db, kb) as k:
-        data = k.export()
     table = format is Format.table
-    if output is None and not table:
-        sys.stdout.write(dumps(data) + "\n")
-        return
-    if output is not None:
-        write_file(output, dumps(data) + "\n")
-    counts = {t: len(rows) for t, rows in data["tables"].items()}
+    with open_kb(db, kb) as k:
+        if output is None and not table:
+            with json_out() as out:
+                k.export_to(out)
+            return
+        if output is not None:
+            with json_out(output) as out:   # written as the rows are read: memory stays small
+                counts = k.export_to(out)
+        else:
+            counts = k.export_counts()
     if not table:
         emit({"output": str(output), "tables": counts}, format, title="export")
         return

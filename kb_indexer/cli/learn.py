@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Mapping, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, counted, echo, emit, emit_json, warn
+from kb_indexer.cli.output import Format, counted, echo, emit, emit_json, emit_json_streamed, warn
 from kb_indexer.cli.results import ResultFormat, ResultFormatOpt, emit_result
 from kb_indexer.learn.api import SECTIONS, count_line
 from kb_indexer.defaults import MAX_DEPTH, MAX_LIMIT
@@ -26,8 +26,8 @@ def history(
 ) -> None:
     """Recent queries, or one query's attempts and feedback."""
     with open_kb(db, kb) as k:
-        if query_id is None:
-            emit(k.learning.history(limit=limit), format, render=_render_history)
+        if query_id is None:   # written as the queries are read (--limit 0 lists millions in little memory)
+            _stream_history(k.learning.history_items(limit=limit), format)
         else:
             data = k.learning.history(query_id)
             if format is Format.json:
@@ -50,10 +50,26 @@ def _history_line(q: Mapping[str, Any]) -> str:
     return line + ("\n    " + " · ".join(more) if more else "")
 
 
-def _render_history(data: Mapping[str, Any]) -> None:
-    """The design's history listing, one query per line (stdout is only the result)."""
-    lines = [_history_line(q) for q in data["queries"]] or ["No queries recorded yet (run `kbindex query`)."]
-    echo("\n".join(lines) + "\n")
+def _stream_history(items: Iterator[Mapping[str, Any]], format: Format) -> None:
+    """The history listing as the queries are read: under --format json ``{"queries": [...], "count": n}``,
+    else the design's listing, one query per line (stdout is only the result)."""
+    count = 0
+
+    def counted_items() -> Iterator[Mapping[str, Any]]:
+        nonlocal count
+        for count, q in enumerate(items, 1):
+            yield q
+    if format is Format.json:
+        emit_json_streamed({"queries": counted_items(), "count": lambda: count})
+        return
+    lines: list[str] = []
+    for q in counted_items():
+        lines.append(_history_line(q))
+        if len(lines) == 1000:
+            echo("\n".join(lines) + "\n")
+            lines = []
+    if lines or not count:
+        echo("\n".join(lines or ["No queries recorded yet (run `kbindex query`)."]) + "\n")
 
 
 @app.command(short_help="Retry a recorded query with new keywords")

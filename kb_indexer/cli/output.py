@@ -8,14 +8,15 @@ every control character).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from contextlib import contextmanager
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from kb_indexer import jsonstream
 from kb_indexer.notices import warn as _warn
-from kb_indexer.safe_write import write_user_file
+from kb_indexer.safe_write import user_file, write_user_file
 from kb_indexer.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -29,12 +30,35 @@ class Format(str, Enum):
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)   # NaN is not JSON: an error, not output
+    return jsonstream.dumps(data)   # NaN is not JSON: an error, not output
 
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(dumps(data) + "\n")
     sys.stdout.flush()
+
+
+@contextmanager
+def json_out(path: str | os.PathLike[str] | None = None) -> Iterator[jsonstream.Write]:
+    """A sink for JSON text written piece by piece (:func:`kb_indexer.jsonstream.write`), in blocks: stdout,
+    or with ``path`` the file written atomically at the end of the block (``write_failed`` if it cannot be)."""
+    if path is None:
+        sink = jsonstream.Buffered(sys.stdout.write)
+        yield sink
+        sink.flush()
+        sys.stdout.flush()
+        return
+    with user_file(path) as fh:
+        sink = jsonstream.Buffered(lambda text: fh.write(text.encode("utf-8")))
+        yield sink
+        sink.flush()
+
+
+def emit_json_streamed(data: Any) -> None:
+    """:func:`emit_json` of a value whose lists may be iterators: written as their items are read."""
+    with json_out() as out:
+        jsonstream.write(out, data)
+        out("\n")
 
 
 def write_file(path: str | os.PathLike[str], text: str) -> None:

@@ -5,13 +5,13 @@ methods, built on first use: a cold ``kbindex search`` or ``query`` never import
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from kb_indexer.config import DbTarget
 from kb_indexer.index.similarity_sync import adopt_unchanged_files, import_similarities
 from kb_indexer.index.sync import Progress, add_document, remove_document, sync, update_document
 from kb_indexer.store.errors import translating
-from kb_indexer.store.export import export_all, import_all
+from kb_indexer.store.export import export_all, export_counts, import_all, write_export
 from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
@@ -46,6 +46,12 @@ class IndexAPI:
 
     def export(self) -> ExportResult:
         return cast("ExportResult", export_all(self.conn))
+
+    def export_to(self, out: Callable[[str], Any]) -> dict[str, int]:
+        return write_export(self.conn, out)
+
+    def export_counts(self) -> dict[str, int]:
+        return export_counts(self.conn)
 
     def import_(self, data: Any, force: bool = False) -> ImportResult:
         def adopt(conn: Connection) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from kb_indexer.beneath import open_beneath
 from kb_indexer.errors import ValidationError
@@ -58,9 +59,33 @@ def _read_regular(path: Path, name: str, limit: int, root: Path | None) -> bytes
         os.close(fd)
 
 
-def _read_bytes(path: Path, name: str, limit: int, root: Path | None = None) -> bytes:
+@contextmanager
+def opened_file(path: Path, name: str | None = None) -> Iterator[int]:
+    """A regular file opened for reading (its descriptor: an export read in pieces), refused as
+    :func:`read_text_file` refuses it (not found, not a regular file, not readable)."""
+    name = name or str(path)
+    with _reading_errors(name):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        return _read_regular(path, name, limit, root)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValidationError(f"{name} is not a regular file (a FIFO, device, socket or folder); "
+                                  "only regular files are read")
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read_bytes(path: Path, name: str, limit: int, root: Path | None = None) -> bytes:
+    with _reading_errors(name):
+        data = _read_regular(path, name, limit, root)
+    return data
+
+
+@contextmanager
+def _reading_errors(name: str) -> Iterator[None]:
+    """The errors of opening or reading a file as the user is told them."""
+    try:
+        yield
     except FileNotFoundError:
         raise ValidationError(f"File not found: {name}", code="not_found") from None
     except IsADirectoryError:

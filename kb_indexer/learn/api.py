@@ -7,22 +7,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol, cast, overload
 
 from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.apply import learn, learned_list, learned_remove
 from kb_indexer.learn.history import recorded_options
-from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, last_query_id,
-                                       record_feedback, require_query)
+from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, history_rows,
+                                       last_query_id, record_feedback, require_query)
 from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_line  # for front ends' reports
 from kb_indexer.limits import check_id, check_int_arg, check_strings
 from kb_indexer.search.options import QueryOptions
-from kb_indexer.store.errors import translating
+from kb_indexer.store.errors import translated_items, translating
 from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
-    from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryResult,
+    from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
                                     HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
 
 
@@ -62,6 +62,12 @@ class LearningAPI:
             check_id(query_id, "query_id")
         return cast("HistoryResult", history_list(self.conn, limit) if query_id is None
                     else history_detail(self.conn, query_id))
+
+    def history_items(self, limit: int = 10) -> Iterator[HistoryEntry]:
+        """``history(limit=limit)["queries"]``, one query at a time as they are read: a listing of millions
+        (``limit`` 0: all) in the memory of a few (``kbindex history --limit 0``)."""
+        check_int_arg(limit, "limit", 0)
+        return cast("Iterator[HistoryEntry]", translated_items(history_rows(self.conn, limit), self.db_path))
 
     def feedback(self, query_id: int, helpful: list[str] | None = None, not_helpful: list[str] | None = None,
                  notes: str | None = None, attempt_id: int | None = None) -> FeedbackResult:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import MAX_FEEDBACK_MARKS, MAX_ID, check_id
-from kb_indexer.store.connection import together, transaction
+from kb_indexer.store.connection import read_snapshot, together, transaction
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.documents import close_paths
@@ -67,21 +67,46 @@ def _keyword_list(raw: str | None) -> list[str]:
     return [str(w) for w in words] if isinstance(words, list) else []
 
 
-def history_list(conn: Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
-    """Recent queries; ``age`` / ``age_seconds`` count from the last attempt."""
+#: Queries read per statement by :func:`history_rows` (a listing of them all reads them a batch at a time).
+HISTORY_BATCH = 1000
+_HISTORY_SQL = (
+    "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
+    "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback, "
+    "(SELECT a.keywords FROM query_attempts a WHERE a.query_id = q.id ORDER BY a.id LIMIT 1) AS keywords "
+    "FROM queries q {where}ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?")
+
+
+def history_rows(conn: Connection, limit: int = 10, now: datetime | None = None) -> Iterator[dict[str, Any]]:
+    """The ``limit`` most recent queries (0: all), latest first, read a batch at a time as they are used (by
+    the index on the order: memory and time per batch stay the same however many there are), in one
+    snapshot; ``age`` / ``age_seconds`` count from the last attempt."""
     now = now or datetime.now(timezone.utc)
-    rows = conn.execute(
-        "SELECT q.*, (SELECT COUNT(*) FROM query_attempts a WHERE a.query_id = q.id) AS attempts, "
-        "(SELECT COUNT(*) FROM query_feedback f WHERE f.query_id = q.id) AS feedback, "
-        "(SELECT a.keywords FROM query_attempts a WHERE a.query_id = q.id ORDER BY a.id LIMIT 1) AS keywords "
-        "FROM queries q ORDER BY q.last_attempted_at DESC, q.id DESC LIMIT ?", (limit or MAX_ID,)).fetchall()
-    items = []
-    for r in rows:
-        ages = _ages(r["last_attempted_at"], now)
-        items.append({"query_id": r["id"], "question": r["question"], "context": r["context"] or None,
-                      "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
-                      "last_attempted_at": r["last_attempted_at"], **ages,
-                      "summary": summary_line(r["question"], r["attempts"], ages["age"], _keyword_list(r["keywords"]))})
+    left = limit or MAX_ID
+    after: tuple[Any, ...] = ()
+    with read_snapshot(conn):
+        while left > 0:
+            n = min(left, HISTORY_BATCH)
+            where = "WHERE (q.last_attempted_at, q.id) < (?, ?) " if after else ""
+            rows = conn.execute(_HISTORY_SQL.format(where=where), (*after, n)).fetchall()
+            for r in rows:
+                yield _history_item(r, now)
+            if len(rows) < n:
+                return
+            left -= n
+            after = (rows[-1]["last_attempted_at"], rows[-1]["id"])
+
+
+def _history_item(r: Row, now: datetime) -> dict[str, Any]:
+    ages = _ages(r["last_attempted_at"], now)
+    return {"query_id": r["id"], "question": r["question"], "context": r["context"] or None,
+            "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
+            "last_attempted_at": r["last_attempted_at"], **ages,
+            "summary": summary_line(r["question"], r["attempts"], ages["age"], _keyword_list(r["keywords"]))}
+
+
+def history_list(conn: Connection, limit: int = 10, now: datetime | None = None) -> dict[str, Any]:
+    """Recent queries (:func:`history_rows`) with their count."""
+    items = list(history_rows(conn, limit, now))
     return {"queries": items, "count": len(items)}
 
 
@@ -210,16 +235,14 @@ def parse_before(before: str) -> str:
 
 
 def clear_history(conn: Connection, before: str | None = None) -> dict[str, Any]:
-    """Delete queries (with their attempts and feedback), all or those last asked before a date."""
+    """Delete queries (with their attempts and feedback), all or those last asked before a date: one
+    statement per table, whatever their number (on PostgreSQL sent together: one round trip)."""
     if before is not None:
         before = parse_before(before)
-    with transaction(conn):
-        if before:
-            ids = [r[0] for r in conn.execute("SELECT id FROM queries WHERE last_attempted_at < ?", (before,))]
-        else:
-            ids = [r[0] for r in conn.execute("SELECT id FROM queries")]
-        fb = 0
-        for i in ids:
-            fb += conn.execute("SELECT COUNT(*) FROM query_feedback WHERE query_id = ?", (i,)).fetchone()[0]
-            conn.execute("DELETE FROM queries WHERE id = ?", (i,))
-    return {"queries_removed": len(ids), "feedback_removed": fb, "before": before}
+    where, params = ("WHERE last_attempted_at < ?", (before,)) if before else ("", ())
+    chosen = f"query_id IN (SELECT id FROM queries {where})"
+    with together(conn, write=True):
+        feedback = conn.execute(f"DELETE FROM query_feedback WHERE {chosen}", params)
+        conn.execute(f"DELETE FROM query_attempts WHERE {chosen}", params)
+        queries = conn.execute(f"DELETE FROM queries {where}", params)
+    return {"queries_removed": queries.rowcount, "feedback_removed": feedback.rowcount, "before": before}

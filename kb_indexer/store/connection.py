@@ -171,6 +171,21 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 
 @contextmanager
+def read_snapshot(conn: Connection) -> Iterator[Connection]:
+    """The block's reads see one state of the index, however long they take (a read transaction; on
+    PostgreSQL repeatable read): an export of a million rows is of one moment. Writers are not held up.
+    Inside the caller's transaction: that transaction's view."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if is_postgres(conn) else "BEGIN")
+    try:
+        yield conn
+    finally:
+        _undo(conn, "ROLLBACK")   # nothing was written
+
+
+@contextmanager
 def together(conn: Connection, write: bool = False) -> Iterator[Connection]:
     """The block's statements sent together on PostgreSQL outside a transaction: one round trip, their results
     read after the block (SQLite: run one by one, as always). ``write``: the block is one write transaction

@@ -14,7 +14,7 @@ import functools
 import math
 import os
 import sqlite3
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, TypeVar
 
 from kb_indexer.errors import (BadDatabaseError, BusyError, DbUnavailableError, DiskFullError, KbError,
                                ReadOnlyError, StorageError, ValidationError)
@@ -258,3 +258,20 @@ def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapper._kb_translating = True  # type: ignore[attr-defined]
     return wrapper
+
+
+_T = TypeVar("_T")
+
+
+def translated_items(items: Iterator[_T], path: Any = None) -> Iterator[_T]:
+    """``items`` (rows read as they are used, after the method that returned them has returned) raising
+    documented errors only, as :func:`translating`'s methods do."""
+    try:
+        yield from items
+    except KbError:
+        raise
+    except Exception as exc:   # what translate does not know (a bug) goes on as it is
+        mapped = translate(exc, path)
+        if mapped is None:
+            raise
+        raise mapped from exc

@@ -6,13 +6,14 @@ import json
 import math
 import os
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, cast
 
-from kb_indexer import __version__
+from kb_indexer import __version__, jsonstream
 from kb_indexer.errors import ValidationError
+from kb_indexer.jsonfile import StreamedList
 from kb_indexer.limits import MAX_ID, MAX_KEYWORD_CHARS
 from kb_indexer.store import fulltext, meta
-from kb_indexer.store.connection import exclusive, transaction
+from kb_indexer.store.connection import exclusive, read_snapshot, savepoint, transaction
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
@@ -50,25 +51,77 @@ def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
-def _rows(conn: Connection, table: str) -> list[dict[str, Any]]:
-    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid)."""
+#: Rows read per statement on PostgreSQL (its cursor holds every row it returns; SQLite reads as it goes).
+EXPORT_BATCH = 2000
+
+
+def _rows(conn: Connection, table: str) -> Iterator[dict[str, Any]]:
+    """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid), read
+    as they are used: a batch at a time on PostgreSQL."""
     if not is_postgres(conn):
-        return [dict(r) for r in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')]
-    names = ", ".join(f'"{c["name"]}"' for c in _columns(conn, table))
-    return [dict(r) for r in conn.execute(f'SELECT {names} FROM "{table}" ORDER BY {_pg().order_column(conn, table)}')]
+        cur = cast(Any, conn).cursor()
+        cur.row_factory = None   # plain tuples: no sqlite3.Row per row
+        cur.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row))
+        return
+    names = [c["name"] for c in _columns(conn, table)]
+    order = _pg().order_column(conn, table)
+    select = ", ".join(f'"{n}"' for n in names) + f', "{order}"'
+    after: list[Any] = []
+    while True:
+        where = f' WHERE "{order}" > ?' if after else ""
+        batch = conn.execute(f'SELECT {select} FROM "{table}"{where} ORDER BY "{order}" LIMIT {EXPORT_BATCH}',
+                             after).fetchall()
+        for row in batch:
+            yield dict(zip(names, row))
+        if len(batch) < EXPORT_BATCH:
+            return
+        after = [batch[-1][len(names)]]
+
+
+def _table_rows(conn: Connection, table: str, counts: dict[str, int]) -> Iterator[dict[str, Any]]:
+    """:func:`_rows`, each document with its body, counted in ``counts``."""
+    counts[table] = 0
+    for row in _rows(conn, table):
+        if table == "documents":
+            row["body"] = get_body(conn, row["id"])
+        counts[table] += 1
+        yield row
+
+
+def _export(conn: Connection, counts: dict[str, int]) -> dict[str, Any]:
+    """The export as an object whose tables are iterators of their rows (nothing read yet)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
+            "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
+            "tables": {table: _table_rows(conn, table, counts) for table in export_tables(conn)}}
 
 
 def export_all(conn: Connection) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "kbindex_version": __version__,
-                           "migrations": [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")],
-                           "tables": {}}
-    for table in export_tables(conn):
-        rows = _rows(conn, table)
-        if table == "documents":
-            for row in rows:
-                row["body"] = get_body(conn, row["id"])
-        out["tables"][table] = rows
+    """The whole export as one object (what :func:`write_export` writes)."""
+    with read_snapshot(conn):
+        out = _export(conn, {})
+        out["tables"] = {table: list(rows) for table, rows in out["tables"].items()}
     return out
+
+
+def write_export(conn: Connection, out: jsonstream.Write) -> dict[str, int]:
+    """Write the export's JSON text (the layout of :func:`kb_indexer.jsonstream.dumps`, a newline after it)
+    to ``out`` as the rows are read, table by table: memory stays that of a batch of rows, whatever the
+    index holds. All of it is read in one snapshot. Returns the rows written per table."""
+    counts: dict[str, int] = {}
+    with read_snapshot(conn):
+        jsonstream.write(out, _export(conn, counts))
+        out("\n")
+    return counts
+
+
+def export_counts(conn: Connection) -> dict[str, int]:
+    """The rows an export holds, per table (counted, not read)."""
+    with read_snapshot(conn):
+        return {table: int(conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
+                for table in export_tables(conn)}
 
 
 # Longest stored path (characters) and path segment (UTF-8 bytes) an export may hold.
@@ -203,12 +256,14 @@ def _check_keyword(row: dict[str, Any], i: int) -> None:
                               f"(expected {norm!r}; the display form belongs in 'display')")
 
 
-_Plan = list[tuple[str, list[str], list[dict[str, Any]]]]
+_Plan = list[tuple[str, list[str], Iterable[dict[str, Any]]]]
 
 
 def import_all(conn: Connection, data: Any, *, force: bool = False,
                after_load: Callable[[Connection], None] | None = None) -> dict[str, int]:
-    """Replace the index content with an export. Validated first; all or nothing.
+    """Replace the index content with an export. Validated first; all or nothing. ``data``: the parsed
+    export, or one read by :func:`kb_indexer.jsonfile.read_object` whose tables stay in the file (read
+    again for each step: one row in memory at a time).
 
     ``after_load(conn)`` runs inside the import's transaction once the rows are in (the API passes the
     index layer's step that keeps unchanged similarities files synced: store does not import index).
@@ -281,13 +336,20 @@ def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:
     plan: _Plan = []
     for table in known:
         rows = tables.get(table, [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        if not _objects(rows):
             raise ValidationError(f"Export table {table!r} must be a list of objects")
         plan.append((table, _checked_rows(conn, table, rows), rows))
     return known, plan
 
 
-def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> list[str]:
+def _objects(rows: Any) -> bool:
+    """Whether ``rows`` is a list of objects (a list in an export file: as its reading found it)."""
+    if isinstance(rows, StreamedList):
+        return rows.all_objects
+    return isinstance(rows, list) and all(isinstance(r, dict) for r in rows)
+
+
+def _checked_rows(conn: Connection, table: str, rows: Iterable[dict[str, Any]]) -> list[str]:
     """The table's column names, once every row has only known columns and every required one."""
     cols = _columns(conn, table)
     names = [c["name"] for c in cols]
@@ -306,12 +368,37 @@ def _checked_rows(conn: Connection, table: str, rows: list[dict[str, Any]]) -> l
     return names
 
 
-def _insert_rows(conn: Connection, table: str, names: list[str], rows: list[dict[str, Any]]) -> int:
-    for row in rows:
+#: Rows inserted per statement batch by an import.
+IMPORT_BATCH = 500
+
+
+def _insert_rows(conn: Connection, table: str, names: list[str], rows: Iterable[dict[str, Any]]) -> int:
+    """Insert the rows, those with the same columns a batch at a time; returns how many."""
+    count, columns = 0, None
+    batch: list[dict[str, Any]] = []
+    for count, row in enumerate(rows, 1):
         present = [n for n in names if n in row]
+        if present != columns or len(batch) == IMPORT_BATCH:
+            _insert_batch(conn, table, columns or [], batch)
+            columns, batch = present, []
+        batch.append(row)
+    _insert_batch(conn, table, columns or [], batch)
+    return count
+
+
+def _insert_batch(conn: Connection, table: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    """One ``executemany`` (in a savepoint); when it fails, the rows one by one, naming the one refused."""
+    if not rows:
+        return
+    sql = f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})'
+    try:
+        with savepoint(conn):
+            conn.executemany(sql, [[row[n] for n in columns] for row in rows])
+        return
+    except DatabaseError:
+        pass
+    for row in rows:
         try:
-            conn.execute(f'INSERT INTO "{table}" ({", ".join(present)}) VALUES ({", ".join("?" * len(present))})',
-                         [row[n] for n in present])
+            conn.execute(sql, [row[n] for n in columns])
         except DatabaseError as exc:
             raise ValidationError(f"Export table {table!r}: bad row {row.get('id', '?')}: {exc}") from None
-    return len(rows)

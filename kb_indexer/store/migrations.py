@@ -500,6 +500,16 @@ def m110_document_text_hash(conn: Connection) -> None:
     """)
 
 
+
+@migration
+def m120_history_order(conn: Connection) -> None:
+    # `history` lists the queries by their last attempt, `clear-history --before` picks them by it; deleting
+    # attempts looks up the feedback that names them (ON DELETE SET NULL).
+    run_script(conn, """
+    CREATE INDEX idx_queries_last_attempted ON queries(last_attempted_at, id);
+    CREATE INDEX idx_query_feedback_attempt ON query_feedback(attempt_id);
+    """)
+
 def _applied(conn: Connection) -> list[str] | None:
     if is_postgres(conn):
         return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]

@@ -348,6 +348,18 @@ def m004_text_positions(conn: PgConnection) -> None:
     fulltext_schema.add_positions(conn.raw)
 
 
+
+@migration
+def m005_history_order(conn: PgConnection) -> None:
+    # As SQLite's m120: `history` reads the queries by their last attempt, deleting attempts finds their feedback;
+    # and a query's first attempt is found by (query_id, id) (SQLite's index on query_id holds the rowid: without
+    # it the planner walked the primary key for `ORDER BY id LIMIT 1`, every attempt for every query listed).
+    run_script(conn, """
+    CREATE INDEX idx_queries_last_attempted ON queries(last_attempted_at, id);
+    CREATE INDEX idx_query_feedback_attempt ON query_feedback(attempt_id);
+    CREATE INDEX idx_query_attempts_query_id ON query_attempts(query_id, id);
+    """)
+
 def _applied(conn: PgConnection) -> list[str] | None:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:
         return None
