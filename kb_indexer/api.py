@@ -42,7 +42,8 @@ from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, 
 from kb_indexer.store.errors import OperationalError, translate, translating
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
-from kb_indexer.store.migrations import init_db, schema_version
+from kb_indexer.store.migrations import schema_version
+from kb_indexer.store.opening import init_db
 from kb_indexer.store.provenance import lift
 from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities

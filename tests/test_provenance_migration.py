@@ -8,12 +8,12 @@ from kb_indexer.store.migrations import MIGRATIONS
 
 
 def _old_index(tmp_path, monkeypatch, names):
-    from kb_indexer.store import migrations
+    from kb_indexer.store import migrations, opening
 
     monkeypatch.setattr(migrations, "MIGRATIONS", [m for m in MIGRATIONS if m[0] in names])
     kbdir = tmp_path / "knowledge-base"
     kbdir.mkdir()
-    conn, _ = migrations.init_db(tmp_path / "kbindex.db", kbdir)
+    conn, _ = opening.init_db(tmp_path / "kbindex.db", kbdir)
     conn.executemany("INSERT INTO keywords (id, keyword, display) VALUES (?, ?, ?)",
                      [(i, k, k) for i, k in enumerate(["a", "b", "c", "d"], 1)])
     conn.executemany("INSERT INTO keyword_similarities (id, keyword_id_1, keyword_id_2, similarity_type, context, "
@@ -34,7 +34,7 @@ def _old_index(tmp_path, monkeypatch, names):
 
 @pytest.mark.parametrize("until", ["m040_similarity_files", "m060_sync_state"])
 def test_old_origin_strings_become_columns(tmp_path, monkeypatch, until):
-    from kb_indexer.store.migrations import open_db
+    from kb_indexer.store.opening import open_db
 
     all_names = [m[0] for m in MIGRATIONS]
     names = set(all_names[:all_names.index(until) + 1]) - {"m050_provenance"}

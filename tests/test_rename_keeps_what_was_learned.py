@@ -229,7 +229,7 @@ def test_a_sync_killed_between_batches_keeps_the_identity_of_every_renamed_docum
 
 @pytest.mark.sqlite_only("an SQLite index from before migration m110 (PostgreSQL has its own migrations)")
 def test_an_index_from_before_text_hashes_still_pairs_documents_without_keywords_files(small):
-    from kb_indexer.store.migrations import open_db
+    from kb_indexer.store.opening import open_db
 
     handle, kbdir = small
     write_doc(kbdir, "a.md", "# A\n\ntext\n")

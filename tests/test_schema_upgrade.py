@@ -21,6 +21,7 @@ import pytest
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.store import migrations
+from kb_indexer.store import opening
 from kb_indexer.api import QueryOptions
 
 DATA = Path(__file__).resolve().parent / "data" / "upgrade"
@@ -200,7 +201,7 @@ def test_index_at_every_prefix_of_the_migrations_upgrades_in_place(k, reference,
     db = tmp_path / "project" / "kbindex.db"
     full = list(migrations.MIGRATIONS)
     monkeypatch.setattr(migrations, "MIGRATIONS", full[:k])
-    conn, _ = migrations.init_db(db, kbdir)
+    conn, _ = opening.init_db(db, kbdir)
     _fill(conn, reference)
     conn.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", full)
@@ -215,7 +216,7 @@ def test_index_before_the_fulltext_migration_gets_searchable_after_sync(referenc
     db = tmp_path / "project" / "kbindex.db"
     full = list(migrations.MIGRATIONS)
     monkeypatch.setattr(migrations, "MIGRATIONS", full[:1])
-    conn, _ = migrations.init_db(db, kbdir)
+    conn, _ = opening.init_db(db, kbdir)
     _fill(conn, reference)
     conn.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", full)

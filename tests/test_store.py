@@ -11,7 +11,8 @@ import pytest
 
 from kb_indexer.errors import BadDatabaseError, NotInitialisedError, SchemaError
 from kb_indexer.store import open_db
-from kb_indexer.store.migrations import MIGRATIONS, init_db
+from kb_indexer.store.migrations import MIGRATIONS
+from kb_indexer.store.opening import init_db
 
 
 def test_init_applies_all_migrations_and_records_them(tmp_path):

@@ -299,7 +299,7 @@ def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch
     """An index from before m040 keeps only ``origin``: the upgrade records it as the file listing, so the
     next sync still forgets what a file stopped listing (and what a deleted file listed)."""
     from kb_indexer.index.files import load_json_file, validate_similarities_data
-    from kb_indexer.store import migrations
+    from kb_indexer.store import migrations, opening
     from kb_indexer.store.documents import KeywordIds
 
     kbdir = tmp_path / "p" / "knowledge-base"
@@ -310,7 +310,7 @@ def test_older_index_learns_which_file_lists_its_relations(tmp_path, monkeypatch
     names = [name for name, _ in migrations.MIGRATIONS]
     before = migrations.MIGRATIONS[:names.index("m040_similarity_files")]  # an index released before m040
     monkeypatch.setattr(migrations, "MIGRATIONS", before)
-    conn, _ = migrations.init_db(kbdir.parent / "kbindex.db", kbdir)
+    conn, _ = opening.init_db(kbdir.parent / "kbindex.db", kbdir)
     with conn:  # as the code of that time wrote them: the file only in ``origin``
         ids = KeywordIds(conn)
         for e in validate_similarities_data(load_json_file(sims)[0], "s"):

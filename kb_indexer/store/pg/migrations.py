@@ -389,7 +389,7 @@ def known() -> int:
 
 
 def init_db(conn: PgConnection, force: bool = False) -> list[str]:
-    """Create the schema on the server (or upgrade it); what :func:`kb_indexer.store.migrations.init_db`
+    """Create the schema on the server (or upgrade it); what :func:`kb_indexer.store.opening.init_db`
     does for a URL. A database holding another application's tables is refused (bad_database) before
     anything in it changes, unless ``force``."""
     if _applied(conn) is None and not force:
