@@ -41,6 +41,9 @@ right after the first sync of a freshly written knowledge base and after a secon
   full-text index off (KBINDEX_SPARSE_MIN_DOCS above the size: full text on FTS5) and a naive FTS5 top-10
   (`MATCH ... ORDER BY rank LIMIT 10`) on the same index.
 - index size per document.
+- with --baseline-src: the sync, re-sync and cold queries of this checkout and of the older one, each run the
+  same way back to back (``python -m kb_indexer``, an index file of its own, no concurrent ``relate`` loop,
+  which the first sync above shares the machine and the write lock with).
 CPU times are given beside wall times because on a shared machine other load inflates wall time.
 """
 
@@ -346,7 +349,7 @@ def measure(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus, args: argp
     if args.bm25s:
         p.update(bm25s_compare(kb_dir, questions))
     if args.baseline_src:
-        report_old(baseline(root, args.baseline_src, args.runs, questions, docs), s, resync_s, c, first["cold"])
+        report_old(baseline(root, args.baseline_src, args.runs, questions, docs))
     return {"sync": s, "naive": naive, "resync_s": resync_s, "cold": c, "inproc": p, "db_kb": db_kb,
             "first": first}
 
@@ -355,7 +358,7 @@ def written(root: Path, docs: int, vocab: Vocabulary, corpus: Corpus) -> Path:
     """The knowledge base for ``docs`` and ``corpus`` in ``root``: the one a run with ``--keep`` wrote there
     before (``corpus.json`` says which), or written now. The indexes of an earlier run are deleted."""
     stamp, want = root / "corpus.json", {"docs": docs, "corpus": corpus.label()}
-    for name in ("kbindex.db", "old.db"):
+    for name in ("kbindex.db", "this.db", "old.db"):
         for suffix in ("", "-wal", "-shm"):
             (root / (name + suffix)).unlink(missing_ok=True)
     if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == want:
@@ -442,10 +445,16 @@ def summary(table: dict[str, Any]) -> None:
 
 
 def baseline(root: Path, src: Path, runs: int, questions: list[Question], docs: int) -> dict[str, Any]:
-    """The same steps with an older checkout (``python -m kb_indexer`` on PYTHONPATH=src), own index file:
-    sync of the knowledge base as just written (every folder's mtime set to now, as after the generator),
-    cold query right after it, re-sync, cold query again."""
-    env = dict(ENV, PYTHONPATH=str(src.resolve()), KBINDEX_DB=str(root / "old.db"))
+    """The same steps with this checkout and then an older one, each measured the same way
+    (``python -m kb_indexer`` on its PYTHONPATH, its own index file, no concurrent writer): sync of the knowledge
+    base as just written (every folder's mtime set to now, as after the generator), cold query right after it,
+    re-sync, cold query again. ``{"this": ..., "old": ...}``."""
+    return {"this": _steps(root, REPO, "this.db", runs, questions, docs),
+            "old": _steps(root, src, "old.db", runs, questions, docs)}
+
+
+def _steps(root: Path, src: Path, db: str, runs: int, questions: list[Question], docs: int) -> dict[str, Any]:
+    env = dict(ENV, PYTHONPATH=str(src.resolve()), KBINDEX_DB=str(root / db))
     cmd = [sys.executable, "-m", "kb_indexer"]
     cpu = {"s": 0.0}
 
@@ -455,7 +464,7 @@ def baseline(root: Path, src: Path, runs: int, questions: list[Question], docs: 
         proc = subprocess.run(cmd + list(args) + ["--format", "json"], cwd=root, env=env, capture_output=True,
                               text=True)
         if proc.returncode != 0:
-            raise SystemExit(f"baseline {args} failed: {proc.stderr[-1500:]}")
+            raise SystemExit(f"{src}: {args} failed: {proc.stderr[-1500:]}")
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu["s"] = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         return time.perf_counter() - t
@@ -464,6 +473,8 @@ def baseline(root: Path, src: Path, runs: int, questions: list[Question], docs: 
         run("query", *extra, *questions[0])
         return statistics.median(run("query", *extra, *questions[i % len(questions)]) * 1000 for i in range(runs))
 
+    for suffix in ("", "-wal", "-shm"):
+        (root / (db + suffix)).unlink(missing_ok=True)
     run("init", "--kb", str(root / "knowledge-base"))
     for folder in [root / "knowledge-base", *(p for p in (root / "knowledge-base").rglob("*") if p.is_dir())]:
         os.utime(folder)
@@ -475,14 +486,16 @@ def baseline(root: Path, src: Path, runs: int, questions: list[Question], docs: 
             "query_ms": queries(), "query_nostale_ms": queries("--no-stale-check")}
 
 
-def report_old(old: dict[str, Any], s: dict[str, Any], resync_s: float, c: dict[str, Any], first: dict[str, Any]) -> None:
-    print("\n  the same steps, this checkout vs the --baseline-src checkout (python -m kb_indexer):")
-    print(f"    sync docs/s                       {s['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
-    print(f"    sync CPU s                        {s['cpu_s']:8.1f}  vs {old['cpu_s']:8.1f}")
-    print(f"    cold query after the first sync  {first['query_ms']:8.0f}  vs {old['first_query_ms']:8.0f} ms")
-    print(f"    no-change re-sync                 {resync_s:8.2f}s vs {old['resync_s']:8.2f}s")
-    print(f"    cold query                        {c['query_ms']:8.0f}  vs {old['query_ms']:8.0f} ms")
-    print(f"    cold query, no stale check        {c['query_nostale_ms']:8.0f}  vs {old['query_nostale_ms']:8.0f} ms")
+def report_old(both: dict[str, Any]) -> None:
+    new, old = both["this"], both["old"]
+    print("\n  the same steps, this checkout vs the --baseline-src checkout, each measured alike (python -m "
+          "kb_indexer, no concurrent writer):")
+    print(f"    sync docs/s                       {new['docs_s']:8.0f}  vs {old['docs_s']:8.0f}")
+    print(f"    sync CPU s                        {new['cpu_s']:8.1f}  vs {old['cpu_s']:8.1f}")
+    print(f"    cold query after the first sync  {new['first_query_ms']:8.0f}  vs {old['first_query_ms']:8.0f} ms")
+    print(f"    no-change re-sync                 {new['resync_s']:8.2f}s vs {old['resync_s']:8.2f}s")
+    print(f"    cold query                        {new['query_ms']:8.0f}  vs {old['query_ms']:8.0f} ms")
+    print(f"    cold query, no stale check        {new['query_nostale_ms']:8.0f}  vs {old['query_nostale_ms']:8.0f} ms")
 
 
 # Targets (issue 27, item 13): sync throughput at 50k documents with keywords files and 25k relations; a
