@@ -138,8 +138,10 @@ def _base(conn: Connection) -> _Base | None:
 
 
 #: Postings up to which FTS5 answers a question in a process that has not loaded numpy sooner than the sparse
-#: index does once numpy is loaded (~45 ms; FTS5 scores a match in 1-2 µs): the scores are the same either way.
-FTS5_CHEAPER_POSTINGS = 20_000
+#: index does once numpy is loaded (~45 ms): the scores are the same either way. Set on bench/scale.py's
+#: default corpus at 50,000 documents, cold query CPU per question, sparse index / FTS5: 22,000-27,000
+#: postings 180-192 / 134-156 ms, 55,000 170 / 174, 80,000 191 / 179, 145,000 201 / 238.
+FTS5_CHEAPER_POSTINGS = 60_000
 
 
 def cheaper_on_fts5(conn: Connection, terms: tuple[str, ...], counted_up_to: int | None = None) -> bool:
