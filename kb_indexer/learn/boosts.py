@@ -8,9 +8,15 @@ question with certain terms. It fires in two ways:
 * **a similar question** (what makes feedback useful to the next, different question): the
   IDF-weighted similarity of the terms (:func:`similarity`) is at least ``NEIGHBOUR_MIN``; the boost is
   ``weight x similarity``. Only helpful marks carry over (a document that did not help one question
-  says little about a different one), and a document helpful for several similar questions gets the
-  largest of their boosts, not the sum (a popular document is not pushed further for every question
-  that resembles some of its askers).
+  says little about a different one).
+
+However many associations fire for a document, :func:`lift` makes its boost from the strongest helpful one
+and the strongest not-helpful one, never a sum: within (-1, +1), the bound docs/learning.md states. A popular
+document is not pushed further for every question that resembles some of its askers, and six one-word
+variants of a question marked helpful lift an unrelated note no more than one of them does (summed, they
+lifted it above the right note). Beside the sum, on the same learned index (bench/feedback_eval.py's splits,
+seeds 1-5, nDCG@10 change asked again / unseen): Cranfield +0.2498 / +0.0125 both; held out, CISI +0.2460 /
++0.0008 vs +0.2470 / +0.0008, CACM +0.2432 / +0.0154 both.
 
 A term's IDF is counted over the active associations themselves (``log(1 + N / n_term)``): a term
 that most learned questions share (``flow``, ``effect``) makes two questions barely similar, a rare one
@@ -18,8 +24,9 @@ makes them close. The question's terms no association has get the largest IDF, s
 lowers the similarity. An association's terms the question lacks are counted at the question's mean
 IDF (they are not read: the query reads only the rows of its own terms).
 
-Both use the stored association items only: each boost names the learned ids that made it (``learned
-list`` shows them), and ``learned remove`` (undo) of an association stops it firing for every question.
+Both use the stored association items only: each boost names the learned ids whose lift is in it (``learned
+list`` shows them), and ``learned remove`` (undo) of an association stops it firing for every question (the
+next strongest association of the document, if one fires, then makes its boost).
 ``NEIGHBOUR_MIN`` was tuned on Cranfield only (seeds 1-5, unseen half, mean nDCG@10 change): 0.0 +0.0151,
 0.05 +0.0151, 0.1 +0.0156, 0.15 +0.0149, 0.2 +0.0135, 0.25 +0.0133; 0.1 keeps the flat optimum and leaves out
 the faintest matches (each would add a candidate to score). Summing the boosts of similar questions instead
@@ -117,19 +124,26 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
         per_term[term] += 1
     idf = _idf(int(rows[0][5]), terms, per_term)   # the active associations, counted in the same statement
     question_idf = sum(idf.values())   # the same for every association: summed once
-    same: dict[int, float] = defaultdict(float)
-    similar: dict[int, float] = defaultdict(float)
-    fired: dict[int, list[int]] = defaultdict(list)
+    fired: dict[int, list[tuple[float, int]]] = defaultdict(list)   # doc -> (lift, learned id)
     for lid in sorted(items):
         doc, weight, size, shared = items[lid]
-        kind, boost = _boost(weight, size, shared, terms, idf, question_idf)
+        boost = _boost(weight, size, shared, terms, idf, question_idf)
         if boost:
-            if kind == "same":
-                same[doc] += boost
-            else:
-                similar[doc] = max(similar[doc], boost)
-            fired[doc].append(lid)
-    return {d: {"boost": same.get(d, 0.0) + similar.get(d, 0.0), "learned_ids": ids} for d, ids in fired.items()}
+            fired[doc].append((boost, lid))
+    return {d: lift(lifts) for d, lifts in fired.items()}
+
+
+def lift(lifts: list[tuple[float, int]]) -> dict[str, Any]:
+    """One document's learned boost for a question from the (lift, learned id) of each association that fires
+    for it: the strongest helpful lift (of the same, a near-identical or a similar question) plus the strongest
+    not-helpful one (the same or a near-identical question), never a sum of several. A lift is a weight
+    (``|weight| < 1``) times an overlap or similarity (``<= 1``), so the boost stays within (-1, +1) however
+    many associations carry it (each part capped at 1 too: a crafted index's weight). ``learned_ids``: the
+    associations whose lift is in the boost (the first learned on a tie)."""
+    up = max((x for x in lifts if x[0] > 0), key=lambda x: x[0], default=None)
+    down = min((x for x in lifts if x[0] < 0), key=lambda x: x[0], default=None)
+    boost = (min(1.0, up[0]) if up else 0.0) + (max(-1.0, down[0]) if down else 0.0)
+    return {"boost": boost, "learned_ids": sorted(x[1] for x in (up, down) if x is not None)}
 
 
 _ACTIVE = "SELECT COUNT(*) FROM learned_items WHERE kind = 'association' AND status = 'active'"
@@ -141,21 +155,21 @@ def _idf(n: int, terms: list[str], per_term: dict[str, int]) -> dict[str, float]
 
 
 def _boost(weight: float | None, size: int | None, shared: list[str], terms: list[str], idf: dict[str, float],
-           question_idf: float) -> tuple[str, float]:
-    """How one association (``weight``, its question's ``size`` in terms, the ``shared`` terms) fires for a
-    question with ``terms`` (``question_idf``: the sum of their ``idf``): ("same" or "similar", boost);
-    boost 0: it does not."""
+           question_idf: float) -> float:
+    """How one association (``weight``, its question's ``size`` in terms, the ``shared`` terms) lifts a
+    question with ``terms`` (``question_idf``: the sum of their ``idf``) as the same or a similar question;
+    0: it does not fire."""
     if not weight:
-        return "same", 0.0
+        return 0.0
     n_shared = len(shared)
     size = max(size or 0, n_shared)   # never fewer terms than it shares with the question (a crafted index)
     overlap = n_shared / (size + len(terms) - n_shared)
     if overlap >= ASSOC_MIN_OVERLAP:
-        return "same", float(weight * overlap)
+        return float(weight * overlap)
     if weight < 0:
-        return "similar", 0.0
+        return 0.0
     sim = similarity(sum(idf[t] for t in shared), question_idf, len(terms), size - n_shared)
-    return "similar", float(weight * sim) if sim >= NEIGHBOUR_MIN else 0.0
+    return float(weight * sim) if sim >= NEIGHBOUR_MIN else 0.0
 
 
 def similarity(shared_idf: float, question_idf: float, n_terms: int, unshared: int) -> float:

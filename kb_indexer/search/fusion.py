@@ -133,8 +133,9 @@ def fuse(docs: Iterable[int], keyword: dict[int, float], ft_norm: dict[int, floa
 def apply_learned(scores: dict[int, float], learned: dict[int, float]) -> float:
     """Add learned association boosts (from ``kbindex learn``) to the fused scores.
 
-    A helpful mark for this question lifts a document, a not-helpful mark lowers it; scores
-    are divided by 1 + the largest boost so that relevance stays in [0, 1] and order is kept.
+    A helpful mark for this question lifts a document, a not-helpful mark lowers it (each boost within
+    (-1, +1): :func:`kb_indexer.learn.boosts.lift`); scores are divided by 1 + the largest boost so that
+    relevance stays in [0, 1] and order is kept.
     Returns that divisor (1.0 when no boost applies), which ``--explain`` shows as ``scale``.
     """
     boosts = {d: b for d, b in learned.items() if b and d in scores}
