@@ -205,9 +205,9 @@ class _Scores:
 def evaluate(ask: Ask, judged: Judgements, base: Config, compare: Config | None) -> dict[str, Any]:
     """Both configurations' scores on the judged questions, and each question's."""
     if not judged.questions:
-        raise ValidationError("no judged question to score: none has a relevant document "
-                         f"({judged.unjudged} without one" + (f", {judged.without_text} judged ids with no question "
-                                                              "text" if judged.without_text else "") + ")")
+        skipped = f"{judged.unjudged} without one" + (
+            f", {judged.without_text} judged ids with no question text" if judged.without_text else "")
+        raise ValidationError(f"no judged question to score: none has a relevant document ({skipped})")
     runs = [_Scores(base)] + ([_Scores(compare)] if compare else [])
     first = judged.questions[0]
     ask(first.text, first.keywords, base.options)   # untimed: the first query of a process loads what all use
