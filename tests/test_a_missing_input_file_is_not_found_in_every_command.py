@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 CASES = [["import", "nope.json"], ["context", "compress", "--input", "nope.json"],
-         ["chat", "--free", "--file", "nope.md"], ["import-similarities", "nope.json"]]
+         ["chat", "--free", "--file", "nope.md"], ["import-similarities", "nope.json"],
+         ["eval", "--queries", "nope.jsonl", "--qrels", "nope.tsv"]]
 
 
 @pytest.mark.parametrize("args", CASES, ids=lambda a: a[0] if a[0] != "context" else "context-compress")

@@ -22,7 +22,7 @@ PANELS: dict[str, dict[str, str]] = {
     "Search": {"query": "query", "search": "search", "similar": "similarity", "show": "documents",
                "list-docs": "documents", "keywords": "keywords", "docs": "keywords", "stats": "keywords"},
     "Learning from feedback": {"feedback": "learn", "learn": "learn", "learned": "learn", "history": "learn",
-                               "refine": "learn", "clear-history": "learn"},
+                               "refine": "learn", "clear-history": "learn", "eval": "evaluate"},
     "Index": {"init": "database", "sync": "documents", "add": "documents", "update": "documents",
               "remove": "documents", "embed": "documents", "relate": "similarity", "unrelate": "similarity",
               "import-similarities": "similarity", "export-similarities": "similarity", "export": "database",

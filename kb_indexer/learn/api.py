@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol, cast, overload
 
 from kb_indexer.config import DbTarget
@@ -22,6 +23,7 @@ from kb_indexer.store.errors import translated_items, translating
 from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
+    from kb_indexer.results import EvalResult
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
                                     HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
 
@@ -41,7 +43,7 @@ class Querying(Protocol):
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class LearningAPI:
     """Query history, feedback, learning and learned items: history, feedback, feedback_show, learn,
-    learned_list, learned_remove, clear_history, refine, last_query_id."""
+    learned_list, learned_remove, clear_history, refine, last_query_id, evaluate."""
 
     def __init__(self, kb: Querying) -> None:
         self.kb = kb
@@ -125,3 +127,13 @@ class LearningAPI:
 
     def last_query_id(self) -> int:
         return last_query_id(self.conn)
+
+    def evaluate(self, qrels: str | os.PathLike[str] | None, queries: str | os.PathLike[str] | None = None, *,
+                 base: str | QueryOptions | None = None, compare: str | QueryOptions | None = None) -> EvalResult:
+        """nDCG@10 and Recall@100 of :meth:`query` (nothing recorded) on judgements: a BEIR ``queries`` file
+        (or folder) with its ``qrels``, or ``qrels="feedback"`` (the recorded questions' marks); for ``base``
+        (None: the index as it is) and, if given, ``compare`` (``"no-learned"``, ``"method=fulltext"``,
+        ``"KEY=VALUE,..."`` on top of the base's options, or QueryOptions), with each question's scores
+        (:mod:`kb_indexer.learn.evaluate`)."""
+        from kb_indexer.learn.evaluate import run  # lazy: start-up: the judgement readers stay off feedback's path
+        return cast("EvalResult", run(self.conn, self.kb.query, qrels, queries, base=base, compare=compare))

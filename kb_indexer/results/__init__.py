@@ -45,6 +45,7 @@ from kb_indexer.results.context import (
     ContextResetResult, ContextSession, ContextSessionsResult, ContextShowResult, MessageText, RecordedMessage,
     SessionSummary, StoredMessage,
 )
+from kb_indexer.results.evaluate import EvalConfig, EvalJudgements, EvalQuestion, EvalResult
 from kb_indexer.results.enrich import EnrichResult, EnrichedDocument, SuggestResult, Suggestion, SuggestionEvidence
 from kb_indexer.results.mcp import (
     McpDocumentResult, McpFeedbackResult, McpQueryResult, McpSimilarResult, McpSkillsResult, QueryHit, Related,
@@ -57,7 +58,8 @@ __all__ = [
     "ContextCompressResult", "ContextResetResult", "ContextSession", "ContextSessionsResult",
     "ContextShowResult", "DbStatsResult", "DoctorDatabase", "DoctorEmbedding", "DoctorResult", "LocalModelStatus", "DocumentKeyword", "DocumentResult",
     "DocumentSummary", "DuplicateSkill", "EmbedError", "EmbedResult", "EmbeddingCoverage", "EnrichResult",
-    "EnrichedDocument", "Evidence", "Expansion", "ExportResult", "ExportSimilaritiesResult", "FeedbackResult",
+    "EnrichedDocument", "EvalConfig", "EvalJudgements", "EvalQuestion", "EvalResult", "Evidence", "Expansion",
+    "ExportResult", "ExportSimilaritiesResult", "FeedbackResult",
     "FeedbackRow", "FeedbackShowResult", "HistoryDetailResult", "HistoryEntry", "HistoryListResult",
     "HistoryResult", "ImportResult", "ImportSimilaritiesResult", "InitResult", "JsonObject",
     "KeywordDocsResult", "KeywordStatsResult", "KeywordTag", "KeywordsResult", "LearnResult", "LearnSuggestion",
