@@ -14,9 +14,7 @@ However many associations fire for a document, :func:`lift` makes its boost from
 and the strongest not-helpful one, never a sum: within (-1, +1), the bound docs/learning.md states. A popular
 document is not pushed further for every question that resembles some of its askers, and six one-word
 variants of a question marked helpful lift an unrelated note no more than one of them does (summed, they
-lifted it above the right note). Beside the sum, on the same learned index (bench/feedback_eval.py's splits,
-seeds 1-5, nDCG@10 change asked again / unseen): Cranfield +0.2498 / +0.0125 both; held out, CISI +0.2460 /
-+0.0008 vs +0.2470 / +0.0008, CACM +0.2432 / +0.0154 both.
+lifted it above the right note). Its figures beside the sum: docs/benchmarks.md.
 
 A term's IDF is counted over the active associations themselves (``log(1 + N / n_term)``): a term
 that most learned questions share (``flow``, ``effect``) makes two questions barely similar, a rare one
