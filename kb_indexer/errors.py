@@ -21,6 +21,7 @@ bad_database       1     the file is damaged, not SQLite, or another application
 schema             1     the index was written by a newer kbindex
 busy               1     another kbindex process held the write lock too long
 read_only          1     the index (or its folder) cannot be written
+not_allowed        1     the database role may not do this (a member's team-wide command: curator or owner)
 disk_full          1     the disk (or a quota) is full
 io_error           1     the disk or filesystem failed reading or writing the index
 db_unavailable     1     a PostgreSQL server that cannot be reached or used (address, password, database)
@@ -96,6 +97,13 @@ class BusyError(KbError):
 
 class ReadOnlyError(KbError):
     code = "read_only"
+
+
+class NotAllowedError(KbError):
+    """The role may write, but not this: a team-wide command that needs the curator or owner role
+    (kb_indexer.store.team)."""
+
+    code = "not_allowed"
 
 
 class DiskFullError(KbError):

@@ -30,7 +30,7 @@ def _isolate_env(monkeypatch, tmp_path):
     """No test reads the developer's index, KB, .env or LLM settings."""
     for var in ("KBINDEX_DB", "KBINDEX_KB", "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "OLLAMA_HOST",
                 "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY",
-                "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED"):
+                "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED", "KBINDEX_USER"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))   # roots remembered by init (roots.py)

@@ -46,7 +46,8 @@ def test_a_members_import_is_read_only_and_writes_nothing(team_index, run, tmp_p
     assert "role that owns the index" in error["message"] and "docs/teams.md, Roles" in error["message"]
     assert "Nothing was written" in error["message"]
     assert _tables(run, team_index, tmp_path / "after.json") == before
-    # the member's own writes still work
+    # the member's own writes still work (`--last`: the member's own last question)
+    assert run("query", "reward shaping", "--db", member, "-f", "json").returncode == 0
     assert run("feedback", "--last", "--not-helpful", "reward-shaping.md", "--db", member).returncode == 0
 
 

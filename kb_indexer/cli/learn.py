@@ -35,9 +35,9 @@ def history(
             else:
                 echo(_history_line(data) + "\n")
                 emit({"attempts": data["attempts"]}, format, rows="attempts",
-                     columns=("attempt_id", "keywords", "method", "result_count", "age", "created_at"))
+                     columns=("attempt_id", "asker", "keywords", "method", "result_count", "age", "created_at"))
                 emit({"feedback": data["feedback"]}, format, rows="feedback",
-                     columns=("filepath", "helpful", "attempt_id", "processed"))
+                     columns=("filepath", "helpful", "asker", "attempt_id", "processed"))
 
 
 def _history_line(q: Mapping[str, Any]) -> str:

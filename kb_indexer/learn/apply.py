@@ -330,7 +330,8 @@ def learned_list(conn: Connection, kind: str | None = None, include_removed: boo
         items.append({"id": r["id"], "kind": r["kind"], "status": r["status"], "key": r["key"],
                       "weight": r["weight"], "summary": wording.summary(conn, r["kind"], d, r["weight"], asked),
                       "questions": asked[:wording.MAX_QUESTIONS], "reason": d.get("reason"), "detail": d,
-                      "feedback_ids": feedback_ids, "updated_at": r["updated_at"]})
+                      "feedback_ids": feedback_ids, "askers": wording.askers(conn, feedback_ids),
+                      "updated_at": r["updated_at"]})
     return {"learned": items, "count": len(items)}
 
 

@@ -13,6 +13,7 @@ from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.documents import close_paths
 from kb_indexer.store.errors import IntegrityError
+from kb_indexer.store.team import current_asker, require_role
 
 
 def _no_query(query_id: int, since: str = "") -> NotFoundError:
@@ -30,15 +31,19 @@ def require_query(conn: Connection, query_id: int) -> Row:
 
 
 def last_query_id(conn: Connection) -> int:
-    row = conn.execute("SELECT id FROM queries ORDER BY last_attempted_at DESC, id DESC LIMIT 1").fetchone()
+    """The query of this asker's latest attempt (``--last``: on a shared index, not another member's question)."""
+    row = conn.execute("SELECT query_id FROM query_attempts WHERE asker = kb_asker() ORDER BY id DESC LIMIT 1"
+                       ).fetchone()
     if row is None:
-        raise NotFoundError("No queries recorded yet (run `kbindex query` first)")
+        raise NotFoundError(f"No queries recorded yet by {current_asker(conn)} (run `kbindex query` first, or give "
+                            "the query id: `kbindex history` lists everyone's)")
     query_id: int = row[0]
     return query_id
 
 
 def _attempt_dict(r: Row, full: bool = False) -> dict[str, Any]:
-    out = {"attempt_id": r["id"], "keywords": json.loads(r["keywords"] or "[]"), "method": r["method"],
+    out = {"attempt_id": r["id"], "asker": r["asker"], "keywords": json.loads(r["keywords"] or "[]"),
+           "method": r["method"],
            "expand_depth": r["expand_depth"], "threshold": r["threshold"], "result_count": r["result_count"],
            "created_at": r["created_at"]}
     if full:
@@ -98,7 +103,7 @@ def history_rows(conn: Connection, limit: int = 10, now: datetime | None = None)
 
 def _history_item(r: Row, now: datetime) -> dict[str, Any]:
     ages = _ages(r["last_attempted_at"], now)
-    return {"query_id": r["id"], "question": r["question"], "context": r["context"] or None,
+    return {"query_id": r["id"], "question": r["question"], "context": r["context"] or None, "asker": r["asker"],
             "attempts": r["attempts"], "feedback": r["feedback"], "created_at": r["created_at"],
             "last_attempted_at": r["last_attempted_at"], **ages,
             "summary": summary_line(r["question"], r["attempts"], ages["age"], _keyword_list(r["keywords"]))}
@@ -116,7 +121,8 @@ def history_detail(conn: Connection, query_id: int, now: datetime | None = None)
     attempts = [dict(_attempt_dict(r, full=True), **_ages(r["created_at"], now)) for r in conn.execute(
         "SELECT * FROM query_attempts WHERE query_id = ? ORDER BY id", (query_id,))]
     ages = _ages(q["last_attempted_at"], now)
-    return {"query_id": q["id"], "question": q["question"], "context": q["context"] or None, "created_at": q["created_at"],
+    return {"query_id": q["id"], "question": q["question"], "context": q["context"] or None, "asker": q["asker"],
+            "created_at": q["created_at"],
             "last_attempted_at": q["last_attempted_at"], **ages,
             "summary": summary_line(q["question"], len(attempts), ages["age"],
                                     attempts[0]["keywords"] if attempts else None), "attempts": attempts,
@@ -124,9 +130,9 @@ def history_detail(conn: Connection, query_id: int, now: datetime | None = None)
 
 
 def feedback_rows(conn: Connection, query_id: int) -> list[dict[str, Any]]:
-    return [{"feedback_id": r["id"], "filepath": r["filepath"], "helpful": bool(r["helpful"]),
+    return [{"feedback_id": r["id"], "filepath": r["filepath"], "helpful": bool(r["helpful"]), "asker": r["asker"],
              "attempt_id": r["attempt_id"], "notes": r["notes"], "processed": bool(r["processed"]),
-             "created_at": r["created_at"]}
+             "excluded": bool(r["excluded"]), "created_at": r["created_at"]}
             for r in conn.execute("SELECT * FROM query_feedback WHERE query_id = ? ORDER BY id", (query_id,))]
 
 
@@ -208,8 +214,8 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
         with together(conn, write=True):
             for path, value in marks.items():
                 conn.execute(
-                    "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed) "
-                    "VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT(query_id, filepath) DO UPDATE SET "
+                    "INSERT INTO query_feedback (query_id, attempt_id, filepath, helpful, notes, processed, asker) "
+                    "VALUES (?, ?, ?, ?, ?, 0, kb_asker()) ON CONFLICT(query_id, filepath, asker) DO UPDATE SET "
                     "attempt_id = excluded.attempt_id, helpful = excluded.helpful, "
                     "notes = COALESCE(excluded.notes, query_feedback.notes), processed = 0, "
                     "created_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
@@ -235,14 +241,35 @@ def parse_before(before: str) -> str:
 
 
 def clear_history(conn: Connection, before: str | None = None) -> dict[str, Any]:
-    """Delete queries (with their attempts and feedback), all or those last asked before a date: one
-    statement per table, whatever their number (on PostgreSQL sent together: one round trip)."""
+    """Delete queries (with their attempts and feedback), all (``before`` None: ``--all``, the curator's or the
+    owner's) or those last asked before a date: one statement per table, whatever their number (on PostgreSQL
+    sent together: one round trip). A member's ``--before`` deletes its own attempts and marks, and the questions
+    that only it asked; the curator's and the owner's everyone's."""
     if before is not None:
         before = parse_before(before)
+    who = require_role(conn, "curator" if before is None else "member",
+                       "clear-history --all" if before is None else "clear-history")
     where, params = ("WHERE last_attempted_at < ?", (before,)) if before else ("", ())
     chosen = f"query_id IN (SELECT id FROM queries {where})"
+    if who == "member":
+        return _clear_own_history(conn, chosen, params, before)
     with together(conn, write=True):
         feedback = conn.execute(f"DELETE FROM query_feedback WHERE {chosen}", params)
         conn.execute(f"DELETE FROM query_attempts WHERE {chosen}", params)
         queries = conn.execute(f"DELETE FROM queries {where}", params)
     return {"queries_removed": queries.rowcount, "feedback_removed": feedback.rowcount, "before": before}
+
+
+def _clear_own_history(conn: Connection, chosen: str, params: tuple[Any, ...], before: str | None) -> dict[str, Any]:
+    """A member's clear-history: its marks and attempts on the chosen queries; the queries it asked first that no
+    one else's attempt or mark is left on."""
+    with together(conn, write=True):
+        feedback = conn.execute(f"DELETE FROM query_feedback WHERE asker = kb_asker() AND {chosen}", params)
+        conn.execute(f"DELETE FROM query_attempts WHERE asker = kb_asker() AND {chosen}", params)
+        queries = conn.execute(
+            f"DELETE FROM queries WHERE asker = kb_asker() AND id IN (SELECT id FROM queries "
+            f"{'WHERE last_attempted_at < ?' if before else ''}) "
+            "AND NOT EXISTS (SELECT 1 FROM query_attempts a WHERE a.query_id = queries.id) "
+            "AND NOT EXISTS (SELECT 1 FROM query_feedback f WHERE f.query_id = queries.id)", params)
+    return {"queries_removed": queries.rowcount, "feedback_removed": feedback.rowcount, "before": before,
+            "asker": current_asker(conn)}

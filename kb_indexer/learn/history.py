@@ -64,8 +64,8 @@ def get_or_create_query(conn: Connection, question: str, context: str | None) ->
         conn.execute("UPDATE queries SET last_attempted_at = ? WHERE id = ?", (now, row[0]))
         query_id: int = row[0]
         return query_id
-    cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at) VALUES (?, ?, ?, ?) "
-                       "RETURNING id", (question, ctx, now, now))
+    cur = conn.execute("INSERT INTO queries (question, context, created_at, last_attempted_at, asker) "
+                       "VALUES (?, ?, ?, ?, kb_asker()) RETURNING id", (question, ctx, now, now))
     return inserted_id(cur)
 
 
@@ -74,8 +74,9 @@ def top_results(results: list[dict[str, Any]], n: int = TOP_RESULTS) -> list[dic
              "sources": r["sources"]} for r in results[:n]]
 
 
+#: The attempt's asker is the SQL function kb_asker() (kb_indexer.store.team): the last column, not a parameter.
 _ATTEMPT_COLUMNS = ("query_id, keywords, expand_depth, threshold, method, result_count, top_results, expansions, "
-                    "options, created_at")
+                    "options, created_at, asker")
 
 
 def _attempt_values(keywords: list[str], expand_depth: int, threshold: float, method: str,
@@ -87,8 +88,8 @@ def _attempt_values(keywords: list[str], expand_depth: int, threshold: float, me
 
 
 def add_attempt(conn: Connection, query_id: int, **attempt: Any) -> int:
-    cur = conn.execute(f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                       "RETURNING id", (query_id, *_attempt_values(**attempt)))
+    cur = conn.execute(f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                       "kb_asker()) RETURNING id", (query_id, *_attempt_values(**attempt)))
     return inserted_id(cur)
 
 
@@ -97,10 +98,11 @@ def add_attempt(conn: Connection, query_id: int, **attempt: Any) -> int:
 _RECORD_SQL = (
     f"WITH found AS (SELECT id FROM queries WHERE {_SAME_QUESTION} ORDER BY id LIMIT 1), "
     "touched AS (UPDATE queries SET last_attempted_at = ? WHERE id = (SELECT id FROM found) RETURNING id), "
-    "created AS (INSERT INTO queries (question, context, created_at, last_attempted_at) SELECT ?, ?, ?, ? "
+    "created AS (INSERT INTO queries (question, context, created_at, last_attempted_at, asker) "
+    "SELECT ?, ?, ?, ?, kb_asker() "
     "WHERE NOT EXISTS (SELECT 1 FROM found) RETURNING id), "
     "q AS (SELECT id FROM touched UNION ALL SELECT id FROM created) "
-    f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM q "
+    f"INSERT INTO query_attempts ({_ATTEMPT_COLUMNS}) SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, kb_asker() FROM q "
     "RETURNING query_id, id")
 
 
@@ -143,7 +145,7 @@ def get_attempt(conn: Connection, attempt_id: int) -> dict[str, Any] | None:
             "keywords": _load(r["keywords"], []), "expand_depth": r["expand_depth"], "threshold": r["threshold"],
             "method": r["method"], "result_count": r["result_count"], "top_results": _load(r["top_results"], []),
             "expansions": _load(r["expansions"], []), "options": _load(r["options"], {}),
-            "created_at": r["created_at"]}
+            "created_at": r["created_at"], "asker": r["asker"]}
 
 
 def recorded_options(conn: Connection, query_id: int) -> dict[str, Any]:

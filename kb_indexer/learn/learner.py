@@ -88,14 +88,15 @@ def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[
 
 
 def load_events(conn: Connection) -> list[Event]:
-    """Every feedback mark on an indexed document, with its question and its attempt, in one statement (on
+    """Every feedback mark on an indexed document (not excluded; each asker's mark is one event of its own), with
+    its question and its attempt, in one statement (on
     PostgreSQL a statement per mark was a round trip each: thousands for a team's day of feedback)."""
     rows = conn.execute(
         "SELECT f.id, f.query_id, f.attempt_id, f.filepath, f.helpful, q.question, d.id AS doc_id, "
         "a.keywords, a.expansions, a.top_results, a.options "
         "FROM query_feedback f JOIN queries q ON q.id = f.query_id "
         "JOIN documents d ON d.filepath = f.filepath LEFT JOIN query_attempts a ON a.id = f.attempt_id "
-        "ORDER BY f.id").fetchall()
+        "WHERE f.excluded = 0 ORDER BY f.id").fetchall()
     events = []
     for r in rows:
         explicit, led = _attempt_info(r if r["attempt_id"] is not None else None, r["filepath"])

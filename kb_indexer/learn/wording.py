@@ -22,6 +22,15 @@ def questions(conn: Connection, feedback_ids: list[int]) -> list[str]:
     return [r[0] for r in rows]
 
 
+def askers(conn: Connection, feedback_ids: list[int]) -> list[str]:
+    """Whose feedback an item rests on (of its marks still recorded), by name."""
+    if not feedback_ids:
+        return []
+    marks = ", ".join("?" for _ in feedback_ids)
+    return [r[0] for r in conn.execute(f"SELECT DISTINCT asker FROM query_feedback WHERE id IN ({marks}) "
+                                       "ORDER BY asker", list(feedback_ids))]
+
+
 def _quoted(asked: list[str], fallback: str) -> str:
     if not asked:
         return fallback

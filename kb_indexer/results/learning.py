@@ -11,6 +11,7 @@ class HistoryEntry(TypedDict):
     query_id: int
     question: str
     context: str | None
+    asker: str              # who first asked it (kb_indexer.store.team; 'unknown' for rows of an older kbindex)
     attempts: int
     feedback: int
     created_at: str
@@ -34,6 +35,7 @@ class AttemptHit(TypedDict):
 
 class Attempt(TypedDict):
     attempt_id: int
+    asker: str
     keywords: list[str]
     method: str | None
     expand_depth: int | None
@@ -49,9 +51,11 @@ class FeedbackRow(TypedDict):
     feedback_id: int
     filepath: str
     helpful: bool
+    asker: str              # whose mark (marks are kept per asker)
     attempt_id: int | None
     notes: str | None
     processed: bool
+    excluded: bool          # no longer counted by learning
     created_at: str
 
 
@@ -59,6 +63,7 @@ class HistoryDetailResult(TypedDict):
     query_id: int
     question: str
     context: str | None
+    asker: str
     created_at: str
     last_attempted_at: str | None
     age_seconds: int | None
@@ -140,6 +145,7 @@ class LearnedItem(TypedDict):
     reason: str | None
     detail: JsonObject
     feedback_ids: list[int]
+    askers: list[str]       # whose feedback it rests on (of feedback_ids still recorded)
     updated_at: str
 
 
@@ -158,3 +164,4 @@ class ClearHistoryResult(TypedDict):
     queries_removed: int
     feedback_removed: int
     before: str | None
+    asker: NotRequired[str]   # a member's clear-history: only this asker's history was deleted

@@ -19,6 +19,7 @@ except ImportError:   # Windows: the job runs unlocked
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError, StorageError
 from kb_indexer.notices import warn
+from kb_indexer.store import team
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
 from kb_indexer.store.errors import (SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError, busy_error,
@@ -31,6 +32,7 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    team.register(conn)   # kb_asker()
 
 
 def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:

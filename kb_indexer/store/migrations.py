@@ -505,6 +505,47 @@ def m120_history_order(conn: Connection) -> None:
     """)
 
 
+@migration
+def m130_authored(conn: Connection) -> None:
+    # Who asked (kb_indexer.store.team): every query, attempt and mark records its asker; rows written before
+    # migrate as 'unknown'. Marks are kept per asker (one member's mark never overwrites another's), which
+    # changes query_feedback's unique key: SQLite rebuilds the table, keeping its ids. ``excluded`` marks
+    # feedback that learning no longer counts. A relation a person wrote (or deleted) names its author.
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'query_feedback'").fetchone()
+    counter = int(row[0]) if row else 0
+    run_script(conn, """
+    ALTER TABLE queries ADD COLUMN asker TEXT NOT NULL DEFAULT 'unknown';
+    ALTER TABLE query_attempts ADD COLUMN asker TEXT NOT NULL DEFAULT 'unknown';
+    ALTER TABLE keyword_similarities ADD COLUMN author TEXT;
+    ALTER TABLE similarity_tombstones ADD COLUMN author TEXT;
+    CREATE TABLE query_feedback_authored (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        query_id INTEGER NOT NULL REFERENCES queries(id) ON DELETE CASCADE,
+        attempt_id INTEGER REFERENCES query_attempts(id) ON DELETE SET NULL,
+        filepath TEXT NOT NULL,
+        helpful INTEGER NOT NULL CHECK (helpful IN (0, 1)),
+        notes TEXT,
+        processed INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        asker TEXT NOT NULL DEFAULT 'unknown',
+        excluded INTEGER NOT NULL DEFAULT 0 CHECK (excluded IN (0, 1)),
+        UNIQUE(query_id, filepath, asker)
+    );
+    INSERT INTO query_feedback_authored (id, query_id, attempt_id, filepath, helpful, notes, processed, created_at)
+        SELECT id, query_id, attempt_id, filepath, helpful, notes, processed, created_at FROM query_feedback;
+    DROP TABLE query_feedback;
+    ALTER TABLE query_feedback_authored RENAME TO query_feedback;
+    CREATE INDEX idx_query_feedback_processed ON query_feedback(processed);
+    CREATE INDEX idx_query_feedback_attempt ON query_feedback(attempt_id);
+    CREATE INDEX idx_queries_asker ON queries(asker, last_attempted_at, id);
+    CREATE INDEX idx_query_attempts_asker ON query_attempts(asker, query_id);
+    """)
+    # the AUTOINCREMENT counter goes on from the old table's (ids of deleted rows are not given out again)
+    conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'query_feedback'", (counter,))
+    conn.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'query_feedback', ? WHERE ? > 0 AND NOT EXISTS "
+                 "(SELECT 1 FROM sqlite_sequence WHERE name = 'query_feedback')", (counter, counter))
+
+
 def _applied(conn: Connection) -> list[str] | None:
     if is_postgres(conn):
         return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]

@@ -3,9 +3,9 @@
 Ordered, applied in one transaction under an advisory lock (two processes opening a new server at once do
 not both create the schema), recorded in ``_migrations``; a server that records a migration this kbindex
 does not know (a newer kbindex wrote it) is refused. ``m001_schema`` creates what the SQLite migrations
-m001..m110 add up to, in PostgreSQL's types: BIGINT identity ids, DOUBLE PRECISION for REAL, BYTEA for
-BLOB, text timestamps in the same ISO form (``kb_now()``), so results are byte-identical on both engines;
-text columns compare bytewise (``COLLATE "C"``, as SQLite does). Foreign keys are DEFERRABLE so that an
+m001..m110 add up to (each later one has its own here: m120 is ``m005``, m130 ``m006``), in PostgreSQL's
+types: BIGINT identity ids, DOUBLE PRECISION for REAL, BYTEA for BLOB, text timestamps in the same ISO form
+(``kb_now()``), so results are byte-identical on both engines; text columns compare bytewise (``COLLATE "C"``, as SQLite does). Foreign keys are DEFERRABLE so that an
 import can load tables that refer to each other. SQLite-only structures (FTS5 tables, the sparse index and
 its change log) are not created: ``m002_fulltext`` creates PostgreSQL's full text
 (:mod:`kb_indexer.store.pg.fulltext`); ``m003_pgvector`` adds pgvector where the server allows it
@@ -22,6 +22,7 @@ from kb_indexer.notices import warn
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.errors import INSUFFICIENT_PRIVILEGE, PgError
 from kb_indexer.store.pg.connection import PgConnection
+from kb_indexer.store import team
 from kb_indexer.store.pg import fulltext_schema, vectors
 from kb_indexer.store.pg.locks import advisory_lock
 from kb_indexer.store.registry import apply, refuse_newer, registrar, version
@@ -359,6 +360,26 @@ def m005_history_order(conn: PgConnection) -> None:
     CREATE INDEX idx_query_feedback_attempt ON query_feedback(attempt_id);
     CREATE INDEX idx_query_attempts_query_id ON query_attempts(query_id, id);
     """)
+
+
+@migration
+def m006_authored(conn: PgConnection) -> None:
+    # As SQLite's m130: who asked, per-asker marks (the unique key gains the asker), excluded feedback, the author
+    # of a person's relation. kb_asker() and the server-side rules of who may change which rows (row-level
+    # security on the history and the feedback) are kb_indexer.store.team's.
+    run_script(conn, """
+    ALTER TABLE queries ADD COLUMN asker TEXT COLLATE "C" NOT NULL DEFAULT 'unknown';
+    ALTER TABLE query_attempts ADD COLUMN asker TEXT COLLATE "C" NOT NULL DEFAULT 'unknown';
+    ALTER TABLE query_feedback ADD COLUMN asker TEXT COLLATE "C" NOT NULL DEFAULT 'unknown';
+    ALTER TABLE query_feedback ADD COLUMN excluded INTEGER NOT NULL DEFAULT 0 CHECK (excluded IN (0, 1));
+    ALTER TABLE query_feedback DROP CONSTRAINT query_feedback_query_id_filepath_key;
+    ALTER TABLE query_feedback ADD CONSTRAINT query_feedback_query_id_filepath_asker_key
+        UNIQUE (query_id, filepath, asker);
+    ALTER TABLE keyword_similarities ADD COLUMN author TEXT COLLATE "C";
+    ALTER TABLE similarity_tombstones ADD COLUMN author TEXT COLLATE "C";
+    CREATE INDEX idx_queries_asker ON queries(asker, last_attempted_at, id);
+    CREATE INDEX idx_query_attempts_asker ON query_attempts(asker, query_id);
+    """ + team.SERVER_SCHEMA)
 
 def _applied(conn: PgConnection) -> list[str] | None:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:
