@@ -45,6 +45,7 @@ from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import schema_version
 from kb_indexer.store.opening import init_db
 from kb_indexer.store.provenance import lift
+from kb_indexer.store.team import require_role
 from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage, vector_search
@@ -290,6 +291,8 @@ class KnowledgeBase:
         ``embed_options``: the embedding model (see :meth:`kb_indexer.embed.api.EmbeddingsAPI.embed`). A sync
         that finds none of the indexed documents removes them only with ``force`` (else ``would_remove_all``);
         so does one that finds a similarities file gone (else its relations stay, with a warning)."""
+        if force:
+            require_role(self.conn, "curator", "sync --force")
         result = self._index.sync(directory, progress, force)
         if embed:
             try:
@@ -560,6 +563,7 @@ class KnowledgeBase:
         return self._index.export_counts()
 
     def import_(self, data: Any, force: bool = False) -> ImportResult:
+        require_role(self.conn, "curator", "import")   # it replaces everyone's history, feedback and learning
         return self._index.import_(data, force)
 
     def import_file(self, path: str | os.PathLike[str], force: bool = False) -> ImportResult:

@@ -1,7 +1,8 @@
 """A team member's role (granted as docs/teams.md, Roles, says: rows, not the schema or the sequences) that runs
-`import --force` is told `read_only`, that an import is the owner's, and nothing is written; it failed as
+`import --force` is told `not_allowed`, that an import is the curator's or the owner's, and nothing is written
+(before the roles, it was `read_only` from the server; before that it failed as
 `internal` ("permission denied for sequence documents_id_seq ... a bug in kbindex") after deleting and
-inserting every row. A permission failure of any statement kbindex runs in PostgreSQL's own dialect is
+inserting every row). A permission failure of any statement kbindex runs in PostgreSQL's own dialect is
 `read_only` as well, not `internal` (a misuse of psycopg, which the server never saw, is still a bug)."""
 
 from __future__ import annotations
@@ -36,15 +37,14 @@ def _tables(run, db: str, out) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))["tables"]
 
 
-def test_a_members_import_is_read_only_and_writes_nothing(team_index, run, tmp_path):
+def test_a_members_import_is_not_allowed_and_writes_nothing(team_index, run, tmp_path):
     before = _tables(run, team_index, tmp_path / "before.json")
     member = _member(team_index)
     imported = run("import", tmp_path / "before.json", "--force", "--db", member, "-f", "json")
     assert imported.returncode == 1, imported.stderr
     error = imported.error()
-    assert error["code"] == "read_only", error
-    assert "role that owns the index" in error["message"] and "docs/teams.md, Roles" in error["message"]
-    assert "Nothing was written" in error["message"]
+    assert error["code"] == "not_allowed", error   # an import replaces everyone's rows: the curator's or the owner's
+    assert "import needs the curator role" in error["message"] and "Nothing was changed" in error["message"]
     assert _tables(run, team_index, tmp_path / "after.json") == before
     # the member's own writes still work (`--last`: the member's own last question)
     assert run("query", "reward shaping", "--db", member, "-f", "json").returncode == 0

@@ -19,6 +19,7 @@ from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_det
 from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_line  # for front ends' reports
 from kb_indexer.limits import check_id, check_int_arg, check_strings
 from kb_indexer.search.options import QueryOptions
+from kb_indexer.store.team import require_role
 from kb_indexer.store.errors import translated_items, translating
 from kb_indexer.store.dbapi import Connection
 
@@ -95,6 +96,8 @@ class LearningAPI:
     def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> LearnedRemoveResult:
         for i in ids or []:
             check_id(i, "learned item id")
+        if all_:
+            require_role(self.conn, "curator", "learned remove --all")
         return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
 
     def clear_history(self, before: str | None = None, *, all_: bool = False) -> ClearHistoryResult:

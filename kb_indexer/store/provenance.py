@@ -75,8 +75,8 @@ def is_tombstoned(conn: Connection, k1: int, k2: int, sim_type: str) -> bool:
 def bury(conn: Connection, k1: int, k2: int, sim_type: str) -> None:
     a, b = min(k1, k2), max(k1, k2)
     lift(conn, a, b, sim_type)  # a new row (its deleted_at now), as INSERT OR REPLACE gave
-    conn.execute("INSERT INTO similarity_tombstones (keyword_id_1, keyword_id_2, similarity_type) VALUES (?, ?, ?)",
-                 (a, b, sim_type))
+    conn.execute("INSERT INTO similarity_tombstones (keyword_id_1, keyword_id_2, similarity_type, author) "
+                 "VALUES (?, ?, ?, kb_asker())", (a, b, sim_type))
 
 
 def lift(conn: Connection, k1: int, k2: int, sim_type: str) -> None:

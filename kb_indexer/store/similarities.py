@@ -71,7 +71,7 @@ def upsert_similarity(
     source = a if directional else None
     origin = origin_text(kind, file)
     values = (k1, k2, sim_type, context.strip(), float(score), int(bool(directional)), source, origin, kind, file,
-              learned_id)
+              learned_id, kind)
     if is_postgres(conn):   # one round trip: insert or update, and which it was (xmax is 0 for an insert)
         got = conn.execute(_UPSERT_PG, values).fetchone()
         return int(got[0]), bool(got[1])
@@ -82,21 +82,25 @@ def upsert_similarity(
     if row:
         conn.execute(
             "UPDATE keyword_similarities SET context = ?, score = ?, directional = ?, source_keyword_id = ?, "
-            "origin = ?, origin_kind = ?, origin_file = ?, learned_id = ? WHERE id = ?",
-            (context.strip(), float(score), int(bool(directional)), source, origin, kind, file, learned_id, row[0]),
+            "origin = ?, origin_kind = ?, origin_file = ?, learned_id = ?, "
+            f"author = {_AUTHOR} WHERE id = ?",
+            (context.strip(), float(score), int(bool(directional)), source, origin, kind, file, learned_id, kind,
+             row[0]),
         )
         return row[0], False
     return inserted_id(conn.execute(_INSERT, values)), True
 
 
+#: A relation's author: the asker (kb_indexer.store.team) for a person's `relate`, NULL for derived or imported values.
+_AUTHOR = "CASE WHEN ? = 'person' THEN kb_asker() END"
 _INSERT = ("INSERT INTO keyword_similarities (keyword_id_1, keyword_id_2, similarity_type, context, score, "
-           "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")
+           "directional, source_keyword_id, origin, origin_kind, origin_file, learned_id, author) "
+           f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_AUTHOR}) RETURNING id")
 _UPSERT_PG = (_INSERT.removesuffix(" RETURNING id") + " ON CONFLICT (keyword_id_1, keyword_id_2, similarity_type) "
               "DO UPDATE SET context = excluded.context, score = excluded.score, directional = excluded.directional, "
               "source_keyword_id = excluded.source_keyword_id, origin = excluded.origin, "
               "origin_kind = excluded.origin_kind, origin_file = excluded.origin_file, "
-              "learned_id = excluded.learned_id RETURNING id, (xmax = 0)")
+              "learned_id = excluded.learned_id, author = excluded.author RETURNING id, (xmax = 0)")
 
 
 def relation_keys(conn: Connection, ids: KeywordIds, keyword1: str, keyword2: str,
