@@ -9,6 +9,10 @@ import sqlite3
 
 import pytest
 
+#: The asker of an SQLite index is $KBINDEX_USER; on PostgreSQL it is the login role
+#: (tests/test_postgres_team_roles.py).
+pytestmark = pytest.mark.sqlite_only("the asker from KBINDEX_USER and the .db file's columns")
+
 
 def _as(user: str) -> dict:
     return {"KBINDEX_USER": user}
