@@ -160,3 +160,28 @@ def test_the_command_line_review_queue(kb, run):
 ])
 def test_supported_counts_distinct_askers_and_caps_one_askers_share(askers, policy, expected):
     assert supported(askers, policy) is expected
+
+
+@pytest.mark.sqlite_only("the rebuilt CHECK constraint of an SQLite file")
+def test_an_upgraded_index_keeps_its_learned_items_and_takes_the_new_statuses(tmp_path):
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from kb_indexer.api import KnowledgeBase
+    fixture = sorted((Path(__file__).parent / "data" / "upgrade").glob("*.db"))[-1]
+    db = tmp_path / "old.db"
+    shutil.copy(fixture, db)
+    with sqlite3.connect(db) as old:
+        before = old.execute("SELECT id, key, status FROM learned_items ORDER BY id").fetchall()
+        terms = old.execute("SELECT COUNT(*) FROM learned_terms").fetchone()[0]
+    assert before, "the fixture has learned items"
+    with KnowledgeBase.open(db) as kb:
+        assert kb.learning.policy()["mode"] == "auto"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT id, key, status FROM learned_items ORDER BY id").fetchall() == before
+        assert conn.execute("SELECT COUNT(*) FROM learned_terms").fetchone()[0] == terms
+        conn.execute("UPDATE learned_items SET status = 'pending' WHERE id = ?", (before[0][0],))
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("UPDATE learned_items SET status = 'unknown' WHERE id = ?", (before[0][0],))
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -366,6 +366,7 @@ def m007_review(conn: PgConnection) -> None:
     # decided on an item, and when).
     run_script(conn, """
     CREATE TABLE team_settings (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY,
     key TEXT COLLATE "C" PRIMARY KEY,
     value TEXT COLLATE "C" NOT NULL
     );
