@@ -194,7 +194,8 @@ def learn(
 
 
 def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
-    """The design's `learn` output: suggestions by section, each a readable line with its reason."""
+    """The design's `learn` output: suggestions by section, each a readable line with its reason (``?``: held for
+    review, ``~``: a dry run's)."""
     mark = "~" if result["dry_run"] else "✓"
     entries = counted(result["feedback_analyzed"], f"{'' if reprocess else 'unprocessed '}feedback entry",
                       f"{'' if reprocess else 'unprocessed '}feedback entries")
@@ -205,7 +206,7 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
             continue
         lines.append(f"{heading}:")
         for s in items:
-            lines.append(f"{mark} {s['description']}")
+            lines.append(f"{'?' if s.get('action') == 'hold' else mark} {s['description']}")
             lines.append(f"  Reason: {s['reason']} (feedback {', '.join(map(str, s['feedback_ids']))})")
         lines.append("")
     counts = result["sections"]
