@@ -101,13 +101,13 @@ class LearningAPI:
 
     def policy(self) -> LearningPolicy:
         """The index's learning policy (:mod:`kb_indexer.learn.policy`)."""
-        return cast("LearningPolicy", learning_policy.read(self.conn))
+        return learning_policy.read(self.conn)
 
     def set_policy(self, mode: str | None = None, min_askers: int | None = None,
                    max_share: float | None = None) -> LearningPolicy:
         """Set the learning policy (what is given; everything checked before anything is written)."""
         with transaction(self.conn):
-            return cast("LearningPolicy", learning_policy.write(self.conn, mode, min_askers, max_share))
+            return learning_policy.write(self.conn, mode, min_askers, max_share)
 
     def pending(self) -> LearnedListResult:
         """The items `learn` holds for review under the ``review`` policy."""

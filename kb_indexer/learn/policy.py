@@ -4,23 +4,20 @@ share of its evidence above ``max_share``). Stored in ``team_settings``; the def
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kb_indexer.errors import UsageError
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import is_postgres
 
+if TYPE_CHECKING:
+    from kb_indexer.results import LearningPolicy as Policy
+
 MODES = ("auto", "review")
 
 
-class Policy(TypedDict):
-    mode: str
-    min_askers: int
-    max_share: float
-
-
 # A single user's SQLite file learns from its one asker; a team's server asks for agreement.
-DEFAULTS: dict[str, Policy] = {"sqlite": {"mode": "auto", "min_askers": 1, "max_share": 1.0},
+DEFAULTS: dict[str, "Policy"] = {"sqlite": {"mode": "auto", "min_askers": 1, "max_share": 1.0},
                                "postgres": {"mode": "auto", "min_askers": 2, "max_share": 0.5}}
 
 

@@ -25,12 +25,16 @@ def _rows(conn: Connection, ids: list[int], status: str) -> tuple[list[Row], lis
     """The items of these ids (each once, in id order) that have ``status``, and the ids of the others."""
     if not ids:
         raise UsageError("give learned item ids (see `kbindex learned list`)")
-    rows, other = [], []
+    rows: list[Row] = []
+    other: list[int] = []
     for i in sorted(set(ids)):
         r = conn.execute("SELECT * FROM learned_items WHERE id = ?", (i,)).fetchone()
         if r is None:
             raise NotFoundError(f"No learned item {i} (see `kbindex learned list`)")
-        (rows if r["status"] == status else other).append(r if r["status"] == status else i)
+        if r["status"] == status:
+            rows.append(r)
+        else:
+            other.append(i)
     return rows, other
 
 
@@ -73,8 +77,9 @@ def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = 
     if not ids and not all_:
         raise UsageError("give learned item ids or --all")
     with transaction(conn):
+        already: list[int] = []
         if all_:
-            rows, already = conn.execute("SELECT * FROM learned_items WHERE status = 'active'").fetchall(), []
+            rows = conn.execute("SELECT * FROM learned_items WHERE status = 'active'").fetchall()
         else:
             rows, already = _rows(conn, ids or [], "active")
         for r in rows:
