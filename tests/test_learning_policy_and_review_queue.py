@@ -185,3 +185,20 @@ def test_an_upgraded_index_keeps_its_learned_items_and_takes_the_new_statuses(tm
         with pytest.raises(sqlite3.IntegrityError):
             conn.execute("UPDATE learned_items SET status = 'unknown' WHERE id = ?", (before[0][0],))
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_dry_run_previews_the_changes_for_real_and_writes_nothing(kb, run):
+    _mark(kb)
+    history = kb.learning.history(limit=0)["count"]
+    out = kb.learning.learn(dry_run=True)
+    assert kb.learning.learned_list(include_removed=True)["count"] == 0
+    assert kb.learning.history(limit=0)["count"] == history
+    assert all(not f["processed"] for f in kb.learning.feedback_show(kb.learning.last_query_id())["feedback"])
+    assert out["changes"] and out["summary"]["total"] > 0
+    kb.learning.learn()
+    for change in out["changes"]:
+        after = kb.query(change["question"])["results"][:len(change["after"])]
+        assert [(r["filepath"], r["relevance_score"]) for r in after] == \
+            [(r["filepath"], r["score"]) for r in change["after"]]
+    text = run("learn", "--dry-run", "--reprocess", "--db", kb.db_path)
+    assert text.returncode == 0 and "Dry run: nothing written." in text.stdout

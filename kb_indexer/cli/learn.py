@@ -214,6 +214,9 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     lines += [f"- {count_line(section, n)}" for section, n in counts.items() if n]
     total = result["summary"]["total"]
     lines += [f"- Total: {counted(total, 'suggestion')}", ""]
+    for c in result.get("changes", []):
+        moves = ", ".join(f"{m['filepath']} {m['from'] or '-'} -> {m['to'] or '-'}" for m in c["rank_changes"])
+        lines.append(f"Would change \"{c['question']}\": {moves or 'scores only'}")
     if result["dry_run"]:
         lines.append("Dry run: nothing written.")
     elif result["mode"] == "review" and not result["held_for_review"]:

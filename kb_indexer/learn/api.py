@@ -91,7 +91,13 @@ class LearningAPI:
                                             "count": len(rows)})
 
     def learn(self, dry_run: bool = False, reprocess: bool = False) -> LearnResult:
-        return cast("LearnResult", learn(self.conn, dry_run=dry_run, reprocess=reprocess))
+        """Analyse the feedback and apply what it teaches (under the review policy: hold it as pending).
+        ``dry_run``: write nothing, and say which recorded questions the items would change, and how
+        (``changes``: top results before and after, rank moves)."""
+        if dry_run:
+            from kb_indexer.learn.preview import preview  # lazy: the search options stay off learn's path
+            return cast("LearnResult", preview(self.conn, self.kb.query, reprocess))
+        return cast("LearnResult", learn(self.conn, dry_run=False, reprocess=reprocess))
 
     def learned_list(self, kind: str | None = None, include_removed: bool = False,
                      status: str | None = None) -> LearnedListResult:

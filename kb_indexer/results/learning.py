@@ -129,6 +129,7 @@ class LearnResult(TypedDict):
     sections: dict[str, int]
     mode: str               # the learning policy's mode the run obeyed: auto or review
     held_for_review: int    # items recorded as pending (review mode): they change no ranking until approved
+    changes: NotRequired[list[JsonObject]]   # dry run: per affected recorded question, top results before/after
 
 
 class LearnedItem(TypedDict):
