@@ -180,11 +180,13 @@ def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]
 
 @app.command(short_help="Turn the feedback into learned items")
 def learn(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions and the recorded questions they "
+                                                  "would change; write nothing.")] = False,
     reprocess: Annotated[bool, typer.Option("--reprocess", help="Analyse all feedback again, not only new.")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Analyse unprocessed feedback in one batch and apply what it teaches (no confirmation)."""
+    """Analyse unprocessed feedback in one batch and apply what it teaches (under the review learning policy:
+    hold it as pending items, `kbindex learned approve` applies them)."""
     with open_kb(db, kb) as k:
         result = k.learning.learn(dry_run=dry_run, reprocess=reprocess)
     if format is Format.json:
