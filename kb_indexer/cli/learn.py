@@ -180,11 +180,13 @@ def _interactive(k: KnowledgeBase, query_id: int) -> tuple[list[str], list[str]]
 
 @app.command(short_help="Turn the feedback into learned items")
 def learn(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show suggestions and the recorded questions they "
+                                                  "would change; write nothing.")] = False,
     reprocess: Annotated[bool, typer.Option("--reprocess", help="Analyse all feedback again, not only new.")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Analyse unprocessed feedback in one batch and apply what it teaches (no confirmation)."""
+    """Analyse unprocessed feedback in one batch and apply what it teaches (under the review learning policy:
+    hold it as pending items, `kbindex learned approve` applies them)."""
     with open_kb(db, kb) as k:
         result = k.learning.learn(dry_run=dry_run, reprocess=reprocess)
     if format is Format.json:
@@ -194,7 +196,8 @@ def learn(
 
 
 def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
-    """The design's `learn` output: suggestions by section, each a readable line with its reason."""
+    """The design's `learn` output: suggestions by section, each a readable line with its reason (``?``: held for
+    review, ``~``: a dry run's)."""
     mark = "~" if result["dry_run"] else "✓"
     entries = counted(result["feedback_analyzed"], f"{'' if reprocess else 'unprocessed '}feedback entry",
                       f"{'' if reprocess else 'unprocessed '}feedback entries")
@@ -205,7 +208,7 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
             continue
         lines.append(f"{heading}:")
         for s in items:
-            lines.append(f"{mark} {s['description']}")
+            lines.append(f"{'?' if s.get('action') == 'hold' else mark} {s['description']}")
             lines.append(f"  Reason: {s['reason']} (feedback {', '.join(map(str, s['feedback_ids']))})")
         lines.append("")
     counts = result["sections"]
@@ -213,10 +216,18 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     lines += [f"- {count_line(section, n)}" for section, n in counts.items() if n]
     total = result["summary"]["total"]
     lines += [f"- Total: {counted(total, 'suggestion')}", ""]
+    for c in result.get("changes", []):
+        moves = ", ".join(f"{m['filepath']} {m['from'] or '-'} -> {m['to'] or '-'}" for m in c["rank_changes"])
+        lines.append(f"Would change \"{c['question']}\": {moves or 'scores only'}")
     if result["dry_run"]:
         lines.append("Dry run: nothing written.")
+    elif result["mode"] == "review" and not result["held_for_review"]:
+        lines.append("Learning policy review: nothing new to hold for review.")
     else:
         lines.append(f"Applied {counted(result['applied'], 'suggestion')}.")
+        if result["held_for_review"]:
+            lines.append(f"Held {counted(result['held_for_review'], 'item')} for review "
+                         "(`kbindex learned list --pending`, then `kbindex learned approve ID...` or `reject`).")
         lines.append(f"Marked {counted(result['marked_processed'], 'feedback entry', 'feedback entries')} as processed.")
     return "\n".join(lines) + "\n"
 
@@ -228,13 +239,56 @@ app.add_typer(learned_app, name="learned", short_help="List or undo what `learn`
 @learned_app.command("list")
 def learned_list(
     kind: Annotated[Optional[str], typer.Option("--kind", help="association, keyword, similarity or score.")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Include removed items.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include removed, pending and rejected items.")] = False,
+    pending: Annotated[bool, typer.Option("--pending", help="Only the items held for review.")] = False,
+    rejected: Annotated[bool, typer.Option("--rejected", help="Only the rejected items.")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Learned items with their reason and the feedback rows behind them."""
+    """Learned items with their reason, the feedback rows behind them, and who removed or decided on them."""
+    if pending and rejected:
+        raise UsageError("give --pending or --rejected, not both")
+    status = "pending" if pending else "rejected" if rejected else None
     with open_kb(db, kb) as k:
-        emit(k.learning.learned_list(kind, all_), format, rows="learned",
-             columns=("id", "kind", "status", "summary", "reason", "weight"))
+        emit(k.learning.learned_list(kind, all_, status), format, rows="learned",
+             columns=("id", "kind", "status", "summary", "reason", "weight", "removed_by", "removed_at",
+                      "decided_by"))
+
+
+@learned_app.command("policy")
+def learned_policy(
+    set_: Annotated[Optional[str], typer.Option("--set", help="The mode: auto (apply at once) or review "
+                                                "(hold as pending until approved).")] = None,
+    min_askers: Annotated[Optional[int], typer.Option("--min-askers", help="Distinct askers an item needs.")] = None,
+    max_share: Annotated[Optional[float], typer.Option("--max-share", help="Largest share of an item's evidence "
+                                                       "one asker may have (above 0, at most 1).")] = None,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Show the learning policy, or set it (what is given; nothing is written if a value is not valid)."""
+    with open_kb(db, kb) as k:
+        if set_ is None and min_askers is None and max_share is None:
+            out = k.learning.policy()
+        else:
+            out = k.learning.set_policy(set_, min_askers, max_share)
+    emit(out, format, title="learning policy")
+
+
+def _review_command(verb: str, doc: str) -> None:
+    def command(ids: Annotated[list[int], typer.Argument(help="Learned item ids.")],
+                db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
+        with open_kb(db, kb) as k:
+            out = getattr(k.learning, verb)(ids)
+        skipped = out.get("not_removed" if verb == "restore" else "not_pending") or []
+        if skipped:
+            warn(f"not {'removed' if verb == 'restore' else 'pending'}, nothing done: {', '.join(map(str, skipped))} "
+                 "(`kbindex learned list --all` lists them)")
+        emit(out, format, title=f"learned {verb}")
+    command.__doc__ = doc
+    learned_app.command(verb)(command)
+
+
+_review_command("approve", "Make pending items active: applied as `learn` under the auto policy applies them.")
+_review_command("reject", "Mark pending items rejected: later `learn` runs do not propose them again.")
+_review_command("restore", "Bring removed items back: applied again, and learned again by later runs.")
 
 
 @learned_app.command("remove")

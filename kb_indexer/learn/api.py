@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol, cast, overlo
 
 from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError
-from kb_indexer.learn.apply import learn, learned_list, learned_remove
+from kb_indexer.learn import policy as learning_policy
+from kb_indexer.learn.apply import learn, learned_list
+from kb_indexer.learn.review import approve, learned_remove, reject, restore
 from kb_indexer.learn.history import recorded_options
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, history_rows,
                                        last_query_id, record_feedback, require_query)
@@ -20,13 +22,15 @@ from kb_indexer.learn.report import SECTIONS as SECTIONS, count_line as count_li
 from kb_indexer.limits import check_id, check_int_arg, check_strings
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.store.team import require_role
+from kb_indexer.store.connection import transaction
 from kb_indexer.store.errors import translated_items, translating
 from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kb_indexer.results import EvalResult
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
-                                    HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult)
+                                    HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult,
+                                    LearningPolicy, ReviewResult)
 
 
 class Querying(Protocol):
@@ -88,10 +92,54 @@ class LearningAPI:
                                             "count": len(rows)})
 
     def learn(self, dry_run: bool = False, reprocess: bool = False) -> LearnResult:
-        return cast("LearnResult", learn(self.conn, dry_run=dry_run, reprocess=reprocess))
+        """Analyse the feedback and apply what it teaches (under the review policy: hold it as pending).
+        ``dry_run``: write nothing, and say which recorded questions the items would change, and how
+        (``changes``: top results before and after, rank moves)."""
+        if dry_run:
+            from kb_indexer.learn.preview import preview  # lazy: the search options stay off learn's path
+            return cast("LearnResult", preview(self.conn, self.kb.query, reprocess))
+        return cast("LearnResult", learn(self.conn, dry_run=False, reprocess=reprocess))
 
-    def learned_list(self, kind: str | None = None, include_removed: bool = False) -> LearnedListResult:
-        return cast("LearnedListResult", learned_list(self.conn, kind, include_removed))
+    def learned_list(self, kind: str | None = None, include_removed: bool = False,
+                     status: str | None = None) -> LearnedListResult:
+        """The active learned items; with ``include_removed`` every item, with ``status`` those of that status
+        (active, pending, rejected, removed)."""
+        return cast("LearnedListResult", learned_list(self.conn, kind, include_removed, status))
+
+    def policy(self) -> LearningPolicy:
+        """The index's learning policy (:mod:`kb_indexer.learn.policy`)."""
+        return learning_policy.read(self.conn)
+
+    def set_policy(self, mode: str | None = None, min_askers: int | None = None,
+                   max_share: float | None = None) -> LearningPolicy:
+        """Set the learning policy (what is given; everything checked before anything is written)."""
+        require_role(self.conn, "owner", "learned policy --set")
+        with transaction(self.conn):
+            return learning_policy.write(self.conn, mode, min_askers, max_share)
+
+    def pending(self) -> LearnedListResult:
+        """The items `learn` holds for review under the ``review`` policy."""
+        return self.learned_list(status="pending")
+
+    def approve(self, ids: list[int]) -> ReviewResult:
+        """Make pending items active: applied as `learn` under ``auto`` would have applied them."""
+        require_role(self.conn, "curator", "learned approve")
+        return cast("ReviewResult", approve(self.conn, self._ids(ids)))
+
+    def reject(self, ids: list[int]) -> ReviewResult:
+        """Mark pending items rejected: later `learn` runs do not propose them again."""
+        require_role(self.conn, "curator", "learned reject")
+        return cast("ReviewResult", reject(self.conn, self._ids(ids)))
+
+    def restore(self, ids: list[int]) -> ReviewResult:
+        """Bring removed items back (applied again)."""
+        return cast("ReviewResult", restore(self.conn, self._ids(ids)))
+
+    @staticmethod
+    def _ids(ids: list[int]) -> list[int]:
+        for i in ids:
+            check_id(i, "learned item id")
+        return list(ids)
 
     def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> LearnedRemoveResult:
         for i in ids or []:

@@ -6,8 +6,8 @@ import itertools
 import json
 from typing import Any
 
-from kb_indexer.errors import NotFoundError, UsageError
-from kb_indexer.learn import wording
+from kb_indexer.errors import UsageError
+from kb_indexer.learn import policy, wording
 from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
 from kb_indexer.learn.learner import analyse, inactive, load_events
 from kb_indexer.learn.report import describe, section_counts, section_of
@@ -35,14 +35,14 @@ def plan(conn: Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Reconciles on every run: an item whose stored details did not change is still written again when
     the index no longer reflects it (a sync dropped its tag or relation). Removed items are never
-    re-learned; a relation a person deleted (tombstone) is never re-created.
+    re-learned, nor are rejected ones; a relation a person deleted (tombstone) is never re-created.
     """
     have = _existing(conn)
     out = []
     with_terms: set[int] | None = None   # the associations whose terms are stored: read once, when needed
     for item in _with_stored_items(items, have):
         row = have.get(item["key"])
-        if row is not None and row["status"] == "removed":
+        if row is not None and row["status"] in ("removed", "rejected"):
             continue
         if row is None and inactive(item):
             continue
@@ -123,6 +123,8 @@ def _person_relation(conn: Connection, item: dict[str, Any]) -> bool:
 
 
 def _upsert_item(conn: Connection, item: dict[str, Any], **cols: Any) -> int:
+    """Write a learned item's row; it is active (applied) unless ``status`` says otherwise (pending)."""
+    cols.setdefault("status", "active")
     row = conn.execute("SELECT id FROM learned_items WHERE key = ?", (item["key"],)).fetchone()
     detail, fb = json.dumps(_detail(item), sort_keys=True), json.dumps(item["feedback_ids"])
     if row:
@@ -165,7 +167,8 @@ def _apply_associations(conn: Connection, ids: KeywordIds, items: list[dict[str,
     cols = [(json.dumps(_detail(i), sort_keys=True), json.dumps(i["feedback_ids"]), i["document_id"], i["weight"],
              len(i["terms"])) for i in items]
     conn.executemany("UPDATE learned_items SET detail = ?, feedback_ids = ?, updated_at = "
-                     "strftime('%Y-%m-%dT%H:%M:%S', 'now'), document_id = ?, weight = ?, size = ? WHERE id = ?",
+                     "strftime('%Y-%m-%dT%H:%M:%S', 'now'), document_id = ?, weight = ?, size = ?, status = 'active' "
+                     "WHERE id = ?",
                      [(*c, known[i["key"]]) for i, c in zip(items, cols) if i["key"] in known])
     conn.executemany("INSERT INTO learned_items (key, kind, detail, feedback_ids, document_id, weight, size) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -277,21 +280,54 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
                               "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
     todo = plan(conn, analyse(conn, load_events(conn)))
-    result["suggestions"] = [_public(conn, i) for i in todo]
-    result["summary"] = _summary(todo)
-    result["sections"] = section_counts(todo)
+    mode = policy.read(conn)["mode"]
+    held, todo_now = _held(conn, todo) if mode == "review" else ([], todo)
+    result["suggestions"] = [_public(conn, i) for i in todo_now + held]
+    result["summary"] = _summary(todo_now + held)
+    result["sections"] = section_counts(todo_now + held)
+    result["mode"] = mode
+    result["held_for_review"] = len(held)
     if dry_run:
         return result
-    apply_items(conn, todo)
+    hold(conn, held)
+    apply_items(conn, todo_now)
     ids = [r["id"] for r in analysed_rows]
     n = 0
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         n += conn.execute(f"UPDATE query_feedback SET processed = 1 WHERE processed = 0 AND id IN "
                           f"({','.join('?' * len(chunk))})", chunk).rowcount
-    result["applied"] = len(todo)
+    result["applied"] = len(todo_now)
     result["marked_processed"] = n
     return result
+
+
+def _held(conn: Connection, todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Under the review policy: the new items (held as pending; one already pending and unchanged is not
+    proposed again), and the changes to approved items (applied as under auto: they were approved)."""
+    have = _existing(conn)
+    held, now = [], []
+    for item in todo:
+        row = have.get(item["key"])
+        if row is not None and row["status"] == "active":
+            now.append(item)
+        elif not inactive(item) and not (row is not None and _unchanged(row, item)):
+            held.append(dict(item, action="hold"))
+    return held, now
+
+
+def hold(conn: Connection, items: list[dict[str, Any]]) -> None:
+    """Record items as pending: their rows only, so that nothing reads them for ranking until approved."""
+    for item in items:
+        weight = item.get("weight", item.get("score"))
+        _upsert_item(conn, item, status="pending", document_id=item.get("document_id"), weight=weight,
+                     similarity_id=item.get("similarity_id"))
+
+
+def stored_item(row: Row) -> dict[str, Any]:
+    """A learned item as the learner derived it, from its stored row."""
+    return dict(json.loads(row["detail"]), kind=row["kind"], key=row["key"],
+                feedback_ids=json.loads(row["feedback_ids"]))
 
 
 def _public(conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
@@ -312,15 +348,25 @@ def _summary(items: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def learned_list(conn: Connection, kind: str | None = None, include_removed: bool = False) -> dict[str, Any]:
+STATUSES = ("active", "pending", "rejected", "removed")
+
+
+def learned_list(conn: Connection, kind: str | None = None, include_removed: bool = False,
+                 status: str | None = None) -> dict[str, Any]:
+    """The active learned items (``include_removed``: every item; ``status``: those of that status)."""
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--kind must be one of: {', '.join(KINDS)}; got {kind!r}")
+    if status is not None and status not in STATUSES:
+        raise UsageError(f"status must be one of: {', '.join(STATUSES)}; got {status!r}")
     sql = "SELECT * FROM learned_items WHERE 1 = 1"
     args: list[Any] = []
     if kind:
         sql += " AND kind = ?"
         args.append(kind)
-    if not include_removed:
+    if status is not None:
+        sql += " AND status = ?"
+        args.append(status)
+    elif not include_removed:
         sql += " AND status = 'active'"
     items = []
     for r in conn.execute(sql + " ORDER BY id", args).fetchall():
@@ -331,44 +377,9 @@ def learned_list(conn: Connection, kind: str | None = None, include_removed: boo
                       "weight": r["weight"], "summary": wording.summary(conn, r["kind"], d, r["weight"], asked),
                       "questions": asked[:wording.MAX_QUESTIONS], "reason": d.get("reason"), "detail": d,
                       "feedback_ids": feedback_ids, "askers": wording.askers(conn, feedback_ids),
-                      "updated_at": r["updated_at"]})
+                      "updated_at": r["updated_at"],
+                      **{c: r[c] for c in ("removed_by", "removed_at", "decided_by", "decided_at")}})
     return {"learned": items, "count": len(items)}
-
-
-def learned_remove(conn: Connection, ids: list[int] | None = None, all_: bool = False) -> dict[str, Any]:
-    """Undo learned items; they are kept as 'removed' so that `learn` does not learn them again."""
-    if not ids and not all_:
-        raise UsageError("give learned item ids or --all")
-    already: list[int] = []
-    with transaction(conn):
-        if all_:
-            rows = conn.execute("SELECT * FROM learned_items WHERE status = 'active'").fetchall()
-        else:
-            rows = []
-            for i in dict.fromkeys(ids or []):   # an id given twice is undone once
-                r = conn.execute("SELECT * FROM learned_items WHERE id = ?", (i,)).fetchone()
-                if r is None:
-                    raise NotFoundError(f"No learned item {i} (see `kbindex learned list`)")
-                if r["status"] == "active":
-                    rows.append(r)
-                else:
-                    already.append(i)
-        for r in rows:
-            if r["kind"] == "association":
-                conn.execute("DELETE FROM learned_terms WHERE learned_id = ?", (r["id"],))
-            elif r["kind"] == "keyword":
-                drop_learned_tag(conn, r["id"], r["document_id"])
-                if r["document_id"] is not None:
-                    refresh_fts_keywords(conn, r["document_id"])
-            elif r["kind"] == "similarity" and r["similarity_id"] is not None:
-                conn.execute("DELETE FROM keyword_similarities WHERE id = ? AND origin_kind = 'learned'", (r["similarity_id"],))
-            elif r["kind"] == "score" and r["similarity_id"] is not None and r["previous_score"] is not None:
-                # Only undo our own change: a score a person set since stays theirs.
-                conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ? AND abs(score - ?) < 1e-9",
-                             (r["previous_score"], r["similarity_id"], r["weight"] if r["weight"] is not None else -1))
-            conn.execute("UPDATE learned_items SET status = 'removed', "
-                         "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') WHERE id = ?", (r["id"],))
-    return {"removed": [r["id"] for r in rows], "count": len(rows), "already_removed": already}
 
 
 def normalized_keywords(values: list[str]) -> list[str]:

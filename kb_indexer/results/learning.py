@@ -132,6 +132,9 @@ class LearnResult(TypedDict):
     marked_processed: int
     summary: dict[str, int]
     sections: dict[str, int]
+    mode: str               # the learning policy's mode the run obeyed: auto or review
+    held_for_review: int    # items recorded as pending (review mode): they change no ranking until approved
+    changes: NotRequired[list[JsonObject]]   # dry run: per affected recorded question, top results before/after
 
 
 class LearnedItem(TypedDict):
@@ -147,6 +150,10 @@ class LearnedItem(TypedDict):
     feedback_ids: list[int]
     askers: list[str]       # whose feedback it rests on (of feedback_ids still recorded)
     updated_at: str
+    removed_by: str | None   # who removed it (`learned remove`), and when
+    removed_at: str | None
+    decided_by: str | None   # who approved or rejected it (review queue), and when
+    decided_at: str | None
 
 
 class LearnedListResult(TypedDict):
@@ -158,6 +165,23 @@ class LearnedRemoveResult(TypedDict):
     removed: list[int]
     count: int
     already_removed: list[int]   # ids given that an earlier `learned remove` undid (nothing to do)
+
+
+class LearningPolicy(TypedDict):
+    mode: str          # auto: learn applies what it learns; review: it is held as pending until approved
+    min_askers: int    # distinct askers an item needs
+    max_share: float   # the largest share of an item's evidence one asker may have
+
+
+class ReviewResult(TypedDict, total=False):
+    """``approve``, ``reject`` or ``restore``: the ids done (under that verb's name), their count, and the ids
+    given that were not in the state the verb needs (not_pending, not_removed: nothing done to them)."""
+    approved: list[int]
+    rejected: list[int]
+    restored: list[int]
+    count: int
+    not_pending: list[int]
+    not_removed: list[int]
 
 
 class ClearHistoryResult(TypedDict):

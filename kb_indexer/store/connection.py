@@ -173,6 +173,16 @@ def transaction(conn: Connection) -> Iterator[Connection]:
 
 
 @contextmanager
+def rolled_back(conn: Connection) -> Iterator[Connection]:
+    """A write transaction that is always rolled back: a preview computed on the real index, nothing kept."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    finally:
+        _undo(conn, "ROLLBACK")
+
+
+@contextmanager
 def read_snapshot(conn: Connection) -> Iterator[Connection]:
     """The block's reads see one state of the index, however long they take (a read transaction; on
     PostgreSQL repeatable read): an export of a million rows is of one moment. Writers are not held up.

@@ -546,6 +546,33 @@ def m130_authored(conn: Connection) -> None:
                  "(SELECT 1 FROM sqlite_sequence WHERE name = 'query_feedback')", (counter, counter))
 
 
+@migration
+def m140_review(conn: Connection) -> None:
+    # The learning policy (team_settings: kb_indexer.learn.policy) and the review queue: a learned item can be
+    # 'pending' (recorded, never applied: it changes no ranking) or 'rejected' (not proposed again), and records
+    # who removed it or decided on it, and when. learned_items' CHECK constraint is rebuilt in place: rows and ids
+    # stay, and so do the tables that reference it (a copy-and-drop would cascade to them with foreign keys on).
+    old = "CHECK (status IN ('active', 'removed'))"
+    new = "CHECK (status IN ('active', 'removed', 'pending', 'rejected'))"
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'learned_items'",
+                 (old, new))
+    conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    conn.execute("PRAGMA writable_schema = OFF")
+    run_script(conn, """
+    CREATE TABLE team_settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    ALTER TABLE learned_items ADD COLUMN removed_by TEXT;
+    ALTER TABLE learned_items ADD COLUMN removed_at TEXT;
+    ALTER TABLE learned_items ADD COLUMN decided_by TEXT;
+    ALTER TABLE learned_items ADD COLUMN decided_at TEXT;
+    CREATE INDEX idx_learned_items_status ON learned_items(status);
+    """)
+
+
 def _applied(conn: Connection) -> list[str] | None:
     if is_postgres(conn):
         return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]

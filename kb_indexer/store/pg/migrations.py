@@ -381,6 +381,28 @@ def m006_authored(conn: PgConnection) -> None:
     CREATE INDEX idx_query_attempts_asker ON query_attempts(asker, query_id);
     """ + team.SERVER_SCHEMA)
 
+
+@migration
+def m007_review(conn: PgConnection) -> None:
+    # As SQLite's m140: the learning policy and the review queue (pending and rejected items, who removed or
+    # decided on an item, and when).
+    run_script(conn, """
+    CREATE TABLE team_settings (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY,
+    key TEXT COLLATE "C" PRIMARY KEY,
+    value TEXT COLLATE "C" NOT NULL
+    );
+    ALTER TABLE learned_items DROP CONSTRAINT learned_items_status_check;
+    ALTER TABLE learned_items ADD CONSTRAINT learned_items_status_check
+        CHECK (status IN ('active', 'removed', 'pending', 'rejected'));
+    ALTER TABLE learned_items ADD COLUMN removed_by TEXT COLLATE "C";
+    ALTER TABLE learned_items ADD COLUMN removed_at TEXT COLLATE "C";
+    ALTER TABLE learned_items ADD COLUMN decided_by TEXT COLLATE "C";
+    ALTER TABLE learned_items ADD COLUMN decided_at TEXT COLLATE "C";
+    CREATE INDEX idx_learned_items_status ON learned_items(status);
+    """)
+
+
 def _applied(conn: PgConnection) -> list[str] | None:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:
         return None
