@@ -1,0 +1,49 @@
+"""report: what the recorded history says (questions that found nothing, never helped, most asked, the
+feedback rate, documents never returned)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Mapping, Optional
+
+import typer
+
+from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
+from kb_indexer.cli.output import Format, echo, emit_json
+
+_TITLES = {"zero_results": "Questions that found nothing", "never_helpful": "Asked twice or more, never marked "
+           "helpful", "most_asked": "Most asked"}
+
+
+@app.command("report", short_help="What the history says: no results, never helpful, most asked")
+def report(
+    since: Annotated[Optional[str], typer.Option("--since", help="Only attempts made at or after this date "
+                                                 "(YYYY-MM-DD or ISO-8601; UTC unless an offset is given).",
+                                                 show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="Items listed per section (0: all).")] = 10,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Questions that found nothing, questions asked at least twice never marked helpful, the most asked
+    questions, the feedback rate and the documents never returned, from the recorded history (read-only)."""
+    with open_kb(db, kb) as k:
+        out = k.learning.report(since, limit)
+    if Format(format) is Format.json:
+        emit_json(out)
+    else:
+        _table(out)
+
+
+def _table(out: Mapping[str, Any]) -> None:
+    echo(f"Report since {out['since'] or 'the first recorded query'}")
+    for name, title in _TITLES.items():
+        section = out[name]
+        echo(f"\n{title}: {section['count']}")
+        for item in section["items"]:
+            echo(f"  {item['attempts']:>5}  {item['question']}")
+    rate = out["feedback_rate"]["overall"]
+    share = (lambda s: "-" if s is None else f"{s:.0%}")
+    echo(f"\nFeedback: {rate['marked']} of {rate['questions']} questions marked ({share(rate['marked_share'])}), "
+         f"{rate['helpful']} helpful ({share(rate['helpful_share'])})")
+    never = out["never_returned"]
+    echo(f"\nDocuments never returned: {never['count']} ({never['note']})")
+    for path in never["items"]:
+        echo(f"  {path}")
