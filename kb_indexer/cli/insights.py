@@ -33,17 +33,19 @@ def report(
 
 
 def _table(out: Mapping[str, Any]) -> None:
-    echo(f"Report since {out['since'] or 'the first recorded query'}")
+    lines = [f"Report since {out['since'] or 'the first recorded query'}"]
     for name, title in _TITLES.items():
         section = out[name]
-        echo(f"\n{title}: {section['count']}")
-        for item in section["items"]:
-            echo(f"  {item['attempts']:>5}  {item['question']}")
+        lines += ["", f"{title}: {section['count']}"]
+        lines += [f"  {item['attempts']:>5}  {item['question']}" for item in section["items"]]
     rate = out["feedback_rate"]["overall"]
-    share = (lambda s: "-" if s is None else f"{s:.0%}")
-    echo(f"\nFeedback: {rate['marked']} of {rate['questions']} questions marked ({share(rate['marked_share'])}), "
-         f"{rate['helpful']} helpful ({share(rate['helpful_share'])})")
+    lines += ["", f"Feedback: {rate['marked']} of {rate['questions']} questions marked "
+              f"({share(rate['marked_share'])}), {rate['helpful']} helpful ({share(rate['helpful_share'])})"]
     never = out["never_returned"]
-    echo(f"\nDocuments never returned: {never['count']} ({never['note']})")
-    for path in never["items"]:
-        echo(f"  {path}")
+    lines += ["", f"Documents never returned: {never['count']} ({never['note']})"]
+    lines += [f"  {path}" for path in never["items"]]
+    echo("\n".join(lines) + "\n")
+
+
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

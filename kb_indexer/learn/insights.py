@@ -60,9 +60,12 @@ def _rate(conn: Connection, since: str) -> dict[str, Any]:
     total, marked, helpful = conn.execute(
         f"{_QUESTIONS}SELECT COUNT(*), COUNT(helpful), COALESCE(SUM(helpful), 0) FROM r", (since,)).fetchone()
     total, marked, helpful = int(total), int(marked), int(helpful)
-    share = (lambda n: round(n / total, 4) if total else None)
-    return {"questions": total, "marked": marked, "helpful": helpful, "marked_share": share(marked),
-            "helpful_share": share(helpful)}
+    return {"questions": total, "marked": marked, "helpful": helpful, "marked_share": _share(marked, total),
+            "helpful_share": _share(helpful, total)}
+
+
+def _share(part: int, total: int) -> float | None:
+    return round(part / total, 4) if total else None
 
 
 def _never_returned(conn: Connection, since: str, limit: int) -> dict[str, Any]:
