@@ -14,7 +14,7 @@ _TITLES = {"zero_results": "Questions that found nothing", "never_helpful": "Ask
            "helpful", "most_asked": "Most asked"}
 
 
-@app.command("report", short_help="What the history says: no results, never helpful, most asked")
+@app.command("report", short_help="What nobody found, or found helpful")
 def report(
     since: Annotated[Optional[str], typer.Option("--since", help="Only attempts made at or after this date "
                                                  "(YYYY-MM-DD or ISO-8601; UTC unless an offset is given).",
