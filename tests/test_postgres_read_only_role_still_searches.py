@@ -42,3 +42,12 @@ def test_an_upgrade_the_role_may_not_make_names_who_can(team_index, run, project
     search = run("search", "RL", "--db", member, "--format", "json", cwd=project)
     assert search.returncode == 1 and search.error()["code"] == "read_only", search.stderr
     assert "Run `kbindex init` once as the role that owns the index" in search.error()["message"]
+
+
+def test_a_select_only_role_reads_the_report(team_index, run, project):
+    run("query", "zzqx nowhere", "-k", "zzqx", "--db", team_index, "--format", "json", cwd=project)
+    reader = _as_role(team_index, ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"])
+    report = run("report", "--db", reader, "--format", "json", cwd=project)
+    assert report.returncode == 0, report.stderr
+    assert report.json() == run("report", "--db", team_index, "--format", "json", cwd=project).json()
+    assert report.json()["most_asked"]["count"] == 1

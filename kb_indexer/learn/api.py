@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from kb_indexer.results import EvalResult
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
                                     HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult,
-                                    LearningPolicy, ReviewResult)
+                                    LearningPolicy, ReviewResult,
+                                    ReportResult)
 
 
 class Querying(Protocol):
@@ -48,7 +49,7 @@ class Querying(Protocol):
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class LearningAPI:
     """Query history, feedback, learning and learned items: history, feedback, feedback_show, learn,
-    learned_list, learned_remove, clear_history, refine, last_query_id, evaluate."""
+    learned_list, learned_remove, clear_history, refine, report, last_query_id, evaluate."""
 
     def __init__(self, kb: Querying) -> None:
         self.kb = kb
@@ -175,6 +176,15 @@ class LearningAPI:
         """The options the recorded query's latest attempt ran with, ``changes`` on top (defaults for what
         older rows lack, and for a recorded value that is not valid: an imported or edited index)."""
         return QueryOptions.from_recorded(recorded_options(self.conn, query_id), **changes)
+
+    def report(self, since: str | None = None, limit: int = 10) -> ReportResult:
+        """What the recorded history says (:mod:`kb_indexer.learn.insights`): questions that found nothing,
+        asked twice and never marked helpful, most asked, the feedback rate, documents never returned; over
+        the attempts since ``since`` (a date or ISO-8601 time; None: all), ``limit`` items per section.
+        Read-only."""
+        check_int_arg(limit, "limit", 0)
+        from kb_indexer.learn.insights import report  # lazy: only the report reads it
+        return cast("ReportResult", report(self.conn, since, limit))
 
     def last_query_id(self) -> int:
         return last_query_id(self.conn)

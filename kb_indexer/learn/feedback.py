@@ -229,12 +229,12 @@ def record_feedback(conn: Connection, query_id: int, helpful: list[str], not_hel
     return out
 
 
-def parse_before(before: str) -> str:
+def parse_before(before: str, option: str = "--before") -> str:
     """A date or ISO-8601 time (UTC unless it has an offset) as stored in the history (naive UTC)."""
     try:
         when = datetime.fromisoformat(before.strip().replace("Z", "+00:00"))
     except (ValueError, AttributeError):
-        raise UsageError(f"--before must be a date like 2026-01-31, got {before!r}") from None
+        raise UsageError(f"{option} must be a date like 2026-01-31, got {before!r}") from None
     if when.tzinfo is not None:  # stored times are UTC
         when = when.astimezone(timezone.utc).replace(tzinfo=None)
     return when.strftime("%Y-%m-%dT%H:%M:%S")

@@ -388,7 +388,8 @@ class KbMCPServer(MCPServer):
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
         text = await anyio.to_thread.run_sync(self._read, str(uri))
-        return [ReadResourceContents(content=text, mime_type="text/markdown")]
+        mime = "application/json" if str(uri) == resources.REPORT_URI else "text/markdown"
+        return [ReadResourceContents(content=text, mime_type=mime)]
 
     def _read(self, uri: str) -> str:
         try:

@@ -33,6 +33,7 @@ from kb_indexer.results.learning import (
     Attempt, AttemptHit, ClearHistoryResult, FeedbackResult, FeedbackRow, FeedbackShowResult,
     HistoryDetailResult, HistoryEntry, HistoryListResult, HistoryResult, LearnResult, LearnSuggestion,
     LearnedItem, LearnedListResult, LearnedRemoveResult, LearningPolicy, RecordedFeedback, ReviewResult,
+    FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion, ReportQuestions, ReportResult,
 )
 from kb_indexer.results.skills import (
     DuplicateSkill, LeftOutSkill, LoadedSkill, MatchedSkill, SessionMessage, SessionSkill, SessionTurn,
@@ -53,6 +54,7 @@ from kb_indexer.results.mcp import (
 )
 
 __all__ = [
+    "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions", "ReportResult",
     "AddedMessage", "Attempt", "AttemptHit", "BuildStats", "CacheClearResult", "CacheCounts", "CacheGroup",
     "CacheStatsResult", "ClearHistoryResult", "CompressStats", "ContextAddResult", "ContextBuildResult",
     "ContextCompressResult", "ContextResetResult", "ContextSession", "ContextSessionsResult",

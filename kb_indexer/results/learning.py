@@ -189,3 +189,43 @@ class ClearHistoryResult(TypedDict):
     feedback_removed: int
     before: str | None
     asker: NotRequired[str]   # a member's clear-history: only this asker's history was deleted
+
+
+class ReportQuestion(TypedDict):
+    question: str
+    attempts: int
+    last_asked: str
+
+
+class ReportQuestions(TypedDict):
+    count: int
+    items: list[ReportQuestion]
+
+
+class FeedbackRate(TypedDict):
+    questions: int
+    marked: int
+    helpful: int
+    marked_share: float | None
+    helpful_share: float | None
+
+
+class FeedbackRates(TypedDict):
+    overall: FeedbackRate
+
+
+class NeverReturned(TypedDict):
+    count: int
+    items: list[str]
+    top_results_recorded: int
+    note: str
+
+
+class ReportResult(TypedDict):
+    since: str | None
+    limit: int
+    zero_results: ReportQuestions
+    never_helpful: ReportQuestions
+    most_asked: ReportQuestions
+    feedback_rate: FeedbackRates
+    never_returned: NeverReturned
