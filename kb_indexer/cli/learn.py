@@ -244,7 +244,10 @@ def learned_list(
     rejected: Annotated[bool, typer.Option("--rejected", help="Only the rejected items.")] = False,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Learned items with their reason, the feedback rows behind them, and who removed or decided on them."""
+    """Learned items, their reasons and the feedback behind them.
+
+    Removed and decided items say who removed or decided on them and when.
+    """
     if pending and rejected:
         raise UsageError("give --pending or --rejected, not both")
     status = "pending" if pending else "rejected" if rejected else None
@@ -263,7 +266,10 @@ def learned_policy(
                                                        "one asker may have (above 0, at most 1).")] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Show the learning policy, or set it (what is given; nothing is written if a value is not valid)."""
+    """Show or set the learning policy.
+
+    Only what is given changes; nothing is written if a value is not valid.
+    """
     with open_kb(db, kb) as k:
         if set_ is None and min_askers is None and max_share is None:
             out = k.learning.policy()
@@ -286,9 +292,9 @@ def _review_command(verb: str, doc: str) -> None:
     learned_app.command(verb)(command)
 
 
-_review_command("approve", "Make pending items active: applied as `learn` under the auto policy applies them.")
-_review_command("reject", "Mark pending items rejected: later `learn` runs do not propose them again.")
-_review_command("restore", "Bring removed items back: applied again, and learned again by later runs.")
+_review_command("approve", "Apply pending items, as `learn` under auto would.")
+_review_command("reject", "Reject pending items (not proposed again).")
+_review_command("restore", "Bring removed items back (applied again).")
 
 
 @learned_app.command("remove")
