@@ -6,7 +6,7 @@ from __future__ import annotations
 from kb_indexer.cli.learn import learn_report
 
 ONE = {"feedback_analyzed": 1, "queries": 1, "suggestions": [], "sections": {}, "summary": {"total": 1},
-       "dry_run": False, "applied": 1, "marked_processed": 1}
+       "dry_run": False, "applied": 1, "marked_processed": 1, "mode": "auto", "held_for_review": 0}
 
 
 def test_counted():
@@ -23,6 +23,11 @@ def test_learn_report_of_one_entry():
     assert "- Total: 1 suggestion\n" in out and "Applied 1 suggestion." in out
     assert "Marked 1 feedback entry as processed." in out
     assert learn_report(ONE, reprocess=True).startswith("Analyzing 1 feedback entry from 1 query...")
+
+
+def test_learn_report_of_one_item_held_for_review():
+    out = learn_report({**ONE, "mode": "review", "applied": 0, "held_for_review": 1})
+    assert "Held 1 item for review" in out and "Applied 0 suggestions." in out
 
 
 def test_learn_report_of_several():
