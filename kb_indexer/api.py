@@ -10,8 +10,8 @@ check, the LLM cache, export/import and stats. Each feature has its own sub-API,
 (the sqlite-utils ``db.table()`` pattern, so a cold ``search`` imports none of them):
 ``kb.skills`` (:class:`~kb_indexer.skills.api.SkillsAPI`), ``kb.context``
 (:class:`~kb_indexer.context.api.ContextAPI`), ``kb.learning`` (:class:`~kb_indexer.learn.api.LearningAPI`),
-``kb.enrich`` (:class:`~kb_indexer.enrich.api.EnrichAPI`) and ``kb.embeddings``
-(:class:`~kb_indexer.embed.api.EmbeddingsAPI`).
+``kb.enrich`` (:class:`~kb_indexer.enrich.api.EnrichAPI`), ``kb.embeddings``
+(:class:`~kb_indexer.embed.api.EmbeddingsAPI`) and ``kb.rules`` (:class:`~kb_indexer.search.rules_api.RulesAPI`).
 
 Every method returns plain JSON-ready data and raises ``KbError`` on bad input.
 """
@@ -42,13 +42,11 @@ from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, 
 from kb_indexer.store.errors import OperationalError, translate, translating
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
-from kb_indexer.store.migrations import schema_version
 from kb_indexer.store.opening import init_db
 from kb_indexer.store.provenance import lift
 from kb_indexer.store.team import require_role
 from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
-from kb_indexer.store.vectors import coverage as vector_coverage, vector_search
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.connection import pooling
 from kb_indexer.store.dbapi import Connection, Row
@@ -60,6 +58,7 @@ if TYPE_CHECKING:   # the sub-APIs' modules are imported when first used (see th
     from kb_indexer.index.api import IndexAPI
     from kb_indexer.learn.api import LearningAPI
     from kb_indexer.skills.api import SkillsAPI
+    from kb_indexer.search.rules_api import RulesAPI
     from kb_indexer.embed.index import Progress
     from kb_indexer.llm.config import EmbedOptions, LLMOptions
     from kb_indexer.llm.structured import LLMClient
@@ -149,7 +148,7 @@ def render_search(result: Mapping[str, Any]) -> str:
 
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class KnowledgeBase:
-    _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "_index")
+    _SUB_APIS = ("skills", "context", "learning", "enrich", "embeddings", "rules", "_index")
 
     paths_from_cwd = True   # a relative path may name a file from the working directory (a command line's)
 
@@ -201,6 +200,12 @@ class KnowledgeBase:
         """The chunk vectors of semantic search: ``embed``."""
         from kb_indexer.embed.api import EmbeddingsAPI  # lazy: embed/ (and numpy) stay off the cold search path
         return EmbeddingsAPI(self.conn, self.db_path)
+
+    @cached_property
+    def rules(self) -> RulesAPI:
+        """Pin and hide rules (a team's curation of what a question shows): ``pin``, ``hide``, ``list``, ``remove``."""
+        from kb_indexer.search.rules_api import RulesAPI  # lazy: only the rules commands need it
+        return RulesAPI(self)
 
     @cached_property
     def _index(self) -> IndexAPI:
@@ -583,26 +588,5 @@ class KnowledgeBase:
         return LLMClient.from_options(options, self.conn)
 
     def db_stats(self) -> DbStatsResult:
-        from kb_indexer.store.sparse import describe  # lazy: the sparse index module stays off the cold search path
-
-        c = self.conn
-
-        def one(sql: str) -> int:
-            return int(c.execute(sql).fetchone()[0])
-        by_type = {r[0]: r[1] for r in c.execute(
-            "SELECT similarity_type, COUNT(*) FROM keyword_similarities GROUP BY similarity_type ORDER BY 1")}
-        return cast("DbStatsResult", {
-            "documents": one("SELECT COUNT(*) FROM documents"),
-            "keywords": one("SELECT COUNT(*) FROM keywords"),
-            "document_keywords": one("SELECT COUNT(*) FROM document_keywords"),
-            "similarities": one("SELECT COUNT(*) FROM keyword_similarities"),
-            "similarities_by_type": by_type,
-            "queries": one("SELECT COUNT(*) FROM queries"),
-            "query_attempts": one("SELECT COUNT(*) FROM query_attempts"),
-            "feedback": one("SELECT COUNT(*) FROM query_feedback"),
-            "embeddings": vector_coverage(c),
-            "vector_search": vector_search(c),
-            "fulltext_index": describe(c),
-            "db": str(self.db_path), "kb_root": str(self.kb_root),
-            "schema": schema_version(c),
-        })
+        from kb_indexer.store.stats import db_stats  # lazy: the sparse index module stays off the cold search path
+        return cast("DbStatsResult", db_stats(self.conn, str(self.db_path), str(self.kb_root)))

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 # The groups `kbindex --help` lists, each command with its module, in the order they are listed.
 PANELS: dict[str, dict[str, str]] = {
     "Search": {"query": "query", "search": "search", "similar": "similarity", "show": "documents",
-               "list-docs": "documents", "keywords": "keywords", "docs": "keywords", "stats": "keywords"},
+               "list-docs": "documents", "keywords": "keywords", "docs": "keywords", "stats": "keywords",
+               "rules": "rules"},
     "Learning from feedback": {"feedback": "learn", "learn": "learn", "learned": "learn", "history": "learn",
                                "refine": "learn", "clear-history": "learn", "eval": "evaluate",
                                "report": "insights"},

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb_indexer.learn.smart import smart_tags
-from kb_indexer.search.terms import content_terms, parse_text
+from kb_indexer.search.terms import question_terms as question_terms  # one rule, shared with search rules
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
@@ -32,17 +32,6 @@ MIN_QUERIES = 2          # cross-query patterns need this many independent queri
 SCORE_STEP = 0.05        # similarity score change per net helpful/not-helpful expansion
 SCORE_CAP = 0.25         # largest total change of a similarity score
 ASSOC_MIN_OVERLAP = 0.5  # Jaccard overlap of question terms for an association to fire
-
-
-def question_terms(text: str) -> list[str]:
-    """Sorted distinct content terms of a question (stopwords removed, light plural folding)."""
-    out = set()
-    for t in content_terms(parse_text(text).words):
-        t = t.lower()
-        if len(t) > 3 and t.endswith("s") and not t.endswith("ss"):
-            t = t[:-1]
-        out.add(t)
-    return sorted(out)
 
 
 @dataclass

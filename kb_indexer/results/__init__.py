@@ -29,6 +29,9 @@ from kb_indexer.results.query import (
     Evidence, Expansion, QueryEcho, QueryResult, RankedDocument, ScoreParts, SearchHit, SearchQuery,
     SearchResult, SemanticReport,
 )
+from kb_indexer.results.rules import (
+    HiddenByRule, RuleNote, RuleRemoveResult, RuleResult, RulesListResult, SearchRule,
+)
 from kb_indexer.results.learning import (
     Attempt, AttemptHit, ClearHistoryResult, FeedbackResult, FeedbackRow, FeedbackShowResult,
     HistoryDetailResult, HistoryEntry, HistoryListResult, HistoryResult, LearnResult, LearnSuggestion,
@@ -54,6 +57,7 @@ from kb_indexer.results.mcp import (
 )
 
 __all__ = [
+    "HiddenByRule", "RuleNote", "RuleRemoveResult", "RuleResult", "RulesListResult", "SearchRule",
     "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions", "ReportResult",
     "AddedMessage", "Attempt", "AttemptHit", "BuildStats", "CacheClearResult", "CacheCounts", "CacheGroup",
     "CacheStatsResult", "ClearHistoryResult", "CompressStats", "ContextAddResult", "ContextBuildResult",

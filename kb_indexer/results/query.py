@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kb_indexer.results.common import CacheCounts, JsonObject, LlmReport, NotRequired, TypedDict
 from kb_indexer.results.index import StaleNote
+from kb_indexer.results.rules import HiddenByRule, RuleNote
 
 
 class SearchQuery(TypedDict):
@@ -17,6 +18,7 @@ class SearchHit(TypedDict):
     summary: str | None
     matched_keywords: list[str]
     user_keywords: list[str]
+    rule: NotRequired[RuleNote]              # a pinned result: the rule that placed it (search/rules.py)
 
 
 class SearchResult(TypedDict):
@@ -24,6 +26,7 @@ class SearchResult(TypedDict):
     results: list[SearchHit]
     count: int
     total: int
+    hidden_by_rules: NotRequired[list[HiddenByRule]]   # documents matched that a hide rule left out
 
 
 class Expansion(TypedDict):  # a keyword a document matched through a relation of a query keyword
@@ -73,7 +76,9 @@ class RankedDocument(TypedDict):
     reasoning: str
     snippet: str | None
     score_parts: NotRequired[ScoreParts]
-    ranked_by: NotRequired[str]              # with --rerank: "fused", or "fused+llm_rerank" / "fused+cross_encoder"
+    rule: NotRequired[RuleNote]              # a pinned result: the rule that placed it first (search/rules.py)
+    ranked_by: NotRequired[str]              # with --rerank: "fused", "fused+llm_rerank" / "fused+cross_encoder",
+                                             # or "rule" (a pinned result: the rerank leaves it on top)
     rerank_score: NotRequired[float]         # the rerank stage's judgement, 0..1 (relevance_score blends it)
     fused_score: NotRequired[float]          # relevance_score before the blend
 
@@ -134,3 +139,4 @@ class QueryResult(TypedDict):
     llm: NotRequired[LlmReport]
     cache: NotRequired[CacheCounts]
     rerank: NotRequired[JsonObject]          # with --rerank: which stage ranked the top results (search/rerank.py)
+    hidden_by_rules: NotRequired[list[HiddenByRule]]   # documents found that a hide rule left out

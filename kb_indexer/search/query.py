@@ -23,8 +23,8 @@ Pipeline (see the modules for each step):
 6. dense (semantic and hybrid): the ``DENSE_DEPTH`` documents whose best chunk is
    closest to the question join the candidates; every candidate gets its cosine;
    ``semantic`` uses vectors and exact tags only (no expansion, no full text);
-7. fusion (:mod:`.fusion`), deterministic order (score, then filepath), and
-   one ``query_attempts`` row, written by the recorder the API layer passes in
+7. fusion (:mod:`.fusion`), deterministic order (score, then filepath), the pin and hide rules that fire
+   for the question (:mod:`.rules`: after fusion and learned boosts), and one ``query_attempts`` row, written by the recorder the API layer passes in
    (:func:`kb_indexer.learn.history.record`; search never imports learn).
 """
 
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from kb_indexer.errors import KbError
 from kb_indexer.search import feedback as prf
-from kb_indexer.search import fulltext, neighbours, sparse
+from kb_indexer.search import fulltext, neighbours, rules, sparse
 from kb_indexer.search.context import ContextScorer
 from kb_indexer.defaults import MAX_EXPANSIONS
 from kb_indexer.search.expansion import (HOP_DECAY, Expansions, expand, expansion_map, is_comparison, resolve_weights,
@@ -60,7 +60,8 @@ from kb_indexer.store.connection import plain_rows
 from kb_indexer.store.dbapi import Connection
 
 if TYPE_CHECKING:   # kb_indexer.results imports typing_extensions below Python 3.12: annotations only
-    from kb_indexer.results import Expansion as ResultExpansion, JsonObject, QueryResult, RankedDocument, SemanticReport
+    from kb_indexer.results import (Expansion as ResultExpansion, HiddenByRule, JsonObject, QueryResult,
+                                    RankedDocument, SemanticReport)
 
 SUMMARY_SNIPPET_CHARS = 240
 
@@ -98,6 +99,7 @@ class _Spec:
     comparison: bool           # the question compares things: contrast relations may expand
     col_w: tuple[float, float, float, float]
     choice: MethodChoice
+    rules: rules.Fired | None = None   # the pin and hide rules that fire for the question
 
     @property
     def limit(self) -> int:  # 0: all
@@ -138,12 +140,13 @@ def run_query(conn: Connection, question: str, keywords: list[str] | None = None
     opts = options or QueryOptions()
     spec = _spec(question, keywords, opts, lambda norms: set(_keyword_ids(conn, norms)))
     with fulltext.one_read(conn):   # the question's full-text reads: one snapshot of its scores
+        spec.rules = rules.fired(conn, " ".join([spec.question, *(g for g, _ in spec.given)]))
         found = _find(conn, spec, context_scorer, learned if opts.use_learned else None, opts.explain, dense)
     out = _output(spec, found)
     if opts.explain:
         out["query"]["explain"] = _explain(spec, found)
-    if reranker is not None:
-        out["rerank"] = reranker(cast("list[dict[str, Any]]", out["results"]))
+    if reranker is not None:   # the results below the pinned ones
+        out["rerank"] = rules.rerank_rest(cast("list[dict[str, Any]]", out["results"]), reranker)
     if opts.record and recorder is not None:
         _record(conn, out, spec, found, recorder, query_id)
     return out
@@ -213,8 +216,8 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
     for doc_id, info in boosts.items():  # learned question -> document associations find documents too
         if info["boost"] > 0:
             pool.add(doc_id)
-    # Each document a not-helpful mark may push down makes room for one more full-text hit.
-    penalised = sum(1 for info in boosts.values() if info["boost"] < 0)
+    # Each document a not-helpful mark may push down, or a rule hide, makes room for one more full-text hit.
+    penalised = sum(1 for info in boosts.values() if info["boost"] < 0) + len(spec.rules.hides if spec.rules else ())
     lexical_query = fts_query if method != "semantic" else fulltext.build_query([])
     if dense is not None:   # before full text, so that one pass scores the documents vectors found too
         _add_dense_candidates(dense, pool)
@@ -228,8 +231,8 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
                                         spec.col_w, view, feedback, dense_top, spec.limit + penalised or None)
     pool.learned = {d: info["boost"] for d, info in boosts.items() if d in pool.docs}  # (a not-helpful mark
     candidates, channel_weights, hood = _fuse(pool, dense, spec.limit,                 # lowers a document too)
-                                              conn if regularise else None)
-    ranked, docs = _rank(conn, candidates, spec.limit)
+                                              conn if regularise else None, spec.rules)
+    ranked, docs = _rank(conn, candidates, spec.limit, spec.rules.pins if spec.rules else {})
     if fb is not None:
         for d in fb.lifted([c.doc_id for c in ranked if c.bm25 is not None]):
             candidates[d].feedback = True
@@ -237,6 +240,9 @@ def _find(conn: Connection, spec: _Spec, context_scorer: ContextScorer | None,
                                                         if c.bm25 is not None and c.doc_id not in snippets]))
     results = [_result(c, docs[c.doc_id], snippets.get(c.doc_id), explain, channel_weights, lexical_query.terms)
                for c in ranked]
+    if spec.rules is not None:
+        rules.annotate(spec.rules, cast("list[dict[str, Any]]", results))
+        total += spec.rules.pulled_in - len(spec.rules.hidden)
     return _Found(user, keywords_from, fts_query, seeds, expansions, results, total, channel_weights, pruned,
                   method, "lexical" if dense_info is not None and dense is None else None, dense_info,
                   fb.feedback if fb is not None else None, hood)
@@ -259,11 +265,12 @@ def _keyword_channel(conn: Connection, spec: _Spec, method: str, user_norms: lis
     return seeds, expansions, Pool(TagHits.load(conn, seeds, expansions, len(user_norms)) if ids else TagHits())
 
 
-def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connection | None = None
+def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connection | None = None,
+          fired: rules.Fired | None = None
           ) -> tuple[dict[int, Candidate], dict[str, float], neighbours.Neighbourhood | None]:
     """Every pool document's fused score (learned boosts applied, then regularised by its neighbours' when
-    ``regularise`` is the connection to read their words from); Candidate objects for the best ``limit`` and
-    those tied with the last only."""
+    ``regularise`` is the connection to read their words from, then the ``fired`` rules: hidden ones out, pinned
+    ones in); Candidate objects for the best ``limit`` and those tied with the last only, and the pinned."""
     parts = {"keyword": pool.tags.parts, "fulltext": fulltext.normalise(pool.bm25),
              "dense": _dense_parts(dense, pool) if dense is not None else {}}
     scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
@@ -277,7 +284,9 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connect
             scores, channel_weights = fuse(pool.docs, parts["keyword"], parts["fulltext"], parts["dense"])
     scale = apply_learned(scores, pool.learned)   # then a document a learned association lifts lifts its neighbours
     hood = neighbours.regularise(regularise, scores) if regularise is not None else None   # too
-    candidates = pool.candidates(select(scores, limit), parts, scores)
+    pinned = rules.apply_to_scores(fired, scores) if fired is not None else []
+    best = select(scores, limit)
+    candidates = pool.candidates(best + [d for d in pinned if d not in set(best)], parts, scores)
     if hood is not None:
         scale /= 1.0 - neighbours.NB_WEIGHT   # every score keeps 1 - NB_WEIGHT of its own
     for d, c in candidates.items():
@@ -348,6 +357,8 @@ def _output(spec: _Spec, found: _Found) -> QueryResult:
                         dense=found.dense_info is not None and found.fallback is None),
         "total": found.total,
     }
+    if spec.rules is not None and spec.rules.hidden:   # the documents found that a hide rule left out
+        out["hidden_by_rules"] = cast("list[HiddenByRule]", spec.rules.hidden)
     if found.expansions.omitted:   # a keyword with more expansions than the cap: how many were left out
         out["query"]["expansion_limit"] = MAX_EXPANSIONS
         out["query"]["expansions_omitted"] = sum(found.expansions.omitted.values())
@@ -384,6 +395,7 @@ def _explain(spec: _Spec, found: _Found) -> JsonObject:
         "expansion_limit": MAX_EXPANSIONS,
         "identifiers": [{"text": i.text, "kind": i.kind} for i in spec.choice.identifiers],
         "names": [{"text": i.text, "kind": i.kind} for i in spec.choice.names],
+        "rules": spec.rules.explain() if spec.rules is not None else [],
     }
 
 
@@ -523,20 +535,22 @@ def _count_known(conn: Connection, pool: Pool, known: list[int]) -> int:
                                                                                    if d not in tagged])
 
 
-def _rank(conn: Connection, candidates: dict[int, Candidate],
-          limit: int) -> tuple[list[Candidate], dict[int, _DocRow]]:
-    """The best ``limit`` candidates (0: all) by score, ties by filepath (only the tied ones need their path)."""
+def _rank(conn: Connection, candidates: dict[int, Candidate], limit: int,
+          pinned: dict[int, Any]) -> tuple[list[Candidate], dict[int, _DocRow]]:
+    """The ``pinned`` candidates first (in their order), then the best others by score up to ``limit`` (0: all),
+    ties by filepath (only the tied ones need their path)."""
+    first = [candidates[d] for d in pinned if d in candidates]
     key = {d: -round(c.score, 9) for d, c in candidates.items()}   # each score rounded once
-    ranked = sorted(candidates.values(), key=lambda c: key[c.doc_id])
-    limit = limit or len(ranked)
-    if len(ranked) > limit:
-        cutoff = key[ranked[limit - 1].doc_id]
-        ranked = [c for c in ranked if key[c.doc_id] <= cutoff]
+    ranked = sorted((c for c in candidates.values() if c.doc_id not in pinned), key=lambda c: key[c.doc_id])
+    limit = limit or len(candidates)
+    rest = limit - len(first)
+    if len(ranked) > rest:
+        ranked = [c for c in ranked if key[c.doc_id] <= key[ranked[rest - 1].doc_id]] if rest > 0 else []
     docs = {r[0]: r for r in plain_rows(   # plain tuples: (id, filepath, title, summary)
         conn, "SELECT id, filepath, title, summary FROM documents WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps([c.doc_id for c in ranked]),))}
+        (json.dumps([c.doc_id for c in first + ranked]),))}
     ranked = sorted((c for c in ranked if c.doc_id in docs), key=lambda c: (key[c.doc_id], docs[c.doc_id][1]))
-    return ranked[:limit], docs
+    return ([c for c in first if c.doc_id in docs] + ranked)[:limit], docs
 
 
 def _result(c: Candidate, doc: _DocRow, snippet: str | None, explain: bool,

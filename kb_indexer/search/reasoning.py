@@ -2,8 +2,9 @@
 ``grep_search_count``, all derived from a result's provenance (its ``sources`` and evidence).
 
 The one rule for ``source`` (:func:`design_source`): a document found through the index's keyword data
--- a tag equal to a user keyword (``keyword``), a tag reached by similarity expansion (``expansion``)
-or a learned question->document association (``learned``) -- is a ``keyword_search`` result; one that
+-- a tag equal to a user keyword (``keyword``), a tag reached by similarity expansion (``expansion``),
+a learned question->document association (``learned``) or a pin rule, a curated one (``rule``:
+:mod:`kb_indexer.search.rules`) -- is a ``keyword_search`` result; one that
 full text found (``fulltext``) and no keyword data did is a ``grep_search`` result; one that only vector
 search found (``semantic``, which the design's two sources predate) is a ``semantic_search`` result. The
 counts count the results shown: ``keyword_search_count + grep_search_count + semantic_search_count ==
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 KEYWORD_SEARCH = "keyword_search"
 GREP_SEARCH = "grep_search"
 SEMANTIC_SEARCH = "semantic_search"
-KEYWORD_SOURCES = frozenset({"keyword", "expansion", "learned"})
+KEYWORD_SOURCES = frozenset({"keyword", "expansion", "learned", "rule"})
 MAX_TAGS = 3        # tag/expansion clauses in one sentence
 MAX_WORDS = 4       # full-text words named
 MAX_SPAN_WORDS = 6  # a longer bold span is the document's own markdown, not a match
@@ -36,7 +37,7 @@ _TOKEN = re.compile(r"\w+")
 
 
 def design_source(sources: Iterable[str]) -> str:
-    """``keyword_search`` when tags, expansions or a learned association found the document, else
+    """``keyword_search`` when tags, expansions, a learned association or a pin rule found the document, else
     ``grep_search`` when full text did, else ``semantic_search`` (vectors only)."""
     sources = set(sources)
     if sources & KEYWORD_SOURCES:

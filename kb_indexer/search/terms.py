@@ -226,3 +226,15 @@ def note_names(exact: list[Any]) -> list[str]:
         if ident.kind == "file name" and dot and ext.lower() in ("md", "markdown") and stem:
             out.append(phrase(stem.rsplit("/", 1)[-1]))
     return out
+
+
+def question_terms(text: str) -> list[str]:
+    """Sorted distinct content terms of a question (stopwords removed, light plural folding): what a learned
+    association and a search rule (:mod:`kb_indexer.search.rules`) compare questions by."""
+    out = set()
+    for t in content_terms(parse_text(text).words):
+        t = t.lower()
+        if len(t) > 3 and t.endswith("s") and not t.endswith("ss"):
+            t = t[:-1]
+        out.add(t)
+    return sorted(out)

@@ -128,7 +128,7 @@ def export_counts(conn: Connection) -> dict[str, int]:
 MAX_PATH_CHARS = 4096
 MAX_SEGMENT_BYTES = 255
 # Columns holding a path relative to the knowledge-base root (documents are read from there).
-_KB_PATHS = {("documents", "filepath"), ("query_feedback", "filepath")}
+_KB_PATHS = {("documents", "filepath"), ("query_feedback", "filepath"), ("search_rules", "filepath")}
 # Columns holding a path that may be absolute (`add --keywords FILE`, a similarities file reached by a
 # symlink) but is otherwise held to the same rules.
 _OTHER_PATHS = {("documents", "keywords_file"), ("similarity_files", "file"), ("similarity_file_entries", "file")}
@@ -137,7 +137,8 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _JSON_COLUMNS: dict[tuple[str, str], tuple[type, type | None]] = {
     ("query_attempts", "keywords"): (list, str), ("query_attempts", "top_results"): (list, dict),
     ("query_attempts", "expansions"): (list, dict), ("query_attempts", "options"): (dict, None),
-    ("learned_items", "detail"): (dict, None), ("learned_items", "feedback_ids"): (list, int)}
+    ("learned_items", "detail"): (dict, None), ("learned_items", "feedback_ids"): (list, int),
+    ("search_rules", "terms"): (list, str)}
 _NUMERIC_TYPES = ("INT", "REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")
 # Numbers kbindex computes with that cannot be negative (a question's size in terms).
 _NOT_NEGATIVE = {("learned_items", "size")}

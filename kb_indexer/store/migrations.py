@@ -573,6 +573,26 @@ def m140_review(conn: Connection) -> None:
     """)
 
 
+@migration
+def m150_search_rules(conn: Connection) -> None:
+    # Pin and hide rules (kb_indexer.search.rules): a curator's decision that a question whose terms include a
+    # rule's terms shows a document first (pin) or not at all (hide). ``terms``: the JSON list of the pattern's
+    # normalised terms (what questions are matched by); the document is named by its path, as feedback names it.
+    run_script(conn, """
+    CREATE TABLE search_rules (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        action TEXT NOT NULL CHECK (action IN ('pin', 'hide')),
+        pattern TEXT NOT NULL,
+        terms TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        reason TEXT,
+        author TEXT NOT NULL DEFAULT 'unknown',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+        UNIQUE(action, terms, filepath)
+    );
+    """)
+
+
 def _applied(conn: Connection) -> list[str] | None:
     if is_postgres(conn):
         return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]
