@@ -37,7 +37,7 @@ def test_the_commands_are_listed_in_groups_each_help_on_one_whole_line(run, colu
     for title, lines in commands.items():
         assert [line.split()[0] for line in lines] == list(PANELS[title]), title   # one line per command
     listed = [line for lines in commands.values() for line in lines]
-    assert len(listed) == len(COMMANDS) == 38
+    assert len(listed) == len(COMMANDS) == 39
     assert not [line for line in listed if "..." in line or len(line) > columns]
 
 

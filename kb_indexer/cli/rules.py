@@ -32,17 +32,17 @@ def _made(action: str, pattern: str, path: str, reason: Optional[str], db: DbOpt
 
 
 @rules_app.command("pin")
-def rules_pin(pattern: PatternArg, path: PathArg, reason: ReasonOpt = None,
+def rules_pin(pattern: PatternArg, file: PathArg, reason: ReasonOpt = None,
               db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Show a document first for every question with these words."""
-    _made("pin", pattern, path, reason, db, kb, format)
+    _made("pin", pattern, file, reason, db, kb, format)
 
 
 @rules_app.command("hide")
-def rules_hide(pattern: PatternArg, path: PathArg, reason: ReasonOpt = None,
+def rules_hide(pattern: PatternArg, file: PathArg, reason: ReasonOpt = None,
                db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table) -> None:
     """Leave a document out of every question with these words."""
-    _made("hide", pattern, path, reason, db, kb, format)
+    _made("hide", pattern, file, reason, db, kb, format)
 
 
 @rules_app.command("list")
