@@ -23,8 +23,9 @@ Pipeline (see the modules for each step):
 6. dense (semantic and hybrid): the ``DENSE_DEPTH`` documents whose best chunk is
    closest to the question join the candidates; every candidate gets its cosine;
    ``semantic`` uses vectors and exact tags only (no expansion, no full text);
-7. fusion (:mod:`.fusion`), deterministic order (score, then filepath), the pin and hide rules that fire
-   for the question (:mod:`.rules`: after fusion and learned boosts), and one ``query_attempts`` row, written by the recorder the API layer passes in
+7. fusion (:mod:`.fusion`), deterministic order (score, then filepath), the pin and
+   hide rules that fire for the question (:mod:`.rules`: after fusion and learned
+   boosts), and one ``query_attempts`` row, written by the recorder the API layer passes in
    (:func:`kb_indexer.learn.history.record`; search never imports learn).
 """
 
@@ -286,7 +287,8 @@ def _fuse(pool: Pool, dense: DenseResult | None, limit: int, regularise: Connect
     hood = neighbours.regularise(regularise, scores) if regularise is not None else None   # too
     pinned = rules.apply_to_scores(fired, scores) if fired is not None else []
     best = select(scores, limit)
-    candidates = pool.candidates(best + [d for d in pinned if d not in set(best)], parts, scores)
+    chosen = set(best)
+    candidates = pool.candidates(best + [d for d in pinned if d not in chosen], parts, scores)
     if hood is not None:
         scale /= 1.0 - neighbours.NB_WEIGHT   # every score keeps 1 - NB_WEIGHT of its own
     for d, c in candidates.items():
