@@ -147,8 +147,9 @@ def test_a_path_that_is_not_indexed_or_outside_the_root_is_refused_and_nothing_i
         kb.rules.pin("alphago", "no-such-note.md")
     outside = tmp_path / "outside.md"
     outside.write_text("# Outside\n", encoding="utf-8")
-    with pytest.raises(KbError):
+    with pytest.raises(KbError) as refused:
         kb.rules.hide("alphago", str(outside))
+    assert refused.value.code == "outside_kb"
     with pytest.raises(UsageError):
         kb.rules.pin("the of and", PINNED)                         # stopwords only: it would match everything
     assert kb.rules.list()["count"] == 0
@@ -190,10 +191,12 @@ def test_cli_rules_pin_list_remove_and_json_errors(indexed, run):
     assert out["results"][0]["filepath"] == PINNED and out["results"][0]["rule"]["id"] == rule_id
     assert run("rules", "list", "-f", "json", cwd=indexed).json()["count"] == 1
     assert run("rules", "list", cwd=indexed).returncode == 0
+    markdown = run("query", QUESTION, "--format", "markdown", "--no-stale-check", cwd=indexed).stdout
+    assert f"### Result 1 - pinned by rule {rule_id} (rule)" in markdown
     missing = run("rules", "hide", "alphago", "no-such-note.md", "-f", "json", cwd=indexed)
     assert missing.returncode == 1 and missing.stdout == "" and missing.error()["code"] == "not_found"
     outside = run("rules", "pin", "alphago", "../similarities.json", "-f", "json", cwd=indexed / "knowledge-base")
-    assert outside.returncode == 1 and outside.error()["code"]
+    assert outside.returncode == 1 and outside.error()["code"] == "outside_kb"
     empty = run("rules", "pin", "the", PINNED, "-f", "json", cwd=indexed)
     assert empty.returncode == 2 and empty.error()["code"] == "usage"
     assert run("rules", "list", "-f", "json", cwd=indexed).json()["count"] == 1   # nothing else written

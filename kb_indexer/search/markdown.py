@@ -68,7 +68,9 @@ def _block(lines: list[str], search_line: str, items: list[dict[str, Any]]) -> s
     if not items:
         lines += ["No matching documents.", ""]
     for i, item in enumerate(items, 1):
-        lines.append(f"### Result {i} - {_pct(item['score'])}% match ({', '.join(item['sources']) or '-'})")
+        rule = item.get("rule")   # a pinned result says so rather than its score
+        match = f"pinned by rule {rule['id']}" if rule else f"{_pct(item['score'])}% match"
+        lines.append(f"### Result {i} - {match} ({', '.join(item['sources']) or '-'})")
         meta = [f"**Path:** {_path(item['filepath'])}"]
         if item.get("title"):
             meta.append(f"**Title:** {_one_line(item['title'])}")
@@ -94,7 +96,7 @@ def render_query(result: Mapping[str, Any]) -> str:
     search_line = f"**Search:** {what or '(empty)'} (method: {q['method']}, " \
                   f"{_count(result['count'], result.get('total'))})"
     items = [{"score": r["relevance_score"], "sources": r["sources"], "filepath": r["filepath"], "title": r["title"],
-              "keywords": r["matched_keywords"], "snippet": r.get("snippet") or r.get("summary")}
+              "keywords": r["matched_keywords"], "snippet": r.get("snippet") or r.get("summary"), "rule": r.get("rule")}
              for r in result["results"]]
     return _block([], search_line, items)
 
@@ -109,9 +111,10 @@ def render_search(result: Mapping[str, Any]) -> str:
     search_line = (f"**Search:** keywords {', '.join(repr_kw(k) for k in kws)} "
                    f"(method: keyword, mode: {q.get('mode', 'or')}, {_count(result['count'], result.get('total'))})")
     total = max(1, len({normalize_keyword(k) for k in kws} - {""}))
-    items = [{"score": min(1.0, len(r["matched_keywords"]) / total), "sources": ["keyword"],
+    items = [{"score": min(1.0, len(r["matched_keywords"]) / total),
+              "sources": ["keyword"] if r["matched_keywords"] else ["rule"],   # untagged: only a pin shows it
               "filepath": r["filepath"], "title": r.get("title"), "keywords": r["matched_keywords"],
-              "snippet": r.get("summary")} for r in result["results"]]
+              "snippet": r.get("summary"), "rule": r.get("rule")} for r in result["results"]]
     return _block([], search_line, items)
 
 
