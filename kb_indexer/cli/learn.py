@@ -219,6 +219,9 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     for c in result.get("changes", []):
         moves = ", ".join(f"{m['filepath']} {m['from'] or '-'} -> {m['to'] or '-'}" for m in c["rank_changes"])
         lines.append(f"Would change \"{c['question']}\": {moves or 'scores only'}")
+    if result.get("below_policy"):
+        lines.append(f"Not learned: {counted(result['below_policy'], 'item')} too few distinct askers support "
+                     "(`kbindex learned policy`).")
     if result["dry_run"]:
         lines.append("Dry run: nothing written.")
     elif result["mode"] == "review" and not result["held_for_review"]:
@@ -301,9 +304,19 @@ _review_command("restore", "Bring removed items back (applied again).")
 def learned_remove(
     ids: Annotated[Optional[list[int]], typer.Argument(help="Learned item ids.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Undo everything learned.")] = False,
+    asker: Annotated[Optional[str], typer.Option("--asker", help="Undo what rests on this asker's feedback "
+                                                 "(their marks stay, excluded).", show_default=False)] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Undo learned items (they will not be learned again)."""
+    """Undo learned items (not learned again), or one asker's influence."""
+    if asker is not None:
+        if ids or all_:
+            raise UsageError("--asker goes alone: not with learned item ids or --all")
+        with open_kb(db, kb) as k:
+            res = k.learning.remove_asker(asker)
+        emit({key: v for key, v in res.items() if key != "changes"} if format != Format.json else res,
+             format, title="learned remove --asker")
+        return
     with open_kb(db, kb) as k:
         out = k.learning.learned_remove(ids, all_)
     if out["already_removed"]:

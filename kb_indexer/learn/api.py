@@ -14,7 +14,7 @@ from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError
 from kb_indexer.learn import policy as learning_policy
 from kb_indexer.learn.apply import learn, learned_list
-from kb_indexer.learn.review import approve, learned_remove, reject, restore
+from kb_indexer.learn.review import approve, learned_remove, reject, remove_asker, restore
 from kb_indexer.learn.history import recorded_options
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, history_rows,
                                        last_query_id, record_feedback, require_query)
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from kb_indexer.results import EvalResult
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
                                     HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult,
-                                    LearningPolicy, ReviewResult,
+                                    LearningPolicy, RemoveAskerResult, ReviewResult,
                                     ReportResult)
 
 
@@ -148,6 +148,11 @@ class LearningAPI:
         if all_:
             require_role(self.conn, "curator", "learned remove --all")
         return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
+
+    def remove_asker(self, name: str) -> RemoveAskerResult:
+        """Undo what rests on one asker's feedback (their marks stay, excluded; the rest is learned again)."""
+        require_role(self.conn, "curator", "learned remove --asker")
+        return cast("RemoveAskerResult", remove_asker(self.conn, name))
 
     def clear_history(self, before: str | None = None, *, all_: bool = False) -> ClearHistoryResult:
         """Delete recorded queries (with their attempts and feedback, unprocessed feedback included) last asked

@@ -19,7 +19,7 @@ from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
 KINDS = ("association", "keyword", "similarity", "score")
-_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
+_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action", "below_policy"}
 
 
 def _detail(item: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +272,11 @@ def learn(conn: Connection, dry_run: bool = False, reprocess: bool = False) -> d
         return _learn(conn, dry_run=False, reprocess=reprocess)
 
 
+def learn_now(conn: Connection) -> dict[str, Any]:
+    """``learn`` inside the caller's transaction, under the learn lock the caller holds."""
+    return _learn(conn, dry_run=False, reprocess=False)
+
+
 def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any]:
     where = "" if reprocess else " WHERE processed = 0"
     analysed_rows = conn.execute(f"SELECT id, query_id FROM query_feedback{where}").fetchall()
@@ -279,8 +284,11 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
     result: dict[str, Any] = {"feedback_analyzed": len(analysed_rows), "feedback_total": total, "dry_run": dry_run,
                               "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
-    todo = plan(conn, analyse(conn, load_events(conn)))
-    mode = policy.read(conn)["mode"]
+    rules = policy.read(conn)
+    derived = analyse(conn, load_events(conn), learning_policy=rules)
+    todo = plan(conn, derived)
+    mode = rules["mode"]
+    result["below_policy"] = sum(1 for i in derived if i.get("below_policy"))
     held, todo_now = _held(conn, todo) if mode == "review" else ([], todo)
     result["suggestions"] = [_public(conn, i) for i in todo_now + held]
     result["summary"] = _summary(todo_now + held)
@@ -311,6 +319,8 @@ def _held(conn: Connection, todo: list[dict[str, Any]]) -> tuple[list[dict[str, 
         row = have.get(item["key"])
         if row is not None and row["status"] == "active":
             now.append(item)
+        elif row is not None and row["status"] == "pending" and inactive(item):
+            held.append(dict(item, action="hold"))   # its support went: it stays pending, asking for nothing
         elif not inactive(item) and not (row is not None and _unchanged(row, item)):
             held.append(dict(item, action="hold"))
     return held, now

@@ -134,6 +134,7 @@ class LearnResult(TypedDict):
     sections: dict[str, int]
     mode: str               # the learning policy's mode the run obeyed: auto or review
     held_for_review: int    # items recorded as pending (review mode): they change no ranking until approved
+    below_policy: int       # items the feedback suggests that too few distinct askers support: not learned
     changes: NotRequired[list[JsonObject]]   # dry run: per affected recorded question, top results before/after
 
 
@@ -165,6 +166,14 @@ class LearnedRemoveResult(TypedDict):
     removed: list[int]
     count: int
     already_removed: list[int]   # ids given that an earlier `learned remove` undid (nothing to do)
+
+
+class RemoveAskerResult(TypedDict):
+    asker: str
+    feedback_excluded: int        # their marks, kept and marked excluded (learn no longer reads them)
+    withdrawn: int                # learned items that rested only on their marks: undone
+    relearned: int                # items others support too: learned again from the others' marks
+    changes: list[LearnSuggestion]
 
 
 class LearningPolicy(TypedDict):
