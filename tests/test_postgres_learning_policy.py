@@ -87,3 +87,41 @@ def test_only_a_curator_undoes_an_asker_and_that_restores_the_ranking(team, run)
     assert out.returncode == 0, out.stderr
     assert out.json()["feedback_excluded"] == 2 and out.json()["withdrawn"] > 0
     assert _top3(run, team["owner"]) == before    # bob alone is below the policy now
+
+
+def _expanded(run, url) -> set[str]:
+    """The keywords a query naming alphago is expanded to (its relations)."""
+    res = run("similar", "alphago", "--db", url, "-f", "json")
+    assert res.returncode == 0, res.stderr
+    return {s["keyword"] for s in res.json()["similar_keywords"]}
+
+
+def test_under_review_a_members_relate_waits_for_a_curator(team, run):
+    assert run("learned", "policy", "--set", "review", "--db", team["owner"]).returncode == 0
+    before = _expanded(run, team["owner"])
+    out = run("relate", "alphago", "full-text search", "-t", "synonym", "-c", "steer", "-s", "1.0",
+              "--db", team["alice"], "-f", "json")
+    assert out.returncode == 0, out.stderr
+    assert out.json()["action"] == "held_for_review" and "held for review" in out.stderr
+    lid = out.json()["learned_id"]
+    assert _expanded(run, team["owner"]) == before            # nothing pending changes an expansion
+    pending = run("learned", "list", "--pending", "--db", team["owner"], "-f", "json").json()["learned"]
+    assert [(i["id"], i["summary"]) for i in pending] == [(lid, 'relates "alphago" and "full-text search" (synonym)')]
+    refused = run("learned", "approve", str(lid), "--db", team["bob"], "-f", "json")
+    assert refused.returncode == 1 and refused.error()["code"] == "not_allowed"
+    assert run("learned", "approve", str(lid), "--db", team["carol"], "-f", "json").returncode == 0
+    assert "full-text search" in _expanded(run, team["owner"])
+    # a curator's own relate and unrelate apply at once
+    gone = run("unrelate", "alphago", "full-text search", "--db", team["carol"], "-f", "json").json()
+    assert gone["action"] == "removed" and gone["removed"] == 1
+
+
+def test_under_review_a_members_unrelate_waits_too(team, run):
+    made = run("relate", "alphago", "go engine", "-t", "synonym", "-c", "x", "--db", team["carol"], "-f", "json")
+    assert made.returncode == 0 and made.json()["action"] == "created", made.stderr
+    assert run("learned", "policy", "--set", "review", "--db", team["owner"]).returncode == 0
+    held = run("unrelate", "alphago", "go engine", "--db", team["alice"], "-f", "json").json()
+    assert held["action"] == "held_for_review" and held["removed"] == 0
+    assert "go engine" in _expanded(run, team["owner"])
+    assert run("learned", "reject", str(held["learned_id"]), "--db", team["carol"]).returncode == 0
+    assert "go engine" in _expanded(run, team["owner"])

@@ -10,6 +10,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.learn import policy, wording
 from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
 from kb_indexer.learn.learner import analyse, inactive, load_events
+from kb_indexer.learn.requests import is_request
 from kb_indexer.learn.report import describe, section_counts, section_of
 from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
@@ -71,7 +72,7 @@ def _with_stored_items(items: list[dict[str, Any]], have: dict[str, Row]) -> lis
     derived = {i["key"] for i in items}
     extra = []
     for key, row in have.items():
-        if key not in derived and row["status"] == "active":
+        if key not in derived and row["status"] == "active" and not is_request(key):
             extra.append(dict(json.loads(row["detail"]), kind=row["kind"], key=key,
                               feedback_ids=json.loads(row["feedback_ids"])))
     return items + extra

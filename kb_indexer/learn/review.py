@@ -9,6 +9,7 @@ from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.learn.apply import apply_items, drop_learned_tag, learn_now, stored_item
 from kb_indexer.store.connection import exclusive, transaction
 from kb_indexer.learn.learner import inactive
+from kb_indexer.learn.requests import apply_request, is_request
 from kb_indexer.store.team import current_asker, owns
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.documents import refresh_fts_keywords
@@ -42,7 +43,10 @@ def approve(conn: Connection, ids: list[int]) -> dict[str, Any]:
     """Make pending items active, applied in the order `learn` recorded them (as under auto)."""
     with exclusive(conn, "learn"), transaction(conn):
         rows, other = _rows(conn, ids, "pending")
-        apply_items(conn, [stored_item(r) for r in rows])
+        apply_items(conn, [stored_item(r) for r in rows if not is_request(r["key"])])
+        for r in rows:
+            if is_request(r["key"]):
+                apply_request(conn, r)
         _decided(conn, rows, "active")
     return {"approved": [r["id"] for r in rows], "count": len(rows), "not_pending": other}
 
