@@ -38,7 +38,7 @@ _QUESTIONS = (
     "GROUP BY LOWER(TRIM(q.question))), "
     "r AS (SELECT g.*, m.helpful AS helpful FROM g LEFT JOIN marks m ON m.k = g.k) ")
 
-#: Per asker: the questions it attempted in the period, and whether it marked each (and helpful).
+#: Per asker, most questions first: the questions it attempted in the period, how many it marked (and helpful).
 _BY_ASKER = (
     "WITH am AS (SELECT f.asker AS asker, LOWER(TRIM(q.question)) AS k, MAX(f.helpful) AS helpful "
     "FROM query_feedback f JOIN queries q ON q.id = f.query_id WHERE q.question <> '' "
@@ -46,8 +46,9 @@ _BY_ASKER = (
     "ag AS (SELECT a.asker AS asker, LOWER(TRIM(q.question)) AS k FROM query_attempts a "
     "JOIN queries q ON q.id = a.query_id WHERE q.question <> '' AND a.created_at >= ? "
     "GROUP BY a.asker, LOWER(TRIM(q.question))) "
-    "SELECT ag.asker, COUNT(*) AS questions, COUNT(am.helpful), COALESCE(SUM(am.helpful), 0) FROM ag "
-    "LEFT JOIN am ON am.asker = ag.asker AND am.k = ag.k GROUP BY ag.asker ")
+    "SELECT ag.asker, COUNT(*) AS questions, COUNT(am.helpful), COALESCE(SUM(am.helpful), 0), "
+    "COUNT(*) OVER () FROM ag LEFT JOIN am ON am.asker = ag.asker AND am.k = ag.k GROUP BY ag.asker "
+    "ORDER BY questions DESC, ag.asker LIMIT ?")
 
 _SECTIONS = {
     "zero_results": "best = 0",
@@ -79,10 +80,9 @@ def _rates(conn: Connection, since: str, limit: int) -> dict[str, Any]:
     """``feedback_rate``: overall, and per asker (at most ``limit``; ``askers``: how many there are)."""
     overall = conn.execute(f"{_QUESTIONS}SELECT COUNT(*), COUNT(helpful), COALESCE(SUM(helpful), 0) FROM r",
                            (since,)).fetchone()
-    askers = conn.execute(f"SELECT COUNT(*) FROM ({_BY_ASKER}) t", (since,)).fetchone()[0]
-    rows = conn.execute(f"{_BY_ASKER}ORDER BY questions DESC, ag.asker LIMIT ?", (since, limit)).fetchall()
-    return {"overall": _rate(*overall), "askers": int(askers),
-            "by_asker": [{"asker": row[0], **_rate(*row[1:])} for row in rows]}
+    rows = conn.execute(_BY_ASKER, (since, limit)).fetchall()   # the last column: how many askers in all
+    return {"overall": _rate(*overall), "askers": int(rows[0][4]) if rows else 0,
+            "by_asker": [{"asker": row[0], **_rate(*row[1:4])} for row in rows]}
 
 
 def _share(part: int, total: int) -> float | None:

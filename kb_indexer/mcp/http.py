@@ -6,7 +6,8 @@ Many clients at once: the SDK keeps one MCP session per client, and each tool ca
 in a worker thread with its own connection to the index (:mod:`kb_indexer.mcp.server`), never on the event
 loop. With tokens (:mod:`kb_indexer.mcp.access`), a request without ``Authorization: Bearer <token>`` of one of
 them is answered 401 before it reaches the SDK (and its connection closed), and said on stderr (never the token);
-a request that has one carries the token's name in its ASGI scope (:data:`kb_indexer.mcp.access.ASKER`), the asker of its tool call.
+a request that has one carries the token's name in its ASGI scope (``kb_indexer.mcp.access.ASKER``): the asker of
+its tool calls.
 Without one, the SDK's Host and Origin checks keep web pages out (:func:`_guard`). Nothing is written to stdout:
 every log goes to stderr, but for the SDK's traceback of a client gone before its request's body was in (a client
 that stalled and whose connection was closed, :mod:`kb_indexer.http_serving`, says so once every few seconds; a
@@ -91,13 +92,13 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _guard(host: str, port: int, token: object) -> TransportSecuritySettings:
+def _guard(host: str, port: int, tokens: list[NamedToken] | None) -> TransportSecuritySettings:
     """The SDK's check of the Host and Origin headers. Without a token (a loopback bind), Host must name this
     machine, so a web page cannot reach the server through a name it rebinds to 127.0.0.1, and a browser's
     Origin must be the server's own (a page served on another local port may not call it); a request without
     Origin (what non-browser clients send) passes. With a token it is off, so a reverse proxy may forward its own
     Host: a page cannot send the token."""
-    if token is not None:
+    if tokens:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = sorted({"127.0.0.1", "localhost", "[::1]", _bracketed(host)})
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f"{n}:*" for n in names],
@@ -108,7 +109,7 @@ def serve(server: MCPServer, host: str, port: int, tokens: list[NamedToken] | No
     """Serve ``server`` at ``url(host, port)`` until interrupted; SystemExit(3) when it cannot listen. The
     connections, header time and logging are kept in bounds by :mod:`kb_indexer.http_serving`."""
     app: ASGIApp = server.streamable_http_app(streamable_http_path=PATH, host=host,
-                                               transport_security=_guard(host, port, tokens or None))
+                                               transport_security=_guard(host, port, tokens))
     if tokens:
         app = BearerGate(app, tokens)
     names = len({t.name for t in tokens or ()})
