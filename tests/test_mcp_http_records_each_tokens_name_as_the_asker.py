@@ -89,9 +89,12 @@ def test_without_a_token_the_server_records_its_own_asker(kb, run):
 
 
 def test_a_connection_given_back_to_the_pool_asks_for_no_one(kb):
-    """On PostgreSQL the name is a setting of the session: a pooled connection forgets it when given back."""
+    """On PostgreSQL the name is a setting of the session (of a connection of its own, or one lent by the pool):
+    a pooled connection forgets it when given back."""
     with KnowledgeBase.open(kb.db_path) as handle:
         own = handle.conn.execute("SELECT kb_asker()").fetchone()[0]
+    with KnowledgeBase.on_behalf("bob"), KnowledgeBase.open(kb.db_path) as handle:
+        assert handle.conn.execute("SELECT kb_asker()").fetchone()[0] == _expected(kb, "bob")
     with KnowledgeBase.serving(kb.db_path):
         with KnowledgeBase.on_behalf("ann"), KnowledgeBase.open(kb.db_path) as handle:
             assert handle.conn.execute("SELECT kb_asker()").fetchone()[0] == _expected(kb, "ann")
