@@ -45,7 +45,7 @@ from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.migrations import schema_version
 from kb_indexer.store.opening import init_db
-from kb_indexer.store.team import require_role
+from kb_indexer.store.team import on_behalf, require_role
 from kb_indexer.store.similarities import check_similarity_type, neighbours
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.store.vectors import coverage as vector_coverage, vector_search
@@ -242,6 +242,10 @@ class KnowledgeBase:
         while the block runs, :meth:`open` on a PostgreSQL server takes a connection from a small pool (1 to 8
         connections, each checked when taken) and ``close()`` gives it back. SQLite: nothing changes."""
         return pooling(find_db(db))
+
+    #: ``with KnowledgeBase.on_behalf(name):`` what is recorded in the block (this thread or task) is asked on behalf
+    #: of ``name`` (a service answering for others; docs/teams.md, "Who asked, and who may do what").
+    on_behalf = staticmethod(on_behalf)
 
     @classmethod
     def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,

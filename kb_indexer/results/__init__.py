@@ -33,7 +33,8 @@ from kb_indexer.results.learning import (
     Attempt, AttemptHit, ClearHistoryResult, FeedbackResult, FeedbackRow, FeedbackShowResult,
     HistoryDetailResult, HistoryEntry, HistoryListResult, HistoryResult, LearnResult, LearnSuggestion,
     LearnedItem, LearnedListResult, LearnedRemoveResult, LearningPolicy, RecordedFeedback, RemoveAskerResult,
-    ReviewResult, FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion, ReportQuestions, ReportResult,
+    ReviewResult, AskerFeedbackRate, FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion, ReportQuestions,
+    ReportResult,
 )
 from kb_indexer.results.skills import (
     DuplicateSkill, LeftOutSkill, LoadedSkill, MatchedSkill, SessionMessage, SessionSkill, SessionTurn,
@@ -54,7 +55,8 @@ from kb_indexer.results.mcp import (
 )
 
 __all__ = [
-    "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions", "ReportResult",
+    "AskerFeedbackRate", "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions",
+    "ReportResult",
     "AddedMessage", "Attempt", "AttemptHit", "BuildStats", "CacheClearResult", "CacheCounts", "CacheGroup",
     "CacheStatsResult", "ClearHistoryResult", "CompressStats", "ContextAddResult", "ContextBuildResult",
     "ContextCompressResult", "ContextResetResult", "ContextSession", "ContextSessionsResult",

@@ -219,8 +219,14 @@ class FeedbackRate(TypedDict):
     helpful_share: float | None
 
 
+class AskerFeedbackRate(FeedbackRate):
+    asker: str
+
+
 class FeedbackRates(TypedDict):
     overall: FeedbackRate
+    askers: int   # how many askers asked in the period (by_asker lists at most the report's limit)
+    by_asker: list[AskerFeedbackRate]   # most questions first
 
 
 class NeverReturned(TypedDict):

@@ -3,13 +3,15 @@
 The *asker* recorded with every query, attempt and feedback mark is the SQL function ``kb_asker()``, the same name
 on both engines, so a statement records it in the row it writes:
 
-- SQLite: registered on each connection (:func:`register`): ``$KBINDEX_USER``, else the OS user. Anyone who can
-  write the file can write any name into it: on one person's file the name is a label, not a proof.
+- SQLite: registered on each connection (:func:`register`): the name of :func:`on_behalf` in force, else
+  ``$KBINDEX_USER``, else the OS user. Anyone who can write the file can write any name into it: on one person's
+  file the name is a label, not a proof.
 - PostgreSQL: a server function (:data:`SERVER_SCHEMA`) returning ``session_user``, the role that logged in, which
   ``SET ROLE`` and ``KBINDEX_USER`` do not change. A service that answers for others (``kbindex mcp --transport
   http``, whose asker is the bearer token's name) records ``role/name``: it sets ``kbindex.on_behalf`` on its
-  session (:func:`on_behalf`), and the role part stays the server's own, so the name says on whose behalf the
-  service asked without letting it pass for a member's role.
+  session (:func:`on_behalf`: each connection opened in the block, a pooled one until it is given back), and the
+  role part stays the server's own, so the name says on whose behalf the service asked without letting it pass
+  for a member's role.
 
 Roles (:func:`role`): an SQLite file's user is its ``owner``. On PostgreSQL the owner of the index's tables (or a
 superuser) is the ``owner``; a member of the role ``kb_curator`` is a ``curator``; a role that may insert history
