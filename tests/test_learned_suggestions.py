@@ -78,14 +78,14 @@ def test_refine_chains_suggest_an_abbreviation_with_their_evidence(kbase):
     s = _pairs(kbase)[("fts", "full text search")]
     assert s["type"] == "abbreviation" and s["sources"] == ["refine"] and s["query_ids"] == sorted(qids)
     assert s["questions"] == ["fts howto", "what is fts"] and len(s["askers"]) == 1
-    assert "initials" in s["reason"] and "2 queries replaced 'fts' with 'full text search'" in s["reason"]
+    assert "initials" in s["reason"] and "in 2 queries a refine replaced 'fts' with 'full text search'" in s["reason"]
     again = kbase.learning.suggestions()
     assert again["suggestions"][0]["key"] == s["key"] and again["min_queries"] == 2
 
 
 def test_refine_chains_that_swap_one_word_suggest_a_synonym(kbase):
-    _refined(kbase, "automobile fixing", ["car", "fixing"], "cars.md")
-    _refined(kbase, "automobile help", ["car", "help"], "cars.md")
+    _refined(kbase, "automobile noises", ["car", "noises"], "cars.md")
+    _refined(kbase, "automobile warranty", ["car", "warranty"], "cars.md")
     assert _pairs(kbase)[("automobile", "car")]["type"] == "synonym"
 
 
@@ -136,8 +136,8 @@ def test_a_dismissed_suggestion_is_not_suggested_again(kbase):
 
 def test_an_existing_or_deleted_relation_is_not_suggested(kbase):
     _fts_chains(kbase)
-    _refined(kbase, "automobile fixing", ["car", "fixing"], "cars.md")
-    _refined(kbase, "automobile help", ["car", "help"], "cars.md")
+    _refined(kbase, "automobile noises", ["car", "noises"], "cars.md")
+    _refined(kbase, "automobile warranty", ["car", "warranty"], "cars.md")
     kbase.relate("fts", "full text search", "synonym", "search engines")
     kbase.relate("automobile", "car", "synonym", "vehicles")
     kbase.unrelate("automobile", "car")
@@ -210,3 +210,20 @@ def test_on_postgres_two_members_chains_are_suggested_and_only_a_curator_accepts
     assert accepted.returncode == 0 and accepted.json()["count"] == 1, accepted.stderr
     related = run("similar", "fts", "--db", alice, "-f", "json").json()["similar_keywords"]
     assert [r["keyword"] for r in related] == ["full text search"]
+
+
+def test_the_results_have_their_declared_types(kbase):
+    pydantic = pytest.importorskip("pydantic")
+    from kb_indexer import results
+
+    _fts_chains(kbase)
+    _asked(kbase, "car maintenance", "cars.md")
+    _asked(kbase, "vehicle maintenance", "cars.md")
+    listed = kbase.learning.suggestions()
+    assert listed["count"] == 2
+    pydantic.TypeAdapter(results.SuggestionsResult).validate_python(listed, strict=True)
+    keys = [s["key"] for s in listed["suggestions"]]
+    pydantic.TypeAdapter(results.SuggestionsDismissResult).validate_python(
+        kbase.learning.dismiss_suggestions(keys[1:]), strict=True)
+    pydantic.TypeAdapter(results.SuggestionsAcceptResult).validate_python(
+        kbase.learning.accept_suggestions(keys[:1]), strict=True)

@@ -323,7 +323,11 @@ def learned_suggestions(
             emit(k.learning.suggestions(limit), format, rows="suggestions",
                  columns=("key", "keyword1", "type", "keyword2", "queries", "askers", "reason"))
             return
-        out = (k.learning.accept_suggestions if accept else k.learning.dismiss_suggestions)(list(keys or []))
+        out: Mapping[str, Any]
+        if accept:
+            out = k.learning.accept_suggestions(list(keys or []))
+        else:
+            out = k.learning.dismiss_suggestions(list(keys or []))
     if out["not_suggested"]:
         warn(f"not suggested now, nothing done: {', '.join(out['not_suggested'])} "
              "(`kbindex learned suggestions --limit 0` lists them)")

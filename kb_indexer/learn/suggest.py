@@ -7,7 +7,8 @@ Two kinds of evidence, both from questions that found a document marked helpful:
   attempt (``refine``) found one. The terms it replaced (or added) suggest a relation between the old and the new
   term: ``fts`` refined into ``full text search``.
 * **co-helpful questions**: two recorded questions whose helpful marks name the same document, each with at most
-  :data:`MAX_DISTINCT` terms the other lacks: their distinctive terms are related concepts.
+  :data:`MAX_DISTINCT` terms the other lacks: a distinctive term of one that the document has (a tag, or words of
+  its text) and one of the other that it lacks are related concepts (the other question's words for it).
 
 The type (:func:`relation_type`): ``abbreviation`` when one term is the initials of the other, else ``synonym``
 for a term replaced by another, else ``related_concept``. A pair is suggested when at least :data:`MIN_QUERIES`
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -32,7 +34,7 @@ from kb_indexer.learn.wording import MAX_QUESTIONS
 from kb_indexer.search.terms import content_terms, parse_text
 from kb_indexer.store.connection import transaction
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.documents import KeywordIds
+from kb_indexer.store.documents import KeywordIds, get_body
 from kb_indexer.store.provenance import is_tombstoned, lift
 from kb_indexer.store.similarities import upsert_similarity
 from kb_indexer.text import normalize_keyword
@@ -188,14 +190,33 @@ def _question_terms(qid: int, attempt_id: int | None, attempts: dict[int, list[_
     return (named or atts[-1:] or [_Attempt(0, [], set())])[0].terms
 
 
-def _co_helpful(marks: dict[int, list[tuple[str, str, int | None]]], attempts: dict[int, list[_Attempt]],
-                evidence: dict[tuple[str, str], _Evidence]) -> None:
+class _Document:
+    """Whether a document has a term: as a tag, or all its words in the text (read on first use)."""
+
+    def __init__(self, conn: Connection, filepath: str) -> None:
+        self.conn, self.filepath = conn, filepath
+        self._read: tuple[set[str], set[str]] | None = None
+
+    def has(self, term: str) -> bool:
+        if self._read is None:
+            row = self.conn.execute("SELECT id FROM documents WHERE filepath = ?", (self.filepath,)).fetchone()
+            tags = {r[0] for r in self.conn.execute(
+                "SELECT k.keyword FROM document_keywords dk JOIN keywords k ON k.id = dk.keyword_id "
+                "WHERE dk.document_id = ?", (row[0],))} if row else set()
+            text = get_body(self.conn, row[0]).lower() if row else ""
+            self._read = tags, {w for t in re.findall(r"\w+", text) for w in _fold(t)}
+        tags, words = self._read
+        return term in tags or set(_fold(term)) <= words
+
+
+def _co_helpful(conn: Connection, marks: dict[int, list[tuple[str, str, int | None]]],
+                attempts: dict[int, list[_Attempt]], evidence: dict[tuple[str, str], _Evidence]) -> None:
     by_doc: dict[str, dict[int, tuple[list[str], set[str]]]] = defaultdict(dict)
     for qid, ms in marks.items():
         for filepath, asker, attempt_id in ms:
-            terms, askers = by_doc[filepath].setdefault(qid, (_question_terms(qid, attempt_id, attempts), set()))
-            askers.add(asker)
-    for questions in by_doc.values():
+            by_doc[filepath].setdefault(qid, (_question_terms(qid, attempt_id, attempts), set()))[1].add(asker)
+    for filepath, questions in by_doc.items():
+        doc = _Document(conn, filepath)
         latest = sorted(questions)[-MAX_QUESTIONS_PER_DOCUMENT:]
         for q1, q2 in combinations(latest, 2):
             (t1, a1), (t2, a2) = questions[q1], questions[q2]
@@ -205,7 +226,7 @@ def _co_helpful(marks: dict[int, list[tuple[str, str, int | None]]], attempts: d
                 continue
             for a in d1:
                 for b in d2:
-                    if _comparable(a, b):
+                    if _comparable(a, b) and doc.has(a) != doc.has(b):
                         _add(evidence, a, b, [q1, q2], a1 | a2).co_helpful.update((q1, q2))
 
 
@@ -231,7 +252,7 @@ def _reason(a: str, b: str, sim_type: str, ev: _Evidence) -> str:
         n = len(ev.refined)
         old, new = ev.change
         change = f"replaced '{old}' with '{new}'" if ev.replaced else f"added '{new}' to '{old}'"
-        parts.append(f"{n} quer{'y' if n == 1 else 'ies'} {change} in a refine and then found a helpful document")
+        parts.append(f"in {n} quer{'y' if n == 1 else 'ies'} a refine {change} and found a helpful document")
     if ev.co_helpful:
         parts.append(f"{len(ev.co_helpful)} questions, one with '{a}', one with '{b}', found the same helpful document")
     if sim_type == "abbreviation":
@@ -261,7 +282,7 @@ def current(conn: Connection) -> list[dict[str, Any]]:
     attempts, questions = _attempts(conn)
     evidence: dict[tuple[str, str], _Evidence] = defaultdict(_Evidence)
     _refine_chains(marks, attempts, evidence)
-    _co_helpful(marks, attempts, evidence)
+    _co_helpful(conn, marks, attempts, evidence)
     min_askers = int(learning_policy.read(conn)["min_askers"])
     dismissed = {r[0] for r in conn.execute("SELECT key FROM suggestion_dismissals")}
     ids = KeywordIds(conn)
