@@ -303,7 +303,7 @@ _review_command("restore", "Bring removed items back (applied again).")
 @learned_app.command("suggestions")
 def learned_suggestions(
     keys: Annotated[Optional[list[str]], typer.Argument(help="Suggestion keys, with --accept or --dismiss.",
-                                                        show_default=False)] = None,
+                                                        metavar="[KEY]...", show_default=False)] = None,
     accept: Annotated[bool, typer.Option("--accept", help="Write them as typed relations (as `relate`).")] = False,
     dismiss: Annotated[bool, typer.Option("--dismiss", help="Do not suggest them again.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most this many (0: all).")] = 20,

@@ -242,8 +242,9 @@ def _excluded(conn: Connection, ids: KeywordIds, a: str, b: str, dismissed: set[
     if k1 is None or k2 is None:
         return False
     lo, hi = min(k1, k2), max(k1, k2)
-    return is_tombstoned(conn, lo, hi, None) or conn.execute(
-        "SELECT 1 FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ?", (lo, hi)).fetchone() is not None
+    related = conn.execute("SELECT 1 FROM keyword_similarities WHERE keyword_id_1 = ? AND keyword_id_2 = ?",
+                           (lo, hi)).fetchone()
+    return related is not None or is_tombstoned(conn, lo, hi, None)
 
 
 def _reason(a: str, b: str, sim_type: str, ev: _Evidence) -> str:
