@@ -227,3 +227,12 @@ def test_the_results_have_their_declared_types(kbase):
         kbase.learning.dismiss_suggestions(keys[1:]), strict=True)
     pydantic.TypeAdapter(results.SuggestionsAcceptResult).validate_python(
         kbase.learning.accept_suggestions(keys[:1]), strict=True)
+
+
+def test_a_questions_terms_are_its_keywords_phrases_and_content_words():
+    from kb_indexer.learn.suggest import attempt_terms
+
+    assert attempt_terms('how does "fts" rank', "[]", '{"keywords_from": "question"}') == ["fts", "rank"]
+    assert attempt_terms("full text search for notes", '["full text search"]', '{"keywords_from": "question"}') \
+        == ["full text search", "notes"]
+    assert attempt_terms("anything", '["Full Text Search"]', '{"keywords_from": "given"}') == ["full text search"]

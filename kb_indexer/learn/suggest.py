@@ -106,12 +106,14 @@ def _load(text: Any, default: Any) -> Any:
 
 def attempt_terms(question: str, keywords: Any, options: Any) -> list[str]:
     """An attempt's terms: its keywords when given with ``--keywords``; else the known keywords found in the
-    question and the question's other content words."""
+    question, its quoted phrases and its other content words."""
     kws = [normalize_keyword(k) for k in _load(keywords, []) if isinstance(k, str) and normalize_keyword(k)]
     if _load(options, {}).get("keywords_from") == "given":
         return list(dict.fromkeys(kws))
+    parsed = parse_text(question)
+    kws += [p for p in parsed.phrases if p]
     inside = {w for k in kws for w in k.split()}
-    words = [w for w in content_terms(parse_text(question).words) if w not in inside]
+    words = [w for w in content_terms(parsed.words) if w not in inside]
     return list(dict.fromkeys(kws + words))
 
 
