@@ -12,8 +12,9 @@ Two kinds of evidence, both from questions that found a document marked helpful:
 
 The type (:func:`relation_type`): ``abbreviation`` when one term is the initials of the other, else ``synonym``
 for a term replaced by another, else ``related_concept``. A pair is suggested when at least :data:`MIN_QUERIES`
-queries support it and, under the learning policy (:mod:`kb_indexer.learn.policy`), ``min_askers`` distinct
-askers marked the documents. Never suggested: a pair already related (any type), one a person deleted
+queries support it and the learning policy finds its helpful marks' askers enough, as for what ``learn`` learns
+(:func:`kb_indexer.learn.policy.supported`: ``min_askers`` distinct askers, no one above ``max_share``; on
+PostgreSQL a curator's or the owner's marks are enough: :func:`kb_indexer.store.team.trusted`). Never suggested: a pair already related (any type), one a person deleted
 (:func:`kb_indexer.store.provenance.is_tombstoned`), one whose learned relation was rejected or removed, and one
 dismissed (table ``suggestion_dismissals``). A suggestion's ``key`` is derived from its two terms only: the same
 on every run and every engine.
@@ -24,10 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from kb_indexer.learn import policy as learning_policy
 from kb_indexer.learn.wording import MAX_QUESTIONS
@@ -37,6 +38,7 @@ from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.documents import KeywordIds, get_body
 from kb_indexer.store.provenance import is_tombstoned, lift
 from kb_indexer.store.similarities import upsert_similarity
+from kb_indexer.store.team import principal, trusted
 from kb_indexer.text import normalize_keyword
 
 MIN_QUERIES = 2     # a suggestion needs this many queries behind it
@@ -50,7 +52,7 @@ _RANK = {"abbreviation": 0, "synonym": 1, "related_concept": 2}
 @dataclass
 class _Evidence:
     query_ids: set[int] = field(default_factory=set)
-    askers: set[str] = field(default_factory=set)
+    marks: dict[int, str] = field(default_factory=dict)   # the helpful marks behind it: feedback id -> asker
     refined: set[int] = field(default_factory=set)      # queries with a refine chain behind the pair
     replaced: bool = False                              # one term replaced the other (else: added beside it)
     change: tuple[str, str] = ("", "")                  # (old, new) of the first refine chain seen
@@ -117,12 +119,19 @@ def attempt_terms(question: str, keywords: Any, options: Any) -> list[str]:
     return list(dict.fromkeys(kws + words))
 
 
-def _helpful_marks(conn: Connection) -> dict[int, list[tuple[str, str, int | None]]]:
-    """query id -> its helpful marks (filepath, asker, attempt id) that learning counts, oldest first."""
-    out: dict[int, list[tuple[str, str, int | None]]] = defaultdict(list)
-    for r in conn.execute("SELECT query_id, filepath, asker, attempt_id FROM query_feedback "
+class _Mark(NamedTuple):
+    id: int
+    filepath: str
+    asker: str
+    attempt_id: int | None
+
+
+def _helpful_marks(conn: Connection) -> dict[int, list[_Mark]]:
+    """query id -> its helpful marks that learning counts, oldest first."""
+    out: dict[int, list[_Mark]] = defaultdict(list)
+    for r in conn.execute("SELECT id, query_id, filepath, asker, attempt_id FROM query_feedback "
                           "WHERE helpful = 1 AND excluded = 0 ORDER BY id"):
-        out[int(r[0])].append((r[1], r[2], r[3]))
+        out[int(r[1])].append(_Mark(int(r[0]), r[2], r[3] or "unknown", r[4]))
     return out
 
 
@@ -163,23 +172,23 @@ def replacements(before: list[str], after: list[str]) -> list[tuple[str, str, bo
 
 
 def _add(evidence: dict[tuple[str, str], _Evidence], a: str, b: str, query_ids: Iterable[int],
-         askers: Iterable[str]) -> _Evidence:
+         marks: Iterable[_Mark]) -> _Evidence:
     ev = evidence[(a, b) if a < b else (b, a)]
     ev.query_ids.update(query_ids)
-    ev.askers.update(askers)
+    ev.marks.update((m.id, m.asker) for m in marks)
     return ev
 
 
-def _refine_chains(marks: dict[int, list[tuple[str, str, int | None]]], attempts: dict[int, list[_Attempt]],
+def _refine_chains(marks: dict[int, list[_Mark]], attempts: dict[int, list[_Attempt]],
                    evidence: dict[tuple[str, str], _Evidence]) -> None:
     for qid, atts in attempts.items():
-        helpful = {m[0] for m in marks[qid]}
+        helpful = {m.filepath for m in marks[qid]}
         for prev, nxt in zip(atts, atts[1:]):
             if prev.found & helpful or not nxt.found & helpful:
                 continue
-            askers = {m[1] for m in marks[qid] if m[0] in nxt.found}
+            found = [m for m in marks[qid] if m.filepath in nxt.found]
             for old, new, replaced in replacements(prev.terms, nxt.terms):
-                ev = _add(evidence, old, new, [qid], askers)
+                ev = _add(evidence, old, new, [qid], found)
                 ev.refined.add(qid)
                 ev.change = ev.change if ev.change[0] else (old, new)
                 ev.replaced = ev.replaced or replaced
@@ -211,12 +220,12 @@ class _Document:
         return term in tags or set(_fold(term)) <= words
 
 
-def _co_helpful(conn: Connection, marks: dict[int, list[tuple[str, str, int | None]]],
-                attempts: dict[int, list[_Attempt]], evidence: dict[tuple[str, str], _Evidence]) -> None:
-    by_doc: dict[str, dict[int, tuple[list[str], set[str]]]] = defaultdict(dict)
+def _co_helpful(conn: Connection, marks: dict[int, list[_Mark]], attempts: dict[int, list[_Attempt]],
+                evidence: dict[tuple[str, str], _Evidence]) -> None:
+    by_doc: dict[str, dict[int, tuple[list[str], list[_Mark]]]] = defaultdict(dict)
     for qid, ms in marks.items():
-        for filepath, asker, attempt_id in ms:
-            by_doc[filepath].setdefault(qid, (_question_terms(qid, attempt_id, attempts), set()))[1].add(asker)
+        for m in ms:
+            by_doc[m.filepath].setdefault(qid, (_question_terms(qid, m.attempt_id, attempts), []))[1].append(m)
     for filepath, questions in by_doc.items():
         doc = _Document(conn, filepath)
         latest = sorted(questions)[-MAX_QUESTIONS_PER_DOCUMENT:]
@@ -229,7 +238,7 @@ def _co_helpful(conn: Connection, marks: dict[int, list[tuple[str, str, int | No
             for a in d1:
                 for b in d2:
                     if _comparable(a, b) and doc.has(a) != doc.has(b):
-                        _add(evidence, a, b, [q1, q2], a1 | a2).co_helpful.update((q1, q2))
+                        _add(evidence, a, b, [q1, q2], a1 + a2).co_helpful.update((q1, q2))
 
 
 def _excluded(conn: Connection, ids: KeywordIds, a: str, b: str, dismissed: set[str]) -> bool:
@@ -274,9 +283,17 @@ def _suggestion(conn: Connection, ids: KeywordIds, a: str, b: str, ev: _Evidence
     return {"key": suggestion_key(a, b), "keyword1": shown[0], "keyword2": shown[1], "type": sim_type,
             "score": SCORES[sim_type], "queries": len(qids), "query_ids": qids,
             "questions": [questions[q] for q in qids if questions.get(q)][:MAX_QUESTIONS],
-            "askers": sorted(ev.askers),
+            "askers": sorted(set(ev.marks.values())),
             "sources": [s for s, on in (("refine", ev.refined), ("co_helpful", ev.co_helpful)) if on],
             "reason": _reason(a, b, sim_type, ev)}
+
+
+def _supported(conn: Connection, ev: _Evidence, policy: Mapping[str, Any], sure: set[str]) -> bool:
+    """Enough queries, and askers the learning policy finds enough (or a trusted one), as for `learn`."""
+    if len(ev.query_ids) < MIN_QUERIES:
+        return False
+    counts = Counter(principal(conn, a) for a in ev.marks.values())
+    return learning_policy.supported(counts, policy) or any(a in counts for a in sure)
 
 
 def current(conn: Connection) -> list[dict[str, Any]]:
@@ -286,12 +303,12 @@ def current(conn: Connection) -> list[dict[str, Any]]:
     evidence: dict[tuple[str, str], _Evidence] = defaultdict(_Evidence)
     _refine_chains(marks, attempts, evidence)
     _co_helpful(conn, marks, attempts, evidence)
-    min_askers = int(learning_policy.read(conn)["min_askers"])
+    policy = learning_policy.read(conn)
+    sure = trusted(conn, {principal(conn, m.asker) for ms in marks.values() for m in ms})
     dismissed = {r[0] for r in conn.execute("SELECT key FROM suggestion_dismissals")}
     ids = KeywordIds(conn)
     out = [_suggestion(conn, ids, a, b, ev, questions) for (a, b), ev in sorted(evidence.items())
-           if len(ev.query_ids) >= MIN_QUERIES and len(ev.askers) >= min_askers
-           and not _excluded(conn, ids, a, b, dismissed)]
+           if _supported(conn, ev, policy, sure) and not _excluded(conn, ids, a, b, dismissed)]
     out.sort(key=lambda s: (-s["queries"], _RANK[s["type"]], s["keyword1"].lower(), s["keyword2"].lower()))
     return out
 
