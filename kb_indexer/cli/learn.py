@@ -345,7 +345,7 @@ def learned_remove(
                                                  "(their marks stay, excluded).", show_default=False)] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Undo learned items (not learned again), or one asker's influence."""
+    """Undo learned items (not learned again), or one asker's marks."""
     if asker is not None:
         if ids or all_:
             raise UsageError("--asker goes alone: not with learned item ids or --all")
