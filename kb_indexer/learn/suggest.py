@@ -12,9 +12,10 @@ Two kinds of evidence, both from questions that found a document marked helpful:
 
 The type (:func:`relation_type`): ``abbreviation`` when one term is the initials of the other, else ``synonym``
 for a term replaced by another, else ``related_concept``. A pair is suggested when at least :data:`MIN_QUERIES`
-queries support it and the learning policy finds its helpful marks' askers enough, as for what ``learn`` learns
-(:func:`kb_indexer.learn.policy.supported`: ``min_askers`` distinct askers, no one above ``max_share``; on
-PostgreSQL a curator's or the owner's marks are enough: :func:`kb_indexer.store.team.trusted`). Never suggested: a pair already related (any type), one a person deleted
+queries support it (as for `learn`'s cross-query items) and the learning policy finds its helpful marks' askers
+enough, as it does for what ``learn`` learns (:func:`kb_indexer.learn.policy.supported`: ``min_askers`` distinct
+askers, no one above ``max_share``; on PostgreSQL a curator's or the owner's marks are enough:
+:func:`kb_indexer.store.team.trusted`). Never suggested: a pair already related (any type), one a person deleted
 (:func:`kb_indexer.store.provenance.is_tombstoned`), one whose learned relation was rejected or removed, and one
 dismissed (table ``suggestion_dismissals``). A suggestion's ``key`` is derived from its two terms only: the same
 on every run and every engine.
@@ -31,6 +32,7 @@ from itertools import combinations
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from kb_indexer.learn import policy as learning_policy
+from kb_indexer.learn.learner import MIN_QUERIES
 from kb_indexer.learn.wording import MAX_QUESTIONS
 from kb_indexer.search.terms import content_terms, parse_text
 from kb_indexer.store.connection import transaction
@@ -41,7 +43,6 @@ from kb_indexer.store.similarities import upsert_similarity
 from kb_indexer.store.team import principal, trusted
 from kb_indexer.text import normalize_keyword
 
-MIN_QUERIES = 2     # a suggestion needs this many queries behind it
 MAX_DISTINCT = 2    # co-helpful questions: at most this many terms of each that the other lacks
 MAX_QUESTIONS_PER_DOCUMENT = 200   # co-helpful questions compared per document (the latest marked)
 #: The score an accepted suggestion's relation gets, by type.
@@ -266,7 +267,7 @@ def _reason(a: str, b: str, sim_type: str, ev: _Evidence) -> str:
         change = f"replaced '{old}' with '{new}'" if ev.replaced else f"added '{new}' to '{old}'"
         parts.append(f"in {n} quer{'y' if n == 1 else 'ies'} a refine {change} and found a helpful document")
     if ev.co_helpful:
-        parts.append(f"{len(ev.co_helpful)} questions, one with '{a}', one with '{b}', found the same helpful document")
+        parts.append(f"{len(ev.co_helpful)} questions, with '{a}' or with '{b}', found the same helpful document")
     if sim_type == "abbreviation":
         short, long = (a, b) if is_initials(a, b) else (b, a)
         parts.append(f"'{short}' is the initials of '{long}'")
