@@ -33,8 +33,9 @@ from kb_indexer.results.learning import (
     Attempt, AttemptHit, ClearHistoryResult, FeedbackResult, FeedbackRow, FeedbackShowResult,
     HistoryDetailResult, HistoryEntry, HistoryListResult, HistoryResult, LearnResult, LearnSuggestion,
     LearnedItem, LearnedListResult, LearnedRemoveResult, LearningPolicy, RecordedFeedback, RemoveAskerResult,
-    ReviewResult, AskerFeedbackRate, FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion, ReportQuestions,
-    ReportResult,
+    ReviewResult, RelationSuggestion, SuggestionsResult, AcceptedSuggestion, SuggestionsAcceptResult,
+    SuggestionsDismissResult, AskerFeedbackRate, FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion,
+    ReportQuestions, ReportResult,
 )
 from kb_indexer.results.skills import (
     DuplicateSkill, LeftOutSkill, LoadedSkill, MatchedSkill, SessionMessage, SessionSkill, SessionTurn,
@@ -67,7 +68,9 @@ __all__ = [
     "FeedbackRow", "FeedbackShowResult", "HistoryDetailResult", "HistoryEntry", "HistoryListResult",
     "HistoryResult", "ImportResult", "ImportSimilaritiesResult", "InitResult", "JsonObject",
     "KeywordDocsResult", "KeywordStatsResult", "KeywordTag", "KeywordsResult", "LearnResult", "LearnSuggestion",
-    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LearningPolicy", "RemoveAskerResult", "ReviewResult", "LeftOutSkill", "ListDocsResult", "DocumentText", "LlmReport",
+    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LearningPolicy", "RemoveAskerResult", "ReviewResult",
+    "RelationSuggestion", "SuggestionsResult", "AcceptedSuggestion", "SuggestionsAcceptResult",
+    "SuggestionsDismissResult", "LeftOutSkill", "ListDocsResult", "DocumentText", "LlmReport",
     "LoadedSkill", "MatchedSkill", "McpDocumentResult", "McpFeedbackResult", "McpQueryResult",
     "McpSimilarResult", "McpSkillsResult", "MessageText", "Problem", "QueryEcho", "QueryHit", "QueryResult",
     "RankedDocument", "RecordedFeedback", "RecordedMessage", "RelateResult", "Related", "RemoveResult",

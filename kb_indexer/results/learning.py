@@ -193,6 +193,51 @@ class ReviewResult(TypedDict, total=False):
     not_removed: list[int]
 
 
+class RelationSuggestion(TypedDict):
+    """A typed relation the query log suggests (``learned suggestions``; :mod:`kb_indexer.learn.suggest`)."""
+    key: str                # stable: from the two keywords only (accept or dismiss it by this key)
+    keyword1: str           # for an abbreviation, the short form
+    keyword2: str
+    type: str               # abbreviation, synonym or related_concept
+    score: float            # the score the relation gets when accepted
+    queries: int            # how many recorded queries support it
+    query_ids: list[int]
+    questions: list[str]    # the questions behind it, as asked (at most 3)
+    askers: list[str]       # whose helpful marks it rests on
+    sources: list[str]      # refine (a refine chain), co_helpful (questions helped by the same document)
+    reason: str
+
+
+class SuggestionsResult(TypedDict):
+    suggestions: list[RelationSuggestion]
+    count: int
+    total: int              # every suggestion, the limit aside
+    min_queries: int        # the support a suggestion needs: queries, and distinct askers (the learning policy)
+    min_askers: int
+
+
+class AcceptedSuggestion(TypedDict):
+    key: str
+    id: int                 # the relation written (as `relate` writes it)
+    keyword1: str
+    keyword2: str
+    type: str
+    score: float
+    context: str
+
+
+class SuggestionsAcceptResult(TypedDict):
+    accepted: list[AcceptedSuggestion]
+    count: int
+    not_suggested: list[str]   # keys given that are not suggested now (nothing done)
+
+
+class SuggestionsDismissResult(TypedDict):
+    dismissed: list[str]
+    count: int
+    not_suggested: list[str]
+
+
 class ClearHistoryResult(TypedDict):
     queries_removed: int
     feedback_removed: int

@@ -573,6 +573,21 @@ def m140_review(conn: Connection) -> None:
     """)
 
 
+@migration
+def m150_suggestions(conn: Connection) -> None:
+    # Relations the query log suggests (kb_indexer.learn.suggest) that a person dismissed: not suggested again.
+    run_script(conn, """
+    CREATE TABLE suggestion_dismissals (
+        key TEXT PRIMARY KEY,
+        keyword1 TEXT NOT NULL,
+        keyword2 TEXT NOT NULL,
+        similarity_type TEXT NOT NULL,
+        dismissed_by TEXT NOT NULL,
+        dismissed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    """)
+
+
 def _applied(conn: Connection) -> list[str] | None:
     if is_postgres(conn):
         return _pg().applied(conn)  # type: ignore[no-any-return,unused-ignore]

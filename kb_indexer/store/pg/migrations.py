@@ -403,6 +403,22 @@ def m007_review(conn: PgConnection) -> None:
     """)
 
 
+@migration
+def m008_suggestions(conn: PgConnection) -> None:
+    # As SQLite's m150: the suggested relations a person dismissed (kb_indexer.learn.suggest).
+    run_script(conn, """
+    CREATE TABLE suggestion_dismissals (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY,
+    key TEXT COLLATE "C" PRIMARY KEY,
+    keyword1 TEXT COLLATE "C" NOT NULL,
+    keyword2 TEXT COLLATE "C" NOT NULL,
+    similarity_type TEXT COLLATE "C" NOT NULL,
+    dismissed_by TEXT COLLATE "C" NOT NULL,
+    dismissed_at TEXT COLLATE "C" NOT NULL DEFAULT kb_now()
+    );
+    """)
+
+
 def _applied(conn: PgConnection) -> list[str] | None:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:
         return None
