@@ -125,3 +125,24 @@ def test_under_review_a_members_unrelate_waits_too(team, run):
     assert "go engine" in _expanded(run, team["owner"])
     assert run("learned", "reject", str(held["learned_id"]), "--db", team["carol"]).returncode == 0
     assert "go engine" in _expanded(run, team["owner"])
+
+
+def test_a_lone_members_mark_on_a_document_never_returned_waits_for_review(team, run):
+    assert run("learned", "policy", "--set", "auto", "--min-askers", "1", "--db", team["owner"]).returncode == 0
+    question = "what is reward shaping"
+    first = run("query", question, "--db", team["alice"], "-f", "json").json()
+    assert POISON not in [r["filepath"] for r in first["results"]]
+    assert run("feedback", str(first["query_id"]), "--helpful", POISON, "--db", team["alice"]).returncode == 0
+    returned = first["results"][0]["filepath"]
+    assert run("feedback", str(first["query_id"]), "--helpful", returned, "--db", team["alice"]).returncode == 0
+    out = _learn(run, team["alice"])
+    held = [s for s in out["suggestions"] if s["action"] == "hold"]
+    assert out["held_for_review"] == len(held) >= 1 and all(s["filepath"] == POISON for s in held
+                                                            if s["kind"] == "association")
+    assert out["applied"] >= 1                     # the mark on what the question returned applies at once
+    top = run("query", question, "--db", team["owner"], "-f", "json").json()["results"]
+    assert POISON not in [r["filepath"] for r in top[:3]]
+    # a second member's mark on it is the support it lacked
+    assert run("feedback", str(first["query_id"]), "--helpful", POISON, "--db", team["bob"]).returncode == 0
+    assert _learn(run, team["bob"])["applied"] >= 1
+    assert not run("learned", "list", "--pending", "--db", team["owner"], "-f", "json").json()["count"]

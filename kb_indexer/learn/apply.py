@@ -20,7 +20,7 @@ from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
 KINDS = ("association", "keyword", "similarity", "score")
-_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action", "below_policy"}
+_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action", "below_policy", "needs_review"}
 
 
 def _detail(item: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +290,7 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
     todo = plan(conn, derived)
     mode = rules["mode"]
     result["below_policy"] = sum(1 for i in derived if i.get("below_policy"))
-    held, todo_now = _held(conn, todo) if mode == "review" else ([], todo)
+    held, todo_now = _held(conn, todo, flagged_only=mode != "review")
     result["suggestions"] = [_public(conn, i) for i in todo_now + held]
     result["summary"] = _summary(todo_now + held)
     result["sections"] = section_counts(todo_now + held)
@@ -311,14 +311,18 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
     return result
 
 
-def _held(conn: Connection, todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _held(conn: Connection, todo: list[dict[str, Any]],
+          flagged_only: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Under the review policy: the new items (held as pending; one already pending and unchanged is not
-    proposed again), and the changes to approved items (applied as under auto: they were approved)."""
+    proposed again), and the changes to approved items (applied as under auto: they were approved). With
+    ``flagged_only`` (under auto), only the items the learner flagged ``needs_review`` are held."""
     have = _existing(conn)
     held, now = [], []
     for item in todo:
         row = have.get(item["key"])
-        if row is not None and row["status"] == "active":
+        if flagged_only and not item.get("needs_review"):
+            now.append(item)   # under auto, as before the policy (a pending item whose support came: applied)
+        elif row is not None and row["status"] == "active":
             now.append(item)
         elif row is not None and row["status"] == "pending" and inactive(item):
             held.append(dict(item, action="hold"))   # its support went: it stays pending, asking for nothing

@@ -26,7 +26,7 @@ from typing import Any, Collection, Mapping
 from kb_indexer.learn.policy import supported
 from kb_indexer.learn.smart import smart_tags
 from kb_indexer.search.terms import content_terms, parse_text
-from kb_indexer.store.team import principal, trusted
+from kb_indexer.store.team import principal, shared, trusted
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
@@ -58,36 +58,40 @@ class Event:
     explicit: list[str]
     expansions: list[dict[str, Any]] = field(default_factory=list)  # relations that led to this document
     asker: str = "unknown"   # who marked it (kb_indexer.store.team)
+    returned: bool = True    # whether the attempt marked returned the document (False: found elsewhere)
 
 
-def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """(explicit user keywords, expansions that led to ``filepath``) of a recorded attempt.
+def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """(explicit user keywords, expansions that led to ``filepath``, whether it returned ``filepath``) of a
+    recorded attempt (None: the mark names a document none of the question's attempts returned).
 
     Keywords count as the user's only when given with --keywords (``options.keywords_from``);
     keywords found in the question are covered by the question-term association instead.
     """
     if row is None:
-        return [], []
+        return [], [], False
     try:
         keywords = json.loads(row["keywords"] or "[]")
         expansions = json.loads(row["expansions"] or "[]")
         top = json.loads(row["top_results"] or "[]")
         options = json.loads(row["options"] or "{}")
     except json.JSONDecodeError:
-        return [], []
+        return [], [], True
     explicit: list[str] = []
     if isinstance(options, dict) and options.get("keywords_from") == "given" and isinstance(keywords, list):
         explicit = [normalize_keyword(k) for k in keywords if isinstance(k, str)]
     matched: set[str] = set()
+    returned = False
     for r in top if isinstance(top, list) else []:
         if isinstance(r, dict) and r.get("filepath") == filepath:
+            returned = True
             matched = {normalize_keyword(k) for k in r.get("matched_keywords", []) if isinstance(k, str)}
     led: list[dict[str, Any]] = []
     for e in expansions if isinstance(expansions, list) else []:
         if isinstance(e, dict) and e.get("relation_id") and normalize_keyword(str(e.get("keyword", ""))) in matched:
             for rid in (e.get("path") or [e["relation_id"]]):
                 led.append({"relation_id": rid, "original": e.get("user_keyword"), "expanded": e.get("keyword")})
-    return explicit, led
+    return explicit, led, returned
 
 
 def load_events(conn: Connection) -> list[Event]:
@@ -102,9 +106,9 @@ def load_events(conn: Connection) -> list[Event]:
         "WHERE f.excluded = 0 ORDER BY f.id").fetchall()
     events = []
     for r in rows:
-        explicit, led = _attempt_info(r if r["attempt_id"] is not None else None, r["filepath"])
+        explicit, led, returned = _attempt_info(r if r["attempt_id"] is not None else None, r["filepath"])
         events.append(Event(r["id"], r["query_id"], r["question"], bool(r["helpful"]), r["doc_id"], r["filepath"],
-                            explicit, led, r["asker"] or "unknown"))
+                            explicit, led, r["asker"] or "unknown", returned))
     return events
 
 
@@ -127,7 +131,10 @@ def analyse(conn: Connection, events: list[Event], min_queries: int = MIN_QUERIE
     items += _score_changes(events)
     if learning_policy is not None:
         askers = {e.feedback_id: principal(conn, e.asker) for e in events}
-        below_policy(items, askers, learning_policy, trusted(conn, set(askers.values())))
+        vouched = trusted(conn, set(askers.values()))
+        below_policy(items, askers, learning_policy, vouched)
+        if shared(conn):
+            found_elsewhere(items, askers, {e.feedback_id for e in events if not e.returned}, vouched)
     marks = {e.feedback_id for e in events} | _excluded(conn)
     items.extend(_withdrawals(conn, {it["key"] for it in items}, marks))
     return items
@@ -153,6 +160,24 @@ def below_policy(items: list[dict[str, Any]], askers: Mapping[int, str], learnin
         item["reason"] = f"not supported by the learning policy ({why}): {item['reason']}"
         item["below_policy"] = True
         n += 1
+    return n
+
+
+def found_elsewhere(items: list[dict[str, Any]], askers: Mapping[int, str], unreturned: set[int],
+                    trusted_askers: Collection[str]) -> int:
+    """Flag for review (``needs_review``, even under ``auto``) the items whose every mark names a document the
+    question never returned, marked by a single asker none of whom is trusted: such a mark is how one member
+    pulls an unrelated note into everyone's results. How many."""
+    n = 0
+    for item in items:
+        ids = item["feedback_ids"]
+        if inactive(item) or not ids or not all(f in unreturned for f in ids):
+            continue
+        who = {askers.get(f, "unknown") for f in ids}
+        if len(who) < 2 and not any(a in who for a in trusted_askers):
+            item["needs_review"] = True
+            item["reason"] += " (marked on a document the question did not return: held for review)"
+            n += 1
     return n
 
 

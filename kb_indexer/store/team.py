@@ -104,6 +104,12 @@ def trusted(conn: Connection, principals: set[str]) -> set[str]:
     return out
 
 
+def shared(conn: Connection) -> bool:
+    """Whether the index is a team's (PostgreSQL: its members' marks on documents a question never returned need a
+    second asker or a curator's review before they count) rather than one person's file."""
+    return is_postgres(conn)
+
+
 def owns(conn: Connection, asker: str, name: str) -> bool:
     """Whether ``asker`` (as recorded) is ``name``'s: the name itself, or on PostgreSQL ``name/...`` too."""
     return asker == name or (is_postgres(conn) and asker.startswith(name + "/"))
