@@ -32,20 +32,20 @@ from kb_indexer.limits import (MAX_ID, check_context, check_instance, check_keyw
                                check_unit_arg, check_utf8)
 from kb_indexer.index.paths import to_relative
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SEARCH_DEFAULT_LIMIT, SIMILAR_DEFAULT_LIMIT
+from kb_indexer.learn.requests import relate as relate_keywords, unrelate as unrelate_keywords
 from kb_indexer.search.expansion import parse_weight_options
 from kb_indexer.search.keyword import keyword_search
 from kb_indexer.search.options import QueryOptions
 from kb_indexer.search.similar import similar as related_keywords
 from kb_indexer.search.question import check_question
-from kb_indexer.store import index_exists, meta, open_db, transaction
-from kb_indexer.store.documents import KeywordIds, document_keywords, get_body, require_document
+from kb_indexer.store import index_exists, meta, open_db
+from kb_indexer.store.documents import document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, translate, translating
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.opening import init_db
-from kb_indexer.store.provenance import lift
-from kb_indexer.store.team import require_role
-from kb_indexer.store.similarities import check_similarity_type, delete_similarity, neighbours, upsert_similarity
+from kb_indexer.store.team import on_behalf, require_role
+from kb_indexer.store.similarities import check_similarity_type, neighbours
 from kb_indexer.store.similarity_export import dumps_similarities, editable_similarities
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.connection import pooling
@@ -248,6 +248,10 @@ class KnowledgeBase:
         connections, each checked when taken) and ``close()`` gives it back. SQLite: nothing changes."""
         return pooling(find_db(db))
 
+    #: ``with KnowledgeBase.on_behalf(name):`` what is recorded in the block (this thread or task) is asked on behalf
+    #: of ``name`` (a service answering for others; docs/teams.md, "Who asked, and who may do what").
+    on_behalf = staticmethod(on_behalf)
+
     @classmethod
     def init(cls, db: DbArg = None, kb: str | os.PathLike[str] | None = None,
              force: bool = False) -> tuple[KnowledgeBase, InitResult]:
@@ -395,23 +399,13 @@ class KnowledgeBase:
         _keywords([check_text_arg(keyword1, "keyword1"), check_text_arg(keyword2, "keyword2")])
         _text(context, "context")
         check_unit_arg(score, "score")
-        with transaction(self.conn):
-            ids = KeywordIds(self.conn)
-            sid, created = upsert_similarity(self.conn, ids, keyword1, keyword2, sim_type, context, score,
-                                             directional, "person")
-            id1, id2 = ids.get(keyword1), ids.get(keyword2)   # both exist: upsert_similarity made them
-            assert id1 is not None and id2 is not None
-            lift(self.conn, id1, id2, sim_type)  # a person's relation again
-        return {"action": "created" if created else "updated", "id": sid, "keyword1": keyword1,
-                "keyword2": keyword2, "type": sim_type, "context": context, "score": float(score),
-                "directional": directional}
+        # a member's is held for review under the review policy (kb_indexer.learn.requests)
+        return cast("RelateResult", relate_keywords(self.conn, keyword1, keyword2, sim_type, context, score, directional))
 
     def unrelate(self, keyword1: str, keyword2: str, sim_type: str | None = None) -> UnrelateResult:
         _check_type(sim_type)
         _keywords([check_text_arg(keyword1, "keyword1"), check_text_arg(keyword2, "keyword2")])
-        with transaction(self.conn):
-            n = delete_similarity(self.conn, keyword1, keyword2, sim_type)
-        return {"action": "removed", "keyword1": keyword1, "keyword2": keyword2, "type": sim_type, "removed": n}
+        return cast("UnrelateResult", unrelate_keywords(self.conn, keyword1, keyword2, sim_type))
 
     def import_similarities(self, path: str) -> ImportSimilaritiesResult:
         return self._index.import_similarities(path)

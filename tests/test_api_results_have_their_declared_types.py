@@ -70,6 +70,9 @@ def test_query_history_feedback_and_learning(kb, check):
     check(results.LearnResult, kb.learning.learn())
     check(results.LearnedListResult, kb.learning.learned_list())
     check(results.QueryResult, kb.learning.refine(qid, ["reinforcement learning"]))
+    check(results.SuggestionsResult, kb.learning.suggestions())
+    check(results.SuggestionsAcceptResult, kb.learning.accept_suggestions(["nokey"]))
+    check(results.SuggestionsDismissResult, kb.learning.dismiss_suggestions(["nokey"]))
     check(results.LearnedRemoveResult, kb.learning.learned_remove(all_=True))
     check(results.ClearHistoryResult, kb.learning.clear_history(all_=True))
 

@@ -1,7 +1,7 @@
 """`kbindex mcp` refuses, at start and as bad usage (exit 2, a clear message on stderr, nothing on stdout),
 what would serve the index unsafely or not as asked: a non-loopback bind without a token, a token file
-other users may read, a token too short, a token on the command line, an unknown transport, http options
-with stdio."""
+other users may read, a token too short, a token file that is not a list of named tokens, a token on the
+command line, an unknown transport, http options with stdio."""
 
 from __future__ import annotations
 
@@ -53,6 +53,25 @@ def test_a_token_too_short_or_not_a_header_value_is_bad_usage(kb, token):
     proc = _mcp(kb.db_path, "--transport", "http", env={"KBINDEX_MCP_TOKEN": token})
     _bad_usage(proc, "KBINDEX_MCP_TOKEN", "secrets.token_urlsafe")
     assert token not in proc.stderr
+
+
+NAMED = "ann-token-" + "Qa7z" * 8
+
+
+@pytest.mark.parametrize("text,said", [
+    (f"ann:{NAMED}\nbob:{NAMED}\n", "the same token is given twice"),
+    (f"ann bee:{NAMED}\n", "name (before the colon)"),
+    (f":{NAMED}\n", "name (before the colon)"),
+    ("ann:short-token\n", "at least 16 characters"),
+    ("# only a comment\n\n", "no token in it"),
+])
+def test_a_token_file_that_is_not_named_tokens_is_bad_usage(kb, tmp_path, text, said):
+    path = tmp_path / "mcp-tokens"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    proc = _mcp(kb.db_path, "--transport", "http", "--token-file", str(path))
+    _bad_usage(proc, "--token-file", said)
+    assert NAMED not in proc.stderr
 
 
 def test_the_token_is_never_taken_from_the_command_line(kb):

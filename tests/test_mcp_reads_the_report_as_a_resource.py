@@ -30,4 +30,4 @@ def test_the_report_resource_is_the_cli_report(kb):
     report = json.loads(content.text)
     assert report == kb.learning.report()
     assert report["zero_results"]["items"][0]["question"] == "zzqx unfindable wording"
-    assert set(report["feedback_rate"]) == {"overall"}
+    assert set(report["feedback_rate"]) == {"overall", "askers", "by_asker"}

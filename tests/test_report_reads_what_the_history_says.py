@@ -1,5 +1,5 @@
-"""`kbindex report`: each section on a hand-built history, --since, --limit, an empty history, the JSON shape
-and the table; on both engines."""
+"""`kbindex report`: each section on a hand-built history, --since, --limit, an empty history, the feedback rate
+per asker, the JSON shape and the table; on both engines."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from kb_indexer.api import KnowledgeBase
 from kb_indexer.errors import UsageError
 from kb_indexer.learn.history import record
+from kb_indexer.store.team import current_asker, on_behalf
 
 pytestmark = pytest.mark.both_engines
 
@@ -82,6 +84,40 @@ def test_an_empty_history_reports_nothing_found(kb):
     assert out["never_returned"]["count"] == kb.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
 
+def _as(kb, name, body):
+    """``body(handle)`` on a connection of its own that asks on behalf of ``name``; the asker it records."""
+    with on_behalf(name), KnowledgeBase.open(kb.db_path) as handle:
+        body(handle)
+        return current_asker(handle.conn)
+
+
+def _ann(k):
+    helped = _ask(k, "fine tuning", [B])
+    k.learning.feedback(helped, helpful=[B])
+    _ask(k, "how does alphago work", [A])
+    _ask(k, "asked once", [A])
+
+
+def _bob(k):
+    unhelped = _ask(k, "how does alphago work", [A])
+    k.learning.feedback(unhelped, not_helpful=[A])
+
+
+def test_the_feedback_rate_per_asker_counts_its_questions_and_its_own_marks(kb):
+    ann, bob = _as(kb, "ann", _ann), _as(kb, "bob", _bob)
+    rates = kb.learning.report()["feedback_rate"]
+    assert rates["overall"] == {"questions": 3, "marked": 2, "helpful": 1, "marked_share": 0.6667,
+                                "helpful_share": 0.3333}
+    assert rates["askers"] == 2
+    assert rates["by_asker"] == [   # most questions first; a question two askers asked counts for each
+        {"asker": ann, "questions": 3, "marked": 1, "helpful": 1, "marked_share": 0.3333, "helpful_share": 0.3333},
+        {"asker": bob, "questions": 1, "marked": 1, "helpful": 0, "marked_share": 1.0, "helpful_share": 0.0}]
+    assert kb.learning.report(limit=1)["feedback_rate"]["by_asker"] == rates["by_asker"][:1]
+    assert kb.learning.report(since="2999-01-01")["feedback_rate"] == {
+        "overall": {"questions": 0, "marked": 0, "helpful": 0, "marked_share": None, "helpful_share": None},
+        "askers": 0, "by_asker": []}
+
+
 def _cli(kb, *args):
     res = CliRunner().invoke(_app(), ["report", "--db", getattr(kb.db_path, "url", kb.db_path), *args])
     assert res.exit_code == 0, res.output
@@ -108,3 +144,11 @@ def test_cli_table_names_each_section(kb):
                     "Feedback: 2 of 4 questions marked (50%)", "Documents never returned"):
         assert heading in text
     assert "how does alphago work" in text
+
+
+def test_cli_table_lists_the_feedback_rate_per_asker(kb):
+    ann, bob = _as(kb, "ann", _ann), _as(kb, "bob", _bob)
+    lines = _cli(kb).splitlines()
+    at = lines.index("Feedback by asker: 2")
+    assert lines[at + 1:at + 3] == [f"  {ann}: 1 of 3 questions marked (33%), 1 helpful (33%)",
+                                    f"  {bob}: 1 of 1 question marked (100%), 0 helpful (0%)"]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Mapping, Optional
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
-from kb_indexer.cli.output import Format, echo, emit_json
+from kb_indexer.cli.output import Format, counted, echo, emit_json
 
 _TITLES = {"zero_results": "Questions that found nothing", "never_helpful": "Asked twice or more, never marked "
            "helpful", "most_asked": "Most asked"}
@@ -38,13 +38,18 @@ def _table(out: Mapping[str, Any]) -> None:
         section = out[name]
         lines += ["", f"{title}: {section['count']}"]
         lines += [f"  {item['attempts']:>5}  {item['question']}" for item in section["items"]]
-    rate = out["feedback_rate"]["overall"]
-    lines += ["", f"Feedback: {rate['marked']} of {rate['questions']} questions marked "
-              f"({share(rate['marked_share'])}), {rate['helpful']} helpful ({share(rate['helpful_share'])})"]
+    rates = out["feedback_rate"]
+    lines += ["", f"Feedback: {_rate(rates['overall'])}", f"Feedback by asker: {rates['askers']}"]
+    lines += [f"  {r['asker']}: {_rate(r)}" for r in rates["by_asker"]]
     never = out["never_returned"]
     lines += ["", f"Documents never returned: {never['count']} ({never['note']})"]
     lines += [f"  {path}" for path in never["items"]]
     echo("\n".join(lines) + "\n")
+
+
+def _rate(rate: Mapping[str, Any]) -> str:
+    return (f"{rate['marked']} of {counted(rate['questions'], 'question')} marked ({share(rate['marked_share'])}), "
+            f"{rate['helpful']} helpful ({share(rate['helpful_share'])})")
 
 
 def share(value: float | None) -> str:

@@ -219,6 +219,9 @@ def learn_report(result: Mapping[str, Any], *, reprocess: bool = False) -> str:
     for c in result.get("changes", []):
         moves = ", ".join(f"{m['filepath']} {m['from'] or '-'} -> {m['to'] or '-'}" for m in c["rank_changes"])
         lines.append(f"Would change \"{c['question']}\": {moves or 'scores only'}")
+    if result.get("below_policy"):
+        lines.append(f"Not learned: {counted(result['below_policy'], 'item')} too few distinct askers support "
+                     "(`kbindex learned policy`).")
     if result["dry_run"]:
         lines.append("Dry run: nothing written.")
     elif result["mode"] == "review" and not result["held_for_review"]:
@@ -297,13 +300,60 @@ _review_command("reject", "Reject pending items (not proposed again).")
 _review_command("restore", "Bring removed items back (applied again).")
 
 
+@learned_app.command("suggestions")
+def learned_suggestions(
+    keys: Annotated[Optional[list[str]], typer.Argument(help="Suggestion keys, with --accept or --dismiss.",
+                                                        metavar="[KEY]...", show_default=False)] = None,
+    accept: Annotated[bool, typer.Option("--accept", help="Write them as typed relations (as `relate`).")] = False,
+    dismiss: Annotated[bool, typer.Option("--dismiss", help="Do not suggest them again.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most this many (0: all).")] = 20,
+    db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
+) -> None:
+    """Relations the query log suggests, to accept or dismiss.
+
+    From refine chains and questions helped by the same document.
+    """
+    if accept and dismiss:
+        raise UsageError("give --accept or --dismiss, not both")
+    if bool(keys) != (accept or dismiss):
+        raise UsageError("suggestion keys go with --accept or --dismiss (see `kbindex learned suggestions`)"
+                         if keys else "give the suggestion keys to --accept or --dismiss")
+    with open_kb(db, kb) as k:
+        if not (accept or dismiss):
+            emit(k.learning.suggestions(limit), format, rows="suggestions",
+                 columns=("key", "keyword1", "type", "keyword2", "queries", "askers", "reason"))
+            return
+        out: Mapping[str, Any]
+        if accept:
+            out = k.learning.accept_suggestions(list(keys or []))
+        else:
+            out = k.learning.dismiss_suggestions(list(keys or []))
+    if out["not_suggested"]:
+        warn(f"not suggested now, nothing done: {', '.join(out['not_suggested'])} "
+             "(`kbindex learned suggestions --limit 0` lists them)")
+    if accept:
+        emit(out, format, rows="accepted", columns=("key", "id", "keyword1", "type", "keyword2", "score"))
+    else:
+        emit(out, format, title="learned suggestions --dismiss")
+
+
 @learned_app.command("remove")
 def learned_remove(
     ids: Annotated[Optional[list[int]], typer.Argument(help="Learned item ids.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Undo everything learned.")] = False,
+    asker: Annotated[Optional[str], typer.Option("--asker", help="Undo what rests on this asker's feedback "
+                                                 "(their marks stay, excluded).", show_default=False)] = None,
     db: DbOpt = None, kb: KbOpt = None, format: FormatOpt = Format.table,
 ) -> None:
-    """Undo learned items (they will not be learned again)."""
+    """Undo learned items (not learned again), or one asker's marks."""
+    if asker is not None:
+        if ids or all_:
+            raise UsageError("--asker goes alone: not with learned item ids or --all")
+        with open_kb(db, kb) as k:
+            res = k.learning.remove_asker(asker)
+        emit({key: v for key, v in res.items() if key != "changes"} if format != Format.json else res,
+             format, title="learned remove --asker")
+        return
     with open_kb(db, kb) as k:
         out = k.learning.learned_remove(ids, all_)
     if out["already_removed"]:

@@ -50,7 +50,8 @@ def mcp(
                                                 help="Port of the http transport (1 to 65535; default 8765).",
                                                 show_default=False)] = None,
     token_file: Annotated[Optional[Path], typer.Option("--token-file", help="File holding the http transport's "
-                                                       "bearer token (mode 600); else $KBINDEX_MCP_TOKEN.",
+                                                       "bearer tokens, NAME:TOKEN a line, NAME the asker "
+                                                       "(mode 600); else $KBINDEX_MCP_TOKEN.",
                                                        show_default=False)] = None,
     max_connections: Annotated[Optional[int], typer.Option(
         "--max-connections", min=1, max=1_000_000, show_default=False,
@@ -83,13 +84,13 @@ def mcp(
     if print_config is not None:
         _print_config(print_config.value, db, given, read_only)
         return
-    token = None
+    tokens = None
     if transport is Transport.http:
         # lazy: the http transport's access rules (ipaddress, hmac): kept off the stdio start
-        from kb_indexer.mcp.access import check_bind, read_token
+        from kb_indexer.mcp.access import check_bind, read_tokens
 
-        token = read_token(token_file)
-        check_bind(host or DEFAULT_HOST, token)
+        tokens = read_tokens(token_file)
+        check_bind(host or DEFAULT_HOST, tokens)
     try:  # found, not imported: importing it takes most of a second (see kb_indexer.mcp.early)
         sdk = importlib.util.find_spec("mcp")
     except (ImportError, ValueError):
@@ -107,7 +108,7 @@ def mcp(
         _serve_stdio(served, read_only)
         return
     limits = HttpLimits(max_connections, DEFAULT_HTTP_HEADER_TIMEOUT_S if header_timeout is None else header_timeout)
-    _serve_http(served, host or DEFAULT_HOST, port or DEFAULT_PORT, token, read_only, limits)
+    _serve_http(served, host or DEFAULT_HOST, port or DEFAULT_PORT, tokens, read_only, limits)
 
 
 def _print_config(client: str, db: Optional[str], given: list[str], read_only: bool) -> None:
@@ -139,7 +140,7 @@ def _serve_stdio(db_path: DbTarget | None, read_only: bool) -> None:
         anyio.run(serve, server, first_line, answered)
 
 
-def _serve_http(db_path: Any, host: str, port: int, token: str | None, read_only: bool,
+def _serve_http(db_path: Any, host: str, port: int, tokens: Any, read_only: bool,
                 limits: HttpLimits) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp (``db_path``: the index as found, whichever engine holds it)."""
     # lazy: the MCP SDK (the optional extra mcp; about a second to import)
@@ -149,7 +150,7 @@ def _serve_http(db_path: Any, host: str, port: int, token: str | None, read_only
     try:
         server = build_server(db_path, read_only=read_only)
         with server.serving():   # on PostgreSQL: the pool of connections the requests share
-            serve(server, host, port, token, limits)
+            serve(server, host, port, tokens, limits)
     except SystemExit as exc:   # uvicorn exits 3 when it cannot start (port in use): an error, exit 1
         if exc.code not in (0, None):
             echo(f"Error: the http server could not start on {host}:{port} (see the message above)\n", err=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
 from kb_indexer.cli.app import DbOpt, FormatOpt, KbOpt, app, open_kb
 from kb_indexer.cli.llm import LlmBackendOpt, LlmModelOpt, LlmTimeoutOpt, NoCacheOpt, llm_options, warn_llm
 from kb_indexer.api import similarities_file_text
-from kb_indexer.cli.output import Format, emit, warn_shown, write_file
+from kb_indexer.cli.output import Format, emit, warn, warn_shown, write_file
 from kb_indexer.defaults import DEFAULT_CONTEXT_THRESHOLD, SIMILAR_DEFAULT_LIMIT, SIMILARITY_TYPES
 
 TYPES_HELP = "One of: " + ", ".join(SIMILARITY_TYPES) + "."
@@ -62,7 +62,9 @@ def relate(
 ) -> None:
     """Add (or update) a typed relation between two keywords."""
     with open_kb(db, kb) as k:
-        emit(k.relate(keyword1, keyword2, type, context, score, directional), format, title="relate")
+        out = k.relate(keyword1, keyword2, type, context, score, directional)
+    _held(out)
+    emit(out, format, title="relate")
 
 
 @app.command(short_help="Remove the relations of two keywords")
@@ -74,7 +76,15 @@ def unrelate(
 ) -> None:
     """Remove the relation(s) between two keywords."""
     with open_kb(db, kb) as k:
-        emit(k.unrelate(keyword1, keyword2, type), format, title="unrelate")
+        out = k.unrelate(keyword1, keyword2, type)
+    _held(out)
+    emit(out, format, title="unrelate")
+
+
+def _held(out: Mapping[str, Any]) -> None:
+    if out["action"] == "held_for_review":
+        warn(f"held for review under the learning policy: pending item {out.get('learned_id')} changes nothing until "
+             "a curator approves it (`kbindex learned approve ID`)")
 
 
 @app.command("import-similarities", short_help="Import relations from a similarities.json file")

@@ -14,7 +14,8 @@ from kb_indexer.config import DbTarget
 from kb_indexer.errors import UsageError
 from kb_indexer.learn import policy as learning_policy
 from kb_indexer.learn.apply import learn, learned_list
-from kb_indexer.learn.review import approve, learned_remove, reject, restore
+from kb_indexer.learn.review import approve, learned_remove, reject, remove_asker, restore
+from kb_indexer.learn import suggest
 from kb_indexer.learn.history import recorded_options
 from kb_indexer.learn.feedback import (clear_history, feedback_rows, history_detail, history_list, history_rows,
                                        last_query_id, record_feedback, require_query)
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from kb_indexer.results import EvalResult
     from kb_indexer.results import (ClearHistoryResult, FeedbackResult, FeedbackShowResult, HistoryEntry, HistoryResult,
                                     HistoryDetailResult, HistoryListResult, LearnedListResult, LearnedRemoveResult, LearnResult, QueryResult,
-                                    LearningPolicy, ReviewResult,
+                                    LearningPolicy, RemoveAskerResult, ReviewResult, SuggestionsAcceptResult,
+                                    SuggestionsDismissResult, SuggestionsResult,
                                     ReportResult)
 
 
@@ -49,7 +51,8 @@ class Querying(Protocol):
 @translating  # a locked, read-only, full or damaged index raises busy, read_only, disk_full, bad_database
 class LearningAPI:
     """Query history, feedback, learning and learned items: history, feedback, feedback_show, learn,
-    learned_list, learned_remove, clear_history, refine, report, last_query_id, evaluate."""
+    learned_list, learned_remove, policy, pending, approve, reject, restore, suggestions, accept_suggestions,
+    dismiss_suggestions, clear_history, refine, report, last_query_id, evaluate."""
 
     def __init__(self, kb: Querying) -> None:
         self.kb = kb
@@ -136,6 +139,29 @@ class LearningAPI:
         """Bring removed items back (applied again)."""
         return cast("ReviewResult", restore(self.conn, self._ids(ids)))
 
+    def suggestions(self, limit: int = 20) -> SuggestionsResult:
+        """Typed relations the query log suggests (refine chains, questions helped by the same document), the
+        ``limit`` best supported (0: all), for a person to accept or dismiss (:mod:`kb_indexer.learn.suggest`).
+        Read-only."""
+        check_int_arg(limit, "limit", 0)
+        return cast("SuggestionsResult", suggest.suggestions(self.conn, limit))
+
+    def accept_suggestions(self, keys: list[str]) -> SuggestionsAcceptResult:
+        """Write suggestions (by key) as a person's typed relations, as `relate` does."""
+        require_role(self.conn, "curator", "learned suggestions --accept")
+        return cast("SuggestionsAcceptResult", suggest.accept(self.conn, self._keys(keys)))
+
+    def dismiss_suggestions(self, keys: list[str]) -> SuggestionsDismissResult:
+        """Record suggestions (by key) as dismissed: they are not suggested again."""
+        require_role(self.conn, "curator", "learned suggestions --dismiss")
+        return cast("SuggestionsDismissResult", suggest.dismiss(self.conn, self._keys(keys)))
+
+    @staticmethod
+    def _keys(keys: list[str]) -> list[str]:
+        if not check_strings(keys, "keys"):
+            raise UsageError("give suggestion keys (see `kbindex learned suggestions`)")
+        return list(keys)
+
     @staticmethod
     def _ids(ids: list[int]) -> list[int]:
         for i in ids:
@@ -148,6 +174,11 @@ class LearningAPI:
         if all_:
             require_role(self.conn, "curator", "learned remove --all")
         return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
+
+    def remove_asker(self, name: str) -> RemoveAskerResult:
+        """Undo what rests on one asker's feedback (their marks stay, excluded; the rest is learned again)."""
+        require_role(self.conn, "curator", "learned remove --asker")
+        return cast("RemoveAskerResult", remove_asker(self.conn, name))
 
     def clear_history(self, before: str | None = None, *, all_: bool = False) -> ClearHistoryResult:
         """Delete recorded queries (with their attempts and feedback, unprocessed feedback included) last asked

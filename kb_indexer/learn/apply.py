@@ -10,6 +10,7 @@ from kb_indexer.errors import UsageError
 from kb_indexer.learn import policy, wording
 from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
 from kb_indexer.learn.learner import analyse, inactive, load_events
+from kb_indexer.learn.requests import is_request
 from kb_indexer.learn.report import describe, section_counts, section_of
 from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
@@ -19,7 +20,7 @@ from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
 KINDS = ("association", "keyword", "similarity", "score")
-_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action"}
+_DETAIL_SKIP = {"key", "kind", "feedback_ids", "action", "below_policy", "needs_review"}
 
 
 def _detail(item: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def _with_stored_items(items: list[dict[str, Any]], have: dict[str, Row]) -> lis
     derived = {i["key"] for i in items}
     extra = []
     for key, row in have.items():
-        if key not in derived and row["status"] == "active":
+        if key not in derived and row["status"] == "active" and not is_request(key):
             extra.append(dict(json.loads(row["detail"]), kind=row["kind"], key=key,
                               feedback_ids=json.loads(row["feedback_ids"])))
     return items + extra
@@ -272,6 +273,11 @@ def learn(conn: Connection, dry_run: bool = False, reprocess: bool = False) -> d
         return _learn(conn, dry_run=False, reprocess=reprocess)
 
 
+def learn_now(conn: Connection) -> dict[str, Any]:
+    """``learn`` inside the caller's transaction, under the learn lock the caller holds."""
+    return _learn(conn, dry_run=False, reprocess=False)
+
+
 def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any]:
     where = "" if reprocess else " WHERE processed = 0"
     analysed_rows = conn.execute(f"SELECT id, query_id FROM query_feedback{where}").fetchall()
@@ -279,9 +285,12 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
     result: dict[str, Any] = {"feedback_analyzed": len(analysed_rows), "feedback_total": total, "dry_run": dry_run,
                               "queries": len({r["query_id"] for r in analysed_rows}),
                               "suggestions": [], "applied": 0, "marked_processed": 0}
-    todo = plan(conn, analyse(conn, load_events(conn)))
-    mode = policy.read(conn)["mode"]
-    held, todo_now = _held(conn, todo) if mode == "review" else ([], todo)
+    rules = policy.read(conn)
+    derived = analyse(conn, load_events(conn), learning_policy=rules)
+    todo = plan(conn, derived)
+    mode = rules["mode"]
+    result["below_policy"] = sum(1 for i in derived if i.get("below_policy"))
+    held, todo_now = _held(conn, todo, flagged_only=mode != "review")
     result["suggestions"] = [_public(conn, i) for i in todo_now + held]
     result["summary"] = _summary(todo_now + held)
     result["sections"] = section_counts(todo_now + held)
@@ -302,15 +311,21 @@ def _learn(conn: Connection, *, dry_run: bool, reprocess: bool) -> dict[str, Any
     return result
 
 
-def _held(conn: Connection, todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _held(conn: Connection, todo: list[dict[str, Any]],
+          flagged_only: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Under the review policy: the new items (held as pending; one already pending and unchanged is not
-    proposed again), and the changes to approved items (applied as under auto: they were approved)."""
+    proposed again), and the changes to approved items (applied as under auto: they were approved). With
+    ``flagged_only`` (under auto), only the items the learner flagged ``needs_review`` are held."""
     have = _existing(conn)
     held, now = [], []
     for item in todo:
         row = have.get(item["key"])
-        if row is not None and row["status"] == "active":
+        if flagged_only and not item.get("needs_review"):
+            now.append(item)   # under auto, as before the policy (a pending item whose support came: applied)
+        elif row is not None and row["status"] == "active":
             now.append(item)
+        elif row is not None and row["status"] == "pending" and inactive(item):
+            held.append(dict(item, action="hold"))   # its support went: it stays pending, asking for nothing
         elif not inactive(item) and not (row is not None and _unchanged(row, item)):
             held.append(dict(item, action="hold"))
     return held, now

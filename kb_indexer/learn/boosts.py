@@ -107,7 +107,7 @@ def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, A
         return {}
     rows = list(plain_rows(   # hundreds of rows once many associations are learned: plain tuples
         conn, f"SELECT li.id, li.document_id, li.weight, li.size, lt.term, ({_ACTIVE}) FROM learned_terms lt "
-        "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' "
+        "JOIN learned_items li ON li.id = lt.learned_id AND li.status = 'active' AND li.weight <> 0 "
         "WHERE lt.term IN (SELECT value FROM json_each(?))", (json.dumps(terms),)))
     if not rows:
         return {}
@@ -144,7 +144,9 @@ def lift(lifts: list[tuple[float, int]]) -> dict[str, Any]:
     return {"boost": boost, "learned_ids": sorted(x[1] for x in (up, down) if x is not None)}
 
 
-_ACTIVE = "SELECT COUNT(*) FROM learned_items WHERE kind = 'association' AND status = 'active'"
+# Withdrawn associations (weight 0) count for nothing, not even in the IDF: undone, they leave the ranking as
+# it was before them.
+_ACTIVE = "SELECT COUNT(*) FROM learned_items WHERE kind = 'association' AND status = 'active' AND weight <> 0"
 
 
 def _idf(n: int, terms: list[str], per_term: dict[str, int]) -> dict[str, float]:

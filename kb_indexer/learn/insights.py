@@ -6,7 +6,9 @@ Sections, each ``{"count": N, "items": [...at most limit]}``, over the attempts 
 - ``zero_results``: questions whose every attempt in the period returned nothing;
 - ``never_helpful``: questions asked at least twice in the period whose results were never marked helpful;
 - ``most_asked``: the questions with the most attempts in the period;
-- ``feedback_rate``: ``{"overall": {...}}``, the share of questions with any mark, and with a helpful one;
+- ``feedback_rate``: ``{"overall": {...}, "askers": N, "by_asker": [...]}``, the share of questions with any
+  mark, and with a helpful one; per asker, of the questions it asked in the period, the share it marked
+  (its own marks), most questions first;
 - ``never_returned``: indexed documents in no attempt's recorded ``top_results`` in the period.
 
 A *question* is the recorded question text with case and surrounding spaces ignored, across contexts
@@ -36,6 +38,18 @@ _QUESTIONS = (
     "GROUP BY LOWER(TRIM(q.question))), "
     "r AS (SELECT g.*, m.helpful AS helpful FROM g LEFT JOIN marks m ON m.k = g.k) ")
 
+#: Per asker, most questions first: the questions it attempted in the period, how many it marked (and helpful).
+_BY_ASKER = (
+    "WITH am AS (SELECT f.asker AS asker, LOWER(TRIM(q.question)) AS k, MAX(f.helpful) AS helpful "
+    "FROM query_feedback f JOIN queries q ON q.id = f.query_id WHERE q.question <> '' "
+    "GROUP BY f.asker, LOWER(TRIM(q.question))), "
+    "ag AS (SELECT a.asker AS asker, LOWER(TRIM(q.question)) AS k FROM query_attempts a "
+    "JOIN queries q ON q.id = a.query_id WHERE q.question <> '' AND a.created_at >= ? "
+    "GROUP BY a.asker, LOWER(TRIM(q.question))) "
+    "SELECT ag.asker, COUNT(*) AS questions, COUNT(am.helpful), COALESCE(SUM(am.helpful), 0), "
+    "COUNT(*) OVER () FROM ag LEFT JOIN am ON am.asker = ag.asker AND am.k = ag.k GROUP BY ag.asker "
+    "ORDER BY questions DESC, ag.asker LIMIT ?")
+
 _SECTIONS = {
     "zero_results": "best = 0",
     "never_helpful": "attempts >= 2 AND best > 0 AND (helpful IS NULL OR helpful = 0)",
@@ -56,12 +70,19 @@ def _section(conn: Connection, where: str, since: str, limit: int) -> dict[str, 
     return {"count": int(count), "items": [{"question": q, "attempts": int(n), "last_asked": t} for q, n, t in rows]}
 
 
-def _rate(conn: Connection, since: str) -> dict[str, Any]:
-    total, marked, helpful = conn.execute(
-        f"{_QUESTIONS}SELECT COUNT(*), COUNT(helpful), COALESCE(SUM(helpful), 0) FROM r", (since,)).fetchone()
+def _rate(total: Any, marked: Any, helpful: Any) -> dict[str, Any]:
     total, marked, helpful = int(total), int(marked), int(helpful)
     return {"questions": total, "marked": marked, "helpful": helpful, "marked_share": _share(marked, total),
             "helpful_share": _share(helpful, total)}
+
+
+def _rates(conn: Connection, since: str, limit: int) -> dict[str, Any]:
+    """``feedback_rate``: overall, and per asker (at most ``limit``; ``askers``: how many there are)."""
+    overall = conn.execute(f"{_QUESTIONS}SELECT COUNT(*), COUNT(helpful), COALESCE(SUM(helpful), 0) FROM r",
+                           (since,)).fetchone()
+    rows = conn.execute(_BY_ASKER, (since, limit)).fetchall()   # the last column: how many askers in all
+    return {"overall": _rate(*overall), "askers": int(rows[0][4]) if rows else 0,
+            "by_asker": [{"asker": row[0], **_rate(*row[1:4])} for row in rows]}
 
 
 def _share(part: int, total: int) -> float | None:
@@ -88,6 +109,6 @@ def report(conn: Connection, since: str | None = None, limit: int = 10) -> dict[
         out: dict[str, Any] = {"since": start or None, "limit": 0 if limit == MAX_ID else limit}
         for name, where in _SECTIONS.items():
             out[name] = _section(conn, where, start, limit)
-        out["feedback_rate"] = {"overall": _rate(conn, start)}
+        out["feedback_rate"] = _rates(conn, start, limit)
         out["never_returned"] = _never_returned(conn, start, limit)
     return out

@@ -19,12 +19,14 @@ Every learned item is derived from *all* feedback so far, keyed deterministicall
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection, Mapping
 
+from kb_indexer.learn.policy import supported
 from kb_indexer.learn.smart import smart_tags
 from kb_indexer.search.terms import question_terms as question_terms  # one rule, shared with search rules
+from kb_indexer.store.team import principal, shared, trusted
 from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
@@ -44,36 +46,41 @@ class Event:
     filepath: str
     explicit: list[str]
     expansions: list[dict[str, Any]] = field(default_factory=list)  # relations that led to this document
+    asker: str = "unknown"   # who marked it (kb_indexer.store.team)
+    returned: bool = True    # whether the attempt marked returned the document (False: found elsewhere)
 
 
-def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """(explicit user keywords, expansions that led to ``filepath``) of a recorded attempt.
+def _attempt_info(row: Row | None, filepath: str) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """(explicit user keywords, expansions that led to ``filepath``, whether it returned ``filepath``) of a
+    recorded attempt (None: the mark names a document none of the question's attempts returned).
 
     Keywords count as the user's only when given with --keywords (``options.keywords_from``);
     keywords found in the question are covered by the question-term association instead.
     """
     if row is None:
-        return [], []
+        return [], [], False
     try:
         keywords = json.loads(row["keywords"] or "[]")
         expansions = json.loads(row["expansions"] or "[]")
         top = json.loads(row["top_results"] or "[]")
         options = json.loads(row["options"] or "{}")
     except json.JSONDecodeError:
-        return [], []
+        return [], [], True
     explicit: list[str] = []
     if isinstance(options, dict) and options.get("keywords_from") == "given" and isinstance(keywords, list):
         explicit = [normalize_keyword(k) for k in keywords if isinstance(k, str)]
     matched: set[str] = set()
+    returned = False
     for r in top if isinstance(top, list) else []:
         if isinstance(r, dict) and r.get("filepath") == filepath:
+            returned = True
             matched = {normalize_keyword(k) for k in r.get("matched_keywords", []) if isinstance(k, str)}
     led: list[dict[str, Any]] = []
     for e in expansions if isinstance(expansions, list) else []:
         if isinstance(e, dict) and e.get("relation_id") and normalize_keyword(str(e.get("keyword", ""))) in matched:
             for rid in (e.get("path") or [e["relation_id"]]):
                 led.append({"relation_id": rid, "original": e.get("user_keyword"), "expanded": e.get("keyword")})
-    return explicit, led
+    return explicit, led, returned
 
 
 def load_events(conn: Connection) -> list[Event]:
@@ -81,16 +88,16 @@ def load_events(conn: Connection) -> list[Event]:
     its question and its attempt, in one statement (on
     PostgreSQL a statement per mark was a round trip each: thousands for a team's day of feedback)."""
     rows = conn.execute(
-        "SELECT f.id, f.query_id, f.attempt_id, f.filepath, f.helpful, q.question, d.id AS doc_id, "
+        "SELECT f.id, f.query_id, f.attempt_id, f.filepath, f.helpful, f.asker, q.question, d.id AS doc_id, "
         "a.keywords, a.expansions, a.top_results, a.options "
         "FROM query_feedback f JOIN queries q ON q.id = f.query_id "
         "JOIN documents d ON d.filepath = f.filepath LEFT JOIN query_attempts a ON a.id = f.attempt_id "
         "WHERE f.excluded = 0 ORDER BY f.id").fetchall()
     events = []
     for r in rows:
-        explicit, led = _attempt_info(r if r["attempt_id"] is not None else None, r["filepath"])
+        explicit, led, returned = _attempt_info(r if r["attempt_id"] is not None else None, r["filepath"])
         events.append(Event(r["id"], r["query_id"], r["question"], bool(r["helpful"]), r["doc_id"], r["filepath"],
-                            explicit, led))
+                            explicit, led, r["asker"] or "unknown", returned))
     return events
 
 
@@ -99,8 +106,11 @@ def _evidence_weight(helpful: int, not_helpful: int) -> float:
     return round((helpful - not_helpful) / (helpful + not_helpful + 1), 4)
 
 
-def analyse(conn: Connection, events: list[Event], min_queries: int = MIN_QUERIES) -> list[dict[str, Any]]:
-    """The learned items all feedback justifies, each with reason, evidence and provenance."""
+def analyse(conn: Connection, events: list[Event], min_queries: int = MIN_QUERIES,
+            learning_policy: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The learned items all feedback justifies, each with reason, evidence and provenance. With a
+    ``learning_policy``, an item its askers do not support enough (:func:`kb_indexer.learn.policy.supported`)
+    asks for nothing: it is not created, and one learned before is withdrawn."""
     doc_kw = _document_tags(conn)
     items = _associations(events)
     items += _keyword_tags(events, doc_kw, min_queries)
@@ -108,8 +118,61 @@ def analyse(conn: Connection, events: list[Event], min_queries: int = MIN_QUERIE
     items += _co_occurrences(events, {it["key"] for it in items}, min_queries)
     items += smart_tags(conn, events, doc_kw, min_queries, {it["key"] for it in items})
     items += _score_changes(events)
-    items.extend(_withdrawals(conn, {it["key"] for it in items}, {e.feedback_id for e in events}))
+    if learning_policy is not None:
+        askers = {e.feedback_id: principal(conn, e.asker) for e in events}
+        vouched = trusted(conn, set(askers.values()))
+        below_policy(items, askers, learning_policy, vouched)
+        if shared(conn):
+            found_elsewhere(items, askers, {e.feedback_id for e in events if not e.returned}, vouched)
+    marks = {e.feedback_id for e in events} | _excluded(conn)
+    items.extend(_withdrawals(conn, {it["key"] for it in items}, marks))
     return items
+
+
+def below_policy(items: list[dict[str, Any]], askers: Mapping[int, str], learning_policy: Mapping[str, Any],
+                 trusted_askers: Collection[str] = ()) -> int:
+    """Turn the items whose evidence the policy finds too narrow (too few distinct askers, or one asker's share
+    too large) into items that ask for nothing, their reason saying why; how many. An item that one of the
+    ``trusted_askers`` marked is supported (:func:`kb_indexer.store.team.trusted`)."""
+    n = 0
+    for item in items:
+        if inactive(item):
+            continue
+        counts = Counter(askers.get(f, "unknown") for f in item["feedback_ids"])
+        if supported(counts, learning_policy) or any(a in counts for a in trusted_askers):
+            continue
+        top = max(counts.values(), default=0) / max(sum(counts.values()), 1)
+        why = (f"{len(counts)} distinct asker{'s' if len(counts) != 1 else ''}, the policy needs "
+               f"{learning_policy['min_askers']}" if len(counts) < int(learning_policy["min_askers"]) else
+               f"one asker gives {top:.0%} of the evidence, the policy allows {float(learning_policy['max_share']):.0%}")
+        _zero(item)
+        item["reason"] = f"not supported by the learning policy ({why}): {item['reason']}"
+        item["below_policy"] = True
+        n += 1
+    return n
+
+
+def found_elsewhere(items: list[dict[str, Any]], askers: Mapping[int, str], unreturned: set[int],
+                    trusted_askers: Collection[str]) -> int:
+    """Flag for review (``needs_review``, even under ``auto``) the items whose every mark names a document the
+    question never returned, marked by a single asker none of whom is trusted: such a mark is how one member
+    pulls an unrelated note into everyone's results. How many."""
+    n = 0
+    for item in items:
+        ids = item["feedback_ids"]
+        if inactive(item) or not ids or not all(f in unreturned for f in ids):
+            continue
+        who = {askers.get(f, "unknown") for f in ids}
+        if len(who) < 2 and not any(a in who for a in trusted_askers):
+            item["needs_review"] = True
+            item["reason"] += " (marked on a document the question did not return: held for review)"
+            n += 1
+    return n
+
+
+def _excluded(conn: Connection) -> set[int]:
+    """The excluded marks (``learned remove --asker``): an item that rests on them is re-judged (withdrawn)."""
+    return {int(r[0]) for r in conn.execute("SELECT id FROM query_feedback WHERE excluded = 1")}
 
 
 def _document_tags(conn: Connection) -> dict[int, set[str]]:
@@ -273,26 +336,28 @@ def inactive(item: dict[str, Any]) -> bool:
 
 
 def _withdrawals(conn: Connection, derived: set[str], feedback_ids: set[int]) -> list[dict[str, Any]]:
-    """Active learned items that the current feedback no longer justifies.
+    """Active (and pending) learned items that the current feedback no longer justifies.
 
     Only items whose feedback still exists are re-judged: clearing the history keeps what
     was learned from it.
     """
     out = []
-    for r in conn.execute("SELECT * FROM learned_items WHERE status = 'active' ORDER BY id"):
+    for r in conn.execute("SELECT * FROM learned_items WHERE status IN ('active', 'pending') ORDER BY id"):
         if r["key"] in derived:
             continue
         cited = set(json.loads(r["feedback_ids"] or "[]"))
         if not cited & feedback_ids:
             continue
         detail = json.loads(r["detail"])
+        if inactive(dict(detail, kind=r["kind"])):
+            continue   # withdrawn already
         item = dict(detail, kind=r["kind"], key=r["key"], feedback_ids=sorted(cited & feedback_ids),
                     reason="withdrawn: the feedback no longer supports it (was: " + str(detail.get("reason")) + ")")
-        if r["kind"] == "score":
-            item["delta"] = 0.0
-        elif r["kind"] == "similarity":
-            item["score"] = 0.0
-        else:
-            item["weight"] = 0.0
+        _zero(item)
         out.append(item)
     return out
+
+
+def _zero(item: dict[str, Any]) -> None:
+    """Make an item ask for nothing (:func:`inactive`): applied, it undoes what it did."""
+    item["delta" if item["kind"] == "score" else "score" if item["kind"] == "similarity" else "weight"] = 0.0

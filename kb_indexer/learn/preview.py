@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from kb_indexer.learn import wording
+from kb_indexer.learn import policy, wording
 from kb_indexer.learn.apply import apply_items, learn, plan
 from kb_indexer.learn.learner import analyse, load_events
 from kb_indexer.search.options import QueryOptions
@@ -25,7 +25,7 @@ def preview(conn: Connection, query: Query, reprocess: bool = False) -> dict[str
     before and after the planned items (under the review policy: as if approved), and each document's rank move."""
     with exclusive(conn, "learn"), rolled_back(conn):
         result = learn(conn, dry_run=True, reprocess=reprocess)
-        todo = plan(conn, analyse(conn, load_events(conn)))
+        todo = plan(conn, analyse(conn, load_events(conn), learning_policy=policy.read(conn)))
         asked = list(dict.fromkeys(q for item in todo for q in wording.questions(conn, item["feedback_ids"])))
         asked = asked[:MAX_QUESTIONS]
         before = {q: _top(query, q) for q in asked}

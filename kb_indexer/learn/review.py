@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from kb_indexer.errors import NotFoundError, UsageError
-from kb_indexer.learn.apply import apply_items, drop_learned_tag, stored_item
+from kb_indexer.learn.apply import apply_items, drop_learned_tag, learn_now, stored_item
 from kb_indexer.store.connection import exclusive, transaction
-from kb_indexer.store.team import current_asker
+from kb_indexer.learn.learner import inactive
+from kb_indexer.learn.requests import apply_request, is_request
+from kb_indexer.store.team import current_asker, owns
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.documents import refresh_fts_keywords
 
@@ -41,7 +43,10 @@ def approve(conn: Connection, ids: list[int]) -> dict[str, Any]:
     """Make pending items active, applied in the order `learn` recorded them (as under auto)."""
     with exclusive(conn, "learn"), transaction(conn):
         rows, other = _rows(conn, ids, "pending")
-        apply_items(conn, [stored_item(r) for r in rows])
+        apply_items(conn, [stored_item(r) for r in rows if not is_request(r["key"])])
+        for r in rows:
+            if is_request(r["key"]):
+                apply_request(conn, r)
         _decided(conn, rows, "active")
     return {"approved": [r["id"] for r in rows], "count": len(rows), "not_pending": other}
 
@@ -102,3 +107,22 @@ def _undo(conn: Connection, r: Row) -> None:
         # Only undo our own change: a score a person set since stays theirs.
         conn.execute("UPDATE keyword_similarities SET score = ? WHERE id = ? AND abs(score - ?) < 1e-9",
                      (r["previous_score"], r["similarity_id"], r["weight"] if r["weight"] is not None else -1))
+
+
+def remove_asker(conn: Connection, name: str) -> dict[str, Any]:
+    """Undo one asker's influence: their marks are kept, marked excluded, and `learn` runs on the rest at once.
+    What rests only on their marks is withdrawn (as if they had never marked), what others support too is learned
+    again from the others' marks alone; pending items lose their part of the evidence the same way."""
+    if not name.strip():
+        raise UsageError("give the asker's name, as `kbindex history` shows it")
+    with exclusive(conn, "learn"), transaction(conn):
+        ids = [int(r[0]) for r in conn.execute("SELECT id, asker FROM query_feedback WHERE excluded = 0")
+               if owns(conn, r[1], name)]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            conn.execute(f"UPDATE query_feedback SET excluded = 1 WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        learned = learn_now(conn) if ids else None
+    changes = learned["suggestions"] if learned else []
+    return {"asker": name, "feedback_excluded": len(ids),
+            "withdrawn": sum(1 for c in changes if inactive(c)),
+            "relearned": sum(1 for c in changes if not inactive(c)), "changes": changes}

@@ -54,6 +54,8 @@ def summary(conn: Connection, kind: str, detail: dict[str, Any], weight: float |
         return f"{verdict} {detail.get('filepath')} for {_quoted(asked, 'questions with the terms ' + terms)}"
     if kind == "keyword":
         return f'tags {detail.get("filepath")} with "{detail.get("keyword")}" ({_quoted(asked, "earlier questions")})'
+    if kind == "similarity" and detail.get("request") == "unrelate":
+        return f'unrelates "{detail.get("keyword1")}" and "{detail.get("keyword2")}" ({detail.get("type") or "every type"})'
     if kind == "similarity":
         return f'relates "{detail.get("keyword1")}" and "{detail.get("keyword2")}" ({detail.get("type")})'
     if kind == "score":

@@ -8,7 +8,9 @@ carries ``next_cursor`` when there is more (a cursor is bound to the arguments o
 :mod:`kb_indexer.mcp.paging`). Resources (:mod:`kb_indexer.mcp.resources`) are listed in pages and read in
 worker threads too. Errors of kbindex (bad arguments, unknown document or
 keyword) become MCP tool errors. A read-only server (:class:`Served`) has no kb_feedback, records no query and
-opens the index read-only. Nothing here writes to stdout: stdio belongs to the protocol.
+opens the index read-only. Over HTTP with named tokens, each tool call and resource read asks on behalf of the
+name of the token its request presented (:func:`_asked_by`), so what it records names that asker. Nothing here
+writes to stdout: stdio belongs to the protocol.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kb_indexer.config import DbArg
 from kb_indexer.errors import KbError, UsageError
 from kb_indexer.mcp import client_text, outputs, paging, resources
 from kb_indexer.mcp.early import INSTRUCTIONS, NAME, READ_ONLY_INSTRUCTIONS
+from kb_indexer.mcp.access import ASKER
 from kb_indexer.results.common import TypedDict
 from kb_indexer.mcp.paging import clip, make_cursor, page_items, page_text, parse_cursor
 
@@ -334,6 +337,20 @@ def argument_problems(exc: ValidationError) -> str:
     return "; ".join(out) + " (the tool's input schema lists its arguments and their types)"
 
 
+def _asked_by(context: Any) -> contextlib.AbstractContextManager[None]:
+    """While a request is served: on behalf of the name of the token its HTTP request presented
+    (:data:`kb_indexer.mcp.access.ASKER`; over stdio, or without tokens, the server's own asker). Set in the
+    request's own task, so the worker thread running it (a copy of its context) and the connection it opens
+    carry the name, and concurrent requests never see each other's."""
+    try:
+        request = context.request_context.request
+    except (AttributeError, ValueError):   # no request (a call made outside one)
+        request = None
+    scope = getattr(request, "scope", None)
+    name = scope.get(ASKER) if isinstance(scope, Mapping) else None
+    return KnowledgeBase.on_behalf(name if isinstance(name, str) else None)
+
+
 class KbMCPServer(MCPServer):
     """MCPServer whose resources come from the index on each request (:mod:`kb_indexer.mcp.resources`):
     two resource templates, and ``resources/list`` in pages with a cursor. The blocking work (SQLite, files)
@@ -352,7 +369,8 @@ class KbMCPServer(MCPServer):
         """The SDK's call; arguments the tool's schema refuses are named one by one in plain words (the SDK
         shows pydantic's report: model name, error types and a documentation URL)."""
         try:
-            return await super().call_tool(name, arguments, context)
+            with _asked_by(context):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if not isinstance(exc.__cause__, ValidationError) or type(exc) is not ToolError:
                 raise
@@ -387,7 +405,8 @@ class KbMCPServer(MCPServer):
         return [MCPResource(**r) for r in page], nxt
 
     async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
-        text = await anyio.to_thread.run_sync(self._read, str(uri))
+        with _asked_by(context):
+            text = await anyio.to_thread.run_sync(self._read, str(uri))
         mime = "application/json" if str(uri) == resources.REPORT_URI else "text/markdown"
         return [ReadResourceContents(content=text, mime_type=mime)]
 

@@ -35,8 +35,10 @@ from kb_indexer.results.rules import (
 from kb_indexer.results.learning import (
     Attempt, AttemptHit, ClearHistoryResult, FeedbackResult, FeedbackRow, FeedbackShowResult,
     HistoryDetailResult, HistoryEntry, HistoryListResult, HistoryResult, LearnResult, LearnSuggestion,
-    LearnedItem, LearnedListResult, LearnedRemoveResult, LearningPolicy, RecordedFeedback, ReviewResult,
-    FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion, ReportQuestions, ReportResult,
+    LearnedItem, LearnedListResult, LearnedRemoveResult, LearningPolicy, RecordedFeedback, RemoveAskerResult,
+    ReviewResult, RelationSuggestion, SuggestionsResult, AcceptedSuggestion, SuggestionsAcceptResult,
+    SuggestionsDismissResult, AskerFeedbackRate, FeedbackRate, FeedbackRates, NeverReturned, ReportQuestion,
+    ReportQuestions, ReportResult,
 )
 from kb_indexer.results.skills import (
     DuplicateSkill, LeftOutSkill, LoadedSkill, MatchedSkill, SessionMessage, SessionSkill, SessionTurn,
@@ -58,7 +60,8 @@ from kb_indexer.results.mcp import (
 
 __all__ = [
     "HiddenByRule", "RuleNote", "RuleRemoveResult", "RuleResult", "RulesListResult", "SearchRule",
-    "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions", "ReportResult",
+    "AskerFeedbackRate", "FeedbackRate", "FeedbackRates", "NeverReturned", "ReportQuestion", "ReportQuestions",
+    "ReportResult",
     "AddedMessage", "Attempt", "AttemptHit", "BuildStats", "CacheClearResult", "CacheCounts", "CacheGroup",
     "CacheStatsResult", "ClearHistoryResult", "CompressStats", "ContextAddResult", "ContextBuildResult",
     "ContextCompressResult", "ContextResetResult", "ContextSession", "ContextSessionsResult",
@@ -69,7 +72,9 @@ __all__ = [
     "FeedbackRow", "FeedbackShowResult", "HistoryDetailResult", "HistoryEntry", "HistoryListResult",
     "HistoryResult", "ImportResult", "ImportSimilaritiesResult", "InitResult", "JsonObject",
     "KeywordDocsResult", "KeywordStatsResult", "KeywordTag", "KeywordsResult", "LearnResult", "LearnSuggestion",
-    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LearningPolicy", "ReviewResult", "LeftOutSkill", "ListDocsResult", "DocumentText", "LlmReport",
+    "LearnedItem", "LearnedListResult", "LearnedRemoveResult", "LearningPolicy", "RemoveAskerResult", "ReviewResult",
+    "RelationSuggestion", "SuggestionsResult", "AcceptedSuggestion", "SuggestionsAcceptResult",
+    "SuggestionsDismissResult", "LeftOutSkill", "ListDocsResult", "DocumentText", "LlmReport",
     "LoadedSkill", "MatchedSkill", "McpDocumentResult", "McpFeedbackResult", "McpQueryResult",
     "McpSimilarResult", "McpSkillsResult", "MessageText", "Problem", "QueryEcho", "QueryHit", "QueryResult",
     "RankedDocument", "RecordedFeedback", "RecordedMessage", "RelateResult", "Related", "RemoveResult",

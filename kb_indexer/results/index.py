@@ -216,12 +216,14 @@ class SimilarResult(TypedDict):
 
 
 class RelateResult(Relation):
-    action: Literal["created", "updated"]
-    id: int
+    action: Literal["created", "updated", "held_for_review"]
+    id: int | None                  # None while held for review
+    learned_id: NotRequired[int]    # held for review: the pending item (`kbindex learned approve ID`)
 
 
 class UnrelateResult(TypedDict):
-    action: Literal["removed"]
+    action: Literal["removed", "held_for_review"]
+    learned_id: NotRequired[int]    # held for review: the pending item
     keyword1: str
     keyword2: str
     type: SimilarityType | None

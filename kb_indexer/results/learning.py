@@ -134,6 +134,7 @@ class LearnResult(TypedDict):
     sections: dict[str, int]
     mode: str               # the learning policy's mode the run obeyed: auto or review
     held_for_review: int    # items recorded as pending (review mode): they change no ranking until approved
+    below_policy: int       # items the feedback suggests that too few distinct askers support: not learned
     changes: NotRequired[list[JsonObject]]   # dry run: per affected recorded question, top results before/after
 
 
@@ -167,6 +168,14 @@ class LearnedRemoveResult(TypedDict):
     already_removed: list[int]   # ids given that an earlier `learned remove` undid (nothing to do)
 
 
+class RemoveAskerResult(TypedDict):
+    asker: str
+    feedback_excluded: int        # their marks, kept and marked excluded (learn no longer reads them)
+    withdrawn: int                # learned items that rested only on their marks: undone
+    relearned: int                # items others support too: learned again from the others' marks
+    changes: list[LearnSuggestion]
+
+
 class LearningPolicy(TypedDict):
     mode: str          # auto: learn applies what it learns; review: it is held as pending until approved
     min_askers: int    # distinct askers an item needs
@@ -182,6 +191,51 @@ class ReviewResult(TypedDict, total=False):
     count: int
     not_pending: list[int]
     not_removed: list[int]
+
+
+class RelationSuggestion(TypedDict):
+    """A typed relation the query log suggests (``learned suggestions``; :mod:`kb_indexer.learn.suggest`)."""
+    key: str                # stable: from the two keywords only (accept or dismiss it by this key)
+    keyword1: str           # for an abbreviation, the short form
+    keyword2: str
+    type: str               # abbreviation, synonym or related_concept
+    score: float            # the score the relation gets when accepted
+    queries: int            # how many recorded queries support it
+    query_ids: list[int]
+    questions: list[str]    # the questions behind it, as asked (at most 3)
+    askers: list[str]       # whose helpful marks it rests on
+    sources: list[str]      # refine (a refine chain), co_helpful (questions helped by the same document)
+    reason: str
+
+
+class SuggestionsResult(TypedDict):
+    suggestions: list[RelationSuggestion]
+    count: int
+    total: int              # every suggestion, the limit aside
+    min_queries: int        # the support a suggestion needs: queries, and distinct askers (the learning policy)
+    min_askers: int
+
+
+class AcceptedSuggestion(TypedDict):
+    key: str
+    id: int                 # the relation written (as `relate` writes it)
+    keyword1: str
+    keyword2: str
+    type: str
+    score: float
+    context: str
+
+
+class SuggestionsAcceptResult(TypedDict):
+    accepted: list[AcceptedSuggestion]
+    count: int
+    not_suggested: list[str]   # keys given that are not suggested now (nothing done)
+
+
+class SuggestionsDismissResult(TypedDict):
+    dismissed: list[str]
+    count: int
+    not_suggested: list[str]
 
 
 class ClearHistoryResult(TypedDict):
@@ -210,8 +264,14 @@ class FeedbackRate(TypedDict):
     helpful_share: float | None
 
 
+class AskerFeedbackRate(FeedbackRate):
+    asker: str
+
+
 class FeedbackRates(TypedDict):
     overall: FeedbackRate
+    askers: int   # how many askers asked in the period (by_asker lists at most the report's limit)
+    by_asker: list[AskerFeedbackRate]   # most questions first
 
 
 class NeverReturned(TypedDict):

@@ -86,7 +86,7 @@ def _connect_postgres(url: DbUrl, read_only: bool = False) -> Connection:
         raise KbError(f"{url} is a PostgreSQL server, and the PostgreSQL engine needs psycopg: "
                       "pip install 'kbindex[postgres]'", code="missing_extra") from exc
     try:
-        return PgConnection.connect(url, read_only=read_only)
+        return PgConnection.connect(url, read_only=read_only, on_behalf=team.behalf())
     except PgError as exc:
         raise (from_postgres(exc, url) or StorageError(f"Cannot open {url}: {exc}")) from exc
 

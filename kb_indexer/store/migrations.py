@@ -574,7 +574,22 @@ def m140_review(conn: Connection) -> None:
 
 
 @migration
-def m150_search_rules(conn: Connection) -> None:
+def m150_suggestions(conn: Connection) -> None:
+    # Relations the query log suggests (kb_indexer.learn.suggest) that a person dismissed: not suggested again.
+    run_script(conn, """
+    CREATE TABLE suggestion_dismissals (
+        key TEXT PRIMARY KEY,
+        keyword1 TEXT NOT NULL,
+        keyword2 TEXT NOT NULL,
+        similarity_type TEXT NOT NULL,
+        dismissed_by TEXT NOT NULL,
+        dismissed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+    );
+    """)
+
+
+@migration
+def m160_search_rules(conn: Connection) -> None:
     # Pin and hide rules (kb_indexer.search.rules): a curator's decision that a question whose terms include a
     # rule's terms shows a document first (pin) or not at all (hide). ``terms``: the JSON list of the pattern's
     # normalised terms (what questions are matched by); the document is named by its path, as feedback names it.

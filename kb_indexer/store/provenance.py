@@ -66,8 +66,12 @@ def undo_deleted_learned_relations(conn: Connection) -> None:
                  "AND similarity_id IS NULL AND weight > 0")
 
 
-def is_tombstoned(conn: Connection, k1: int, k2: int, sim_type: str) -> bool:
+def is_tombstoned(conn: Connection, k1: int, k2: int, sim_type: str | None) -> bool:
+    """Whether a person deleted the relation of the two keywords of this type (None: of any type)."""
     a, b = min(k1, k2), max(k1, k2)
+    if sim_type is None:
+        return conn.execute("SELECT 1 FROM similarity_tombstones WHERE keyword_id_1 = ? AND keyword_id_2 = ?",
+                            (a, b)).fetchone() is not None
     return conn.execute("SELECT 1 FROM similarity_tombstones WHERE keyword_id_1 = ? AND keyword_id_2 = ? AND "
                         "similarity_type = ?", (a, b, sim_type)).fetchone() is not None
 

@@ -3,13 +3,15 @@
 The *asker* recorded with every query, attempt and feedback mark is the SQL function ``kb_asker()``, the same name
 on both engines, so a statement records it in the row it writes:
 
-- SQLite: registered on each connection (:func:`register`): ``$KBINDEX_USER``, else the OS user. Anyone who can
-  write the file can write any name into it: on one person's file the name is a label, not a proof.
+- SQLite: registered on each connection (:func:`register`): the name of :func:`on_behalf` in force, else
+  ``$KBINDEX_USER``, else the OS user. Anyone who can write the file can write any name into it: on one person's
+  file the name is a label, not a proof.
 - PostgreSQL: a server function (:data:`SERVER_SCHEMA`) returning ``session_user``, the role that logged in, which
   ``SET ROLE`` and ``KBINDEX_USER`` do not change. A service that answers for others (``kbindex mcp --transport
   http``, whose asker is the bearer token's name) records ``role/name``: it sets ``kbindex.on_behalf`` on its
-  session (:func:`on_behalf`), and the role part stays the server's own, so the name says on whose behalf the
-  service asked without letting it pass for a member's role.
+  session (:func:`on_behalf`: each connection opened in the block, a pooled one until it is given back), and the
+  role part stays the server's own, so the name says on whose behalf the service asked without letting it pass
+  for a member's role.
 
 Roles (:func:`role`): an SQLite file's user is its ``owner``. On PostgreSQL the owner of the index's tables (or a
 superuser) is the ``owner``; a member of the role ``kb_curator`` is a ``curator``; a role that may insert history
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import getpass
+import json
 import os
 import sqlite3
 from contextlib import contextmanager
@@ -75,6 +78,41 @@ def register(conn: sqlite3.Connection) -> None:
 def current_asker(conn: Connection) -> str:
     """The name this connection records as the asker."""
     return str(conn.execute("SELECT kb_asker()").fetchone()[0])
+
+
+def principal(conn: Connection, asker: str) -> str:
+    """Whose evidence an asker's is, for the learning policy's count of distinct askers: on PostgreSQL the login
+    role (``role/name`` is a service's role answering for ``name``, and any member could set such a name on its
+    own session), on SQLite the name."""
+    return asker.split("/", 1)[0] if is_postgres(conn) else asker
+
+
+def trusted(conn: Connection, principals: set[str]) -> set[str]:
+    """Of these principals, those whose word is enough for the learning policy on its own: on PostgreSQL the
+    curators and the owner (they could approve the item anyway) and ``unknown`` (rows recorded before askers
+    were, which no role can write now); on SQLite none (anyone who writes the file may write any name)."""
+    if not is_postgres(conn) or not principals:
+        return set()
+    names = sorted(principals - {UNKNOWN})
+    out = {UNKNOWN} & principals
+    if names:
+        out |= {r[0] for r in conn.execute(
+            "SELECT r.rolname FROM pg_roles r WHERE r.rolname IN (SELECT value FROM json_each(?)) AND (r.rolsuper "
+            "OR pg_has_role(r.rolname, (SELECT tableowner FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename = 'queries'), 'MEMBER') OR (EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?) "
+            "AND pg_has_role(r.rolname, ?, 'MEMBER')))", (json.dumps(names), CURATOR_ROLE, CURATOR_ROLE))}
+    return out
+
+
+def shared(conn: Connection) -> bool:
+    """Whether the index is a team's (PostgreSQL: its members' marks on documents a question never returned need a
+    second asker or a curator's review before they count) rather than one person's file."""
+    return is_postgres(conn)
+
+
+def owns(conn: Connection, asker: str, name: str) -> bool:
+    """Whether ``asker`` (as recorded) is ``name``'s: the name itself, or on PostgreSQL ``name/...`` too."""
+    return asker == name or (is_postgres(conn) and asker.startswith(name + "/"))
 
 
 def role(conn: Connection) -> str:

@@ -125,6 +125,9 @@ class PgConnection:
     engine = "postgres"
     #: Every transaction read-only (the server refuses writes: read_only), again after a reconnection.
     read_only = False
+    #: On whose behalf the session asks (``kbindex.on_behalf``, which ``kb_asker()`` appends to the role;
+    #: :func:`kb_indexer.store.team.on_behalf`), again after a reconnection.
+    on_behalf: str | None = None
 
     def __init__(self, raw: psycopg.Connection[Any], target: DbUrl,
                  give_back: Callable[[psycopg.Connection[Any]], None] | None = None):
@@ -134,19 +137,29 @@ class PgConnection:
         self._give_back = give_back
 
     @classmethod
-    def connect(cls, target: DbUrl, *, read_only: bool = False) -> "PgConnection":
+    def connect(cls, target: DbUrl, *, read_only: bool = False, on_behalf: str | None = None) -> "PgConnection":
         """A connection of the process's pool for ``target`` when one serves it, else a new one; with
-        ``read_only``, one whose every transaction is read-only (until it is closed or given back: the pool
-        resets it)."""
+        ``read_only``, one whose every transaction is read-only; with ``on_behalf``, one that asks on behalf of
+        that name (each until it is closed or given back: the pool resets both)."""
         lend = LENDERS.get(target.url)
         conn = lend() if lend is not None else cls.open(target)
-        if read_only:
-            try:
+        try:
+            if read_only:
                 conn._set_read_only()
-            except PgError:
-                conn.close()
-                raise
+            if on_behalf:
+                conn._set_on_behalf(on_behalf)
+        except PgError:
+            conn.close()
+            raise
         return conn
+
+    def _set_on_behalf(self, name: str) -> None:
+        """The session's ``kbindex.on_behalf`` (what ``kb_asker()`` appends to the role) from now on."""
+        self.on_behalf = name
+        try:
+            self.raw.execute("SELECT set_config('kbindex.on_behalf', %s, false)", [name])
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
 
     def _set_read_only(self) -> None:
         """Every transaction of the session read-only from now on (the server refuses its writes)."""
@@ -201,6 +214,8 @@ class PgConnection:
         self.raw = fresh.raw
         if self.read_only:
             self._set_read_only()
+        if self.on_behalf:
+            self._set_on_behalf(self.on_behalf)
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
         rows = [_params(p) for p in parameters]

@@ -404,8 +404,24 @@ def m007_review(conn: PgConnection) -> None:
 
 
 @migration
-def m008_search_rules(conn: PgConnection) -> None:
-    # As SQLite's m150: pin and hide rules. Everyone reads them (every query applies them); the server lets only a
+def m008_suggestions(conn: PgConnection) -> None:
+    # As SQLite's m150: the suggested relations a person dismissed (kb_indexer.learn.suggest).
+    run_script(conn, """
+    CREATE TABLE suggestion_dismissals (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY,
+    key TEXT COLLATE "C" PRIMARY KEY,
+    keyword1 TEXT COLLATE "C" NOT NULL,
+    keyword2 TEXT COLLATE "C" NOT NULL,
+    similarity_type TEXT COLLATE "C" NOT NULL,
+    dismissed_by TEXT COLLATE "C" NOT NULL,
+    dismissed_at TEXT COLLATE "C" NOT NULL DEFAULT kb_now()
+    );
+    """)
+
+
+@migration
+def m009_search_rules(conn: PgConnection) -> None:
+    # As SQLite's m160: pin and hide rules. Everyone reads them (every query applies them); the server lets only a
     # curator (or the owner, whom policies do not bind) write them, as `kbindex rules` does (store/team.py).
     run_script(conn, """
     CREATE TABLE search_rules (

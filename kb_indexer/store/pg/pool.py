@@ -4,7 +4,7 @@ and the server never holds more than ``MAX_SIZE`` connections of the process how
 
 psycopg_pool's ``ConnectionPool``: every connection is checked when it is taken (a lost one is replaced),
 and given back idle: an open transaction is rolled back, advisory locks left by a failed job are released, a
-read-only borrower's setting is undone.
+read-only borrower's setting is undone, and so is the name a borrower asked on behalf of.
 One pool per server URL while :func:`pooled` runs; ``PgConnection.connect`` then lends a connection of it
 (:func:`_lend`), whose ``close()`` gives it back.
 """
@@ -30,8 +30,10 @@ CHECKOUT_TIMEOUT_S = 30.0
 
 def _reset(raw: psycopg.Connection[Any]) -> None:
     """A connection given back: its advisory locks released, its transactions writable again (a read-only
-    borrower's, :meth:`PgConnection.connect`), in one round trip."""
-    raw.execute("SELECT pg_advisory_unlock_all(); RESET default_transaction_read_only")
+    borrower's, :meth:`PgConnection.connect`), asking on no one's behalf (a service's borrower's), in one
+    round trip."""
+    raw.execute("SELECT pg_advisory_unlock_all(), set_config('kbindex.on_behalf', '', false); "
+                "RESET default_transaction_read_only")
 
 
 @contextmanager
