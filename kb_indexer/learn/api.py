@@ -137,6 +137,7 @@ class LearningAPI:
 
     def restore(self, ids: list[int]) -> ReviewResult:
         """Bring removed items back (applied again)."""
+        require_role(self.conn, "curator", "learned restore")
         return cast("ReviewResult", restore(self.conn, self._ids(ids)))
 
     def suggestions(self, limit: int = 20) -> SuggestionsResult:
@@ -171,8 +172,7 @@ class LearningAPI:
     def learned_remove(self, ids: list[int] | None = None, all_: bool = False) -> LearnedRemoveResult:
         for i in ids or []:
             check_id(i, "learned item id")
-        if all_:
-            require_role(self.conn, "curator", "learned remove --all")
+        require_role(self.conn, "curator", "learned remove --all" if all_ else "learned remove")
         return cast("LearnedRemoveResult", learned_remove(self.conn, ids, all_))
 
     def remove_asker(self, name: str) -> RemoveAskerResult:

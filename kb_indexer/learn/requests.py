@@ -1,5 +1,5 @@
-"""A person's `relate` and `unrelate`, applied at once or, under the ``review`` learning policy on a team's index,
-held for a curator: a member's change of a relation then waits in the review queue as a pending item (kind
+"""A person's `relate` and `unrelate`, applied at once or, on a team's index under the ``review`` learning policy
+or one that asks for two askers or more (PostgreSQL's default), held for a curator: a member's change of a relation then waits in the review queue as a pending item (kind
 ``similarity``, key ``request:...``) and changes no expansion until `learned approve` applies it, as the person's
 relation it asked for (the approver recorded as ``decided_by``, the member in the item's detail)."""
 
@@ -26,8 +26,12 @@ def is_request(key: str) -> bool:
 
 
 def _held(conn: Connection) -> bool:
-    """Whether this connection's relation changes wait for review: a member's, under the review policy."""
-    return policy.read(conn)["mode"] == "review" and role(conn) == "member"
+    """Whether this connection's relation changes wait for review: a member's, under the review policy or where
+    the policy asks for two askers or more (one member's word alone changes no one's expansions)."""
+    if role(conn) != "member":
+        return False
+    rules = policy.read(conn)
+    return rules["mode"] == "review" or int(rules["min_askers"]) >= 2
 
 
 def relate(conn: Connection, keyword1: str, keyword2: str, sim_type: str, context: str, score: float,

@@ -200,3 +200,86 @@ CREATE POLICY kb_insert ON query_feedback FOR INSERT WITH CHECK (kb_mine(asker) 
 CREATE POLICY kb_update ON query_feedback FOR UPDATE USING (true) WITH CHECK (true);
 CREATE POLICY kb_delete ON query_feedback FOR DELETE USING (kb_mine(asker) OR kb_is_curator());
 """
+
+
+#: What the PostgreSQL migration ``m010_guards`` adds to :data:`SERVER_SCHEMA`, so that a member's own SQL cannot do
+#: what its commands may not: record a mark, question or attempt under another name (its own rows too), exclude or
+#: bring back excluded marks, rewrite another's question, change the learning policy, decide on review items, or
+#: rewrite the schema's record (``_migrations``). ``kb_curates()``: a curator, the owner (or a superuser).
+GUARDS = """
+CREATE FUNCTION kb_curates() RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN kb_is_curator() OR pg_has_role(session_user, (SELECT tableowner FROM pg_tables
+        WHERE schemaname = current_schema() AND tablename = 'queries'), 'MEMBER');
+END $$;
+CREATE OR REPLACE FUNCTION kb_guard_marks() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF kb_curates() THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.asker IS DISTINCT FROM OLD.asker OR NEW.excluded IS DISTINCT FROM OLD.excluded THEN
+        RAISE EXCEPTION 'permission denied: % may not change who marked, or whether a mark is excluded', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT kb_mine(OLD.asker) AND (NEW.helpful IS DISTINCT FROM OLD.helpful OR NEW.notes IS DISTINCT FROM OLD.notes
+            OR NEW.query_id IS DISTINCT FROM OLD.query_id) THEN
+        RAISE EXCEPTION 'permission denied: % may not change the feedback of %', session_user, OLD.asker
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE FUNCTION kb_guard_asker() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.asker IS DISTINCT FROM OLD.asker AND NOT kb_curates() THEN
+        RAISE EXCEPTION 'permission denied: % may not change who asked', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE FUNCTION kb_guard_question() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (NEW.question IS DISTINCT FROM OLD.question OR NEW.context IS DISTINCT FROM OLD.context)
+            AND NOT kb_mine(OLD.asker) AND NOT kb_curates() THEN
+        RAISE EXCEPTION 'permission denied: % may not rewrite the question of %', session_user, OLD.asker
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER queries_question_guard BEFORE UPDATE ON queries FOR EACH ROW EXECUTE FUNCTION kb_guard_question();
+CREATE FUNCTION kb_guard_decisions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF kb_curates() THEN
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.decided_by IS NOT NULL OR NEW.status IN ('removed', 'rejected') THEN
+            RAISE EXCEPTION 'permission denied: % may not record a decision on a learned item', session_user
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF NEW.decided_by IS DISTINCT FROM OLD.decided_by OR NEW.decided_at IS DISTINCT FROM OLD.decided_at
+            OR NEW.removed_by IS DISTINCT FROM OLD.removed_by OR NEW.removed_at IS DISTINCT FROM OLD.removed_at
+            OR (NEW.status IS DISTINCT FROM OLD.status AND (OLD.status IN ('removed', 'rejected')
+                OR NEW.status IN ('removed', 'rejected'))) THEN
+        RAISE EXCEPTION 'permission denied: % may not decide on, remove or restore a learned item', session_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER learned_items_decisions BEFORE INSERT OR UPDATE ON learned_items
+    FOR EACH ROW EXECUTE FUNCTION kb_guard_decisions();
+CREATE FUNCTION kb_guard_owned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT pg_has_role(session_user, (SELECT tableowner FROM pg_tables WHERE schemaname = current_schema()
+            AND tablename = 'queries'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied: only the owner of the index may change %', TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN COALESCE(NEW, OLD);
+END $$;
+CREATE TRIGGER team_settings_owned BEFORE INSERT OR UPDATE OR DELETE ON team_settings
+    FOR EACH ROW EXECUTE FUNCTION kb_guard_owned();
+CREATE TRIGGER migrations_owned BEFORE INSERT OR UPDATE OR DELETE ON _migrations
+    FOR EACH ROW EXECUTE FUNCTION kb_guard_owned();
+"""

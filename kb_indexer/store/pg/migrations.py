@@ -443,6 +443,13 @@ def m009_search_rules(conn: PgConnection) -> None:
     """)
 
 
+@migration
+def m010_guards(conn: PgConnection) -> None:
+    # PostgreSQL only (SQLite has no roles): what a member may not do with direct SQL either
+    # (kb_indexer.store.team.GUARDS).
+    run_script(conn, team.GUARDS)
+
+
 def _applied(conn: PgConnection) -> list[str] | None:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:
         return None
