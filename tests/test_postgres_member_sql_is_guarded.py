@@ -94,3 +94,22 @@ def test_under_the_default_policy_a_members_relate_waits_for_review(team, run):
     assert "sqlite" not in {s["keyword"] for s in similar}
     mine = run("relate", "alphago", "go engine", "-t", "synonym", "-c", "x", "--db", team["carol"], "-f", "json")
     assert mine.json()["action"] == "created"
+
+
+HISTORY_ONLY = ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}",
+                "GRANT INSERT, UPDATE, DELETE ON queries, query_attempts, query_feedback TO {role}",
+                "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"]
+
+
+def test_a_member_granted_only_the_history_asks_and_marks_and_a_curator_learns(team, run, pg_url):
+    asker = login_role(pg_url, list(HISTORY_ONLY), "agent")
+    assert run("learned", "policy", "--min-askers", "1", "--db", team["owner"]).returncode == 0
+    qid = _marked(run, asker, path="alphago-architecture.md")
+    out = run("refine", str(qid), "-k", "alphago", "--db", asker, "-f", "json")
+    assert out.returncode == 0, out.stderr
+    history = run("history", "--db", asker, "-f", "json")
+    assert history.returncode == 0 and history.json()["queries"], history.stderr
+    _refused(asker, "INSERT INTO learned_items (key, kind, detail, feedback_ids) VALUES ('x', 'keyword', '{}', '[]')")
+    learn = run("learn", "--db", asker, "-f", "json")
+    assert learn.returncode == 1 and learn.error()["code"] == "read_only", learn.stderr
+    assert run("learn", "--db", team["carol"], "-f", "json").json()["applied"] > 0
