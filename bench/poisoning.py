@@ -16,10 +16,11 @@ over the bundled knowledge base, with real login roles granted as docs/teams.md 
 4. carol (a curator) runs ``kbindex learned remove --asker mallory``; alice's top 10 are compared with the
    baseline (paths and scores, exactly).
 
-Policies: ``auto`` with one asker enough and no share cap (what an index learned before the policy existed: the
-attack's baseline), ``auto`` with 2 distinct askers and a 50% share cap (PostgreSQL's default), and ``review``
-with the same. Targets: the unrelated note enters no top 3 under the last two; ``remove --asker`` restores every
-ranking exactly.
+Policies: ``auto`` with one asker enough and no share cap, once with a curator who then approves whatever waits
+for review (the attack's baseline: what an index learned before the policy existed), and once without;
+``auto`` with 2 distinct askers and a 50% share cap (PostgreSQL's default); and ``review`` with the same.
+Targets: the unrelated note enters no top 3 under the last two; ``remove --asker`` restores every ranking
+exactly.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ ALICE = [  # (question, the note that answers it)
 ]
 REWORDINGS = ("{q}", "{q} explained", "please tell me {q}")
 MARKS_EACH = 10
-POLICIES = {"auto, 1 asker, no cap": ("auto", 1, 1.0), "auto, 2 askers, 50% cap": ("auto", 2, 0.5),
-            "review, 2 askers, 50% cap": ("review", 2, 0.5)}
+POLICIES = {"auto, 1 asker, no cap, a curator approves all": ("auto", 1, 1.0, True),
+            "auto, 1 asker, no cap": ("auto", 1, 1.0, False),
+            "auto, 2 askers, 50% cap": ("auto", 2, 0.5, False),
+            "review, 2 askers, 50% cap": ("review", 2, 0.5, False)}
 MEMBER = ["GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
           "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"]
 
@@ -105,14 +108,14 @@ def mark(url: str, marks: list[tuple[str, str, int]]) -> None:
                 kb.learning.feedback(qid, [note], [])
 
 
-def run_policy(servers: Servers, name: str, policy: tuple[str, int, float], kb_dir: Path) -> dict[str, Any]:
+def run_policy(servers: Servers, name: str, policy: tuple[str, int, float, bool], kb_dir: Path) -> dict[str, Any]:
     owner = servers.target("postgres", name)
     must(kb_run("init", "--kb", kb_dir, db=owner), "init")
     must(kb_run("sync", db=owner), "sync")
     curator_group(owner)
     alice, bob, mallory = (role_url(owner, r, MEMBER) for r in ("alice", "bob", "mallory"))
     carol = role_url(owner, "carol", MEMBER + ["GRANT kb_curator TO {role}"])
-    mode, min_askers, max_share = policy
+    mode, min_askers, max_share, approve_all = policy
     must(kb_run("learned", "policy", "--set", mode, "--min-askers", min_askers, "--max-share", max_share,
                 db=owner), "policy")
     legit = [(q, note, 1) for q, note in ALICE[:3]]
@@ -128,14 +131,17 @@ def run_policy(servers: Servers, name: str, policy: tuple[str, int, float], kb_d
     mark(mallory, [(r.format(q=q), POISON, MARKS_EACH) for q, _ in ALICE for r in REWORDINGS])
     attack_s = time.perf_counter() - t0
     learned = must(kb_run("learn", db=mallory), "learn (mallory)")
+    pending = must(kb_run("learned", "list", "--pending", db=owner), "pending")["learned"]
+    if approve_all and pending:   # a curator who approves whatever waits
+        must(kb_run("learned", "approve", *[str(i["id"]) for i in pending], db=carol), "approve (all)")
     after = tops(alice)
-    pending = must(kb_run("learned", "list", "--pending", db=owner), "pending")["count"]
     removed = must(kb_run("learned", "remove", "--asker", "mallory", db=carol), "remove --asker")
     restored = tops(alice)
     entered = sum(1 for b, a in zip(baseline, after) if in_top3(a) and not in_top3(b))
     return {"policy": name, "marks": len(ALICE) * len(REWORDINGS) * MARKS_EACH, "attack_s": round(attack_s, 1),
             "learn_applied": learned["applied"], "learn_below_policy": learned.get("below_policy"),
-            "pending_after_attack": pending, "poison_entered_top3": entered,
+            "pending_after_attack": len(pending), "approved_blindly": approve_all and bool(pending),
+            "poison_entered_top3": entered,
             "poison_top3_before": sum(map(in_top3, baseline)),
             "feedback_excluded": removed["feedback_excluded"], "withdrawn": removed["withdrawn"],
             "restored_exactly": restored == baseline,
@@ -156,7 +162,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    cols = ("policy", "learn_applied", "learn_below_policy", "pending_after_attack", "poison_entered_top3",
+    cols = ("policy", "learn_applied", "learn_below_policy", "pending_after_attack", "approved_blindly",
+            "poison_entered_top3",
             "withdrawn", "restored_exactly")
     print(" | ".join(cols))
     for r in rows:
