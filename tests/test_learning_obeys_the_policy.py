@@ -121,3 +121,13 @@ def test_remove_asker_from_the_command_line(kb, run):
     assert out.json()["feedback_excluded"] == 1 and out.json()["withdrawn"] >= 1
     table = run("learned", "remove", "--asker", "mallory", "--db", str(kb.db_path))
     assert table.returncode == 0 and "feedback_excluded" in table.stdout
+
+
+def test_restoring_an_item_written_outside_kbindex_is_refused_and_writes_nothing(kb, run):
+    kb.conn.execute("INSERT INTO learned_items (key, kind, detail, feedback_ids, status) "
+                    "VALUES ('association:forged', 'association', '{}', '[]', 'removed')")
+    kb.conn.commit()
+    out = run("learned", "restore", "1", "--db", str(kb.db_path), "-f", "json")
+    assert out.returncode == 1 and out.error()["code"] == "invalid_input", out.stderr
+    assert "lacks document_id, terms, weight" in out.error()["message"]
+    assert kb.conn.execute("SELECT status FROM learned_items").fetchone()[0] == "removed"

@@ -6,7 +6,7 @@ import itertools
 import json
 from typing import Any
 
-from kb_indexer.errors import UsageError
+from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.learn import policy, wording
 from kb_indexer.learn.boosts import association_boosts as association_boosts  # the query path's entry (api.py)
 from kb_indexer.learn.learner import analyse, inactive, load_events
@@ -339,10 +339,27 @@ def hold(conn: Connection, items: list[dict[str, Any]]) -> None:
                      similarity_id=item.get("similarity_id"))
 
 
+_NEEDS = {"association": ("document_id", "terms", "weight"), "keyword": ("document_id", "keyword", "weight"),
+          "similarity": ("keyword1", "keyword2", "type", "score"), "score": ("similarity_id", "delta")}
+
+
 def stored_item(row: Row) -> dict[str, Any]:
-    """A learned item as the learner derived it, from its stored row."""
-    return dict(json.loads(row["detail"]), kind=row["kind"], key=row["key"],
-                feedback_ids=json.loads(row["feedback_ids"]))
+    """A learned item as the learner derived it, from its stored row (``invalid_input`` for a row written outside
+    kbindex that lacks what applying it needs: nothing is applied)."""
+    try:
+        detail = json.loads(row["detail"] or "{}")
+        feedback_ids = json.loads(row["feedback_ids"] or "[]")
+    except ValueError:
+        detail, feedback_ids = None, None
+    if not isinstance(detail, dict) or not isinstance(feedback_ids, list):
+        raise ValidationError(f"learned item {row['id']} is not readable (written outside kbindex?); remove it")
+    if detail.get("document_id") is None and row["document_id"] is not None:
+        detail["document_id"] = row["document_id"]
+    lacks = [k for k in _NEEDS.get(row["kind"], ()) if detail.get(k) is None] if not detail.get("request") else []
+    if lacks:
+        raise ValidationError(f"learned item {row['id']} lacks {', '.join(lacks)} (written outside kbindex?); "
+                              "remove it with `kbindex learned remove`")
+    return dict(detail, kind=row["kind"], key=row["key"], feedback_ids=feedback_ids)
 
 
 def _public(conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
