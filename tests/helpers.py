@@ -143,3 +143,34 @@ def login_role(pg_url: str, grants: list[str], prefix: str = "role") -> str:
             conn.execute(grant.format(role=role))
     scheme, rest = pg_url.split("://", 1)
     return f"{scheme}://{role}@{rest.split('@', 1)[1]}"
+
+
+#: The grants of docs/teams.md ("Who asked, and who may do what"), each formatted with ``{role}``.
+MEMBER = ["GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+          "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"]
+READER = ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"]
+
+
+def curator_group(pg_url: str) -> None:
+    """The server's ``kb_curator`` role, made once (roles are the server's, shared by every test database)."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'kb_curator'").fetchone() is None:
+            try:
+                conn.execute("CREATE ROLE kb_curator NOLOGIN")
+            except psycopg.errors.DuplicateObject:   # another test made it meanwhile
+                pass
+
+
+def team_of(pg_url: str, project, run, members=("alice", "bob"), readers=()) -> dict[str, str]:
+    """The bundled KB initialised and synced on ``pg_url`` by its owner, and login roles granted as docs/teams.md
+    says: the ``members``, a curator ``carol`` and the ``readers``; name -> URL (``owner``: ``pg_url``)."""
+    assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
+    assert run("sync", "--db", pg_url).returncode == 0
+    curator_group(pg_url)
+    roles = {name: login_role(pg_url, list(MEMBER), name) for name in members}
+    roles["carol"] = login_role(pg_url, MEMBER + ["GRANT kb_curator TO {role}"], "carol")
+    roles.update({name: login_role(pg_url, list(READER), name) for name in readers})
+    roles["owner"] = pg_url
+    return roles

@@ -210,11 +210,11 @@ def test_cli_rules_pin_list_remove_and_json_errors(indexed, run):
 @pytest.fixture
 def team(pg_url, project, run):
     from tests.helpers import login_role
-    from tests.test_postgres_team_roles import MEMBER, READER, _curator_group
+    from tests.helpers import MEMBER, READER, curator_group
 
     assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
     assert run("sync", "--db", pg_url).returncode == 0
-    _curator_group(pg_url)
+    curator_group(pg_url)
     return {"member": login_role(pg_url, list(MEMBER), "alice"),
             "curator": login_role(pg_url, MEMBER + ["GRANT kb_curator TO {role}"], "carol"),
             "reader": login_role(pg_url, [*READER], "reader"), "owner": pg_url}

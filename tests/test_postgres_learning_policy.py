@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import login_role
-from tests.test_postgres_team_roles import MEMBER, _curator_group, _name
+from tests.helpers import team_of
+from tests.test_postgres_team_roles import _name
 
 pytest.importorskip("psycopg")
 
@@ -17,11 +17,7 @@ QUESTIONS = ("how does alphago work", "how alphago works")
 
 @pytest.fixture
 def team(pg_url, project, run):
-    assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
-    assert run("sync", "--db", pg_url).returncode == 0
-    _curator_group(pg_url)
-    return {"alice": login_role(pg_url, list(MEMBER), "alice"), "bob": login_role(pg_url, list(MEMBER), "bob"),
-            "carol": login_role(pg_url, MEMBER + ["GRANT kb_curator TO {role}"], "carol"), "owner": pg_url}
+    return team_of(pg_url, project, run)
 
 
 def _mark(url: str, behalf: str | None = None, note: str = POISON) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import login_role
-from tests.test_postgres_team_roles import MEMBER, _curator_group, _name
+from tests.helpers import login_role, team_of
+from tests.test_postgres_team_roles import _name
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -18,11 +18,7 @@ POISON = "sqlite-full-text-search.md"
 
 @pytest.fixture
 def team(pg_url, project, run):
-    assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
-    assert run("sync", "--db", pg_url).returncode == 0
-    _curator_group(pg_url)
-    return {"alice": login_role(pg_url, list(MEMBER), "alice"), "mallory": login_role(pg_url, list(MEMBER), "mal"),
-            "carol": login_role(pg_url, MEMBER + ["GRANT kb_curator TO {role}"], "carol"), "owner": pg_url}
+    return team_of(pg_url, project, run, members=("alice", "mallory"))
 
 
 def _marked(run, url, question="how does alphago work", path=POISON) -> int:

@@ -8,35 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import login_role
+from tests.helpers import team_of
 
 pytest.importorskip("psycopg")
 
-MEMBER = ["GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
-          "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"]
-READER = ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"]
-
-
-def _curator_group(pg_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'kb_curator'").fetchone() is None:
-            try:
-                conn.execute("CREATE ROLE kb_curator NOLOGIN")
-            except psycopg.errors.DuplicateObject:   # another test made it meanwhile (roles are the server's)
-                pass
-
-
 @pytest.fixture
 def team(pg_url, project, run):
-    assert run("init", "--db", pg_url, "--kb", project / "knowledge-base").returncode == 0
-    assert run("sync", "--db", pg_url).returncode == 0
-    _curator_group(pg_url)
-    roles = {"alice": login_role(pg_url, list(MEMBER), "alice"), "bob": login_role(pg_url, list(MEMBER), "bob"),
-             "carol": login_role(pg_url, MEMBER + ["GRANT kb_curator TO {role}"], "carol"),
-             "reader": login_role(pg_url, list(READER), "reader"), "owner": pg_url}
-    return roles
+    return team_of(pg_url, project, run, readers=("reader",))
 
 
 def _name(url: str) -> str:

@@ -6,7 +6,7 @@ relation it asked for (the approver recorded as ``decided_by``, the member in th
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from typing import Any
 
 from kb_indexer.errors import NotFoundError
@@ -74,7 +74,7 @@ def _hold(conn: Connection, detail: dict[str, Any]) -> int:
     lid = inserted_id(conn.execute(
         "INSERT INTO learned_items (key, kind, detail, feedback_ids, weight, status) "
         "VALUES (?, 'similarity', ?, '[]', ?, 'pending') RETURNING id",
-        (PREFIX + uuid.uuid4().hex, json.dumps(detail, sort_keys=True), detail.get("score", 0.0))))
+        (PREFIX + os.urandom(16).hex(), json.dumps(detail, sort_keys=True), detail.get("score", 0.0))))
     set_learned_feedback(conn, lid, [])
     return lid
 

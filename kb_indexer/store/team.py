@@ -205,13 +205,13 @@ CREATE POLICY kb_delete ON query_feedback FOR DELETE USING (kb_mine(asker) OR kb
 #: What the PostgreSQL migration ``m010_guards`` adds to :data:`SERVER_SCHEMA`, so that a member's own SQL cannot do
 #: what its commands may not: record a mark, question or attempt under another name (its own rows too), exclude or
 #: bring back excluded marks, rewrite another's question, change the learning policy, decide on review items, or
-#: rewrite the schema's record (``_migrations``). ``kb_curates()``: a curator, the owner (or a superuser).
+#: rewrite the schema's record (``_migrations``). ``kb_is_owner()``: the tables' owner (or a superuser);
+#: ``kb_curates()``: a curator or the owner.
 GUARDS = """
-CREATE FUNCTION kb_curates() RETURNS boolean LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN kb_is_curator() OR pg_has_role(session_user, (SELECT tableowner FROM pg_tables
-        WHERE schemaname = current_schema() AND tablename = 'queries'), 'MEMBER');
-END $$;
+CREATE FUNCTION kb_is_owner() RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT pg_has_role(session_user, (SELECT tableowner FROM pg_tables
+        WHERE schemaname = current_schema() AND tablename = 'queries'), 'MEMBER') $$;
+CREATE FUNCTION kb_curates() RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT kb_is_curator() OR kb_is_owner() $$;
 CREATE OR REPLACE FUNCTION kb_guard_marks() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF kb_curates() THEN
@@ -271,8 +271,7 @@ CREATE TRIGGER learned_items_decisions BEFORE INSERT OR UPDATE ON learned_items
     FOR EACH ROW EXECUTE FUNCTION kb_guard_decisions();
 CREATE FUNCTION kb_guard_owned() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT pg_has_role(session_user, (SELECT tableowner FROM pg_tables WHERE schemaname = current_schema()
-            AND tablename = 'queries'), 'MEMBER') THEN
+    IF NOT kb_is_owner() THEN
         RAISE EXCEPTION 'permission denied: only the owner of the index may change %', TG_TABLE_NAME
             USING ERRCODE = 'insufficient_privilege';
     END IF;
