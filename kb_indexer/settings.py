@@ -4,7 +4,8 @@ sets, and whether a ``.env`` may set it (:mod:`kb_indexer.llm.envfile`). The mod
 after start-up, and tests set variables between calls); how a bad value is answered stays with the module
 that uses it. The table of docs/configuration-and-security.md is :func:`markdown_table` (a test compares them).
 
-Imports nothing but :mod:`os`: most commands read a setting on their way to the first result.
+Imports nothing but :mod:`os` and :mod:`typing` (loaded already): most commands read a setting on their way
+to the first result.
 """
 
 from __future__ import annotations

@@ -93,14 +93,14 @@ def _timeout_retries(timeout: float | None, retries: int | None) -> tuple[float,
     """The call timeout and retries: as given, else ``KBINDEX_LLM_TIMEOUT``/``KBINDEX_LLM_RETRIES``, else defaults."""
     if timeout is not None:
         timeout = check_timeout(timeout)
-    elif settings.raw("KBINDEX_LLM_TIMEOUT"):
-        timeout = _number("KBINDEX_LLM_TIMEOUT", settings.raw("KBINDEX_LLM_TIMEOUT"), float)
+    elif given := settings.raw("KBINDEX_LLM_TIMEOUT"):
+        timeout = _number("KBINDEX_LLM_TIMEOUT", given, float)
     else:
         timeout = DEFAULT_TIMEOUT
     if retries is not None:
         retries = max(0, int(retries))
-    elif settings.raw("KBINDEX_LLM_RETRIES"):
-        retries = _number("KBINDEX_LLM_RETRIES", settings.raw("KBINDEX_LLM_RETRIES"), int)
+    elif given := settings.raw("KBINDEX_LLM_RETRIES"):
+        retries = _number("KBINDEX_LLM_RETRIES", given, int)
     else:
         retries = DEFAULT_RETRIES
     return timeout, retries
