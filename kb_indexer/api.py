@@ -23,6 +23,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, cast
 
+from kb_indexer import settings
 from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
@@ -442,7 +443,7 @@ class KnowledgeBase:
         the top results (:mod:`kb_indexer.search.rerank`; the result's ``rerank`` object says how).
         """
         reranker = None
-        if rerank is not None or os.environ.get("KBINDEX_RERANK"):
+        if rerank is not None or settings.flag("KBINDEX_RERANK"):
             from kb_indexer.search import rerank as stage  # lazy: the LLM client, reranked queries only
             spec = stage.resolve(rerank)
             if spec is not None:   # runs before the attempt is recorded: the history keeps the order shown

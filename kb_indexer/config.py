@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Union
 from urllib.parse import unquote
 
+from kb_indexer import settings
 from kb_indexer.notices import warn
 
 DB_FILENAME = "kbindex.db"
@@ -82,7 +83,7 @@ def redact_message(text: str, url: str) -> str:
 
 def find_db(db: str | os.PathLike[str] | DbUrl | None = None, *, start: Path | None = None) -> DbTarget:
     """Resolve the index path (it may not exist yet), or the PostgreSQL server a URL names."""
-    given = db or os.environ.get("KBINDEX_DB")
+    given = db or settings.raw("KBINDEX_DB")
     if isinstance(given, DbUrl):
         return given
     if given and is_db_url(given):
@@ -112,12 +113,12 @@ def named_db(db: object = None) -> bool:
     """Whether the index is named (``db``, else ``KBINDEX_DB``) rather than found by :func:`find_db` in the
     working folder or a parent. A found one may have come with a cloned repository: the knowledge-base root
     it names is checked (:func:`kb_indexer.roots.foreign_root`)."""
-    return bool(db) or bool(os.environ.get("KBINDEX_DB"))
+    return bool(db) or settings.flag("KBINDEX_DB")
 
 
 def named_root(kb: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
     """The knowledge-base root named for this call (``kb``, else ``KBINDEX_KB``); None: the index's own."""
-    return kb or os.environ.get("KBINDEX_KB") or None
+    return kb or settings.raw("KBINDEX_KB") or None
 
 
 def default_kb_root(db_path: DbTarget) -> Path:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError, ValidationError
 from kb_indexer.text import INVISIBLE_FILLERS
 
@@ -66,7 +66,7 @@ _NOT_IN_SESSION_IDS = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
 def max_doc_bytes() -> int:
-    raw = os.environ.get("KBINDEX_MAX_DOC_BYTES", "").strip()
+    raw = settings.text("KBINDEX_MAX_DOC_BYTES")
     if not raw:
         return DEFAULT_MAX_DOC_BYTES
     try:

@@ -32,13 +32,13 @@ generator closed) is saved with what was written of the answer, ending with ``CA
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 
+from kb_indexer import settings
 from kb_indexer.api import KnowledgeBase, QueryOptions, render_query
 from kb_indexer.chat import export, mentions, prompt, usage
 from kb_indexer.chat.source import Source, open_source
@@ -80,7 +80,7 @@ class Event:
 
 
 def _default_timeout(llm: Any) -> bool:
-    return getattr(llm, "timeout", None) is None and not os.environ.get("KBINDEX_LLM_TIMEOUT", "").strip()
+    return getattr(llm, "timeout", None) is None and not settings.text("KBINDEX_LLM_TIMEOUT")
 
 
 def _pct(tokens: int, window: int) -> float | None:

@@ -12,9 +12,9 @@ A renderer gets every event's text terminal-safe (:func:`displayable`); the reco
 
 from __future__ import annotations
 
-import os
 from typing import Any, TextIO
 
+from kb_indexer import settings
 from kb_indexer.api import documented_error
 from kb_indexer.chat.usage import usage_line
 from kb_indexer.chat.view import INFO_KINDS, citations_line, error_line, event_line
@@ -154,7 +154,7 @@ def failure(exc: Exception) -> dict[str, Any]:
     mapped = documented_error(exc)
     if mapped is not None:
         return mapped.to_dict()
-    if os.environ.get("KBINDEX_DEBUG"):
+    if settings.flag("KBINDEX_DEBUG"):
         raise exc
     return {"code": "internal", "message": f"{type(exc).__name__}: {exc} (a bug in kbindex: rerun with "
             "KBINDEX_DEBUG=1 for the traceback and please report it)"}

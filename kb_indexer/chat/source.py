@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_indexer import settings
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.config import DbArg, DbTarget, DbUrl, find_db, named_db
 from kb_indexer.errors import UsageError
@@ -76,7 +77,7 @@ def data_dir() -> Path:
 
 
 def chat_store_path() -> Path:
-    env = os.environ.get("KBINDEX_CHAT_DB", "").strip()
+    env = settings.text("KBINDEX_CHAT_DB")
     if env:
         return Path(env).expanduser().absolute()
     return data_dir() / "chat.db"

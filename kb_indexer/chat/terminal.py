@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -27,6 +26,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 from rich.text import Text
 
+from kb_indexer import settings
 from kb_indexer.chat.commands import NAMES, Outcome, is_command, run_command
 from kb_indexer.chat.mdstream import RichRenderer
 from kb_indexer.chat.mentions import complete
@@ -42,7 +42,7 @@ MAX_COMPLETIONS = 50
 def history_path() -> Path:
     """Where the input history lives: ``KBINDEX_CHAT_HISTORY``, else ``$XDG_DATA_HOME/kbindex/chat_history``
     (``~/.local/share/kbindex/chat_history``)."""
-    env = os.environ.get("KBINDEX_CHAT_HISTORY", "").strip()
+    env = settings.text("KBINDEX_CHAT_HISTORY")
     if env:
         return Path(env).expanduser()
     return data_dir() / "chat_history"

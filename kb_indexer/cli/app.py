@@ -13,6 +13,7 @@ import typer
 from typer._click.exceptions import UsageError   # the click that Typer vendors
 from typer.core import TyperGroup
 
+from kb_indexer import settings
 from kb_indexer import __version__
 from kb_indexer.cli import interrupted
 from kb_indexer.cli.output import Format, dumps, echo
@@ -148,7 +149,7 @@ class KbGroup(TyperGroup):
             from kb_indexer.api import documented_error
 
             mapped = documented_error(exc)
-            if mapped is None and os.environ.get("KBINDEX_DEBUG"):
+            if mapped is None and settings.flag("KBINDEX_DEBUG"):
                 raise
             if mapped is None:
                 mapped = KbError(internal_message(exc), code="internal")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError
 
 ENV = "KBINDEX_CONTEXT_WINDOW"
@@ -35,7 +36,7 @@ def resolve_window(window: int | None, backend: str | None = None, model: str | 
     """(window, where it came from)."""
     if window is not None:
         return check_window(window), "--window"
-    raw = os.environ.get(ENV, "").strip()
+    raw = settings.text(ENV)
     if raw:
         try:
             value = int(raw)

@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
+from kb_indexer import settings
 from kb_indexer.config import redact
 from kb_indexer.errors import ValidationError
 
@@ -85,7 +86,7 @@ def _which_root(root: Path, from_cwd: bool) -> str:
     the server's folders are not a remote client's business, and its paths are relative to the root anyway."""
     if not from_cwd:
         return ""
-    named = os.environ.get("KBINDEX_DB")
+    named = settings.raw("KBINDEX_DB")
     return f" {root}" + (f" (the root of the index KBINDEX_DB names: {redact(named)})" if named else "")
 
 

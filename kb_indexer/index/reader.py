@@ -18,6 +18,7 @@ from pathlib import Path
 from itertools import islice
 from typing import Any, Iterator, Union
 
+from kb_indexer import settings
 from kb_indexer.beneath import cached_folders
 from kb_indexer.errors import KbError, ValidationError
 from kb_indexer.index.loader import LoadedDocument, load_document
@@ -63,7 +64,7 @@ DEFAULT_READ_SECONDS = 30.0
 
 def read_seconds() -> float:
     """The time budget for reading one file (``KBINDEX_READ_SECONDS``, default 30 s)."""
-    configured = os.environ.get(READ_SECONDS_ENV, "").strip()
+    configured = settings.text(READ_SECONDS_ENV)
     try:
         value = float(configured) if configured else DEFAULT_READ_SECONDS
     except ValueError:
@@ -155,7 +156,7 @@ def _exit_with_parent(parent: int) -> None:
 
 def worker_count(todo: int) -> int:
     """Worker processes for a sync of ``todo`` documents (0: read in this process)."""
-    configured = os.environ.get(WORKERS_ENV, "").strip()
+    configured = settings.text(WORKERS_ENV)
     if configured:
         try:
             return max(0, min(int(configured), 32))

@@ -8,27 +8,10 @@ set and when it is ignored) is read the first time an LLM-using command resolves
 settings; it never overrides a variable that is already set. A server URL that came from
 the ``.env`` gets only an API key from that same file, never one from the real environment.
 
-Environment variables:
-
-=========================  ==================================================
-``KBINDEX_LLM_BACKEND``    ``ollama`` (default where an LLM is needed), ``gemini``, ``openai`` or ``none``
-``KBINDEX_LLM_MODEL``      the model (default depends on the backend)
-``KBINDEX_LLM_TIMEOUT``    seconds one LLM call may take in all, retries included (default 60)
-``KBINDEX_LLM_RETRIES``    retries on 429/5xx/connection errors (default 2)
-``KBINDEX_LLM_MAX_TOKENS`` hard cap on the tokens of any answer (default 1024)
-``OLLAMA_HOST``            Ollama server (default http://127.0.0.1:11434)
-``GEMINI_API_KEY``         Gemini key (or ``GOOGLE_API_KEY``)
-``KBINDEX_GEMINI_BASE_URL`` another Gemini endpoint (proxies, tests)
-``KBINDEX_OPENAI_BASE_URL`` OpenAI-compatible server (default http://127.0.0.1:8080/v1)
-``OPENAI_API_KEY``         its key, if it wants one
-``OLLAMA_API_KEY``         Ollama's key, if the server wants one
-``KBINDEX_ENV_FILE``       the ``.env`` to read instead of ``./.env`` (real environment only)
-``KBINDEX_NO_DOTENV``      set to skip reading ``.env``
-``KBINDEX_LLM_PLUGINS``    modules or .py files that register more backends (real environment only)
-``KBINDEX_EMBED_BACKEND``  embedding backend: ``ollama``, ``gemini``, ``openai``, ``local`` or ``none``
-                           (default: the one the index's vectors were made with, else ``ollama``)
-``KBINDEX_EMBED_MODEL``    embedding model (default: the index's, else the backend's default)
-=========================  ==================================================
+The ``KBINDEX_*`` variables read here (backend, model, timeout, retries, token cap, server URLs, the
+embedding backend and model) are declared, with their defaults, in :mod:`kb_indexer.settings`. Besides
+them: ``OLLAMA_HOST`` (Ollama's server, default http://127.0.0.1:11434), ``OLLAMA_API_KEY``,
+``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``), ``GOOGLE_GEMINI_BASE_URL`` and ``OPENAI_API_KEY``.
 """
 
 from __future__ import annotations
@@ -36,9 +19,10 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import registry
 from kb_indexer.llm.envfile import SERVERS, EnvFile, forget_warnings, read_env_file, warn
@@ -105,18 +89,18 @@ def check_timeout(value: Any, name: str = "--llm-timeout") -> float:
     return out
 
 
-def _timeout_retries(timeout: float | None, retries: int | None, env: Any) -> tuple[float, int]:
+def _timeout_retries(timeout: float | None, retries: int | None) -> tuple[float, int]:
     """The call timeout and retries: as given, else ``KBINDEX_LLM_TIMEOUT``/``KBINDEX_LLM_RETRIES``, else defaults."""
     if timeout is not None:
         timeout = check_timeout(timeout)
-    elif env.get("KBINDEX_LLM_TIMEOUT"):
-        timeout = _number("KBINDEX_LLM_TIMEOUT", env["KBINDEX_LLM_TIMEOUT"], float)
+    elif given := settings.raw("KBINDEX_LLM_TIMEOUT"):
+        timeout = _number("KBINDEX_LLM_TIMEOUT", given, float)
     else:
         timeout = DEFAULT_TIMEOUT
     if retries is not None:
         retries = max(0, int(retries))
-    elif env.get("KBINDEX_LLM_RETRIES"):
-        retries = _number("KBINDEX_LLM_RETRIES", env["KBINDEX_LLM_RETRIES"], int)
+    elif given := settings.raw("KBINDEX_LLM_RETRIES"):
+        retries = _number("KBINDEX_LLM_RETRIES", given, int)
     else:
         retries = DEFAULT_RETRIES
     return timeout, retries
@@ -210,14 +194,15 @@ def _endpoint(backend: str, env: Any, dotenv: EnvFile, sources: dict[str, str]) 
 _T = TypeVar("_T")
 
 
-def _choose(flag: str | None, var: str, env: Mapping[str, str], dotenv: EnvFile, *fallbacks: tuple[bool, _T, str],
+def _choose(flag: str | None, var: str, dotenv: EnvFile, *fallbacks: tuple[bool, _T, str],
             lower: bool = False) -> tuple[str | _T, str]:
     """One setting and where it came from: the flag, else the environment variable ``var`` (or ``.env``),
     else the first ``(applies, value, source)`` fallback that applies."""
     if flag:
         return (flag.strip().lower() if lower else flag), "flag"
-    if env.get(var):
-        return (env[var].strip().lower() if lower else env[var]), _source(var, dotenv)
+    value = settings.raw(var)
+    if value:
+        return (value.strip().lower() if lower else value), _source(var, dotenv)
     return next((value, source) for applies, value, source in fallbacks if applies)
 
 
@@ -228,18 +213,18 @@ def resolve(opts: LLMOptions | None = None) -> LLMConfig:
     env = os.environ
     sources: dict[str, str] = {}
 
-    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", env, dotenv,
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_LLM_BACKEND", dotenv,
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
     backend_error = unknown_backend(opts)
     if backend_error:   # named by the environment or .env: the LLM is off, features fall back
         backend = registry.DISABLED
     spec = None if backend == registry.DISABLED else registry.get(backend)  # UsageError when unknown (a flag)
-    model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", env, dotenv,
+    model, sources["model"] = _choose(opts.model, "KBINDEX_LLM_MODEL", dotenv,
                                       (True, spec.default_model if spec else None, "default"))
 
-    timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
-    cap = (_number("KBINDEX_LLM_MAX_TOKENS", env["KBINDEX_LLM_MAX_TOKENS"], int)
-           if env.get("KBINDEX_LLM_MAX_TOKENS") else DEFAULT_MAX_TOKENS)
+    timeout, retries = _timeout_retries(opts.timeout, opts.retries)
+    raw_cap = settings.raw("KBINDEX_LLM_MAX_TOKENS")
+    cap = _number("KBINDEX_LLM_MAX_TOKENS", raw_cap, int) if raw_cap else DEFAULT_MAX_TOKENS
 
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries,
                      use_cache=not opts.no_cache, max_tokens_cap=cap, sources=sources,
@@ -270,7 +255,7 @@ def _unknown_from_env(flag: str | None, var: str, what: str, consequence: str, w
     if flag:
         return None
     dotenv = load_env()
-    value = os.environ.get(var, "").strip().lower()
+    value = settings.text(var).lower()
     if not value or value == registry.DISABLED or value in registry.names():
         return None
     where = dotenv.path if var in dotenv.applied else "the environment"
@@ -287,7 +272,7 @@ def chosen_backend(opts: LLMOptions | None = None) -> str | None:
     if opts.backend:
         return opts.backend.strip().lower()
     load_env()
-    return os.environ.get("KBINDEX_LLM_BACKEND", "").strip().lower() or None
+    return settings.text("KBINDEX_LLM_BACKEND").lower() or None
 
 
 def is_configured(opts: LLMOptions | None = None) -> bool:
@@ -326,17 +311,17 @@ def resolve_embed(opts: EmbedOptions | None = None, stored: tuple[str, str] | No
     dotenv = load_env()
     env = os.environ
     sources: dict[str, str] = {}
-    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", env, dotenv,
+    backend, sources["backend"] = _choose(opts.backend, "KBINDEX_EMBED_BACKEND", dotenv,
                                           (stored is not None, stored[0] if stored else DEFAULT_BACKEND, "index"),
                                           (True, DEFAULT_BACKEND, "default"), lower=True)
     backend_error = None if opts.backend else unknown_embed_backend()
     if backend_error:   # named by the environment or .env (an unknown flag stays bad usage)
         backend = registry.DISABLED
     spec = None if backend == registry.DISABLED else registry.get(backend, "embedding")
-    model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", env, dotenv,
+    model, sources["model"] = _choose(opts.model, "KBINDEX_EMBED_MODEL", dotenv,
                                       (stored is not None and stored[0] == backend, stored and stored[1], "index"),
                                       (True, spec.default_embed_model if spec else None, "default"))
-    timeout, retries = _timeout_retries(opts.timeout, opts.retries, env)
+    timeout, retries = _timeout_retries(opts.timeout, opts.retries)
     return LLMConfig(backend=backend, model=model, timeout=timeout, retries=retries, use_cache=True,
                      sources=sources, env_file=str(dotenv.path) if dotenv.path else None, backend_error=backend_error,
                      **_endpoint(backend, env, dotenv, sources))
@@ -348,5 +333,5 @@ def embed_configured(opts: EmbedOptions | None = None) -> bool:
     if opts.backend:
         return opts.backend.strip().lower() != registry.DISABLED
     load_env()
-    value = os.environ.get("KBINDEX_EMBED_BACKEND", "").strip().lower()
+    value = settings.text("KBINDEX_EMBED_BACKEND").lower()
     return bool(value) and value != registry.DISABLED

@@ -28,6 +28,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_indexer import settings
 from kb_indexer import notices
 from kb_indexer.limits import MAX_ENV_FILE_BYTES
 
@@ -41,12 +42,8 @@ SERVERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "openai": (("KBINDEX_OPENAI_BASE_URL",), ("OPENAI_API_KEY",)),
 }
 
-#: The only names a ``.env`` may set.
-ALLOWED = frozenset({
-    "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "KBINDEX_LLM_TIMEOUT", "KBINDEX_LLM_RETRIES",
-    "KBINDEX_LLM_MAX_TOKENS", "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL",
-    *(name for urls, keys in SERVERS.values() for name in urls + keys),
-})
+#: The only names a ``.env`` may set: the ``KBINDEX_*`` settings declared so, and the servers' URLs and keys.
+ALLOWED = frozenset({*settings.dotenv_names(), *(name for urls, keys in SERVERS.values() for name in urls + keys)})
 
 #: Names that make kbindex load code: why they are refused gets its own words.
 CODE_KEYS = frozenset({"KBINDEX_LLM_PLUGINS"})
@@ -83,7 +80,7 @@ def forget_warnings() -> None:
 
 def _candidate() -> Path | None:
     """The file to read: ``KBINDEX_ENV_FILE``, else ``./.env`` when there is one."""
-    named = os.environ.get(ENV_FILE_VAR, "").strip()
+    named = settings.text(ENV_FILE_VAR)
     if named:
         path = Path(named).expanduser().absolute()
         if not os.path.lexists(path):
@@ -163,7 +160,7 @@ def _parse(path: Path, text: str) -> dict[str, str]:
 
 def read_env_file() -> EnvFile:
     """Read the ``.env`` (see the module docstring) and set its allowed values that are not set yet."""
-    if os.environ.get(NO_DOTENV_VAR):
+    if settings.flag(NO_DOTENV_VAR):
         return EnvFile()
     path = _candidate()
     text = _read(path) if path is not None else None

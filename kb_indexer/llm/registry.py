@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError
 
 PLUGINS_ENV = "KBINDEX_LLM_PLUGINS"
@@ -83,7 +84,7 @@ def _load_plugin(ref: str) -> None:
 
 def load_plugins() -> None:
     """Import every plugin named in ``KBINDEX_LLM_PLUGINS`` (once per process)."""
-    for ref in (r.strip() for r in os.environ.get(PLUGINS_ENV, "").split(",")):
+    for ref in (r.strip() for r in settings.raw(PLUGINS_ENV).split(",")):
         if not ref or ref in _loaded_plugins:
             continue
         try:

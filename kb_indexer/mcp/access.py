@@ -19,8 +19,9 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError
 
 TOKEN_ENV = "KBINDEX_MCP_TOKEN"
@@ -97,12 +98,12 @@ def _named(line: str, where: str) -> NamedToken:
     return NamedToken(name, token)
 
 
-def read_tokens(token_file: Path | None, environ: Mapping[str, str] = os.environ) -> list[NamedToken] | None:
+def read_tokens(token_file: Path | None) -> list[NamedToken] | None:
     """The named bearer tokens (from ``token_file`` if given, else ``$KBINDEX_MCP_TOKEN``), or None when neither
     gives one. A line that is not a token (too short, not printable, a bad name) or a token given twice is bad
     usage; a name may have several tokens (one per client, or an old and a new one)."""
     where = f"--token-file {token_file}" if token_file is not None else TOKEN_ENV
-    text = _from_file(token_file) if token_file is not None else environ.get(TOKEN_ENV, "").strip()
+    text = _from_file(token_file) if token_file is not None else settings.text(TOKEN_ENV)
     if token_file is None and not text:
         return None
     lines = [line.strip() for line in text.splitlines()]

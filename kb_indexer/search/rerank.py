@@ -22,12 +22,12 @@ failed (the order is then the fused order, unchanged).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import httpx   # this module is imported only by a reranked query (kb_indexer.api)
 
+from kb_indexer import settings
 from kb_indexer.errors import UsageError
 from kb_indexer.llm import cache as llm_cache
 from kb_indexer.llm.base import LLMError, Message
@@ -66,7 +66,7 @@ class RerankSpec:
 
 def resolve(value: str | None) -> RerankSpec | None:
     """The stage ``value`` names (``--rerank``), else ``KBINDEX_RERANK`` in the environment; None: off."""
-    raw = (value if value is not None else os.environ.get(ENV, "")).strip()
+    raw = (value if value is not None else settings.raw(ENV)).strip()
     if raw.lower() in OFF:
         return None
     if raw.lower() == "llm":
@@ -74,7 +74,7 @@ def resolve(value: str | None) -> RerankSpec | None:
     if raw.lower().startswith(("http://", "https://")):
         url = raw.rstrip("/")
         url = url if url.endswith("/rerank") else url + "/rerank"
-        return RerankSpec("cross_encoder", url=url, model=os.environ.get(ENV_MODEL) or None)
+        return RerankSpec("cross_encoder", url=url, model=settings.raw(ENV_MODEL) or None)
     raise UsageError(f"--rerank takes 'llm', an http(s) URL of a /rerank endpoint or 'off', not {raw[:80]!r}")
 
 

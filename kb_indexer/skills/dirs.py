@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb_indexer import settings
 from kb_indexer.errors import NotFoundError, UsageError
 from kb_indexer.store.dbapi import Connection
 
@@ -56,7 +57,7 @@ def is_filesystem_root(path: str) -> bool:
 
 
 def env_dirs() -> list[str]:
-    raw = os.environ.get(ENV_VAR, "")
+    raw = settings.raw(ENV_VAR)
     return list(dict.fromkeys(resolved(p) for p in raw.split(os.pathsep) if p.strip()))
 
 

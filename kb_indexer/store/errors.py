@@ -16,6 +16,7 @@ import os
 import sqlite3
 from typing import Any, Callable, Iterator, TypeVar
 
+from kb_indexer import settings
 from kb_indexer.errors import (BadDatabaseError, BusyError, DbUnavailableError, DiskFullError, KbError,
                                ReadOnlyError, StorageError, ValidationError)
 from kb_indexer.notices import warn
@@ -66,7 +67,7 @@ _WARNED: set[str] = set()   # the bad values of KBINDEX_BUSY_TIMEOUT already war
 def busy_timeout_ms() -> int:
     """The busy timeout in milliseconds: ``KBINDEX_BUSY_TIMEOUT`` seconds when set (a fraction is fine), else
     :data:`BUSY_TIMEOUT_MS`. A value that is not a positive number of seconds is warned about and not used."""
-    configured = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    configured = settings.text(BUSY_TIMEOUT_ENV)
     if not configured:
         return BUSY_TIMEOUT_MS
     try:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from kb_indexer import settings
 from kb_indexer.store.connection import db_file, transaction
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
@@ -103,7 +103,7 @@ def head(conn: Connection) -> tuple[str, int] | None:
 
 def min_docs() -> int:
     """Documents from which the index is kept: ``KBINDEX_SPARSE_MIN_DOCS`` when set (0: always), else MIN_DOCS."""
-    value = os.environ.get("KBINDEX_SPARSE_MIN_DOCS", "").strip()
+    value = settings.text("KBINDEX_SPARSE_MIN_DOCS")
     return int(value) if value.isdigit() else MIN_DOCS
 
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 import contextvars
 import getpass
 import json
-import os
 import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 
+from kb_indexer import settings
 from kb_indexer.errors import NotAllowedError, ReadOnlyError
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import is_postgres
@@ -61,7 +61,7 @@ def behalf() -> str | None:
 
 def local_user() -> str:
     """The asker of an SQLite index: on behalf of whom a service asks, else ``$KBINDEX_USER``, else the OS user."""
-    name = _on_behalf.get() or os.environ.get(USER_ENV, "").strip()
+    name = _on_behalf.get() or settings.text(USER_ENV)
     if name:
         return name
     try:
