@@ -29,7 +29,6 @@ clears the log of a smaller one. numpy is imported only here and in the query pa
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import time
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from kb_indexer.store.bm25 import COLUMN_WEIGHTS
 from kb_indexer.store.connection import db_file, transaction
 from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
@@ -54,37 +54,7 @@ FOLD_DOCS = 8_000         # documents per segment (and per write transaction) wh
 MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
 MERGED_SEGMENTS = 8
 MERGE_TERMS = 2_000       # terms merged at a time
-# bm25() column weights: title, summary, keywords, body; the one constant full-text search ranks with by default
-# (kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS is this) and the sparse index is built for. Titles and
-# keyword tags are short and curated (x2); a summary is mostly the body's first paragraph again, so it counts a
-# quarter. Measured on Cranfield (bench/ir_eval.py): title 1.5-2.5 with summary 0-0.25 give nDCG@10
-# 0.364-0.365; summary 1 gives 0.356-0.358.
-COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
 FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
-
-# FTS5's bm25 (fts5_aux.c), the one formula every engine's full-text scores use (the sparse index here, the
-# PostgreSQL engine's own statistics in kb_indexer.store.pg.fulltext): per query term (a phrase counts as one),
-# ``idf × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgdl))``, ``idf = ln((N − n + 0.5) / (n + 0.5))`` floored at 1e-6,
-# ``f`` the column-weighted frequency, ``D`` the document's tokens over all columns, summed in query order.
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6
-
-
-def bm25_idf(documents: int, matching: int) -> float:
-    """A term's IDF: ``documents`` (N) indexed, ``matching`` (n) of them hold the term."""
-    idf = math.log((documents - matching + 0.5) / (matching + 0.5))
-    return idf if idf > 0.0 else IDF_FLOOR
-
-
-def bm25_norm(lengths: Any, avgdl: float) -> Any:
-    """``k1·(1 − b + b·D/avgdl)`` per document (``lengths``: D, numpy or float)."""
-    return K1 * (1.0 - B + B * lengths / avgdl)
-
-
-def bm25_part(idf: float, freqs: Any, norm: Any) -> Any:
-    """One term's share of the score of documents with weighted frequencies ``freqs`` and ``norm`` (bm25_norm)."""
-    return idf * ((freqs * (K1 + 1.0)) / (freqs + norm))
 
 Progress = Callable[[int, int], None]
 

@@ -1,0 +1,98 @@
+"""PostgreSQL's engine: a server that a team shares; the full text in the tables of
+:mod:`kb_indexer.store.pg.fulltext` (FTS5's tokens and bm25, from the index's own statistics). Imported with
+the connection (psycopg), never on SQLite's path.
+
+Snippets are always ``None``: the caller makes one from the body.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ContextManager, Protocol, cast
+
+from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
+from kb_indexer.store.pg import fulltext as pg
+
+if TYPE_CHECKING:
+    from kb_indexer.store.fts_tokens import Tokenizer
+
+__all__ = ["POSTGRES", "PostgresEngine"]
+
+
+class _Wrapping(Protocol):
+    raw: Any   # what kb_indexer.store.pg.connection.PgConnection wraps (that module imports this one)
+
+
+def _raw(conn: Connection) -> Any:
+    """The psycopg connection of a PostgreSQL connection (what :mod:`kb_indexer.store.pg` modules take): this
+    engine is only ever a ``PgConnection``'s."""
+    return cast(_Wrapping, conn).raw
+
+
+class PostgresEngine:
+    """PostgreSQL, a server: each statement a round trip; an index a team shares."""
+
+    round_trips = True
+    shared = True
+    snapshot_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+
+    def json_items(self, column: str, field: str) -> JsonItems:
+        return JsonItems(f"jsonb_array_elements(CAST({column} AS jsonb)) e", f"e ->> '{field}'", f"{column} LIKE '[%'")
+
+    # -- full text ----------------------------------------------------------------------------------
+
+    def one_read(self) -> ContextManager[None]:
+        return pg.one_read()
+
+    def tokenizer(self, conn: Connection) -> Tokenizer:
+        return pg.tokenizer()   # SQLite's tokenizer on a private in-memory database, the one the index was written with
+
+    def write_rows(self, conn: Connection, rows: list[FtsRow]) -> None:
+        pg.write_rows(_raw(conn), rows)
+
+    def delete_rows(self, conn: Connection, doc_ids: list[int]) -> None:
+        pg.delete_rows(_raw(conn), doc_ids)
+
+    def clear(self, conn: Connection) -> None:
+        pg.clear(_raw(conn))
+
+    def bodies(self, conn: Connection, doc_ids: list[int]) -> dict[int, str]:
+        return dict(pg.bodies(_raw(conn), doc_ids))
+
+    def heads(self, conn: Connection, doc_ids: list[int], max_chars: int) -> list[tuple[int, str, str, str]]:
+        return list(pg.heads(_raw(conn), doc_ids, max_chars))
+
+    def titled_texts(self, conn: Connection, every: int) -> list[tuple[str, str, str]]:
+        return list(pg.titled_texts(_raw(conn), every))
+
+    def ranked(self, conn: Connection, query: TextQuery, limit: int, weights: tuple[float, ...], tokens: int,
+               max_chars: int, snippet_rows: int | None) -> list[tuple[int, float, str | None]]:
+        return [(d, s, None) for d, s in pg.ranked(_raw(conn), query.terms, weights, limit)]
+
+    def scores_of(self, conn: Connection, query: TextQuery, doc_ids: list[int],
+                  weights: tuple[float, ...]) -> dict[int, float]:
+        wanted = set(doc_ids)
+        return {d: s for d, s in self.all_scores(conn, query, weights).items() if d in wanted}
+
+    def all_scores(self, conn: Connection, query: TextQuery, weights: tuple[float, ...]) -> dict[int, float]:
+        return dict(pg.all_scores(_raw(conn), query.terms, weights))
+
+    def count_matching(self, conn: Connection, query: TextQuery, cap: int | None) -> int:
+        return int(pg.count_matching(_raw(conn), query.terms, cap))
+
+    def count_each(self, conn: Connection, queries: list[TextQuery], cap: int) -> list[int]:
+        """The terms of one token are counted in one statement (one round trip for a question's terms)."""
+        return [int(n) for n in pg.count_each(_raw(conn), [q.terms for q in queries], cap)]
+
+    def count_found(self, conn: Connection, query: TextQuery | None, doc_ids: list[int]) -> int:
+        matching = set(pg.matching(_raw(conn), query.terms)) if query else set()
+        others = [d for d in doc_ids if d not in matching]   # often none: no round trip then
+        return len(matching) + (len(set(pg.existing(_raw(conn), others))) if others else 0)
+
+    def snippets(self, conn: Connection, query: TextQuery, doc_ids: list[int], tokens: int,
+                 max_chars: int) -> dict[int, str | None]:
+        wanted = set(doc_ids)
+        return {d: None for d in pg.matching(_raw(conn), query.terms) if d in wanted}
+
+
+POSTGRES = PostgresEngine()
