@@ -22,6 +22,7 @@ from kb_indexer.notices import warn
 from kb_indexer.store import team
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
+from kb_indexer.store.engines import JsonItems, engine_of
 from kb_indexer.store.errors import (SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError, busy_error,
                                      busy_timeout_ms, from_postgres, from_sqlite, sqlite_code)
 
@@ -190,7 +191,7 @@ def read_snapshot(conn: Connection) -> Iterator[Connection]:
     if conn.in_transaction:
         yield conn
         return
-    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if is_postgres(conn) else "BEGIN")
+    conn.execute(engine_of(conn).snapshot_begin)
     try:
         yield conn
     finally:
@@ -218,6 +219,24 @@ def together(conn: Connection, write: bool = False) -> Iterator[Connection]:
         if conn.in_transaction and not cast(Any, conn).raw.broken:
             conn.execute("ROLLBACK")   # an error inside the pipeline leaves its transaction open
         raise
+
+
+def round_trips(conn: Connection) -> bool:
+    """Whether each statement on ``conn`` is a round trip to a server (PostgreSQL): look-ups are then worth
+    sending in batches, and a cheap probe that saves work on a local file is not worth making."""
+    return engine_of(conn).round_trips
+
+
+def shared_index(conn: Connection) -> bool:
+    """Whether ``conn``'s index is on a server that several people share (PostgreSQL): its knowledge-base
+    files may be on another machine, and learning asks for agreement between askers."""
+    return engine_of(conn).shared
+
+
+def json_items(conn: Connection, column: str, field: str) -> JsonItems:
+    """The SQL that reads ``field`` of each object of the JSON array in the text ``column``, in ``conn``'s
+    dialect: join ``source``, select ``value``, keep the rows where ``valid``."""
+    return engine_of(conn).json_items(column, field)
 
 
 def one_at_a_time(conn: Connection, what: str) -> None:
