@@ -1,10 +1,13 @@
 """The storage engines behind an index: what differs between SQLite and PostgreSQL, as one typed object.
 
-Every connection has one engine, fixed when the connection is made: an ``sqlite3.Connection`` is SQLite's
-(:mod:`kb_indexer.store.engines.sqlite`), a :class:`kb_indexer.store.pg.connection.PgConnection` carries
+Every connection has one engine, fixed by the connection's type when it is made: an ``sqlite3.Connection``
+is SQLite's (:mod:`kb_indexer.store.engines.sqlite`), a :class:`kb_indexer.store.pg.connection.PgConnection`
 PostgreSQL's (:mod:`kb_indexer.store.engines.postgres`, imported with psycopg, never on SQLite's path).
-:func:`engine_of` returns it. Store modules call the engine instead of asking which engine they run on;
-features reach what an engine can do through store functions (only ``store/`` imports this package).
+:func:`engine_of` returns it (``sqlite3.Connection`` is a C type that takes no attribute, so the engine is
+found by type rather than carried; the PostgreSQL engine module imports the connection module, not the
+other way round, so the PostgreSQL modules never import the engine layer). Store modules call the engine
+instead of asking which engine they run on; features reach what an engine can do through store functions
+(only ``store/`` imports this package).
 
 The engine holds no state of its own per connection: each method takes the connection it works on.
 """
@@ -12,7 +15,7 @@ The engine holds no state of its own per connection: each method takes the conne
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, ContextManager, Protocol
+from typing import TYPE_CHECKING, Any, ContextManager, Protocol
 
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
@@ -41,6 +44,22 @@ class Engine(Protocol):
     def snapshot_begin(self) -> str: ...
 
     def json_items(self, column: str, field: str) -> JsonItems: ...
+
+    # -- connections, transactions and locks -------------------------------------------------------
+
+    def pipelined(self, conn: Connection) -> ContextManager[None]: ...
+
+    def broken(self, conn: Connection) -> bool: ...
+
+    def one_at_a_time(self, conn: Connection, what: str) -> None: ...
+
+    def exclusive(self, conn: Connection, job: str, waiting: str) -> ContextManager[None]: ...
+
+    def bulk_writing(self, conn: Connection) -> ContextManager[None]: ...
+
+    def has_table(self, conn: Connection, name: str) -> bool: ...
+
+    def file_identity(self, conn: Connection) -> tuple[Any, ...] | None: ...
 
     # -- full text --------------------------------------------------------------------------------
 
@@ -79,12 +98,12 @@ class Engine(Protocol):
 
 
 def engine_of(conn: Connection) -> Engine:
-    """The engine of ``conn``: SQLite's for an ``sqlite3.Connection``, else the one the PostgreSQL connection
-    carries."""
+    """The engine of ``conn``: SQLite's for an ``sqlite3.Connection``, PostgreSQL's for a ``PgConnection``."""
     if isinstance(conn, sqlite3.Connection):
         return SQLITE
-    from kb_indexer.store.pg.connection import PgConnection  # lazy: psycopg, only for a connection that is not SQLite's
+    # lazy: psycopg, only for a connection that is not SQLite's
+    from kb_indexer.store.engines.postgres import POSTGRES, PgConnection
 
     if isinstance(conn, PgConnection):
-        return conn.kb_engine
+        return POSTGRES
     raise TypeError(f"not an index connection: {type(conn).__name__}")

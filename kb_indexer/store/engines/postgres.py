@@ -7,26 +7,31 @@ Snippets are always ``None``: the caller makes one from the body.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ContextManager, Protocol, cast
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key
 from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
 from kb_indexer.store.pg import fulltext as pg
+from kb_indexer.store.pg.connection import PgConnection
+from kb_indexer.store.pg.locks import advisory_lock
 
 if TYPE_CHECKING:
     from kb_indexer.store.fts_tokens import Tokenizer
 
-__all__ = ["POSTGRES", "PostgresEngine"]
+__all__ = ["POSTGRES", "PgConnection", "PostgresEngine"]
 
 
-class _Wrapping(Protocol):
-    raw: Any   # what kb_indexer.store.pg.connection.PgConnection wraps (that module imports this one)
+def _pg(conn: Connection) -> PgConnection:
+    """``conn`` as what it is: this engine is only ever a ``PgConnection``'s (:func:`engine_of`)."""
+    assert isinstance(conn, PgConnection)
+    return conn
 
 
 def _raw(conn: Connection) -> Any:
-    """The psycopg connection of a PostgreSQL connection (what :mod:`kb_indexer.store.pg` modules take): this
-    engine is only ever a ``PgConnection``'s."""
-    return cast(_Wrapping, conn).raw
+    """The psycopg connection (what the modules of :mod:`kb_indexer.store.pg` take)."""
+    return _pg(conn).raw
 
 
 class PostgresEngine:
@@ -38,6 +43,32 @@ class PostgresEngine:
 
     def json_items(self, column: str, field: str) -> JsonItems:
         return JsonItems(f"jsonb_array_elements(CAST({column} AS jsonb)) e", f"e ->> '{field}'", f"{column} LIKE '[%'")
+
+    # -- connections, transactions and locks -------------------------------------------------------
+
+    @contextmanager
+    def pipelined(self, conn: Connection) -> Iterator[None]:
+        with _pg(conn).pipelined():
+            yield
+
+    def broken(self, conn: Connection) -> bool:
+        return bool(_raw(conn).broken)
+
+    def one_at_a_time(self, conn: Connection, what: str) -> None:
+        """A transaction-level advisory lock on ``what`` (released at COMMIT or ROLLBACK)."""
+        conn.execute("SELECT pg_advisory_xact_lock(?::int, ?::int)", (ADVISORY_NAMESPACE, advisory_key(what)))
+
+    def exclusive(self, conn: Connection, job: str, waiting: str) -> ContextManager[None]:
+        return advisory_lock(_pg(conn), job, waiting)
+
+    def bulk_writing(self, conn: Connection) -> ContextManager[None]:
+        return nullcontext()   # the server manages its own cache
+
+    def has_table(self, conn: Connection, name: str) -> bool:
+        return conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
+
+    def file_identity(self, conn: Connection) -> tuple[Any, ...] | None:
+        return ("postgres", _pg(conn).target)
 
     # -- full text ----------------------------------------------------------------------------------
 

@@ -24,7 +24,6 @@ from psycopg.pq import version as libpq_version
 from kb_indexer.config import DbUrl, redact_message
 from kb_indexer.store.errors import (READ_ONLY_STATES, PgError, PgIntegrityError, PgOperationalError,
                                      busy_timeout_ms)
-from kb_indexer.store.engines.postgres import POSTGRES, PostgresEngine
 from kb_indexer.store.pg.dialect import translate
 
 CONNECT_TIMEOUT_S = 10
@@ -124,8 +123,6 @@ class PgConnection:
     connection's way home (``close()`` returns it to its pool instead of closing it)."""
 
     engine = "postgres"
-    #: What differs on this engine (:mod:`kb_indexer.store.engines`).
-    kb_engine: PostgresEngine = POSTGRES
     #: Every transaction read-only (the server refuses writes: read_only), again after a reconnection.
     read_only = False
     #: On whose behalf the session asks (``kbindex.on_behalf``, which ``kb_asker()`` appends to the role;
