@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kb_indexer.store.bm25 import COLUMN_WEIGHTS
 from kb_indexer.store.connection import db_file, transaction
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engines import engine_of
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.dbapi import Connection
 
@@ -62,7 +62,7 @@ Progress = Callable[[int, int], None]
 def head(conn: Connection) -> tuple[str, int] | None:
     """``(format, generation)`` of the index's state; None when there is none (none is kept on PostgreSQL,
     whose own postings rank every match: kb_indexer.store.pg.fulltext)."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return None
     try:
         row = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
@@ -448,7 +448,7 @@ def refresh(conn: Connection, progress: Progress | None = None, *, least: int | 
     while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
     was done, for ``sync``'s report."""
     t0 = time.perf_counter()
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return {"built": False, "documents": 0, "folded": 0}
     with transaction(conn):
         st = load_state(conn)
@@ -480,7 +480,7 @@ def refresh(conn: Connection, progress: Progress | None = None, *, least: int | 
 def fold_is_large(conn: Connection) -> bool:
     """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
     many logged, or that many documents and no index yet."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return False
     logged = conn.execute("SELECT count(*) FROM fulltext_log").fetchone()[0]
     if logged >= 2 * FOLD_DOCS:
@@ -513,7 +513,7 @@ def term_rows(conn: Connection, terms: list[str]) -> dict[str, list[tuple[int, b
 
 def describe(conn: Connection) -> dict[str, Any] | None:
     """What ``db-stats`` shows of the sparse index (None when there is none)."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return None
     try:
         row = conn.execute("SELECT documents, tokens, fold_seq, structure IS NOT NULL, updated_at "

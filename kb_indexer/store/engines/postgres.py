@@ -15,6 +15,7 @@ from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key
 from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
 from kb_indexer.store.pg import fulltext as pg
 from kb_indexer.store.pg.connection import PgConnection
+from kb_indexer.store.pg import vectors as pg_vectors
 from kb_indexer.store.pg.locks import advisory_lock
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class PostgresEngine:
 
     round_trips = True
     shared = True
+    sparse_index = False
     snapshot_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 
     def json_items(self, column: str, field: str) -> JsonItems:
@@ -67,8 +69,22 @@ class PostgresEngine:
     def has_table(self, conn: Connection, name: str) -> bool:
         return conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
 
+    def db_file(self, conn: Connection) -> str:
+        return ""   # the index is on the server, no file here
+
     def file_identity(self, conn: Connection) -> tuple[Any, ...] | None:
         return ("postgres", _pg(conn).target)
+
+    # -- documents and vectors ----------------------------------------------------------------------
+
+    def document_count(self, conn: Connection, exact_from: int) -> int:
+        """Always exact, from the full-text totals that every write of a document's text keeps in the same
+        transaction (one row, where ``count(*)`` reads an index entry per document: 2.6 ms a question at 20,000
+        documents)."""
+        return int(conn.execute("SELECT documents FROM text_totals WHERE id = 1").fetchone()[0])
+
+    def vector_search(self, conn: Connection) -> dict[str, Any]:
+        return pg_vectors.describe(_pg(conn))
 
     # -- full text ----------------------------------------------------------------------------------
 

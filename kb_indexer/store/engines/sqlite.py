@@ -65,6 +65,7 @@ class SqliteEngine:
 
     round_trips = False
     shared = False
+    sparse_index = True
     snapshot_begin = "BEGIN"
 
     def json_items(self, column: str, field: str) -> JsonItems:
@@ -97,6 +98,9 @@ class SqliteEngine:
         return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                             (name,)).fetchone() is not None
 
+    def db_file(self, conn: Connection) -> str:
+        return db_file(conn)
+
     def file_identity(self, conn: Connection) -> tuple[Any, ...] | None:
         path = db_file(conn)
         if not path:
@@ -106,6 +110,16 @@ class SqliteEngine:
         except OSError:
             return None
         return path, st.st_ino, st.st_dev
+
+    # -- documents and vectors ----------------------------------------------------------------------
+
+    def document_count(self, conn: Connection, exact_from: int) -> int:
+        """Below ``exact_from`` documents the highest id (an upper bound, one index look-up)."""
+        top = conn.execute("SELECT max(id) FROM documents").fetchone()[0] or 0
+        return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0]) if top >= exact_from else int(top)
+
+    def vector_search(self, conn: Connection) -> dict[str, Any]:
+        return {"engine": "numpy", "pgvector": None, "index": None, "note": None}
 
     # -- full text ----------------------------------------------------------------------------------
 
