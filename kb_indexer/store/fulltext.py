@@ -132,7 +132,8 @@ def count_found(conn: Connection, query: TextQuery | None, doc_ids: list[int]) -
     return engine_of(conn).count_found(conn, query, doc_ids)
 
 
-def snippets(conn: Connection, query: TextQuery, doc_ids: list[int], tokens: int, max_chars: int) -> dict[int, str | None]:
+def snippets(conn: Connection, query: TextQuery, doc_ids: list[int], tokens: int,
+             max_chars: int) -> dict[int, str | None]:
     """FTS5's passage around the matches of each given document that matches (``**bold**``), or None where
     the caller makes one from the body (see the module docstring)."""
     return engine_of(conn).snippets(conn, query, doc_ids, tokens, max_chars)

@@ -15,7 +15,7 @@ The engine holds no state of its own per connection: each method takes the conne
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any, ContextManager, Protocol
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Protocol
 
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
@@ -65,6 +65,20 @@ class Engine(Protocol):
     def has_table(self, conn: Connection, name: str) -> bool: ...
 
     def db_file(self, conn: Connection) -> str: ...
+
+    # -- the catalog (export and import) ---------------------------------------------------------------
+
+    def tables(self, conn: Connection) -> list[str]: ...
+
+    def columns(self, conn: Connection, table: str) -> list[dict[str, Any]]: ...
+
+    def rows(self, conn: Connection, table: str, batch: int) -> Iterator[dict[str, Any]]: ...
+
+    def before_import(self, conn: Connection, tables: list[str]) -> None: ...
+
+    def defer_foreign_keys(self, conn: Connection) -> None: ...
+
+    def foreign_key_problem(self, conn: Connection, tables: list[str]) -> str | None: ...
 
     # -- documents and vectors ---------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 from kb_indexer.store.dbapi import Connection
 from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key
 from kb_indexer.store.engines.shapes import FtsRow, JsonItems, TextQuery
-from kb_indexer.store.pg import fulltext as pg
+from kb_indexer.store.errors import IntegrityError
+from kb_indexer.store.pg import catalog, fulltext as pg
 from kb_indexer.store.pg.connection import PgConnection
 from kb_indexer.store.pg import vectors as pg_vectors
 from kb_indexer.store.pg.locks import advisory_lock
@@ -74,6 +75,47 @@ class PostgresEngine:
 
     def file_identity(self, conn: Connection) -> tuple[Any, ...] | None:
         return ("postgres", _pg(conn).target)
+
+    # -- the catalog (export and import) ---------------------------------------------------------------
+
+    def tables(self, conn: Connection) -> list[str]:
+        return catalog.tables(_pg(conn))
+
+    def columns(self, conn: Connection, table: str) -> list[dict[str, Any]]:
+        return catalog.columns(_pg(conn), table)
+
+    def rows(self, conn: Connection, table: str, batch: int) -> Iterator[dict[str, Any]]:
+        """In the order of the id or the hidden rowid, ``batch`` rows a statement (a cursor holds every row
+        it returns)."""
+        names = [c["name"] for c in self.columns(conn, table)]
+        order = catalog.order_column(_pg(conn), table)
+        select = ", ".join(f'"{n}"' for n in names) + f', "{order}"'
+        after: list[Any] = []
+        while True:
+            where = f' WHERE "{order}" > ?' if after else ""
+            rows = conn.execute(f'SELECT {select} FROM "{table}"{where} ORDER BY "{order}" LIMIT {batch}',
+                                after).fetchall()
+            for row in rows:
+                yield dict(zip(names, row))
+            if len(rows) < batch:
+                return
+            after = [rows[-1][len(names)]]
+
+    def before_import(self, conn: Connection, tables: list[str]) -> None:
+        catalog.check_may_move_identities(_pg(conn), tables)
+
+    def defer_foreign_keys(self, conn: Connection) -> None:
+        catalog.defer_foreign_keys(_pg(conn))
+
+    def foreign_key_problem(self, conn: Connection, tables: list[str]) -> str | None:
+        """The id sequences continue past the imported ids first."""
+        for table in tables:
+            catalog.move_identities(_pg(conn), table)
+        try:
+            catalog.check_foreign_keys(_pg(conn))
+        except IntegrityError as exc:
+            return f"a row references a missing row ({exc})"
+        return None
 
     # -- documents and vectors ----------------------------------------------------------------------
 

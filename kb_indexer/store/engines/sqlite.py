@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
@@ -110,6 +111,36 @@ class SqliteEngine:
         except OSError:
             return None
         return path, st.st_ino, st.st_dev
+
+    # -- the catalog (export and import) ---------------------------------------------------------------
+
+    def tables(self, conn: Connection) -> list[str]:
+        """User tables in creation order (parents before children)."""
+        return [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+
+    def columns(self, conn: Connection, table: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
+
+    def rows(self, conn: Connection, table: str, batch: int) -> Iterator[dict[str, Any]]:
+        """In rowid order, read as they are used (SQLite reads as it goes: ``batch`` is not needed)."""
+        assert isinstance(conn, sqlite3.Connection)
+        cur = conn.cursor()
+        cur.row_factory = None   # plain tuples: no sqlite3.Row per row
+        cur.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row))
+
+    def before_import(self, conn: Connection, tables: list[str]) -> None:
+        pass
+
+    def defer_foreign_keys(self, conn: Connection) -> None:
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+
+    def foreign_key_problem(self, conn: Connection, tables: list[str]) -> str | None:
+        bad = conn.execute("PRAGMA foreign_key_check").fetchall()
+        return f"{len(bad)} rows reference missing rows (first in table {bad[0][0]!r})" if bad else None
 
     # -- documents and vectors ----------------------------------------------------------------------
 
