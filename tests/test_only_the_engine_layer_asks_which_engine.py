@@ -12,7 +12,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
 ENGINE_LAYER = ("store/engines/", "store/pg/", "store/engine.py")
 #: ``is_postgres(...)`` calls left in store modules outside the engine layer
-MAX_ASKS = 16
+MAX_ASKS = 11
 
 
 def _asks() -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kb_indexer.errors import UsageError
-from kb_indexer.store.connection import shared_index
 from kb_indexer.store.dbapi import Connection
+from kb_indexer.store.team import shared
 
 if TYPE_CHECKING:
     from kb_indexer.results import LearningPolicy as Policy
@@ -22,7 +22,7 @@ DEFAULTS: dict[str, "Policy"] = {"sqlite": {"mode": "auto", "min_askers": 1, "ma
 
 
 def defaults(conn: Connection) -> Policy:
-    return dict(DEFAULTS["postgres" if shared_index(conn) else "sqlite"])  # type: ignore[return-value]
+    return dict(DEFAULTS["postgres" if shared(conn) else "sqlite"])  # type: ignore[return-value]
 
 
 def read(conn: Connection) -> Policy:

@@ -219,12 +219,6 @@ def round_trips(conn: Connection) -> bool:
     return engine_of(conn).round_trips
 
 
-def shared_index(conn: Connection) -> bool:
-    """Whether ``conn``'s index is on a server that several people share (PostgreSQL): its knowledge-base
-    files may be on another machine, and learning asks for agreement between askers."""
-    return engine_of(conn).shared
-
-
 def json_items(conn: Connection, column: str, field: str) -> JsonItems:
     """The SQL that reads ``field`` of each object of the JSON array in the text ``column``, in ``conn``'s
     dialect: join ``source``, select ``value``, keep the rows where ``valid``."""
