@@ -42,7 +42,6 @@ from kb_indexer.search.question import check_question
 from kb_indexer.store import index_exists, meta, open_db
 from kb_indexer.store.documents import document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, translate, translating
-from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.opening import init_db
 from kb_indexer.store.team import on_behalf, require_role

@@ -11,7 +11,7 @@ import pytest
 
 from kb_indexer.api import KnowledgeBase
 from kb_indexer.index import sync as sync_module
-from kb_indexer.store import connection
+from kb_indexer.store import connection, file_lock
 
 
 @pytest.mark.sqlite_only("the lock file beside the SQLite index; PostgreSQL has its advisory lock")
@@ -26,7 +26,7 @@ def test_the_second_sync_waits_and_finds_the_work_done(small, monkeypatch):
         said.append(message)
         warned.set()
 
-    monkeypatch.setattr(connection, "warn", note)
+    monkeypatch.setattr(file_lock, "warn", note)
     results: dict = {}
 
     def first() -> None:   # the first sync: its work done while it holds the lock

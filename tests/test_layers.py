@@ -2,7 +2,7 @@
 imports inside functions and ``TYPE_CHECKING`` blocks included (a deferred import is still a dependency).
 
     shared     kb_indexer/*.py (errors, limits, text, config, tokens, notices, ...) and results/: only each other
-    store      store/: shared
+    store      store/: shared; only store/ imports the engines (store/engines/)
     llm        llm/ (model adapters: backends, options, cache, schema): shared, store
     features   index, search, learn, skills, context, enrich, embed: shared, store, llm, and each other
                with no cycle between packages; never api.py or a front end
@@ -249,6 +249,19 @@ def test_every_module_is_in_a_layer():
 
 def test_every_import_follows_the_layer_rules():
     assert _violations() == []
+
+
+ENGINES = "kb_indexer.store.engines"
+
+
+def _engine_imports() -> list[str]:
+    """Imports of the engines (``store/engines/``) from outside ``store/``."""
+    return sorted(f"{src} -> {dst}" for src, targets in _graph().items() for dst in targets
+                  if _in(dst, ENGINES) and not _in(src, STORE))
+
+
+def test_only_the_store_imports_the_engines():
+    assert _engine_imports() == []
 
 
 def test_no_import_cycles_between_modules():

@@ -1,17 +1,18 @@
 """Snippets of given documents are the same whether FTS5 looks each document up or makes one pass over the
-matches (kb_indexer.store.fulltext.snippets picks the pass while the documents are at most SCAN_PER_ID per
-id: a speed choice that must not change a snippet)."""
+matches (SQLite's engine, kb_indexer.store.engines.sqlite, picks the pass while the documents are at most
+SCAN_PER_ID per id: a speed choice that must not change a snippet)."""
 
 import pytest
 
 from kb_indexer.search.fulltext import build_query
 from kb_indexer.store import fulltext as store
+from kb_indexer.store.engines import sqlite as sqlite_engine
 
 pytestmark = pytest.mark.sqlite_only("the choice between FTS5 statements")
 
 
 def _snippets(kb, monkeypatch, per_id: int, query, ids):
-    monkeypatch.setattr(store, "SCAN_PER_ID", per_id)
+    monkeypatch.setattr(sqlite_engine, "SCAN_PER_ID", per_id)
     return store.snippets(kb.conn, query, ids, 24, 64 * 1024)
 
 
@@ -38,7 +39,7 @@ def test_ranked_rows_same_by_one_statement_or_two(kb, monkeypatch, limit):
     weights = (2.0, 0.25, 2.0, 1.0)
 
     def rows(per_id: int) -> list[tuple[int, float, str | None]]:
-        monkeypatch.setattr(store, "SCAN_PER_ID", per_id)
+        monkeypatch.setattr(sqlite_engine, "SCAN_PER_ID", per_id)
         return store.ranked(kb.conn, query, limit, weights, 24, 64 * 1024)
 
     one_statement, two_passes = rows(0), rows(10**9)

@@ -28,8 +28,8 @@ from kb_indexer.index.paths import KEYWORDS_SUFFIX, explicit_keywords_file, stat
 from kb_indexer.index.similarity_sync import similarities_changed
 from kb_indexer.index.walk import Walk, list_mark, scan
 from kb_indexer.store import meta
+from kb_indexer.store.team import shared
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
 
 if TYPE_CHECKING:
     from kb_indexer.results import StaleNote
@@ -316,7 +316,7 @@ def message(info: Mapping[str, Any]) -> str | None:
 def note(conn: Connection, kb_root: Path, stale: Callable[[], Mapping[str, Any]]) -> StaleNote | None:
     """``KnowledgeBase.stale_note``: the :func:`message` of ``stale()`` with its counts, or, on a shared
     (PostgreSQL) index whose files are not on this machine, that nothing is checked; None: up to date."""
-    if is_postgres(conn) and not kb_root.is_dir():
+    if shared(conn) and not kb_root.is_dir():
         return {"message": f"the knowledge-base root {kb_root} is not on this machine: the stale check is skipped "
                 "(results come from the shared index as last synced)", "checked": False, "changed": 0,
                 "added": 0, "removed": 0}

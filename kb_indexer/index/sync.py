@@ -21,12 +21,11 @@ from kb_indexer.index.similarity_sync import (SIMILARITY_FILENAME, import_simila
 from kb_indexer.index.stale import REJECTED_FILES_KEY, record_folders, rejected_files, settle_folders
 from kb_indexer.index.walk import scan
 from kb_indexer.store import meta
-from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, plain_rows, transaction
+from kb_indexer.store.connection import bulk_writing, checkpoint, exclusive, plain_rows, round_trips, transaction
 from kb_indexer.store.sparse import fold_is_large, refresh as refresh_sparse
 from kb_indexer.store.documents import (KeywordIds, delete_document, get_document, hanging_off, upsert_document,
                                        write_fts_rows)
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
 
 __all__ = ["SIMILARITY_FILENAME", "add_document", "import_similarities", "remove_document", "similarity_files",
            "sync", "update_document"]
@@ -291,7 +290,7 @@ def _keywords_known(conn: Connection, ids: KeywordIds, batch: Iterator[tuple[str
     store found (or made) in one or two round trips, in the order storing them one by one would make them (a
     document's own look-up was a round trip each). Reading stays interleaved with storing, so a batch's time
     limit still counts both."""
-    if not is_postgres(conn):
+    if not round_trips(conn):
         yield from batch
         return
     while chunk := list(itertools.islice(batch, KEYWORD_CHUNK)):

@@ -90,16 +90,15 @@ from collections import defaultdict
 from typing import Any
 
 from kb_indexer.learn.learner import ASSOC_MIN_OVERLAP, question_terms
-from kb_indexer.store.connection import plain_rows
+from kb_indexer.store.connection import plain_rows, round_trips
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
 
 NEIGHBOUR_MIN = 0.1    # similarity of question terms below which nothing carries over to another question
 
 
 def association_boosts(conn: Connection, question: str) -> dict[int, dict[str, Any]]:
     """Learned associations that fire for this question: doc id -> {"boost", "learned_ids"}."""
-    if not is_postgres(conn) and conn.execute(
+    if not round_trips(conn) and conn.execute(
             "SELECT 1 FROM learned_items WHERE kind = 'association' AND status = 'active' LIMIT 1").fetchone() is None:
         return {}   # nothing learned yet (most indexes): the question is not parsed again (on a server: a round trip)
     terms = question_terms(question)

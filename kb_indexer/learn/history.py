@@ -34,8 +34,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kb_indexer.store.connection import inserted_id, one_at_a_time, together, transaction
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.connection import inserted_id, one_at_a_time, round_trips, together, transaction
 from kb_indexer.text import now_iso
 from kb_indexer.store.dbapi import Connection
 
@@ -123,7 +122,7 @@ def record(conn: Connection, question: str, context: str | None, *, query_id: in
            **attempt: Any) -> tuple[int, int]:
     """Record one attempt (creating its query if needed, or on ``query_id`` for ``refine``) in one
     transaction; returns (query_id, attempt_id)."""
-    if query_id is None and is_postgres(conn) and not conn.in_transaction:
+    if query_id is None and round_trips(conn) and not conn.in_transaction:
         return _record_on_server(conn, question, context or "", attempt)
     with transaction(conn):
         if query_id is None:

@@ -24,9 +24,8 @@ from typing import Any
 from kb_indexer.learn.feedback import parse_before
 from kb_indexer.learn.history import TOP_RESULTS
 from kb_indexer.limits import MAX_ID
-from kb_indexer.store.connection import read_snapshot
+from kb_indexer.store.connection import json_items, read_snapshot
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
 
 #: Per question in the period: its attempts, best result count, last attempt and marks.
 _QUESTIONS = (
@@ -56,12 +55,6 @@ _SECTIONS = {
     "most_asked": "1 = 1",
 }
 
-_RETURNED_SQLITE = ("SELECT DISTINCT json_extract(j.value, '$.filepath') AS fp FROM query_attempts a, "
-                    "json_each(a.top_results) j WHERE a.created_at >= ? AND json_valid(a.top_results)")
-_RETURNED_PG = ("SELECT DISTINCT e ->> 'filepath' AS fp FROM query_attempts a, "
-                "jsonb_array_elements(CAST(a.top_results AS jsonb)) e WHERE a.created_at >= ? "
-                "AND a.top_results LIKE '[%'")
-
 
 def _section(conn: Connection, where: str, since: str, limit: int) -> dict[str, Any]:
     count = conn.execute(f"{_QUESTIONS}SELECT COUNT(*) FROM r WHERE {where}", (since,)).fetchone()[0]
@@ -90,7 +83,9 @@ def _share(part: int, total: int) -> float | None:
 
 
 def _never_returned(conn: Connection, since: str, limit: int) -> dict[str, Any]:
-    returned = _RETURNED_PG if is_postgres(conn) else _RETURNED_SQLITE
+    items = json_items(conn, "a.top_results", "filepath")
+    returned = (f"SELECT DISTINCT {items.value} AS fp FROM query_attempts a, {items.source} "
+                f"WHERE a.created_at >= ? AND {items.valid}")
     where = f"WHERE d.filepath NOT IN (SELECT fp FROM ({returned}) t WHERE fp IS NOT NULL)"
     count = conn.execute(f"SELECT COUNT(*) FROM documents d {where}", (since,)).fetchone()[0]
     rows = conn.execute(f"SELECT d.filepath FROM documents d {where} ORDER BY d.filepath LIMIT ?",

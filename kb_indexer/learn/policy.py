@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from kb_indexer.errors import UsageError
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.team import shared
 
 if TYPE_CHECKING:
     from kb_indexer.results import LearningPolicy as Policy
@@ -22,7 +22,7 @@ DEFAULTS: dict[str, "Policy"] = {"sqlite": {"mode": "auto", "min_askers": 1, "ma
 
 
 def defaults(conn: Connection) -> Policy:
-    return dict(DEFAULTS["postgres" if is_postgres(conn) else "sqlite"])  # type: ignore[return-value]
+    return dict(DEFAULTS["postgres" if shared(conn) else "sqlite"])  # type: ignore[return-value]
 
 
 def read(conn: Connection) -> Policy:

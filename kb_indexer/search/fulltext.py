@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import ContextManager
 
 from kb_indexer.store import fulltext as store
-from kb_indexer.store.sparse import COLUMN_WEIGHTS
+from kb_indexer.store.bm25 import COLUMN_WEIGHTS
 from kb_indexer.store.dbapi import Connection
 
 # bm25() column weights: one constant, kb_indexer.store.sparse's (the sparse index is built for them).

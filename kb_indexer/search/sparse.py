@@ -1,7 +1,7 @@
 """Full-text scores from the sparse index (:mod:`kb_indexer.store.sparse`): FTS5's bm25, computed with numpy.
 
 For every matching document the score is what ``bm25(documents_fts, 2, 0.25, 2, 1)`` returns for the same
-query, by the one formula in :mod:`kb_indexer.store.sparse` (``bm25_idf``, ``bm25_norm``, ``bm25_part``),
+query, by the one formula in :mod:`kb_indexer.store.bm25` (``bm25_idf``, ``bm25_norm``, ``bm25_part``),
 summed over the terms in query order (a repeated term counts again). A term of one token is scored from
 the postings; a term of several tokens is a phrase, which only FTS5 can match: its part comes from FTS5
 (bm25 is a sum over phrases, so a single-phrase pass gives exactly that phrase's part). ``View`` is None
@@ -18,12 +18,12 @@ from typing import AbstractSet, Any, Sequence
 
 from kb_indexer.search.arrays import lookup
 from kb_indexer.store import fulltext
-from kb_indexer.store import sparse as store
+from kb_indexer.store import bm25, sparse as store
 from kb_indexer.store.connection import file_identity
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.dbapi import Connection
 
-K1, B, IDF_FLOOR = store.K1, store.B, store.IDF_FLOOR
+K1, B, IDF_FLOOR = bm25.K1, bm25.B, bm25.IDF_FLOOR
 
 
 @dataclass
@@ -101,7 +101,7 @@ class _Base:
 
     def norm(self) -> Any:
         if self._norm is None:
-            self._norm = store.bm25_norm(self.lengths, self.total / max(1, self.documents))
+            self._norm = bm25.bm25_norm(self.lengths, self.total / max(1, self.documents))
         return self._norm
 
     def oldest(self) -> int:
@@ -170,7 +170,7 @@ def open_view(conn: Connection, column_weights: tuple[float, ...], terms: tuple[
     """The sparse index if it is built for these column weights and agrees with FTS5 right now."""
     import numpy as np  # lazy: numpy costs start-up time; vector/sparse reads only
 
-    if tuple(float(w) for w in column_weights) != store.COLUMN_WEIGHTS:
+    if tuple(float(w) for w in column_weights) != bm25.COLUMN_WEIGHTS:
         return None
     base = _base(conn)
     if base is None:
@@ -268,13 +268,13 @@ def score(conn: Connection, view: View, terms: tuple[str, ...], phrase_sql: str,
     view.postings(conn, [t for t in indexed if t])
     acc = np.zeros(len(view.owner), dtype=np.float64)
     hit = np.zeros(len(view.owner), dtype=bool)
-    norm = view.norm if view.norm is not None else store.bm25_norm(view.lengths, view.avgdl)
+    norm = view.norm if view.norm is not None else bm25.bm25_norm(view.lengths, view.avgdl)
     for term, name, w in zip(terms, indexed, weights if weights is not None else [1.0] * len(terms)):
         if name:
             d, f = view._postings[name]
             if not len(d):
                 continue
-            acc[d] += w * store.bm25_part(store.bm25_idf(view.documents, len(d)), f, norm[d])
+            acc[d] += w * bm25.bm25_part(bm25.bm25_idf(view.documents, len(d)), f, norm[d])
             hit[d] = True
         elif name is None:   # a phrase the index does not hold: FTS5 matches and scores it
             rows = fulltext.phrase_scores(conn, phrase_sql, '"' + term.replace('"', '""') + '"')

@@ -3,27 +3,19 @@ explicit transactions both engines share."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, cast
-
-try:
-    import fcntl as _fcntl   # POSIX: the lock of a long job on SQLite (exclusive)
-    fcntl: Any = _fcntl
-except ImportError:   # Windows: the job runs unlocked
-    fcntl = None
+from typing import Any, Iterator
 
 from kb_indexer.config import DbTarget, DbUrl
 from kb_indexer.errors import BadDatabaseError, KbError, NotInitialisedError, StorageError
-from kb_indexer.notices import warn
 from kb_indexer.store import team
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import ADVISORY_NAMESPACE, advisory_key, is_postgres
-from kb_indexer.store.errors import (SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError, busy_error,
-                                     busy_timeout_ms, from_postgres, from_sqlite, sqlite_code)
+from kb_indexer.store.engines import JsonItems, engine_of
+from kb_indexer.store.engines.sqlite import db_file as db_file
+from kb_indexer.store.errors import (SQLITE_CANTOPEN, SQLITE_READONLY, DatabaseError, PgError, busy_timeout_ms,
+                                     from_postgres, from_sqlite, sqlite_code)
 
 
 
@@ -190,7 +182,7 @@ def read_snapshot(conn: Connection) -> Iterator[Connection]:
     if conn.in_transaction:
         yield conn
         return
-    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if is_postgres(conn) else "BEGIN")
+    conn.execute(engine_of(conn).snapshot_begin)
     try:
         yield conn
     finally:
@@ -203,21 +195,34 @@ def together(conn: Connection, write: bool = False) -> Iterator[Connection]:
     read after the block (SQLite: run one by one, as always). ``write``: the block is one write transaction
     as :func:`transaction` (``BEGIN`` and ``COMMIT`` sent with the statements; rolled back on an error, which
     comes at the end of the block at the latest); inside the caller's transaction it is a savepoint."""
-    if not is_postgres(conn) or conn.in_transaction:
+    engine = engine_of(conn)
+    if not engine.round_trips or conn.in_transaction:
         with transaction(conn) if write else nullcontext(conn):
             yield conn
         return
     try:
-        with cast(Any, conn).pipelined():   # a PgConnection
+        with engine.pipelined(conn):
             if write:
                 conn.execute("BEGIN")
             yield conn
             if write:
                 conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction and not cast(Any, conn).raw.broken:
+        if conn.in_transaction and not engine.broken(conn):
             conn.execute("ROLLBACK")   # an error inside the pipeline leaves its transaction open
         raise
+
+
+def round_trips(conn: Connection) -> bool:
+    """Whether each statement on ``conn`` is a round trip to a server (PostgreSQL): look-ups are then worth
+    sending in batches, and a cheap probe that saves work on a local file is not worth making."""
+    return engine_of(conn).round_trips
+
+
+def json_items(conn: Connection, column: str, field: str) -> JsonItems:
+    """The SQL that reads ``field`` of each object of the JSON array in the text ``column``, in ``conn``'s
+    dialect: join ``source``, select ``value``, keep the rows where ``valid``."""
+    return engine_of(conn).json_items(column, field)
 
 
 def one_at_a_time(conn: Connection, what: str) -> None:
@@ -225,8 +230,7 @@ def one_at_a_time(conn: Connection, what: str) -> None:
     run one after another, so a row looked up and then inserted is inserted once. SQLite's ``BEGIN
     IMMEDIATE`` already lets one writer in at a time; PostgreSQL takes a transaction-level advisory lock on
     ``what`` (released at COMMIT or ROLLBACK; other writers and long jobs' locks are not waited for)."""
-    if is_postgres(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(?::int, ?::int)", (ADVISORY_NAMESPACE, advisory_key(what)))
+    engine_of(conn).one_at_a_time(conn, what)
 
 
 def _undo(conn: Connection, *statements: str) -> None:
@@ -273,70 +277,15 @@ def exclusive(conn: Connection, job: str) -> Iterator[None]:
     for the first, saying so on stderr, and finds it done). Both engines wait up to the busy timeout, then fail
     as ``busy`` (a stuck holder does not keep every later job waiting). A folder where no lock file can be made
     (read-only: the job fails at its first write anyway), or a system without ``fcntl``, runs the job unlocked."""
-    waiting = f"another kbindex {job} of this index is running"
-    if not is_postgres(conn):
-        with _file_lock(conn, job, waiting):
-            yield
-        return
-    from kb_indexer.store.pg.locks import advisory_lock  # lazy: psycopg, only on the PostgreSQL engine
-    with advisory_lock(conn, job, waiting):  # type: ignore[arg-type]
+    with engine_of(conn).exclusive(conn, job, f"another kbindex {job} of this index is running"):
         yield
-
-
-#: How often a job waiting for another's lock file tries it again (seconds).
-FILE_LOCK_POLL_S = 0.05
-
-
-@contextmanager
-def _file_lock(conn: Connection, job: str, waiting: str) -> Iterator[None]:
-    path = db_file(conn)
-    try:
-        fd = os.open(f"{path}-{job}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644) \
-            if path and fcntl is not None else None
-    except OSError:
-        fd = None
-    if fd is None:
-        yield
-        return
-    try:
-        if not _try_flock(fd):
-            deadline = time.monotonic() + busy_timeout_ms() / 1000
-            warn(f"{waiting}: waiting for it (up to {busy_timeout_ms() / 1000:g} s)")
-            while not _try_flock(fd):
-                if time.monotonic() >= deadline:
-                    raise busy_error(path, f"the index's {job} lock ({path}-{job}.lock)")
-                time.sleep(FILE_LOCK_POLL_S)
-        yield
-    finally:
-        os.close(fd)   # closing the file releases the lock
-
-
-def _try_flock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-# SQLite's page cache during a sync (KiB, as ``PRAGMA cache_size`` takes it negated; the default is 2 MB): a
-# batch inserts keyword rows all over the keyword index and FTS5 merges its segments; with the default the same
-# pages are read again and again (measured at 50k documents: ~4 s of a ~55 s sync, most of it system time).
-SYNC_CACHE_KIB = -65536
 
 
 @contextmanager
 def bulk_writing(conn: Connection) -> Iterator[None]:
     """A larger page cache while the block writes many rows (SQLite; the server manages its own)."""
-    if is_postgres(conn):
+    with engine_of(conn).bulk_writing(conn):
         yield
-        return
-    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute(f"PRAGMA cache_size = {SYNC_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
 
 def checkpoint(conn: Connection) -> None:
@@ -347,24 +296,13 @@ def checkpoint(conn: Connection) -> None:
 
 def has_table(conn: Connection, name: str) -> bool:
     """Whether the index has the table ``name`` (an older index may lack one a newer kbindex added)."""
-    if is_postgres(conn):
-        return conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+    return engine_of(conn).has_table(conn, name)
 
 
 def file_identity(conn: Connection) -> tuple[Any, ...] | None:
     """(path, inode, device) of the connection's index file, for caches a long-lived process keeps per index
     (None for an in-memory index, or a file that cannot be stat'ed; the server for PostgreSQL)."""
-    if is_postgres(conn):
-        return ("postgres", getattr(conn, "target", None))
-    path = db_file(conn)
-    if not path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return path, st.st_ino, st.st_dev
+    return engine_of(conn).file_identity(conn)
 
 
 def inserted_id(cur: Any) -> int:
@@ -394,7 +332,3 @@ def plain_all(conn: Connection, sql: str, parameters: Any = ()) -> list[tuple[An
         return cur.execute(sql, parameters).fetchall()
     return list(conn.execute(sql, parameters).fetchall())
 
-
-def db_file(conn: Connection) -> str:
-    """The SQLite connection's main database file ("" for an in-memory one)."""
-    return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")

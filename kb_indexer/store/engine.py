@@ -3,8 +3,9 @@
 ``--db`` / ``KBINDEX_DB`` name either a file path or a ``postgresql://`` URL. A PostgreSQL connection is a
 :class:`kb_indexer.store.pg.connection.PgConnection`: it speaks the same SQL the features write (SQLite's
 dialect, translated) and carries ``engine = "postgres"`` and ``raw`` (the psycopg connection, for the
-engine-specific store modules in :mod:`kb_indexer.store.pg`). Features never ask which engine they run on;
-only store modules do, through :func:`is_postgres`.
+engine-specific store modules in :mod:`kb_indexer.store.pg`). What differs between the engines is the
+connection's engine (:mod:`kb_indexer.store.engines`); features never ask which engine they run on, and the
+store modules that still do through :func:`is_postgres` are counted down by a test.
 """
 
 from __future__ import annotations

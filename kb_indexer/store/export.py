@@ -6,7 +6,7 @@ import json
 import math
 import os
 import re
-from typing import Any, Callable, Iterable, Iterator, cast
+from typing import Any, Callable, Iterable, Iterator
 
 from kb_indexer import __version__, jsonstream
 from kb_indexer.errors import ValidationError
@@ -17,8 +17,8 @@ from kb_indexer.store.connection import exclusive, read_snapshot, savepoint, tra
 from kb_indexer.store.documents import get_body, write_fts
 from kb_indexer.store.provenance import backfill
 from kb_indexer.text import normalize_keyword
-from kb_indexer.store.engine import is_postgres
-from kb_indexer.store.errors import DatabaseError, IntegrityError
+from kb_indexer.store.engines import engine_of
+from kb_indexer.store.errors import DatabaseError
 from kb_indexer.store.dbapi import Connection
 
 FORMAT = "kbindex-export"
@@ -33,22 +33,14 @@ _EXCLUDED_PREFIXES = ("documents_fts", "documents_text", "text_postings", "text_
                       "embedding_", "sparse_")
 
 
-def _pg() -> Any:
-    from kb_indexer.store.pg import catalog  # lazy: psycopg, only on the PostgreSQL engine
-    return catalog
-
-
 def export_tables(conn: Connection) -> list[str]:
     """User tables in creation order (parents before children)."""
-    names = _pg().tables(conn) if is_postgres(conn) else [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+    names = engine_of(conn).tables(conn)
     return [n for n in names if n not in _EXCLUDED and not n.startswith(_EXCLUDED_PREFIXES)]
 
 
 def _columns(conn: Connection, table: str) -> list[dict[str, Any]]:
-    if is_postgres(conn):
-        return _pg().columns(conn, table)  # type: ignore[no-any-return]
-    return [dict(r) for r in conn.execute(f'PRAGMA table_info("{table}")')]
+    return engine_of(conn).columns(conn, table)
 
 
 #: Rows read per statement on PostgreSQL (its cursor holds every row it returns; SQLite reads as it goes).
@@ -58,27 +50,7 @@ EXPORT_BATCH = 2000
 def _rows(conn: Connection, table: str) -> Iterator[dict[str, Any]]:
     """The table's rows in insertion order (SQLite's rowid; on PostgreSQL the id or the hidden rowid), read
     as they are used: a batch at a time on PostgreSQL."""
-    if not is_postgres(conn):
-        cur = cast(Any, conn).cursor()
-        cur.row_factory = None   # plain tuples: no sqlite3.Row per row
-        cur.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(names, row))
-        return
-    names = [c["name"] for c in _columns(conn, table)]
-    order = _pg().order_column(conn, table)
-    select = ", ".join(f'"{n}"' for n in names) + f', "{order}"'
-    after: list[Any] = []
-    while True:
-        where = f' WHERE "{order}" > ?' if after else ""
-        batch = conn.execute(f'SELECT {select} FROM "{table}"{where} ORDER BY "{order}" LIMIT {EXPORT_BATCH}',
-                             after).fetchall()
-        for row in batch:
-            yield dict(zip(names, row))
-        if len(batch) < EXPORT_BATCH:
-            return
-        after = [batch[-1][len(names)]]
+    return engine_of(conn).rows(conn, table, EXPORT_BATCH)
 
 
 def _table_rows(conn: Connection, table: str, counts: dict[str, int]) -> Iterator[dict[str, Any]]:
@@ -270,8 +242,7 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
     index layer's step that keeps unchanged similarities files synced: store does not import index).
     """
     known, plan = _validated(conn, data)
-    if is_postgres(conn):
-        _pg().check_may_move_identities(conn, [table for table, _, _ in plan])
+    engine_of(conn).before_import(conn, [table for table, _, _ in plan])
     # Every row is replaced: not while a sync, a learn or an embed runs (on PostgreSQL, read committed, a learn
     # saw the imported documents' new ids mid-run and wrote learned items for ids gone: a foreign-key failure)
     with exclusive(conn, "sync"), exclusive(conn, "learn"), exclusive(conn, "embed"), transaction(conn):
@@ -298,27 +269,15 @@ def import_all(conn: Connection, data: Any, *, force: bool = False,
 
 
 def _defer_foreign_keys(conn: Connection) -> None:
-    if is_postgres(conn):
-        _pg().defer_foreign_keys(conn)
-    else:
-        conn.execute("PRAGMA defer_foreign_keys = ON")
+    engine_of(conn).defer_foreign_keys(conn)
 
 
 def _check_foreign_keys(conn: Connection, tables: list[str]) -> None:
     """Every row refers to rows that exist (checked before the import commits); on PostgreSQL the id
     sequences continue past the imported ids."""
-    if is_postgres(conn):
-        for table in tables:
-            _pg().move_identities(conn, table)
-        try:
-            _pg().check_foreign_keys(conn)
-        except IntegrityError as exc:
-            raise ValidationError(f"Export is inconsistent: a row references a missing row ({exc})") from None
-        return
-    bad = conn.execute("PRAGMA foreign_key_check").fetchall()
-    if bad:
-        raise ValidationError(f"Export is inconsistent: {len(bad)} rows reference missing rows "
-                              f"(first in table {bad[0][0]!r})")
+    problem = engine_of(conn).foreign_key_problem(conn, tables)
+    if problem:
+        raise ValidationError(f"Export is inconsistent: {problem}")
 
 
 def _validated(conn: Connection, data: Any) -> tuple[list[str], _Plan]:

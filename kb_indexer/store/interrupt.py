@@ -12,7 +12,6 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
 
 _EVERY = 50_000  # SQLite VM steps between checks (well under a millisecond)
 
@@ -23,10 +22,9 @@ def _tick() -> int:
 
 @contextmanager
 def interruptible(conn: Connection) -> Iterator[None]:
-    if is_postgres(conn):  # psycopg cancels the running statement on Ctrl-C itself
+    if not isinstance(conn, sqlite3.Connection):  # PostgreSQL: psycopg cancels the running statement on Ctrl-C itself
         yield
         return
-    assert isinstance(conn, sqlite3.Connection)
     conn.set_progress_handler(_tick, _EVERY)
     try:
         yield

@@ -29,7 +29,6 @@ clears the log of a smaller one. numpy is imported only here and in the query pa
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -38,8 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kb_indexer import settings
+from kb_indexer.store.bm25 import COLUMN_WEIGHTS
 from kb_indexer.store.connection import db_file, transaction
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engines import engine_of
 from kb_indexer.store.fts_tokens import Pairs, Tokenizer
 from kb_indexer.store.dbapi import Connection
 
@@ -54,37 +54,7 @@ FOLD_DOCS = 8_000         # documents per segment (and per write transaction) wh
 MAX_SEGMENTS = 16         # more than this: the smallest are merged until MERGED_SEGMENTS remain
 MERGED_SEGMENTS = 8
 MERGE_TERMS = 2_000       # terms merged at a time
-# bm25() column weights: title, summary, keywords, body; the one constant full-text search ranks with by default
-# (kb_indexer.search.fulltext.DEFAULT_COLUMN_WEIGHTS is this) and the sparse index is built for. Titles and
-# keyword tags are short and curated (x2); a summary is mostly the body's first paragraph again, so it counts a
-# quarter. Measured on Cranfield (bench/ir_eval.py): title 1.5-2.5 with summary 0-0.25 give nDCG@10
-# 0.364-0.365; summary 1 gives 0.356-0.358.
-COLUMN_WEIGHTS: tuple[float, float, float, float] = (2.0, 0.25, 2.0, 1.0)
 FORMAT = json.dumps({"version": 1, "weights": COLUMN_WEIGHTS})
-
-# FTS5's bm25 (fts5_aux.c), the one formula every engine's full-text scores use (the sparse index here, the
-# PostgreSQL engine's own statistics in kb_indexer.store.pg.fulltext): per query term (a phrase counts as one),
-# ``idf × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgdl))``, ``idf = ln((N − n + 0.5) / (n + 0.5))`` floored at 1e-6,
-# ``f`` the column-weighted frequency, ``D`` the document's tokens over all columns, summed in query order.
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6
-
-
-def bm25_idf(documents: int, matching: int) -> float:
-    """A term's IDF: ``documents`` (N) indexed, ``matching`` (n) of them hold the term."""
-    idf = math.log((documents - matching + 0.5) / (matching + 0.5))
-    return idf if idf > 0.0 else IDF_FLOOR
-
-
-def bm25_norm(lengths: Any, avgdl: float) -> Any:
-    """``k1·(1 − b + b·D/avgdl)`` per document (``lengths``: D, numpy or float)."""
-    return K1 * (1.0 - B + B * lengths / avgdl)
-
-
-def bm25_part(idf: float, freqs: Any, norm: Any) -> Any:
-    """One term's share of the score of documents with weighted frequencies ``freqs`` and ``norm`` (bm25_norm)."""
-    return idf * ((freqs * (K1 + 1.0)) / (freqs + norm))
 
 Progress = Callable[[int, int], None]
 
@@ -92,7 +62,7 @@ Progress = Callable[[int, int], None]
 def head(conn: Connection) -> tuple[str, int] | None:
     """``(format, generation)`` of the index's state; None when there is none (none is kept on PostgreSQL,
     whose own postings rank every match: kb_indexer.store.pg.fulltext)."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return None
     try:
         row = conn.execute("SELECT format, generation FROM sparse_state WHERE id = 1").fetchone()
@@ -478,7 +448,7 @@ def refresh(conn: Connection, progress: Progress | None = None, *, least: int | 
     while this process does the one before (used from ``2 × FOLD_DOCS`` pending documents). Returns what
     was done, for ``sync``'s report."""
     t0 = time.perf_counter()
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return {"built": False, "documents": 0, "folded": 0}
     with transaction(conn):
         st = load_state(conn)
@@ -510,7 +480,7 @@ def refresh(conn: Connection, progress: Progress | None = None, *, least: int | 
 def fold_is_large(conn: Connection) -> bool:
     """Whether :func:`refresh` may have ``2 × FOLD_DOCS`` documents to fold (worth a helper process): that
     many logged, or that many documents and no index yet."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return False
     logged = conn.execute("SELECT count(*) FROM fulltext_log").fetchone()[0]
     if logged >= 2 * FOLD_DOCS:
@@ -543,7 +513,7 @@ def term_rows(conn: Connection, terms: list[str]) -> dict[str, list[tuple[int, b
 
 def describe(conn: Connection) -> dict[str, Any] | None:
     """What ``db-stats`` shows of the sparse index (None when there is none)."""
-    if is_postgres(conn):
+    if not engine_of(conn).sparse_index:
         return None
     try:
         row = conn.execute("SELECT documents, tokens, fold_seq, structure IS NOT NULL, updated_at "

@@ -33,7 +33,7 @@ from typing import Iterator
 from kb_indexer import settings
 from kb_indexer.errors import NotAllowedError, ReadOnlyError
 from kb_indexer.store.dbapi import Connection
-from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engines import engine_of
 
 USER_ENV = "KBINDEX_USER"
 UNKNOWN = "unknown"
@@ -84,14 +84,14 @@ def principal(conn: Connection, asker: str) -> str:
     """Whose evidence an asker's is, for the learning policy's count of distinct askers: on PostgreSQL the login
     role (``role/name`` is a service's role answering for ``name``, and any member could set such a name on its
     own session), on SQLite the name."""
-    return asker.split("/", 1)[0] if is_postgres(conn) else asker
+    return asker.split("/", 1)[0] if shared(conn) else asker
 
 
 def trusted(conn: Connection, principals: set[str]) -> set[str]:
     """Of these principals, those whose word is enough for the learning policy on its own: on PostgreSQL the
     curators and the owner (they could approve the item anyway) and ``unknown`` (rows recorded before askers
     were, which no role can write now); on SQLite none (anyone who writes the file may write any name)."""
-    if not is_postgres(conn) or not principals:
+    if not shared(conn) or not principals:
         return set()
     names = sorted(principals - {UNKNOWN})
     out = {UNKNOWN} & principals
@@ -107,17 +107,17 @@ def trusted(conn: Connection, principals: set[str]) -> set[str]:
 def shared(conn: Connection) -> bool:
     """Whether the index is a team's (PostgreSQL: its members' marks on documents a question never returned need a
     second asker or a curator's review before they count) rather than one person's file."""
-    return is_postgres(conn)
+    return engine_of(conn).shared
 
 
 def owns(conn: Connection, asker: str, name: str) -> bool:
     """Whether ``asker`` (as recorded) is ``name``'s: the name itself, or on PostgreSQL ``name/...`` too."""
-    return asker == name or (is_postgres(conn) and asker.startswith(name + "/"))
+    return asker == name or (shared(conn) and asker.startswith(name + "/"))
 
 
 def role(conn: Connection) -> str:
     """'owner' | 'curator' | 'member' | 'reader' of this connection (an SQLite file: 'owner')."""
-    if not is_postgres(conn):
+    if not shared(conn):
         return "owner"
     row = conn.execute(
         "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) "

@@ -30,10 +30,11 @@ from typing import Any
 
 from kb_indexer.errors import KbError
 from kb_indexer.safe_write import atomic_file
-from kb_indexer.store.connection import db_file, file_identity, transaction
+from kb_indexer.store.connection import file_identity, transaction
 from kb_indexer.store.errors import OperationalError
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.engine import is_postgres
+from kb_indexer.store.engines import engine_of
 
 
 class MixedModelError(KbError):
@@ -168,9 +169,7 @@ def best_cosines(conn: Connection, model: EmbeddingModel, query: Any, doc_ids: l
 
 def vector_search(conn: Connection) -> dict[str, Any]:
     """Which vector search the index answers with (``db-stats``, ``doctor``)."""
-    if not is_postgres(conn):
-        return {"engine": "numpy", "pgvector": None, "index": None, "note": None}
-    return _pg().describe(conn)  # type: ignore[no-any-return]
+    return engine_of(conn).vector_search(conn)
 
 
 # -- the packed matrix --------------------------------------------------------------------
@@ -268,7 +267,7 @@ def _cache_key(conn: Connection, model: EmbeddingModel) -> tuple[Any, ...] | Non
 def _sidecar(conn: Connection, model: EmbeddingModel, generation: int, doc_ids: bytes) -> Path | None:
     """The file that may hold this exact packed matrix (None for an in-memory index or a server: a server's
     vectors stay on the server)."""
-    path = None if is_postgres(conn) else db_file(conn)
+    path = engine_of(conn).db_file(conn)
     if not path:
         return None
     name = f"model{model.id}-gen{generation}-dim{model.dim}-{zlib.crc32(doc_ids):08x}.f32"

@@ -39,7 +39,7 @@ import numpy as np
 
 from kb_indexer.store.fts_tokens import Tokenizer
 from kb_indexer.store.pg.fulltext_schema import COPY_ESCAPES, POSITION_BITS, create_schema  # noqa: F401  (callers create it here too)
-from kb_indexer.store.sparse import COLUMN_WEIGHTS, bm25_idf, bm25_norm, bm25_part
+from kb_indexer.store.bm25 import COLUMN_WEIGHTS, bm25_idf, bm25_norm, bm25_part
 
 COLUMNS = ("title", "summary", "keywords", "body")
 
