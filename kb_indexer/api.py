@@ -23,7 +23,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, cast
 
-from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
+from kb_indexer.config import (DbArg, DbTarget, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember
@@ -41,7 +41,6 @@ from kb_indexer.search.question import check_question
 from kb_indexer.store import index_exists, meta, open_db
 from kb_indexer.store.documents import document_keywords, get_body, require_document
 from kb_indexer.store.errors import OperationalError, translate, translating
-from kb_indexer.store.engine import is_postgres
 from kb_indexer.store.interrupt import interruptible
 from kb_indexer.store.opening import init_db
 from kb_indexer.store.team import on_behalf, require_role
