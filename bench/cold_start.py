@@ -1,14 +1,14 @@
 """Cold start of the agent path, this checkout beside another one, in the same run:
 
-    python bench/cold_start.py --baseline-rev b3c3d8b [--runs 21]
+    python bench/cold_start.py --baseline-rev REV [--runs 21]
     python bench/cold_start.py --baseline-src /path/to/older/checkout
 
 Each checkout indexes its own copy of the bundled ``knowledge-base/`` (``init`` + ``sync``), its modules
 are byte-compiled first (as an installed package is), then ``kbindex search "reinforcement learning"
 --format json`` and ``kbindex query "how does AlphaGo work?" --format json --no-stale-check`` run as new
 processes, the two checkouts and ``python -c pass`` interleaved run by run. Printed: the median wall and
-CPU time (user + system of the child) of each, and each as a multiple of ``python -c pass``. Issue 28's
-target: the cold ``search``/``query`` ratios not worse than before the change.
+CPU time (user + system of the child) of each, and each as a multiple of ``python -c pass``. The
+target of a change: the cold ``search``/``query`` ratios not worse than before it.
 """
 
 from __future__ import annotations

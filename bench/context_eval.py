@@ -28,7 +28,7 @@ on a throw-away index, which holds the LLM cache):
 Printed per family and level: tokens before/after and ratio, facts kept by the method and by truncation to
 the same budget, their ratio, whether the output was within the token target (under 80% of the window,
 history summary within its budget), LLM calls, cache hits on the repeat, and wall time per compression.
-Target (issue 11): extractive keeps at least twice the facts truncation keeps at the 80% and 90% levels.
+Target: extractive keeps at least twice the facts truncation keeps at the 80% and 90% levels.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ One process, one run:
 4. After: the same queries again, now with the generated keywords.
 5. bm25s (Snowball stemmer, English stopwords) on the same corpus, as in bench/ir_eval.py.
 
-Targets (issue 16): hybrid after >= hybrid before; keyword-only after >= 60% of bm25s; >= 200 docs/s.
+Targets: hybrid after >= hybrid before; keyword-only after >= 60% of bm25s; >= 200 docs/s.
 ``--yake`` also measures the YAKE library (if importable) as the extractor, written through the same
 keywords files; ``--llm-backend`` enriches the first ``--llm-docs`` documents with an LLM (reported, not
 gated: a partial enrichment says little about retrieval).

@@ -20,7 +20,6 @@ import compileall
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess

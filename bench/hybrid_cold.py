@@ -1,6 +1,6 @@
-"""Cold hybrid queries an agent can afford (issue 30): this checkout beside another one, in the same run.
+"""Cold hybrid queries an agent can afford: this checkout beside another one, in the same run.
 
-    python bench/hybrid_cold.py [--baseline-rev f6dc8df] [--runs 15]
+    python bench/hybrid_cold.py [--baseline-rev REV] [--runs 15]
 
 The bundled ``knowledge-base/`` is indexed (``init`` + ``sync``) and embedded with the local model
 (``kbindex embed --embed-backend local``: this checkout, the numpy encoder) once; each checkout queries its
@@ -10,7 +10,8 @@ first (as an installed package is). Then, run by run and interleaved, new proces
 * ``query QUESTION --format json --no-stale-check`` on the embedded index (auto method: hybrid), with a
   question never asked before in that index (a question's vector is cached, so a repeat is not cold);
 * the same with ``--method sqlite`` (this checkout), the yardstick of the target;
-* the same hybrid query with the baseline checkout (the old path: sentence-transformers loads torch);
+* the same hybrid query with the baseline checkout (``main`` unless ``--baseline-rev`` names another revision;
+  one from before the numpy encoder measures the old path, where sentence-transformers loads torch);
 * ``query QUESTION`` on the index without vectors, with this checkout and the baseline.
 
 Each child's wall time and peak memory (max RSS, from ``os.wait4``) is recorded. Printed: medians, the
@@ -142,7 +143,7 @@ def report(samples: dict[str, list[tuple[float, float]]], methods: dict[str, set
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline-rev", default="f6dc8df", help="a git revision to compare with (the old path)")
+    ap.add_argument("--baseline-rev", default="main", help="a git revision to compare with (default: main)")
     ap.add_argument("--runs", type=int, default=15, help="new questions per configuration")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

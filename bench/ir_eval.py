@@ -28,7 +28,7 @@ What it measures (one process, one thread):
    with the question's vector in the LLM cache (the warm-up run fills it; the
    embedding model's own time per question is printed apart). ``--keep DIR`` reuses a KB built and
    embedded by an earlier run (nothing is embedded again); ``--vector-feedback 0,default`` scores hybrid
-   without vector feedback (the fusion of 353bba1) beside kbindex's default in the same run.
+   without vector feedback (plain fusion) beside kbindex's default in the same run.
 
 nDCG@10 uses graded gains 2^rel - 1 (the collection's README); Recall@100
 counts every judged document (all have rel >= 1).
@@ -135,8 +135,8 @@ def neighbour_settings(variant: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def vector_feedback(docs: str) -> Iterator[None]:
-    """kb_indexer.search.semantic.VECTOR_FB_DOCS set to ``docs`` ('default': kbindex's; 0: off, the
-    fusion of 353bba1) while the block runs (see --vector-feedback)."""
+    """kb_indexer.search.semantic.VECTOR_FB_DOCS set to ``docs`` ('default': kbindex's; 0: off, plain
+    fusion) while the block runs (see --vector-feedback)."""
     from kb_indexer.search import semantic
 
     saved = semantic.VECTOR_FB_DOCS

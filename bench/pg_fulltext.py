@@ -1,4 +1,4 @@
-"""Full-text retrieval on PostgreSQL (issue 29): the engine's own bm25 beside SQLite's FTS5 and ts_rank.
+"""Full-text retrieval on PostgreSQL: the engine's own bm25 beside SQLite's FTS5 and ts_rank.
 
     python bench/pg_fulltext.py [--docs 5000] [--questions 300] [--seed 2929] [--runs 3] [--json]
 
@@ -9,7 +9,8 @@ documents three ways in the same run and asks the same questions of each:
 * ``postgres``: the PostgreSQL engine's (:mod:`kb_indexer.store.pg.fulltext`: FTS5's tokens and bm25 from its
   own postings), through the same function;
 * ``ts_rank``: PostgreSQL's own full-text search, ``ts_rank`` over ``to_tsvector('english')`` with the title
-  weighted A and the body D, GIN-indexed, the question as an OR of its lexemes (the issue's comparison).
+  weighted A and the body D, GIN-indexed, the question as an OR of its lexemes (what
+  PostgreSQL ranks without kbindex's postings).
 
 Collections: Cranfield (``../shared/data/cranfield``) and a held-out synthetic one built here and used for
 nothing else: topical documents of very different lengths (a Zipf background shared by all, each topic's

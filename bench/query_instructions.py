@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU instructions per ``KnowledgeBase.query`` on Cranfield, this checkout beside another, counted by valgrind.
 
-    python3 bench/query_instructions.py --baseline-rev e15dba0 [--queries 40] [--limit 100,10]
+    python3 bench/query_instructions.py --baseline-rev REV [--queries 40] [--limit 100,10]
 
 Wall-clock queries/s (``bench/ir_eval.py``) moves by 10-20% with whatever else runs on the machine; an
 instruction count does not. For each checkout and limit this builds the same Cranfield knowledge base (the

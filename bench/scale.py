@@ -23,10 +23,10 @@ tags on thousands of documents) and log-normal body lengths (--lengths); its que
 queries, identifiers and explicit ``--keywords``. The presets of --variants: ``default``, ``nested``, ``flat``
 and ``growing`` (all of those at once).
 
-At the end, the figures of issue 27 items 12 (skills on the held-out set) and 14 (MCP start) beside their
-targets (bench/issue27_targets.py; --no-other-targets skips them).
+At the end, the figures of the skills matcher on the held-out sets and of the MCP start beside their targets
+(bench/other_targets.py; --no-other-targets skips them).
 
-Figures, each beside a baseline measured in the same run, and the targets of issue 27 item 13 (sync >=
+Figures, each beside a baseline measured in the same run, and the scale targets (sync >=
 1,000 docs/s at 50k documents with keywords files and 25k relations; a cold query <= 8x `python -c pass`
 right after the first sync of a freshly written knowledge base and after a second sync) marked pass / MISS:
 - `kbindex sync` (the installed command, running this checkout): docs/s, CPU seconds, peak RSS, peak WAL
@@ -301,8 +301,8 @@ def main() -> None:
                     "index in memory) and time its top-10 on the same questions: the alternative to FTS5")
     ap.add_argument("--baseline-src", type=Path, help="a checkout of an older kbindex (e.g. `git worktree add "
                     "/tmp/old <rev>`): its sync, re-sync and cold query are measured on the same knowledge base")
-    ap.add_argument("--no-other-targets", action="store_true", help="skip the figures of issue 27 items 12 "
-                    "(skills on the held-out set) and 14 (MCP start) printed at the end (bench/issue27_targets.py)")
+    ap.add_argument("--no-other-targets", action="store_true", help="skip the figures of the skills matcher "
+                    "on the held-out sets and of the MCP start printed at the end (bench/other_targets.py)")
     args = ap.parse_args()
     sizes = [int(n.replace("_", "")) for n in args.docs.split(",") if n.strip()]
     corpora = dict(PRESETS) if args.variants else {"options": Corpus(
@@ -321,7 +321,7 @@ def main() -> None:
     if len(table) > 1:
         summary(table)
     if not args.no_other_targets:
-        from bench.issue27_targets import main as other_targets
+        from bench.other_targets import main as other_targets
         print()
         other_targets()
 
@@ -498,7 +498,7 @@ def report_old(both: dict[str, Any]) -> None:
     print(f"    cold query, no stale check        {new['query_nostale_ms']:8.0f}  vs {old['query_nostale_ms']:8.0f} ms")
 
 
-# Targets (issue 27, item 13): sync throughput at 50k documents with keywords files and 25k relations; a
+# Targets: sync throughput at 50k documents with keywords files and 25k relations; a
 # cold query within this many times a bare interpreter start, right after the first sync and after a second.
 TARGET_SYNC_DOCS_S = 1000
 TARGET_COLD_RATIO = 8.0
@@ -543,7 +543,7 @@ def report(docs: int, corpus: Corpus, s: dict[str, Any], naive: float, resync_s:
 
 
 def report_targets(s: dict[str, Any], first: dict[str, Any], second: dict[str, Any]) -> None:
-    """Each figure of issue 27 item 13 beside its target (pass / MISS)."""
+    """Each scale figure beside its target (pass / MISS)."""
     def line(name: str, value: str, target: str, ok: bool) -> None:
         print(f"  {name:44s} {value:>12s}   target {target:12s} {'pass' if ok else 'MISS'}")
 

@@ -16,7 +16,7 @@ as an agent does. Three columns, one run:
 * hybrid, BLOB read: the same with that folder made impossible (a file in its place), so every query
   copies the packed vectors out of SQLite, as before the vectors file existed.
 
-Target (issue 12): cold hybrid ≤ 2× cold fulltext at 10k documents; in-process hybrid p50 ≤ 30 ms at 20k.
+Target: cold hybrid ≤ 2× cold fulltext at 10k documents; in-process hybrid p50 ≤ 30 ms at 20k.
 """
 
 from __future__ import annotations

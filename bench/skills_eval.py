@@ -29,7 +29,7 @@ What it measures (one process):
    24 needing no skill, 16 needing one; written before the matcher was run on them); and two held-out sets written before any tuning on them and never
    used for it: 140 (``bench/data/skills_heldout.jsonl``) and 124 (``bench/data/skills_heldout2.jsonl``); and a
    third, 150 (``bench/data/skills_heldout3.jsonl``), written blind by a separate agent that read only the catalog
-   (not the matcher, not the other sets) and first measured with the matcher of 346f2a9.
+   (not the matcher, not the other sets) and measured once before any change made for it (docs/benchmarks.md).
    bm25s keeps the threshold picked on the dev queries. ``--grid`` tunes on the tuning sets only;
    ``--no-heldout`` leaves the held-out sets out (for tuning runs). ``--code DIR`` evaluates the
    ``kb_indexer`` of another checkout (e.g. the commit before a change) on the same sets.

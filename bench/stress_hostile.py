@@ -1,4 +1,4 @@
-"""Hostile files and arguments for the stress suite (issue 17): each case gets a fresh small KB and runs
+"""Hostile files and arguments for the stress suite: each case gets a fresh small KB and runs
 this checkout's kbindex with a timeout. A case fails if a command hangs, exits with `internal` (or a
 traceback), writes non-JSON to stdout under --format json, exits other than the case expects, or leaves the
 index failing integrity_check. Run through bench/stress.py (``--only hostile``)."""

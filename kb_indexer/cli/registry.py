@@ -59,9 +59,3 @@ def load(app: typer.Typer, name: str) -> Command | None:
     if command is not None:
         command.rich_help_panel = PANEL_OF[name]  # type: ignore[attr-defined]  # Typer's commands and groups have it
     return command
-
-
-def load_all() -> None:
-    """Import every command module (for tools that walk ``app.registered_commands``)."""
-    for module in MODULES:
-        importlib.import_module(f"kb_indexer.cli.{module}")

@@ -129,8 +129,8 @@ def candidates(text: str) -> Iterable[tuple[str, str]]:
     """``(normalised phrase, surface form)`` for every 1..MAX_N-word run without a stopword, in the prose of
     ``text`` (fenced code blocks and ``$...$`` math left out: ``def``, ``import``, ``bin`` and the ``theta`` of
     ``$\\pi_\\theta$`` say nothing of the topic), a possessive is its word (``Sutton's`` is ``Sutton``).
-    A word's inflections stay apart (``flow`` and ``flows``): folded to one, on Cranfield (bench/enrich_eval.py,
-    2026-11-26) keyword-only nDCG@10 fell from 0.3584 to 0.3498 and hybrid from 0.3973 to 0.3911, below no
+    A word's inflections stay apart (``flow`` and ``flows``): folded to one, on Cranfield (bench/enrich_eval.py)
+    keyword-only nDCG@10 fell from 0.3584 to 0.3498 and hybrid from 0.3973 to 0.3911, below no
     keywords at all (a question's own inflection matches a keyword exactly)."""
     return analyse(text, cues=False).found
 

@@ -16,7 +16,6 @@ from kb_indexer.store.connection import exclusive, inserted_id, transaction
 from kb_indexer.store.documents import KeywordIds, refresh_fts_keywords
 from kb_indexer.store.provenance import is_tombstoned, set_learned_feedback
 from kb_indexer.store.similarities import relation_keys, upsert_similarity
-from kb_indexer.text import normalize_keyword
 from kb_indexer.store.dbapi import Connection, Row
 
 KINDS = ("association", "keyword", "similarity", "score")
@@ -412,7 +411,3 @@ def learned_list(conn: Connection, kind: str | None = None, include_removed: boo
                       "updated_at": r["updated_at"],
                       **{c: r[c] for c in ("removed_by", "removed_at", "decided_by", "decided_at")}})
     return {"learned": items, "count": len(items)}
-
-
-def normalized_keywords(values: list[str]) -> list[str]:
-    return [normalize_keyword(v) for v in values if normalize_keyword(v)]

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 from kb_indexer.errors import NotFoundError, UsageError, ValidationError
 from kb_indexer.limits import MAX_FEEDBACK_MARKS, MAX_ID, check_id
-from kb_indexer.store.connection import read_snapshot, together, transaction
+from kb_indexer.store.connection import read_snapshot, together
 from kb_indexer.text import age_phrase, age_seconds
 from kb_indexer.store.dbapi import Connection, Row
 from kb_indexer.store.documents import close_paths

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from kb_indexer.results.common import NotRequired, TypedDict
-from kb_indexer.results.index import SimilarKeyword
-from kb_indexer.results.query import Expansion, RankedDocument
-from kb_indexer.results.skills import MatchedSkill
+from kb_indexer.results.query import Expansion
 
 
 # The nested type names (QueryHit, Expansion, Related, Skill) are the ``$defs`` names of the tools' output

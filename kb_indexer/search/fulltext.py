@@ -192,11 +192,6 @@ SNIPPET_MAX_MATCHES = 256        # the passage is chosen among the first this ma
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 
-def word_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    """The words of ``terms`` with their inflections, as one pattern (None: no word)."""
-    return _term_pattern(terms)
-
-
 @lru_cache(maxsize=256)   # a question's ten snippets share it
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     """Words of the query terms, each matching its inflections (``learn`` matches ``learning``): an

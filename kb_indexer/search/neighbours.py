@@ -56,8 +56,8 @@ NB_MIN_DOCS = 500       # smaller knowledge bases: not used
 NB_TIED_MAX = 4 * NB_DOCS   # more documents tied for the best NB_DOCS (copies of one text): not used
 NB_MAX_CHARS = 3_000    # characters of a document's body read for its words (its opening: see the docstring)
 # Also when vectors rank (after vector feedback): off. bench/ir_eval.py --embed local --neighbours
-# default,withvectors (all-MiniLM-L6-v2, 2026-11-26), hybrid nDCG@10 x bm25s without vs with: Cranfield 1.171 vs
-# 1.200, held-out CISI 1.156 vs 1.148 and CACM 1.121 vs 1.086.
+# default,withvectors (all-MiniLM-L6-v2), hybrid nDCG@10 x bm25s without vs with: Cranfield 1.171 vs 1.200,
+# held-out CISI 1.156 vs 1.148 and CACM 1.121 vs 1.086.
 NB_WITH_VECTORS = False
 
 

@@ -25,16 +25,7 @@ with negatives >= 0.9; of equal F1, the higher thresholds), never on a held-out 
 all-MiniLM-L6-v2, the one model this channel uses.
 The near-equivalent pair: 0.75 / 0.35 pooled F1 0.574 (the rule off 0.561, negatives unchanged: it never
 adds to an empty match); 0.70 / 0.35 scored 0.578, one message's worth, and the stricter 0.75 was kept.
-Tried on the same pooled sets (2026-11-26, pooled F1 with this rule 0.574 at negatives 0.91) and not kept: the
-margin taken to the best skill that is not a near-equivalent of the winner (0.579 at best, the same messages);
-a relative margin or a z-score of the best cosine over the next 10 or 50 (0.571-0.579); adding the keyword
-matcher's best candidate when it is also the cosine winner below the thresholds (0.580, negatives 0.90); a
-logistic model over both channels' scores and ranks (0.554 at negatives 0.85, 0.511 at 0.97). Of the 70 skills
-those sets expect and the match misses, 37 rank below the third by cosine and 33 within it, each with little
-evidence from either channel; what adds them adds as many wrong skills.
-all-mpnet-base-v2 in place of MiniLM (2026-11-27, the same grids on the same sets): 0.567 at negatives 0.90
-(MiniLM 0.561), 0.568 with the near-equivalent rule (MiniLM 0.574): a larger sentence model alone does not help;
-the mean of both models' cosines 0.569 and 0.582 (MiniLM's best 0.578 in the same session): one message more.
+Other rules and models tried on the same sets, and why none was kept: docs/skills.md (the vectors matcher).
 """
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def m050_provenance(conn: Connection) -> None:
     # Provenance as explicit columns instead of the ``origin`` string (see kb_indexer.store.provenance):
     # origin_kind/origin_file/learned_id on relations, the feedback rows behind each learned item, and a
     # tombstone for each relation a person deleted, so that neither sync nor learn re-derives it.
-    # similarity_file_entries joined m040 after an index could already be built by it (commit b6589e3):
+    # similarity_file_entries joined m040 after indexes had already been built by an m040 without it:
     # such an index gets the table here.
     run_script(conn, """
     CREATE TABLE IF NOT EXISTS similarity_file_entries (

@@ -195,20 +195,3 @@ def count_neighbours(conn: Connection, keyword_id: int, sim_type: str | None = N
         args["t"] = sim_type
     n: int = conn.execute(sql, args).fetchone()[0]
     return n
-
-
-def all_similarities(conn: Connection) -> list[dict[str, Any]]:
-    """Every relation as the similarities.json shape (keyword1 is the source when directional)."""
-    out = []
-    for r in conn.execute(
-        "SELECT s.*, k1.display AS d1, k2.display AS d2 FROM keyword_similarities s "
-        "JOIN keywords k1 ON k1.id = s.keyword_id_1 JOIN keywords k2 ON k2.id = s.keyword_id_2 ORDER BY s.id"
-    ):
-        first, second = r["d1"], r["d2"]
-        if r["directional"] and r["source_keyword_id"] == r["keyword_id_2"]:
-            first, second = second, first
-        out.append({
-            "keyword1": first, "keyword2": second, "type": r["similarity_type"], "context": r["context"],
-            "score": r["score"], "directional": bool(r["directional"]), "origin": r["origin"],
-        })
-    return out

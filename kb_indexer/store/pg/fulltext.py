@@ -1,7 +1,8 @@
 """The full-text index on PostgreSQL: FTS5's tokens and FTS5's bm25, from the index's own statistics.
 
-PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (issue 29: 0.89x and 0.58x bm25s nDCG@10), so the
-engine keeps what bm25 needs itself and scores with the one formula of :mod:`kb_indexer.store.sparse`:
+PostgreSQL's ``ts_rank`` is not BM25 and ranks worse (Cranfield nDCG@10 0.30, FTS5's bm25 0.37:
+bench/pg_fulltext.py), so the engine keeps what bm25 needs itself and scores with the one formula of
+:mod:`kb_indexer.store.sparse`:
 
 * ``documents_text``: a document's title, summary, keywords text and body (the four columns of SQLite's
   ``documents_fts``) and its ``length`` (tokens over all columns: bm25's D);

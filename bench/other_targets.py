@@ -1,13 +1,13 @@
-"""The other figures of issue 27 beside their targets, for ``bench/scale.py`` (or alone):
+"""The skills and MCP figures beside their targets, printed at the end of ``bench/scale.py`` (or alone):
 
-    python3 bench/issue27_targets.py            # skills negatives and F1 on the held-out sets; MCP start
+    python3 bench/other_targets.py              # skills negatives and F1 on the held-out sets; MCP start
 
-- item 12: the keyword skill matcher on each held-out set (``bench/data/skills_heldout.jsonl``, 140 labelled
+- skills: the keyword skill matcher on each held-out set (``bench/data/skills_heldout.jsonl``, 140 labelled
   messages, ``bench/data/skills_heldout2.jsonl``, 124, and ``bench/data/skills_heldout3.jsonl``, 150, written
   blind by another agent; none used for tuning) over the 862 real skills
   of ../shared/data/skills: negatives (messages needing no skill that get none) >= 0.9 with F1 >= 0.58;
   beside it, in the same run, the bm25s baseline (top 3 over the threshold of best F1 on the dev queries);
-- item 14: `kbindex mcp` spawned to its `initialize` answer (the SDK's stdio client), median of 5 starts,
+- MCP start: `kbindex mcp` spawned to its `initialize` answer (the SDK's stdio client), median of 5 starts,
   <= 500 ms, beside `python -c pass`.
 
 Each is skipped with a message when what it needs (the shared data, the MCP SDK) is not there.
@@ -38,7 +38,7 @@ def skills_heldout() -> None:
 
     data = next((d for d in (REPO.parent / "shared" / "data" / "skills",) if (d / "catalog.jsonl").is_file()), None)
     if data is None:
-        print("  skills (item 12): ../shared/data/skills not found: skipped")
+        print("  skills: ../shared/data/skills not found: skipped")
         return
     catalog, dev = se.load(data)
     bm, th, _ = se.bm25s_tuned(catalog, dev)
@@ -63,7 +63,7 @@ def mcp_start(starts: int = 5) -> None:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        print("  MCP start (item 14): the MCP SDK (kbindex[mcp]) is not installed: skipped")
+        print("  MCP start: the MCP SDK (kbindex[mcp]) is not installed: skipped")
         return
     import statistics
 
@@ -79,7 +79,7 @@ def mcp_start(starts: int = 5) -> None:
 
 
 def main() -> None:
-    print("  issue 27, items 12 and 14:")
+    print("  skills on the held-out sets, MCP start:")
     skills_heldout()
     mcp_start()
 
