@@ -114,8 +114,58 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("index_engine", ["sqlite", "postgres"], indirect=True)
 
 
+#: Fixtures that start the real llama.cpp server with SmolLM2-135M (tests/llm/conftest.py, tests/chat/).
+REAL_MODEL_FIXTURES = frozenset(("llama_server", "llama_embed_server", "smollm"))
+#: Modules whose tests start processes (MCP servers over stdio and HTTP, the documentation's console examples,
+#: pytest itself) or wait out real timeouts: tens of seconds each on a small machine. With the tests that ask for
+#: the ``run`` fixture (the ``kbindex`` command as a process), the fast loop leaves them out; plain ``pytest``
+#: runs them. The fast loop tests the same commands in-process (the ``cli`` runner, the API).
+SLOW_MODULES = frozenset((
+    "test_docs_examples.py", "test_plain_pytest_collection.py", "test_stress_tests_skip_with_one_flag.py",
+    "test_llm_faults.py", "test_mcp_server.py", "test_mcp_initialize_is_answered_before_the_sdk_loads.py",
+    "test_mcp_resources_list_in_pages.py", "test_mcp_http_limits_connections_and_header_time.py",
+    "test_mcp_http_requires_the_bearer_token.py", "test_mcp_cursor_belongs_to_its_call.py",
+    "test_mcp_http_survives_running_out_of_descriptors.py", "test_mcp_http_without_a_token_answers_only_its_own_origin.py",
+    "test_mcp_http_serves_many_clients_at_once.py", "test_mcp_read_only_server_records_nothing.py",
+    "test_mcp_skill_resource_reads_only_its_own_file.py", "test_mcp_reports_semantic_fallback_and_unknown_arguments.py",
+))
+
+
+def _uses_postgres(item) -> bool:
+    """The test reaches the PostgreSQL server: through ``pg_server`` (``pg_url`` and the fixtures built on it),
+    a ``[postgres]`` parametrisation (``engine_db``, ``index_engine`` in a ``both_engines`` module), or an
+    index-building fixture under ``KBINDEX_TEST_ENGINE=postgres``."""
+    names = getattr(item, "fixturenames", ())
+    if "pg_server" in names:
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if any(params.get(name) == "postgres" for name in ("engine_db", "index_engine")):
+        return True
+    return TEST_ENGINE == "postgres" and "index_engine" in names
+
+
+def _mark_tiers(items) -> None:
+    """The tiers: ``postgres`` and ``real_model`` tests, the ``stress`` run, the tests that run the ``kbindex``
+    command as a process (the ``run`` fixture) and the modules of :data:`SLOW_MODULES` are ``slow``;
+    ``python -m pytest -q -m "not slow"`` is the fast loop."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        slow = (item.get_closest_marker("stress") is not None or "run" in names
+                or item.path.name in SLOW_MODULES)
+        if _uses_postgres(item):
+            item.add_marker(pytest.mark.postgres)
+            slow = True
+        if item.get_closest_marker("real_model") is not None or REAL_MODEL_FIXTURES.intersection(names):
+            item.add_marker(pytest.mark.real_model)
+            slow = True
+        if slow:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under ``KBINDEX_TEST_ENGINE=postgres`` a ``sqlite_only`` test is skipped, with its reason."""
+    """The tiers (:func:`_mark_tiers`); under ``KBINDEX_TEST_ENGINE=postgres`` a ``sqlite_only`` test is skipped,
+    with its reason."""
+    _mark_tiers(items)
     if TEST_ENGINE == "sqlite":
         return
     for item in items:
