@@ -26,7 +26,7 @@ DOCS = {
 
 
 @pytest.fixture
-def kb(empty_kb):
+def docs_kb(empty_kb):
     return synced(empty_kb, DOCS)
 
 
@@ -35,16 +35,16 @@ def large(monkeypatch):
     monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 0)   # this small knowledge base counts as large enough
 
 
-def _ask(kb, method="fulltext", limit=0, explain=True):
-    return kb.query(QUESTION, options=QueryOptions(method=method, limit=limit, explain=explain, record=False))
+def _ask(docs_kb, method="fulltext", limit=0, explain=True):
+    return docs_kb.query(QUESTION, options=QueryOptions(method=method, limit=limit, explain=explain, record=False))
 
 
 def _paths(out):
     return [r["filepath"] for r in out["results"]]
 
 
-def test_of_two_equal_matches_the_one_like_the_best_results_ranks_first(kb, large):
-    out = _ask(kb)
+def test_of_two_equal_matches_the_one_like_the_best_results_ranks_first(docs_kb, large):
+    out = _ask(docs_kb)
     paths = _paths(out)
     assert paths.index("z-airfoil.md") < paths.index("a-kitchen.md")
     parts = {r["filepath"]: r["score_parts"] for r in out["results"]}
@@ -52,23 +52,23 @@ def test_of_two_equal_matches_the_one_like_the_best_results_ranks_first(kb, larg
     assert parts["z-airfoil.md"]["neighbours"] > parts["a-kitchen.md"]["neighbours"] >= 0
 
 
-def test_without_it_the_equal_matches_tie_and_go_by_path(kb, large, monkeypatch):
+def test_without_it_the_equal_matches_tie_and_go_by_path(docs_kb, large, monkeypatch):
     monkeypatch.setattr(neighbours, "NB_WEIGHT", 0.0)
-    paths = _paths(_ask(kb))
+    paths = _paths(_ask(docs_kb))
     assert paths.index("a-kitchen.md") < paths.index("z-airfoil.md")
 
 
-def test_explain_says_what_ran(kb, large):
-    out = _ask(kb)
+def test_explain_says_what_ran(docs_kb, large):
+    out = _ask(docs_kb)
     hood = out["query"]["explain"]["neighbourhood"]
     assert hood == {"documents": len(out["results"]), "neighbours": neighbours.NB_NEIGHBOURS,
                     "weight": neighbours.NB_WEIGHT, "words": neighbours.NB_TERMS}
     assert all("neighbours" in r["score_parts"] for r in out["results"])
 
 
-def test_scores_stay_ordered_and_within_one(kb, large, monkeypatch):
+def test_scores_stay_ordered_and_within_one(docs_kb, large, monkeypatch):
     monkeypatch.setattr(neighbours, "NB_DOCS", 6)        # the rest are beyond the documents compared
-    out = _ask(kb)
+    out = _ask(docs_kb)
     scores = [r["relevance_score"] for r in out["results"]]
     assert scores == sorted(scores, reverse=True)
     assert all(0 <= s <= 1 for s in scores)
@@ -79,12 +79,12 @@ def test_scores_stay_ordered_and_within_one(kb, large, monkeypatch):
     assert min(r["relevance_score"] for r in out["results"][:6]) >= max(r["relevance_score"] for r in rest)
 
 
-def test_limit_gives_the_first_results_of_a_larger_limit(kb, large, monkeypatch):
+def test_limit_gives_the_first_results_of_a_larger_limit(docs_kb, large, monkeypatch):
     monkeypatch.setattr(neighbours, "NB_DOCS", 7)   # more than the smaller limits below: they compare as many
-    full = _ask(kb)
+    full = _ask(docs_kb)
     assert full["query"]["explain"]["neighbourhood"]["documents"] >= 7     # and any tied with the 7th
     for n in (1, 3, 7, 9):
-        out = _ask(kb, limit=n)
+        out = _ask(docs_kb, limit=n)
         assert _paths(out) == _paths(full)[:n]
         assert out["query"]["explain"]["neighbourhood"] == full["query"]["explain"]["neighbourhood"]
         assert [r["relevance_score"] for r in out["results"]] == [r["relevance_score"] for r in full["results"][:n]]
@@ -103,12 +103,12 @@ def test_copies_tied_at_the_cut_are_all_compared_and_ordered_by_path(empty_kb, l
     assert out["query"]["explain"]["neighbourhood"]["documents"] == 9
 
 
-def test_an_edited_document_is_read_again(kb, large):
-    before = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(kb)["results"]}
-    (kb.kb_root / "a-kitchen.md").write_text(
+def test_an_edited_document_is_read_again(docs_kb, large):
+    before = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(docs_kb)["results"]}
+    (docs_kb.kb_root / "a-kitchen.md").write_text(
         "# Notes\n\nCooling of a plenum airfoil with film holes coolant heat transfer.\n", encoding="utf-8")
-    assert kb.sync()["errors"] == []
-    after = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(kb)["results"]}
+    assert docs_kb.sync()["errors"] == []
+    after = {r["filepath"]: r["score_parts"]["neighbours"] for r in _ask(docs_kb)["results"]}
     assert after["a-kitchen.md"] > before["a-kitchen.md"]
     assert after["a-kitchen.md"] == pytest.approx(after["z-airfoil.md"])
 
@@ -148,25 +148,25 @@ def test_a_document_feedback_lifted_lifts_the_documents_like_it(empty_kb, large)
     assert after["y1.md"]["relevance_score"] > after["y2.md"]["relevance_score"]
 
 
-def test_small_knowledge_base_and_exact_matching_are_left_alone(kb, large, monkeypatch):
-    out = _ask(kb, method="keyword")
+def test_small_knowledge_base_and_exact_matching_are_left_alone(docs_kb, large, monkeypatch):
+    out = _ask(docs_kb, method="keyword")
     assert out["query"]["explain"]["neighbourhood"] is None
     assert all("neighbours" not in r["score_parts"] for r in out["results"])
     monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 500)
-    out = _ask(kb)
+    out = _ask(docs_kb)
     assert out["query"]["explain"]["neighbourhood"] is None
     assert all("neighbours" not in r["score_parts"] for r in out["results"])
 
 
 @pytest.mark.parametrize("index_engine", ["postgres"], indirect=True)
-def test_postgres_ranks_like_sqlite(kb, large, tmp_path):
+def test_postgres_ranks_like_sqlite(docs_kb, large, tmp_path):
     from kb_indexer.api import KnowledgeBase
 
     root = tmp_path / "lite"
     (root / "knowledge-base").mkdir(parents=True)
     lite, _ = KnowledgeBase.init(root / "kbindex.db", root / "knowledge-base")
     try:
-        pg, sq = _ask(kb), _ask(synced(lite, DOCS))
+        pg, sq = _ask(docs_kb), _ask(synced(lite, DOCS))
         assert _paths(pg) == _paths(sq)
         assert [r["score_parts"]["neighbours"] for r in pg["results"]] == \
             pytest.approx([r["score_parts"]["neighbours"] for r in sq["results"]])

@@ -25,29 +25,29 @@ def check(out: dict) -> None:
 
 
 @pytest.fixture
-def kb(empty_kb):
+def docs_kb(empty_kb):
     return synced(empty_kb, DOCS)
 
 
-def _ask(kb, **kw):
-    return kb.query(QUESTION, options=QueryOptions(explain=True, limit=0, record=False, **kw))
+def _ask(docs_kb, **kw):
+    return docs_kb.query(QUESTION, options=QueryOptions(explain=True, limit=0, record=False, **kw))
 
 
-def _learn(kb):
-    res = kb.query(QUESTION, options=QueryOptions(limit=5))
-    kb.learning.feedback(res["query_id"], ["cool3.md"], ["cool0.md"], attempt_id=res["attempt_id"])
-    assert kb.learning.learn()["summary"]["associations"] >= 2
+def _learn(docs_kb):
+    res = docs_kb.query(QUESTION, options=QueryOptions(limit=5))
+    docs_kb.learning.feedback(res["query_id"], ["cool3.md"], ["cool0.md"], attempt_id=res["attempt_id"])
+    assert docs_kb.learning.learn()["summary"]["associations"] >= 2
 
 
-def test_plain_scores_add_up_with_scale_one(kb):
-    out = _ask(kb, method="fulltext")
+def test_plain_scores_add_up_with_scale_one(docs_kb):
+    out = _ask(docs_kb, method="fulltext")
     check(out)
     assert {r["score_parts"]["scale"] for r in out["results"]} == {1.0}
 
 
-def test_learned_boosts_divide_every_score_by_the_scale(kb):
-    _learn(kb)
-    out = _ask(kb, method="fulltext")
+def test_learned_boosts_divide_every_score_by_the_scale(docs_kb):
+    _learn(docs_kb)
+    out = _ask(docs_kb, method="fulltext")
     check(out)
     top = out["results"][0]
     assert top["filepath"] == "cool3.md" and top["score_parts"]["learned"] > 0
@@ -55,20 +55,20 @@ def test_learned_boosts_divide_every_score_by_the_scale(kb):
     assert next(r for r in out["results"] if r["filepath"] == "cool0.md")["score_parts"]["learned"] < 0
 
 
-def test_neighbours_and_learned_boosts_together(kb, monkeypatch):
+def test_neighbours_and_learned_boosts_together(docs_kb, monkeypatch):
     monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 0)
-    check(_ask(kb, method="fulltext"))
-    _learn(kb)
-    out = _ask(kb, method="fulltext")
+    check(_ask(docs_kb, method="fulltext"))
+    _learn(docs_kb)
+    out = _ask(docs_kb, method="fulltext")
     check(out)
     assert all("neighbours" in r["score_parts"] for r in out["results"])
     assert out["results"][0]["score_parts"]["scale"] > 1 / (1 - neighbours.NB_WEIGHT)
 
 
-def test_keyword_and_hybrid_methods_add_up_too(kb):
-    _learn(kb)
+def test_keyword_and_hybrid_methods_add_up_too(docs_kb):
+    _learn(docs_kb)
     for method in ("keyword", "hybrid", "auto"):
-        out = kb.query(QUESTION, ["turbine"], options=QueryOptions(method=method, explain=True, limit=0,
+        out = docs_kb.query(QUESTION, ["turbine"], options=QueryOptions(method=method, explain=True, limit=0,
                                                                   record=False))
         check(out)
 
@@ -90,9 +90,9 @@ def test_with_vectors(monkeypatch):
         handle.close()
 
 
-def test_the_table_shows_the_parts_with_explain(kb, run):
-    _learn(kb)
-    args = ("query", QUESTION, "--db", kb.db_path, "--kb", kb.kb_root, "--method", "fulltext")
+def test_the_table_shows_the_parts_with_explain(docs_kb, run):
+    _learn(docs_kb)
+    args = ("query", QUESTION, "--db", docs_kb.db_path, "--kb", docs_kb.kb_root, "--method", "fulltext")
     plain = run(*args, env={"COLUMNS": "250"})
     explained = run(*args, "--explain", env={"COLUMNS": "250"})
     assert plain.returncode == explained.returncode == 0, explained.stderr
@@ -101,13 +101,13 @@ def test_the_table_shows_the_parts_with_explain(kb, run):
     assert "(fulltext 1 x 1.000 + learned 0." in top and ") / scale 1." in top
 
 
-def test_a_document_pushed_to_zero_by_feedback_adds_up_with_neighbours(kb, monkeypatch):
+def test_a_document_pushed_to_zero_by_feedback_adds_up_with_neighbours(docs_kb, monkeypatch):
     monkeypatch.setattr(neighbours, "NB_MIN_DOCS", 0)
     for _ in range(4):
-        res = kb.query(QUESTION, options=QueryOptions(limit=0))
-        kb.learning.feedback(res["query_id"], [], ["a-kitchen.md"], attempt_id=res["attempt_id"])
-    kb.learning.learn()
-    out = _ask(kb, method="fulltext")
+        res = docs_kb.query(QUESTION, options=QueryOptions(limit=0))
+        docs_kb.learning.feedback(res["query_id"], [], ["a-kitchen.md"], attempt_id=res["attempt_id"])
+    docs_kb.learning.learn()
+    out = _ask(docs_kb, method="fulltext")
     check(out)
     kitchen = next(r for r in out["results"] if r["filepath"] == "a-kitchen.md")["score_parts"]
     fused = sum(kitchen["weights"].get(c, 0.0) * kitchen[c] for c in ("keyword", "fulltext", "dense"))

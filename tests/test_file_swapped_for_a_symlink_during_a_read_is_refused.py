@@ -33,7 +33,7 @@ def reads(request):
 
 
 @pytest.fixture
-def kb(tmp_path):
+def root_and_outside(tmp_path):
     root = tmp_path / "kb"
     write_doc(root, "notes/a.md", "# Doc A\n\nbody text\n",
               keywords={"filepath": "notes/a.md", "summary": "mine", "keywords": ["mine"]})
@@ -73,8 +73,8 @@ def _link_folder(folder, target):
     return swap
 
 
-def test_a_keywords_file_swapped_for_an_outside_link_before_it_is_opened_is_refused(kb, monkeypatch):
-    root, outside = kb
+def test_a_keywords_file_swapped_for_an_outside_link_before_it_is_opened_is_refused(root_and_outside, monkeypatch):
+    root, outside = root_and_outside
     path = root / "notes" / "a.keywords.json"
     _swap_when_opened(monkeypatch, "a.keywords.json", _link_file(path, outside / "a.keywords.json"))
     with pytest.raises(ValidationError, match="outside the knowledge-base root") as exc:
@@ -82,31 +82,31 @@ def test_a_keywords_file_swapped_for_an_outside_link_before_it_is_opened_is_refu
     assert exc.value.code == "outside_kb"
 
 
-def test_a_folder_swapped_for_an_outside_link_before_a_keywords_file_is_opened_is_refused(kb, monkeypatch):
-    root, outside = kb
+def test_a_folder_swapped_for_an_outside_link_before_a_keywords_file_is_opened_is_refused(root_and_outside, monkeypatch):
+    root, outside = root_and_outside
     # the folder when it is entered on its own, or the whole path when it is opened at once
     _swap_when_opened(monkeypatch, ("notes", "notes/a.keywords.json"), _link_folder(root / "notes", outside))
     with pytest.raises(ValidationError, match="outside the knowledge-base root"):
         load_keywords_file(root, root / "notes" / "a.keywords.json", "a.keywords.json")
 
 
-def test_a_document_swapped_for_an_outside_link_before_it_is_opened_is_refused(kb, monkeypatch):
-    root, outside = kb
+def test_a_document_swapped_for_an_outside_link_before_it_is_opened_is_refused(root_and_outside, monkeypatch):
+    root, outside = root_and_outside
     _swap_when_opened(monkeypatch, "a.md", _link_file(root / "notes" / "a.md", outside / "a.md"))
     with pytest.raises(ValidationError, match="outside the knowledge-base root"):
         load_document(root, "notes/a.md", lenient=True)
 
 
-def test_a_folder_swapped_for_an_outside_link_before_a_document_is_opened_is_refused(kb, monkeypatch):
-    root, outside = kb
+def test_a_folder_swapped_for_an_outside_link_before_a_document_is_opened_is_refused(root_and_outside, monkeypatch):
+    root, outside = root_and_outside
     _swap_when_opened(monkeypatch, ("notes", "notes/a.md"), _link_folder(root / "notes", outside))
     with pytest.raises(ValidationError, match="outside the knowledge-base root"):
         load_document(root, "notes/a.md", lenient=True)
 
 
 @pytest.mark.parametrize("target", ["../../elsewhere/a.keywords.json", "ABSOLUTE", "../notes/../../elsewhere/a.md"])
-def test_a_link_leading_outside_is_refused(kb, target):
-    root, outside = kb
+def test_a_link_leading_outside_is_refused(root_and_outside, target):
+    root, outside = root_and_outside
     path = root / "notes" / "b.keywords.json"
     path.symlink_to(outside / "a.keywords.json" if target == "ABSOLUTE" else target)
     with pytest.raises(ValidationError, match="outside the knowledge-base root"):
@@ -114,8 +114,8 @@ def test_a_link_leading_outside_is_refused(kb, target):
 
 
 @pytest.mark.parametrize("target", ["../meta/a.json", "ABSOLUTE", "../shared/a.json"])
-def test_links_that_stay_inside_the_root_are_read(kb, target):
-    root, _ = kb
+def test_links_that_stay_inside_the_root_are_read(root_and_outside, target):
+    root, _ = root_and_outside
     data = {"filepath": "notes/a.md", "summary": "shared", "keywords": ["inside"]}
     write_doc(root, "meta/a.json", json.dumps(data))
     (root / "shared").symlink_to("meta", target_is_directory=True)   # a folder link inside the root, followed

@@ -21,7 +21,7 @@ DOCS = {
 
 
 @pytest.fixture
-def kb(empty_kb):
+def docs_kb(empty_kb):
     return synced(empty_kb, DOCS)
 
 
@@ -34,16 +34,16 @@ def _paths(out):
     return [r["filepath"] for r in out["results"]]
 
 
-def test_small_knowledge_base_gets_no_feedback(kb):
-    out = kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", explain=True, record=False))
+def test_small_knowledge_base_gets_no_feedback(docs_kb):
+    out = docs_kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", explain=True, record=False))
     assert "film.md" not in _paths(out)
     assert out["query"]["explain"]["fulltext_feedback"] == []
     assert all("feedback" not in r["sources"] for r in out["results"])
 
 
 @pytest.mark.parametrize("method", ["fulltext", "hybrid"])
-def test_document_with_the_best_matches_words_is_found_and_says_feedback(kb, feedback_on, method):
-    out = kb.query("turbine blade cooling", options=QueryOptions(prf=True, method=method, explain=True, record=False))
+def test_document_with_the_best_matches_words_is_found_and_says_feedback(docs_kb, feedback_on, method):
+    out = docs_kb.query("turbine blade cooling", options=QueryOptions(prf=True, method=method, explain=True, record=False))
     words = [w["term"] for w in out["query"]["explain"]["fulltext_feedback"]]
     assert "airfoil" in words and "coolant" in words
     assert not {"turbine", "blade", "cooling"} & set(words)        # the question's own words are not added
@@ -56,21 +56,21 @@ def test_document_with_the_best_matches_words_is_found_and_says_feedback(kb, fee
     assert "other.md" not in paths and "noise.md" not in paths
 
 
-def test_keyword_method_is_exact_and_gets_no_feedback(kb, feedback_on):
-    out = kb.query("turbine", options=QueryOptions(prf=True, method="keyword", explain=True, record=False))
+def test_keyword_method_is_exact_and_gets_no_feedback(docs_kb, feedback_on):
+    out = docs_kb.query("turbine", options=QueryOptions(prf=True, method="keyword", explain=True, record=False))
     assert out["query"]["explain"]["fulltext_feedback"] == []
 
 
 @pytest.mark.parametrize("text", ['"turbine" NEAR(cooling', "cooling* OR title:blade", "'; DROP TABLE documents; --"])
-def test_question_syntax_stays_data_with_feedback(kb, feedback_on, text):
-    out = kb.query(text, options=QueryOptions(prf=True, method="fulltext", record=False))
+def test_question_syntax_stays_data_with_feedback(docs_kb, feedback_on, text):
+    out = docs_kb.query(text, options=QueryOptions(prf=True, method="fulltext", record=False))
     assert isinstance(out["results"], list)
 
 
-def test_limit_gives_the_first_results_of_a_larger_limit(kb, feedback_on):
-    full = _paths(kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", limit=0, record=False)))
+def test_limit_gives_the_first_results_of_a_larger_limit(docs_kb, feedback_on):
+    full = _paths(docs_kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", limit=0, record=False)))
     for n in (1, 2, 3):
-        out = kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", limit=n, record=False))
+        out = docs_kb.query("turbine blade cooling", options=QueryOptions(prf=True, method="fulltext", limit=n, record=False))
         assert _paths(out) == full[:n]
 
 
@@ -92,8 +92,8 @@ def test_sparse_index_ranks_with_feedback_like_fts5(empty_kb, feedback_on, monke
         [r["score_parts"]["bm25"] for r in fts5["results"]], rel=1e-6)
 
 
-def test_feedback_is_off_unless_asked_for(kb):
+def test_feedback_is_off_unless_asked_for(docs_kb):
     """Off by default: on Cranfield it helped, on the held-out collections it did not (and it halves queries/s)."""
-    out = kb.query("turbine blade cooling", options=QueryOptions(method="fulltext", explain=True, record=False))
+    out = docs_kb.query("turbine blade cooling", options=QueryOptions(method="fulltext", explain=True, record=False))
     assert all("feedback" not in r["sources"] for r in out["results"])
     assert out["query"]["explain"]["fulltext_feedback"] == []

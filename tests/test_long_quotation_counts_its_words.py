@@ -19,7 +19,7 @@ CITED = '"Can programs be liberated from the von Neumann style"'   # not in any 
 
 
 @pytest.fixture
-def kb(empty_kb):
+def docs_kb(empty_kb):
     return synced(empty_kb, DOCS)
 
 
@@ -35,13 +35,13 @@ def test_short_quotation_is_only_a_phrase():
     assert [w.raw for w in parsed.words] == ["find", "now"]
 
 
-def test_a_cited_title_not_held_word_for_word_finds_documents_by_its_words(kb):
-    out = kb.query(f"Articles: {CITED}", options=QueryOptions(method="fulltext", record=False))
+def test_a_cited_title_not_held_word_for_word_finds_documents_by_its_words(docs_kb):
+    out = docs_kb.query(f"Articles: {CITED}", options=QueryOptions(method="fulltext", record=False))
     found = [r["filepath"] for r in out["results"]]
     assert set(found) == {"backus.md", "exact.md"}
 
 
-def test_the_exact_quotation_ranks_first(kb):
-    out = kb.query('"Can programming be liberated from the von Neumann style"',
+def test_the_exact_quotation_ranks_first(docs_kb):
+    out = docs_kb.query('"Can programming be liberated from the von Neumann style"',
                    options=QueryOptions(method="fulltext", record=False))
     assert [r["filepath"] for r in out["results"]][0] == "exact.md"

@@ -13,7 +13,7 @@ PASTED = '"' + " ".join(f"zq{i}" for i in range(MAX_WORDS + 100)) + '"'
 
 
 @pytest.fixture
-def kb(empty_kb):
+def fox_kb(empty_kb):
     (empty_kb.kb_root / "fox.md").write_text("# Foxes\n\nThe quick brown fox jumps over the lazy dog.\n",
                                              encoding="utf-8")
     assert empty_kb.sync()["errors"] == []
@@ -26,7 +26,7 @@ def test_the_question_words_are_kept_before_a_long_quotation_words():
 
 
 @pytest.mark.parametrize("size", [70, MAX_WORDS + 100])
-def test_a_long_unmatched_quotation_still_finds_the_question_words(kb, size):
+def test_a_long_unmatched_quotation_still_finds_the_question_words(fox_kb, size):
     pasted = '"' + " ".join(f"zq{i}" for i in range(size)) + '"'
-    out = kb.query(f"{pasted} lazy dog", options=QueryOptions(method="fulltext", record=False))
+    out = fox_kb.query(f"{pasted} lazy dog", options=QueryOptions(method="fulltext", record=False))
     assert [r["filepath"] for r in out["results"]] == ["fox.md"]

@@ -17,11 +17,11 @@ DOCS = {"beta.md": "# Root beta\n\nThe root beta document about gliders.\n",
 
 
 @pytest.fixture
-def kb(empty_kb):
+def docs_kb(empty_kb):
     return synced(empty_kb, DOCS)
 
 
-def test_a_server_started_in_a_subfolder_reads_and_marks_the_root_file(kb):
+def test_a_server_started_in_a_subfolder_reads_and_marks_the_root_file(docs_kb):
     async def body(s):
         res = await s.read_resource("kb://beta.md")
         got = data(await s.call_tool("kb_get", {"path": "beta.md"}))
@@ -29,15 +29,15 @@ def test_a_server_started_in_a_subfolder_reads_and_marks_the_root_file(kb):
         marked = data(await s.call_tool("kb_feedback", {"query_id": asked["query_id"], "helpful": ["beta.md"]}))
         return res.contents[0].text, got, marked
 
-    text, got, marked = session(kb.db_path, body, cwd=kb.kb_root / "sub")
+    text, got, marked = session(docs_kb.db_path, body, cwd=docs_kb.kb_root / "sub")
     assert "Root beta" in text and "Sub beta" not in text
     assert got["filepath"] == "beta.md"
     assert marked["recorded"] == 1
-    rows = kb.conn.execute("SELECT filepath FROM query_feedback").fetchall()
+    rows = docs_kb.conn.execute("SELECT filepath FROM query_feedback").fetchall()
     assert [r[0] for r in rows] == ["beta.md"]
 
 
-def test_the_command_line_still_reads_a_path_from_the_working_directory(kb, run):
-    res = run("show", "beta.md", "--db", kb.db_path, "--format", "json", cwd=kb.kb_root / "sub")
+def test_the_command_line_still_reads_a_path_from_the_working_directory(docs_kb, run):
+    res = run("show", "beta.md", "--db", docs_kb.db_path, "--format", "json", cwd=docs_kb.kb_root / "sub")
     assert res.returncode == 0 and res.json()["filepath"] == "sub/beta.md"
 

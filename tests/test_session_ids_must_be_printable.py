@@ -25,35 +25,35 @@ def db(tmp_path):
 
 
 @pytest.fixture
-def kb(db):
+def skills_kb(db):
     from kb_indexer.api import KnowledgeBase
 
     with KnowledgeBase.open(db) as handle:
         yield handle
 
 
-def _sessions(kb) -> tuple[int, int]:
+def _sessions(skills_kb) -> tuple[int, int]:
     """(skill match sessions, context sessions) in the index."""
-    skills = kb.conn.execute("SELECT count(*) FROM skill_sessions").fetchone()[0]
-    return skills, kb.context.sessions()["count"]
+    skills = skills_kb.conn.execute("SELECT count(*) FROM skill_sessions").fetchone()[0]
+    return skills, skills_kb.context.sessions()["count"]
 
 
 @pytest.mark.parametrize("sid", BAD_IDS, ids=repr)
-def test_a_bad_session_id_is_refused_by_skills_and_context_alike(kb, sid):
-    calls = [lambda: kb.skills.match("weather in Paris", session=sid), lambda: kb.skills.session(sid),
-             lambda: kb.skills.load(sid), lambda: kb.context.add(sid, role="user", text="hello"),
-             lambda: kb.context.build(sid, "hello", use_llm=False, record=True), lambda: kb.context.show(sid)]
+def test_a_bad_session_id_is_refused_by_skills_and_context_alike(skills_kb, sid):
+    calls = [lambda: skills_kb.skills.match("weather in Paris", session=sid), lambda: skills_kb.skills.session(sid),
+             lambda: skills_kb.skills.load(sid), lambda: skills_kb.context.add(sid, role="user", text="hello"),
+             lambda: skills_kb.context.build(sid, "hello", use_llm=False, record=True), lambda: skills_kb.context.show(sid)]
     for call in calls:
         with pytest.raises(UsageError, match="session id"):
             call()
-    assert _sessions(kb) == (0, 0)
+    assert _sessions(skills_kb) == (0, 0)
 
 
-def test_a_printable_id_with_spaces_and_other_scripts_is_accepted(kb):
+def test_a_printable_id_with_spaces_and_other_scripts_is_accepted(skills_kb):
     sid = "chat 2024-06 · 日本語 ✓"
-    assert kb.skills.match("weather in Paris", session=sid)["session"]["turn"] == 1
-    kb.context.add(sid, role="user", text="hello")
-    assert kb.context.show(sid)["count"] == 1
+    assert skills_kb.skills.match("weather in Paris", session=sid)["session"]["turn"] == 1
+    skills_kb.context.add(sid, role="user", text="hello")
+    assert skills_kb.context.show(sid)["count"] == 1
 
 
 @pytest.mark.parametrize("args", [

@@ -31,54 +31,54 @@ def db(tmp_path):
 
 
 @pytest.fixture
-def kb(db):
+def skills_kb(db):
     from kb_indexer.api import KnowledgeBase
 
     with KnowledgeBase.open(db) as handle:
         yield handle
 
 
-def turn(kb, message, **kw):
-    return kb.skills.match(message, session="s1", **kw)["session"]
+def turn(skills_kb, message, **kw):
+    return skills_kb.skills.match(message, session="s1", **kw)["session"]
 
 
-def test_each_match_is_one_turn_and_matched_skills_load(kb):
-    s = turn(kb, "turn the samsung tv off")
+def test_each_match_is_one_turn_and_matched_skills_load(skills_kb):
+    s = turn(skills_kb, "turn the samsung tv off")
     assert (s["turn"], s["loaded"], s["newly_loaded"], s["evicted"]) == (1, ["samsung-smart-tv"], ["samsung-smart-tv"], [])
-    s = turn(kb, "samsung tv volume up")
+    s = turn(skills_kb, "samsung tv volume up")
     assert s["turn"] == 2 and s["newly_loaded"] == [] and s["skills"][0]["match_count"] == 2
-    shown = kb.skills.session("s1")
+    shown = skills_kb.skills.session("s1")
     assert [m["message"] for m in shown["messages"]] == ["turn the samsung tv off", "samsung tv volume up"]
     assert shown["skills"][0] == {"name": "samsung-smart-tv", "priority": "active", "match_count": 2,
                                   "last_matched_turn": 2, "loaded": True}
 
 
-def test_a_skill_not_matched_in_n_turns_is_evicted(kb):
-    turn(kb, "turn the samsung tv off")
-    s = turn(kb, "weather forecast for Paris")
+def test_a_skill_not_matched_in_n_turns_is_evicted(skills_kb):
+    turn(skills_kb, "turn the samsung tv off")
+    s = turn(skills_kb, "weather forecast for Paris")
     assert s["loaded"] == ["weather", "samsung-smart-tv"]            # active first
     assert {x["name"]: x["priority"] for x in s["skills"]} == {"weather": "active", "samsung-smart-tv": "relevant"}
-    turn(kb, "fill the pdf forms please")
-    s = turn(kb, "commit and rebase with git")                         # turn 4: samsung last matched at 1
+    turn(skills_kb, "fill the pdf forms please")
+    s = turn(skills_kb, "commit and rebase with git")                         # turn 4: samsung last matched at 1
     assert s["evicted"] == ["samsung-smart-tv"] and "samsung-smart-tv" not in s["loaded"]
-    s = turn(kb, "merge the git branch, then commit")                  # turn 5: weather last matched at 2
+    s = turn(skills_kb, "merge the git branch, then commit")                  # turn 5: weather last matched at 2
     assert s["evicted"] == ["weather"]
 
 
-def test_evict_after_is_a_setting(kb):
-    turn(kb, "turn the samsung tv off", evict_after=1)
-    s = turn(kb, "weather forecast for Paris", evict_after=1)
+def test_evict_after_is_a_setting(skills_kb):
+    turn(skills_kb, "turn the samsung tv off", evict_after=1)
+    s = turn(skills_kb, "weather forecast for Paris", evict_after=1)
     assert s["evicted"] == ["samsung-smart-tv"] and s["loaded"] == ["weather"]
 
 
-def test_a_skill_still_relevant_to_the_recent_messages_is_kept(kb):
+def test_a_skill_still_relevant_to_the_recent_messages_is_kept(skills_kb):
     def conversation(sid, last):
         for m in ("turn the samsung tv off", "weather forecast for Paris", "and the samsung remote", last):
-            out = kb.skills.match(m, session=sid)
+            out = skills_kb.skills.match(m, session=sid)
         return out
 
     out = conversation("kept", "is the tv on already")   # one shared word per message: no match alone ...
-    assert out["matched"] == [] and kb.skills.match("and the samsung remote")["matched"] == []
+    assert out["matched"] == [] and skills_kb.skills.match("and the samsung remote")["matched"] == []
     s = out["session"]                                     # ... but the last three together name the TV skill
     assert s["turn"] == 4 and s["evicted"] == [] and "samsung-smart-tv" in s["loaded"]
     assert {x["name"]: x["priority"] for x in s["skills"]}["samsung-smart-tv"] == "relevant"
@@ -86,54 +86,54 @@ def test_a_skill_still_relevant_to_the_recent_messages_is_kept(kb):
     assert s["evicted"] == ["samsung-smart-tv"]
 
 
-def test_the_cap_evicts_relevant_before_active_then_least_used_then_least_recent(kb):
+def test_the_cap_evicts_relevant_before_active_then_least_used_then_least_recent(skills_kb):
     cap = {"max_loaded": 3, "evict_after": 10}                          # only the cap evicts here
-    turn(kb, "samsung tv off", **cap)
-    turn(kb, "samsung tv on", **cap)                                     # samsung: 2 matches
-    turn(kb, "weather forecast for Paris", **cap)                        # weather: 1 match, turn 3
-    turn(kb, "fill the pdf forms", **cap)                                # pdf: 1 match, turn 4
-    s = turn(kb, "commit with git", **cap)                               # git active; 3 relevant, one must go
+    turn(skills_kb, "samsung tv off", **cap)
+    turn(skills_kb, "samsung tv on", **cap)                                     # samsung: 2 matches
+    turn(skills_kb, "weather forecast for Paris", **cap)                        # weather: 1 match, turn 3
+    turn(skills_kb, "fill the pdf forms", **cap)                                # pdf: 1 match, turn 4
+    s = turn(skills_kb, "commit with git", **cap)                               # git active; 3 relevant, one must go
     assert s["evicted"] == ["weather"]               # relevant, fewest matches, oldest last match
     assert s["loaded"] == ["git-helper", "samsung-smart-tv", "pdf-forms"]
-    s = turn(kb, "merge with git, then the spotify playlists and queue songs", max_loaded=1, top=3, evict_after=10)
+    s = turn(skills_kb, "merge with git, then the spotify playlists and queue songs", max_loaded=1, top=3, evict_after=10)
     assert s["loaded"] == ["git-helper"]             # both active: git has more matches
     assert set(s["evicted"]) == {"spotify-player", "samsung-smart-tv", "pdf-forms"}
     assert "spotify-player" not in s["newly_loaded"]
 
 
-def test_load_prints_bodies_most_important_first_within_the_budget(kb):
-    turn(kb, "samsung tv off")
-    turn(kb, "samsung tv on")
-    turn(kb, "weather forecast for Paris")
-    turn(kb, "fill the pdf forms")
-    full = kb.skills.load("s1")
+def test_load_prints_bodies_most_important_first_within_the_budget(skills_kb):
+    turn(skills_kb, "samsung tv off")
+    turn(skills_kb, "samsung tv on")
+    turn(skills_kb, "weather forecast for Paris")
+    turn(skills_kb, "fill the pdf forms")
+    full = skills_kb.skills.load("s1")
     assert [s["name"] for s in full["skills"]] == ["pdf-forms", "samsung-smart-tv", "weather"]
     assert full["left_out"] == [] and full["tokens"] == sum(s["tokens"] for s in full["skills"])
     assert full["markdown"].startswith("## Skill: pdf-forms\n\nFill PDF forms.\n\nUse pdftk.")
     tv = next(s for s in full["skills"] if s["name"] == "samsung-smart-tv")
     assert tv["tokens"] > 250                         # the long body: ~1,000 characters / 4
-    cut = kb.skills.load("s1", budget=full["skills"][0]["tokens"] + 20)
+    cut = skills_kb.skills.load("s1", budget=full["skills"][0]["tokens"] + 20)
     assert [s["name"] for s in cut["skills"]] == ["pdf-forms", "weather"]   # the TV skill did not fit
     assert cut["left_out"] == [{"name": "samsung-smart-tv", "reason": "budget", "tokens": tv["tokens"]}]
     assert cut["tokens"] <= cut["budget"]
 
 
-def test_reset_forgets_the_session(kb):
-    turn(kb, "samsung tv off")
-    assert kb.skills.session("s1", reset=True) == {"action": "reset", "id": "s1", "existed": True}
+def test_reset_forgets_the_session(skills_kb):
+    turn(skills_kb, "samsung tv off")
+    assert skills_kb.skills.session("s1", reset=True) == {"action": "reset", "id": "s1", "existed": True}
     with pytest.raises(NotFoundError):
-        kb.skills.session("s1")
-    assert turn(kb, "weather forecast")["turn"] == 1
-    assert kb.skills.session("nope", reset=True)["existed"] is False
+        skills_kb.skills.session("s1")
+    assert turn(skills_kb, "weather forecast")["turn"] == 1
+    assert skills_kb.skills.session("nope", reset=True)["existed"] is False
 
 
-def test_bad_session_arguments_are_usage_errors(kb):
+def test_bad_session_arguments_are_usage_errors(skills_kb):
     with pytest.raises(UsageError):
-        kb.skills.match("tv", session="  ")
+        skills_kb.skills.match("tv", session="  ")
     with pytest.raises(UsageError):
-        kb.skills.match("tv", session="s", max_loaded=0)
+        skills_kb.skills.match("tv", session="s", max_loaded=0)
     with pytest.raises(NotFoundError):
-        kb.skills.load("never-started")
+        skills_kb.skills.load("never-started")
 
 
 def test_two_threads_with_separate_connections_get_turns_1_and_2(db):
