@@ -195,7 +195,7 @@ def pytest_make_collect_report(collector):
         return
     found = _MISSING.search(str(report.longrepr))
     top = found.group(1).split(".")[0] if found else None
-    if top is None or top in _OURS or importlib.util.find_spec(top) is not None:
+    if top is None or top in _OURS or _installed(top):
         return
     report.outcome = "skipped"
     report.longrepr = (str(collector.path), 0, f"Skipped: {top} is not installed (pip install -e '.[dev]')")
@@ -203,7 +203,14 @@ def pytest_make_collect_report(collector):
 
 @functools.lru_cache(maxsize=1)
 def _dev_environment() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in _DEV_IMPORTS)
+    return all(_installed(name) for name in _DEV_IMPORTS)
+
+
+def _installed(name: str) -> bool:
+    """A package of that import name is installed: not only a folder of the tests that bears its name (tests/mcp/,
+    tests/llm/, a namespace package while tests/ is on sys.path)."""
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.origin is not None
 
 
 @pytest.fixture
