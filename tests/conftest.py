@@ -116,18 +116,25 @@ def pytest_generate_tests(metafunc):
 
 #: Fixtures that start the real llama.cpp server with SmolLM2-135M (tests/llm/conftest.py, tests/chat/).
 REAL_MODEL_FIXTURES = frozenset(("llama_server", "llama_embed_server", "smollm"))
-#: Modules whose tests start processes (MCP servers over stdio and HTTP, the documentation's console examples,
-#: pytest itself) or wait out real timeouts: tens of seconds each on a small machine. With the tests that ask for
-#: the ``run`` fixture (the ``kbindex`` command as a process), the fast loop leaves them out; plain ``pytest``
-#: runs them. The fast loop tests the same commands in-process (the ``cli`` runner, the API).
+#: Modules whose tests start processes (MCP servers over stdio and HTTP, pytest itself): tens of seconds each on
+#: a small machine. With the tests that ask for the ``run`` fixture (the ``kbindex`` command as a process), the
+#: fast loop leaves them out; plain ``pytest`` runs them. The fast loop tests the same commands in-process (the
+#: ``cli`` runner, the API).
 SLOW_MODULES = frozenset((
-    "test_docs_examples.py", "test_plain_pytest_collection.py", "test_stress_tests_skip_with_one_flag.py",
-    "test_llm_faults.py", "test_mcp_server.py", "test_mcp_initialize_is_answered_before_the_sdk_loads.py",
-    "test_mcp_resources_list_in_pages.py", "test_mcp_http_limits_connections_and_header_time.py",
-    "test_mcp_http_requires_the_bearer_token.py", "test_mcp_cursor_belongs_to_its_call.py",
-    "test_mcp_http_survives_running_out_of_descriptors.py", "test_mcp_http_without_a_token_answers_only_its_own_origin.py",
-    "test_mcp_http_serves_many_clients_at_once.py", "test_mcp_read_only_server_records_nothing.py",
-    "test_mcp_skill_resource_reads_only_its_own_file.py", "test_mcp_reports_semantic_fallback_and_unknown_arguments.py",
+    "test_plain_pytest_collection.py", "test_stress_tests_skip_with_one_flag.py",
+    "test_the_fast_loop_leaves_out_the_slow_tiers.py", "test_mcp_server.py",
+    "test_mcp_initialize_is_answered_before_the_sdk_loads.py", "test_mcp_resources_list_in_pages.py",
+    "test_mcp_http_limits_connections_and_header_time.py", "test_mcp_http_requires_the_bearer_token.py",
+    "test_mcp_cursor_belongs_to_its_call.py", "test_mcp_http_survives_running_out_of_descriptors.py",
+    "test_mcp_http_without_a_token_answers_only_its_own_origin.py", "test_mcp_http_serves_many_clients_at_once.py",
+    "test_mcp_read_only_server_records_nothing.py", "test_mcp_skill_resource_reads_only_its_own_file.py",
+    "test_mcp_reports_semantic_fallback_and_unknown_arguments.py",
+))
+#: Tests (``module::function``) of that kind in modules whose other tests are quick: the documentation's console
+#: examples, each run as processes, and LLM faults that wait out real timeouts (stalled and trickling servers).
+SLOW_TESTS = frozenset((
+    "test_docs_examples.py::test_console_example_runs_as_shown",
+    "test_llm_faults.py::test_similar_and_query_fall_back_on_every_fault",
 ))
 
 
@@ -146,12 +153,13 @@ def _uses_postgres(item) -> bool:
 
 def _mark_tiers(items) -> None:
     """The tiers: ``postgres`` and ``real_model`` tests, the ``stress`` run, the tests that run the ``kbindex``
-    command as a process (the ``run`` fixture) and the modules of :data:`SLOW_MODULES` are ``slow``;
+    command as a process (the ``run`` fixture), :data:`SLOW_MODULES` and :data:`SLOW_TESTS` are ``slow``;
     ``python -m pytest -q -m "not slow"`` is the fast loop."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         slow = (item.get_closest_marker("stress") is not None or "run" in names
-                or item.path.name in SLOW_MODULES)
+                or item.path.name in SLOW_MODULES
+                or f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS)
         if _uses_postgres(item):
             item.add_marker(pytest.mark.postgres)
             slow = True
