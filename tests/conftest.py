@@ -114,8 +114,66 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("index_engine", ["sqlite", "postgres"], indirect=True)
 
 
+#: Fixtures that start the real llama.cpp server with SmolLM2-135M (tests/llm/conftest.py, tests/chat/).
+REAL_MODEL_FIXTURES = frozenset(("llama_server", "llama_embed_server", "smollm"))
+#: Modules whose tests start processes (MCP servers over stdio and HTTP, pytest itself): tens of seconds each on
+#: a small machine. With the tests that ask for the ``run`` fixture (the ``kbindex`` command as a process), the
+#: fast loop leaves them out; plain ``pytest`` runs them. The fast loop tests the same commands in-process (the
+#: ``cli`` runner, the API).
+SLOW_MODULES = frozenset((
+    "test_plain_pytest_collection.py", "test_stress_tests_skip_with_one_flag.py",
+    "test_the_fast_loop_leaves_out_the_slow_tiers.py", "test_mcp_server.py",
+    "test_mcp_initialize_is_answered_before_the_sdk_loads.py", "test_mcp_resources_list_in_pages.py",
+    "test_mcp_http_limits_connections_and_header_time.py", "test_mcp_http_requires_the_bearer_token.py",
+    "test_mcp_cursor_belongs_to_its_call.py", "test_mcp_http_survives_running_out_of_descriptors.py",
+    "test_mcp_http_without_a_token_answers_only_its_own_origin.py", "test_mcp_http_serves_many_clients_at_once.py",
+    "test_mcp_read_only_server_records_nothing.py", "test_mcp_skill_resource_reads_only_its_own_file.py",
+    "test_mcp_reports_semantic_fallback_and_unknown_arguments.py",
+))
+#: Tests (``module::function``) of that kind in modules whose other tests are quick: the documentation's console
+#: examples, each run as processes, and LLM faults that wait out real timeouts (stalled and trickling servers).
+SLOW_TESTS = frozenset((
+    "test_docs_examples.py::test_console_example_runs_as_shown",
+    "test_llm_faults.py::test_similar_and_query_fall_back_on_every_fault",
+))
+
+
+def _uses_postgres(item) -> bool:
+    """The test reaches the PostgreSQL server: through ``pg_server`` (``pg_url`` and the fixtures built on it),
+    a ``[postgres]`` parametrisation (``engine_db``, ``index_engine`` in a ``both_engines`` module), or an
+    index-building fixture under ``KBINDEX_TEST_ENGINE=postgres``."""
+    names = getattr(item, "fixturenames", ())
+    if "pg_server" in names:
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if any(params.get(name) == "postgres" for name in ("engine_db", "index_engine")):
+        return True
+    return TEST_ENGINE == "postgres" and "index_engine" in names
+
+
+def _mark_tiers(items) -> None:
+    """The tiers: ``postgres`` and ``real_model`` tests, the ``stress`` run, the tests that run the ``kbindex``
+    command as a process (the ``run`` fixture), :data:`SLOW_MODULES` and :data:`SLOW_TESTS` are ``slow``;
+    ``python -m pytest -q -m "not slow"`` is the fast loop."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        slow = (item.get_closest_marker("stress") is not None or "run" in names
+                or item.path.name in SLOW_MODULES
+                or f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS)
+        if _uses_postgres(item):
+            item.add_marker(pytest.mark.postgres)
+            slow = True
+        if item.get_closest_marker("real_model") is not None or REAL_MODEL_FIXTURES.intersection(names):
+            item.add_marker(pytest.mark.real_model)
+            slow = True
+        if slow:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under ``KBINDEX_TEST_ENGINE=postgres`` a ``sqlite_only`` test is skipped, with its reason."""
+    """The tiers (:func:`_mark_tiers`); under ``KBINDEX_TEST_ENGINE=postgres`` a ``sqlite_only`` test is skipped,
+    with its reason."""
+    _mark_tiers(items)
     if TEST_ENGINE == "sqlite":
         return
     for item in items:
@@ -145,7 +203,7 @@ def pytest_make_collect_report(collector):
         return
     found = _MISSING.search(str(report.longrepr))
     top = found.group(1).split(".")[0] if found else None
-    if top is None or top in _OURS or importlib.util.find_spec(top) is not None:
+    if top is None or top in _OURS or _installed(top):
         return
     report.outcome = "skipped"
     report.longrepr = (str(collector.path), 0, f"Skipped: {top} is not installed (pip install -e '.[dev]')")
@@ -153,7 +211,14 @@ def pytest_make_collect_report(collector):
 
 @functools.lru_cache(maxsize=1)
 def _dev_environment() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in _DEV_IMPORTS)
+    return all(_installed(name) for name in _DEV_IMPORTS)
+
+
+def _installed(name: str) -> bool:
+    """A package of that import name is installed: not only a folder of the tests that bears its name (tests/mcp/,
+    tests/llm/, a namespace package while tests/ is on sys.path)."""
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.origin is not None
 
 
 @pytest.fixture

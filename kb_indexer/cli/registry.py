@@ -3,7 +3,7 @@
 An agent calls ``kbindex search`` as a fresh process many times a minute: building all commands (and
 importing what they need) on every call would cost more than the search. ``KbGroup`` asks
 :func:`load` for a command only when click needs it; ``kbindex --help`` lists them all.
-``tests/test_cli_startup.py`` checks this table against what the modules register.
+``tests/cli/test_cli_startup.py`` checks this table against what the modules register.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def check_question(question: object, keywords: Iterable[str] | None) -> None:
     """A query asks something: a question with a non-blank character, or at least one non-blank keyword.
     Else it is bad usage, refused before anything is searched or recorded in the history, as are a question
     over ``MAX_QUERY_CHARS`` characters and more than ``MAX_QUERY_KEYWORDS`` keywords (a NUL is searched as text:
-    tests/test_text_with_a_nul_character_is_searched_and_recorded.py)."""
+    tests/search/test_text_with_a_nul_character_is_searched_and_recorded.py)."""
     if isinstance(question, str) and len(question) > MAX_QUERY_CHARS:
         raise UsageError(f"the question is {len(question):,} characters long; at most {MAX_QUERY_CHARS:,} are "
                          "allowed (ask a question; kbindex add indexes a document)")

@@ -1,7 +1,7 @@
 """The ``meta`` table: the key-value facts the index keeps about itself (the knowledge-base root, the
 skills version, the files the last sync saw, imported or rejected).
 
-Every statement on the table is here; callers name the keys (``tests/test_meta_table_has_one_writer.py``
+Every statement on the table is here; callers name the keys (``tests/store/test_meta_table_has_one_writer.py``
 checks no other module writes SQL for it). Writes happen inside the caller's transaction.
 """
 

@@ -121,7 +121,3 @@ def llama_embed_server(tmp_path_factory):
     yield url
     stop(proc)
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "real_model: needs the llama-cpp-python server with SmolLM2-135M "
-                                       "(skipped with the reason when it cannot run)")

@@ -3,7 +3,7 @@
 Run from the repository root:  python tests/data/upgrade/make_fixtures.py
 For each commit in RELEASES it checks the commit out in a temporary git worktree, runs that commit's
 kbindex (PYTHONPATH) to init, sync, relate, query, give feedback and learn (what that version has), and keeps
-the index as tests/data/upgrade/<last migration>-<commit>.db. tests/test_schema_upgrade.py opens each with the current
+the index as tests/data/upgrade/<last migration>-<commit>.db. tests/store/test_schema_upgrade.py opens each with the current
 code. The script is kept so a fixture can be rebuilt; the .db files are committed.
 """
 
