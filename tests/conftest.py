@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from kb_indexer.settings import SETTINGS
+
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED_KB = REPO / "knowledge-base"
 BUNDLED_SIMILARITIES = REPO / "similarities.json"
@@ -28,9 +30,9 @@ FAKE_LLM_PLUGIN = Path(__file__).resolve().parent / "fake_llm.py"
 @pytest.fixture(autouse=True)
 def _isolate_env(monkeypatch, tmp_path):
     """No test reads the developer's index, KB, .env or LLM settings."""
-    for var in ("KBINDEX_DB", "KBINDEX_KB", "KBINDEX_LLM_BACKEND", "KBINDEX_LLM_MODEL", "OLLAMA_HOST",
-                "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBINDEX_OPENAI_BASE_URL", "OPENAI_API_KEY",
-                "KBINDEX_EMBED_BACKEND", "KBINDEX_EMBED_MODEL", "KBINDEX_FAKE_EMBED", "KBINDEX_USER"):
+    # every variable kbindex reads (kb_indexer.settings declares them), and the others its backends read
+    for var in (*SETTINGS, "OLLAMA_HOST", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
+                "KBINDEX_FAKE_EMBED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBINDEX_LLM_PLUGINS", str(FAKE_LLM_PLUGIN))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))   # roots remembered by init (roots.py)

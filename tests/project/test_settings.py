@@ -13,7 +13,7 @@ import pytest
 from kb_indexer import settings
 from kb_indexer.settings import SETTINGS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "kb_indexer"
 CONFIG_DOC = REPO / "docs" / "configuration-and-security.md"
 BEGIN, END = "<!-- settings-table:", "<!-- settings-table: end -->"

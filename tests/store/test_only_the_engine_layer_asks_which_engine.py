@@ -9,7 +9,7 @@ import ast
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "kb_indexer"
+PACKAGE = Path(__file__).resolve().parents[2] / "kb_indexer"
 ENGINE_LAYER = ("store/engines/", "store/pg/", "store/engine.py")
 #: ``is_postgres(...)`` calls left in store modules outside the engine layer
 MAX_ASKS = 11
