@@ -12,8 +12,10 @@ import math
 import time
 from pathlib import Path
 
+from bench.data import data_dir
+
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "cranfield"
+DEFAULT_DATA = data_dir("cranfield")
 
 
 def load(data: Path = DEFAULT_DATA):

@@ -33,12 +33,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load  # noqa: E402
 from bench.ir_eval import evaluate, run_bm25s  # noqa: E402
 
-DATA_CANDIDATES = (REPO.parent / "shared" / "data" / "cranfield", Path("/work/shared/data/cranfield"))
+DATA_CANDIDATES = (data_dir("cranfield"),)
 
 
 def measure(kb, queries, qrels, method: str) -> tuple[float, float]:

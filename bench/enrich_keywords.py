@@ -52,7 +52,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data"
-SHARED = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO))
+from bench.data import data_root  # noqa: E402 (after the path is set)
+
+SHARED = data_root()
 COLLECTIONS = ("skills", "cranfield", "bundled", "notes")
 METHODS = ("auto", "keyword")
 

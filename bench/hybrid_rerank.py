@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load, ndcg_at  # noqa: E402
@@ -40,7 +41,7 @@ def ask(kb, question: str, embed, rerank: str | None) -> tuple[list[str], float,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield")
+    p.add_argument("--data", type=Path, default=data_dir("cranfield"))
     p.add_argument("--keep", type=Path, required=True, help="the KB folder of an earlier ir_eval --keep run")
     p.add_argument("--embed", default="local")
     p.add_argument("--questions", type=int, default=50)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load, ndcg_at  # noqa: E402
@@ -62,7 +63,7 @@ def bm25s_runs(corpus, queries, limit: int) -> tuple[dict[str, list[str]], dict[
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield")
+    p.add_argument("--data", type=Path, default=data_dir("cranfield"))
     p.add_argument("--method", default="fulltext")
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--show", type=int, default=8, help="questions with the largest losses to list")

@@ -46,6 +46,7 @@ from typing import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 from bench.cranfield import build_kb, doc_id, load, ndcg_at, recall_at  # noqa: E402
@@ -193,7 +194,7 @@ def run_bm25s(corpus, queries, limit: int):
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield",
+    p.add_argument("--data", type=Path, default=data_dir("cranfield"),
                    help="BEIR-format folder (corpus.jsonl, queries.jsonl, qrels.tsv)")
     p.add_argument("--methods", default="auto,fulltext,hybrid",
                    help="comma-separated kbindex methods (auto: what `kbindex query` runs by default)")

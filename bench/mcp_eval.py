@@ -31,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from kb_indexer.api import QueryOptions  # noqa: E402 (after the path is set)
 
 
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.cranfield import build_kb, load
     from kb_indexer.tokens import estimate_tokens
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "cranfield")
+    ap.add_argument("--data", type=Path, default=data_dir("cranfield"))
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--starts", type=int, default=7)
     ap.add_argument("--limit", type=int, default=10)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 
 TARGET_NEGATIVES = 0.9
 TARGET_F1 = 0.58
@@ -36,9 +37,9 @@ def skills_heldout() -> None:
     from bench import skills_eval as se
     from kb_indexer.api import KnowledgeBase
 
-    data = next((d for d in (REPO.parent / "shared" / "data" / "skills",) if (d / "catalog.jsonl").is_file()), None)
+    data = next((d for d in (data_dir("skills"),) if (d / "catalog.jsonl").is_file()), None)
     if data is None:
-        print("  skills: ../shared/data/skills not found: skipped")
+        print("  skills: the skills data set (bench/data.py) not found: skipped")
         return
     catalog, dev = se.load(data)
     bm, th, _ = se.bm25s_tuned(catalog, dev)

@@ -25,8 +25,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 from bench.revision import checkout  # noqa: E402 (after the path is set)
-DATA = REPO.parent / "shared" / "data" / "cranfield"
+DATA = data_dir("cranfield")
 
 # Runs in a child process with the checkout under test first on sys.path.
 CHILD = """

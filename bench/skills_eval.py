@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 
 
 #: Labelled messages of this repository's own: for tuning (beside the development queries), task-like messages
@@ -402,8 +403,7 @@ def bm25s_tuned(catalog: list[dict[str, Any]], queries: list[dict[str, Any]]) ->
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    default = next((d for d in (REPO.parent / "shared" / "data" / "skills",
-                                REPO.parent.parent / "shared" / "data" / "skills") if d.is_dir()), None)
+    default = next((d for d in (data_dir("skills"),) if d.is_dir()), None)
     p.add_argument("--data", type=Path, default=default, required=default is None,
                    help="folder with catalog.jsonl and queries_dev.jsonl (default: ../shared/data/skills)")
     p.add_argument("--grid", action="store_true", help="print the tuning grid too")

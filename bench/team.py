@@ -43,11 +43,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.data import data_dir  # noqa: E402 (after the path is set)
 
 from bench.cranfield import load as load_cranfield, ndcg_at  # noqa: E402
 from bench.stress_common import kb_run, kbindex_cmd, percentile  # noqa: E402
 
-SKILLS = REPO.parent / "shared" / "data" / "skills"
+SKILLS = data_dir("skills")
 ENGINES = ("sqlite", "postgres")
 
 

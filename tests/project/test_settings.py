@@ -19,8 +19,8 @@ CONFIG_DOC = REPO / "docs" / "configuration-and-security.md"
 BEGIN, END = "<!-- settings-table:", "<!-- settings-table: end -->"
 #: a name as the code and the docs write it; a prefix such as ``KBINDEX_EMBED_*`` ends with "_"
 NAME = re.compile(r"\bKBINDEX_[A-Z0-9_]+")
-#: variables of the test suite only (documented for contributors, never read by kb_indexer)
-TEST_ONLY = {"KBINDEX_TEST_ENGINE", "KBINDEX_FAKE_EMBED"}
+#: variables of the test suite and the benchmarks only (documented for contributors, never read by kb_indexer)
+TEST_ONLY = {"KBINDEX_TEST_ENGINE", "KBINDEX_FAKE_EMBED", "KBINDEX_BENCH_DATA"}
 
 
 def _names_in(text: str) -> set[str]:
